@@ -1,0 +1,65 @@
+//===- ArchTable.h - Per-target capabilities, read from specs/arch/*.json -===//
+//
+// Everything fmhajit knows about a target (wave size, shared memory/LDS,
+// dtypes, pipelines and their matrix shapes, default tiles per head dim) is
+// data in specs/arch/<target>.json, embedded in the binary at build time.
+// C++ holds rules (how a tile's footprint is computed); the JSON holds facts.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "specs/KernelSpec.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fmhajit {
+
+enum class Backend : uint8_t { Host, Nvptx, Amdgpu };
+
+struct TileConfig {
+  unsigned maxD = 0; ///< this row applies to head dims up to maxD
+  unsigned bm = 0, bn = 0, warps = 0, stages = 0;
+};
+
+struct PipelineInfo {
+  std::vector<DType> dtypes;
+  std::string shape;          ///< matrix instruction shape, "" for none
+  unsigned bmMultiple = 1;    ///< bm must be a multiple of this
+  unsigned bnMultiple = 1;    ///< bn must be a multiple of this
+  std::vector<TileConfig> tiles; ///< ascending maxD
+};
+
+struct ArchInfo {
+  std::string name;
+  Backend backend = Backend::Host;
+  std::string triple; ///< empty for host: the process triple
+  std::string cpu;    ///< "native" for host: the machine's CPU
+  unsigned vectorBits = 0; ///< host: vector width; 0 = the CPU's widest
+  unsigned minPtx = 0;     ///< NVPTX: the oldest PTX ISA the target needs
+  unsigned waveSize = 1;
+  unsigned sharedBytes = 0;
+  unsigned maxWarps = 1, maxStages = 1;
+  unsigned registersPerThread = 0, registerFileBytes = 0;
+  std::vector<DType> dtypes;
+  std::vector<unsigned> headDims;
+  std::map<Pipeline, PipelineInfo> pipelines;
+  std::vector<Pipeline> autoOrder; ///< what pipeline=auto tries, in order
+
+  const PipelineInfo *pipeline(Pipeline p) const;
+  bool hasDType(DType t) const;
+  bool hasHeadDim(unsigned d) const;
+  /// The default tile for head dim \p d on pipeline \p p (null if none).
+  const TileConfig *defaultTile(Pipeline p, unsigned d) const;
+};
+
+/// Every known target, in the order of specs/arch (sorted by name).
+llvm::ArrayRef<ArchInfo> allArchs();
+/// The target named \p name, or null.
+const ArchInfo *findArch(llvm::StringRef name);
+/// "host, sm_80, ...": every target name, for error messages.
+std::string allArchNames();
+
+} // namespace fmhajit

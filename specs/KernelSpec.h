@@ -1,0 +1,73 @@
+//===- KernelSpec.h - What a user asks for: one attention kernel ----------===//
+//
+// A KernelSpec describes one kernel: family, dtypes, head dims, score
+// modifiers, tile shape and target. Fields left at their "unset" value (0,
+// Pipeline::Auto, no `out`) take the target's defaults when the spec is
+// resolved by validateSpec(); only resolved specs have encoded names.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fmhajit {
+
+enum class Family : uint8_t {
+  Fwd,
+  FwdSplitKv,
+  SplitKvCombine,
+  FwdPaged,
+  AppendKv,
+  BwdDotDoO,
+  BwdDqDkDv,
+  BwdConvertDq,
+};
+
+enum class DType : uint8_t { F32, F16, BF16, F8E4M3, F8E5M2 };
+
+enum class Mask : uint8_t {
+  None,
+  Causal,   ///< key j visible to query i iff j <= i (top-left aligned)
+  CausalBr, ///< j <= i + Sk - Sq (bottom-right aligned)
+  Window,   ///< sliding window, (left, right) given at run time
+};
+
+enum class Bias : uint8_t { None, Alibi, Elementwise };
+
+enum class Pipeline : uint8_t { Auto, Vector, Simt, Mma, Wgmma, Mfma, Wmma };
+
+struct KernelSpec {
+  Family family = Family::Fwd;
+  DType dtype = DType::BF16;
+  std::optional<DType> out; ///< unset: dtype, or bf16 for fp8 inputs
+  unsigned d = 128;         ///< Q/K head dim
+  unsigned dv = 0;          ///< V head dim; 0: same as d
+  Mask mask = Mask::None;
+  Bias bias = Bias::None;
+  bool softcap = false;
+  bool lse = false;
+  bool dropout = false;
+  bool sink = false;
+  bool varlen = false;
+  unsigned bm = 0, bn = 0, warps = 0, stages = 0; ///< 0: target default
+  Pipeline pipeline = Pipeline::Auto;
+  std::string target = "host";
+
+  /// The output dtype, resolving the default.
+  DType outType() const;
+  /// The V head dim, resolving the default.
+  unsigned headDimV() const { return dv ? dv : d; }
+
+  friend bool operator==(const KernelSpec &a, const KernelSpec &b);
+  friend bool operator!=(const KernelSpec &a, const KernelSpec &b) {
+    return !(a == b);
+  }
+};
+
+/// Bytes of one element of \p t.
+unsigned dtypeBytes(DType t);
+bool isFp8(DType t);
+
+} // namespace fmhajit

@@ -1,0 +1,228 @@
+//===- Validate.cpp - Spec rules and default resolution -------------------===//
+#include "specs/Validate.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace fmhajit;
+using llvm::Twine;
+
+namespace {
+/// The optional features a family may use; the rest must stay off.
+enum Feature : unsigned {
+  kMask = 1, kBias = 2, kSoftcap = 4, kLse = 8, kDropout = 16, kSink = 32,
+  kVarlen = 64, kFp8 = 128,
+};
+struct FamilyRule {
+  Family family;
+  unsigned features;
+  const char *why; ///< why the others are off, for messages
+};
+// Inference kernels take no dropout; backward kernels read the forward LSE
+// rather than writing one; helpers that run no attention loop take no score
+// modifiers; paged and combine kernels get their lengths another way.
+const FamilyRule kFamilyRules[] = {
+    {Family::Fwd, kMask | kBias | kSoftcap | kLse | kDropout | kSink | kVarlen | kFp8,
+     ""},
+    {Family::FwdSplitKv, kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8,
+     "split-KV is an inference kernel"},
+    {Family::SplitKvCombine, kLse, "the combine step runs no attention loop"},
+    {Family::FwdPaged, kMask | kBias | kSoftcap | kLse | kSink | kFp8,
+     "paged kernels are inference kernels with per-sequence cache lengths"},
+    {Family::AppendKv, kFp8, "append_kv only writes K/V rows"},
+    {Family::BwdDotDoO, kVarlen, "bwd_dot_do_o runs no attention loop"},
+    {Family::BwdDqDkDv, kMask | kBias | kSoftcap | kDropout | kSink | kVarlen,
+     "the backward pass reads the forward LSE and has no fp8 form"},
+    {Family::BwdConvertDq, kVarlen, "bwd_convert_dq runs no attention loop"},
+};
+
+const FamilyRule &ruleFor(Family f) {
+  for (const FamilyRule &r : kFamilyRules)
+    if (r.family == f)
+      return r;
+  llvm_unreachable("family without a rule");
+}
+
+template <typename T> std::string joinValues(const std::vector<T> &values) {
+  std::vector<std::string> parts;
+  for (const T &v : values) {
+    if constexpr (std::is_same_v<T, DType>)
+      parts.push_back(keyOf(v).str());
+    else if constexpr (std::is_same_v<T, Pipeline>)
+      parts.push_back(keyOf(v).str());
+    else
+      parts.push_back(std::to_string(v));
+  }
+  return llvm::join(parts, ", ");
+}
+
+/// Validation state: the spec being resolved, its arch, the problems found.
+class Validator {
+public:
+  Validator(KernelSpec spec, const ArchInfo &arch) : s(std::move(spec)), arch(arch) {}
+  llvm::Expected<KernelSpec> run();
+
+private:
+  void fail(const Twine &key, const Twine &value, const Twine &why) {
+    errors.add(ErrorKind::Spec, key + "=" + value + ": " + why);
+  }
+  void checkFamilyFeatures();
+  void checkDTypes();
+  void checkHeadDims();
+  bool resolvePipeline();
+  void resolveTile();
+  void checkTile(const PipelineInfo &info);
+
+  KernelSpec s;
+  const ArchInfo &arch;
+  ErrorList errors;
+};
+} // namespace
+
+bool fmhajit::hasAttentionLoop(Family f) {
+  return f == Family::Fwd || f == Family::FwdSplitKv || f == Family::FwdPaged ||
+         f == Family::BwdDqDkDv;
+}
+
+void Validator::checkFamilyFeatures() {
+  const FamilyRule &rule = ruleFor(s.family);
+  std::string family = ("family " + keyOf(s.family)).str();
+  auto check = [&](bool on, Feature f, const char *key, llvm::StringRef value) {
+    if (on && !(rule.features & f))
+      fail(key, value, family + " does not take it (" + rule.why + ")");
+  };
+  check(s.mask != Mask::None, kMask, "mask", keyOf(s.mask));
+  check(s.bias != Bias::None, kBias, "bias", keyOf(s.bias));
+  check(s.softcap, kSoftcap, "softcap", "1");
+  check(s.lse, kLse, "lse", "1");
+  check(s.dropout, kDropout, "dropout", "1");
+  check(s.sink, kSink, "sink", "1");
+  check(s.varlen, kVarlen, "varlen", "1");
+  check(isFp8(s.dtype), kFp8, "dtype", keyOf(s.dtype));
+}
+
+void Validator::checkDTypes() {
+  if (!arch.hasDType(s.dtype))
+    fail("dtype", keyOf(s.dtype),
+         "not supported on " + arch.name + "; use " + joinValues(arch.dtypes));
+  DType out = s.outType();
+  if (isFp8(out))
+    fail("out", keyOf(out), "fp8 outputs are not supported; use fp32, fp16 or bf16");
+  else if (!isFp8(s.dtype) && out != s.dtype && out != DType::F32)
+    fail("out", keyOf(out),
+         "the output of a " + keyOf(s.dtype) + " kernel is " + keyOf(s.dtype) +
+             " or fp32");
+  s.out = out;
+}
+
+void Validator::checkHeadDims() {
+  if (!arch.hasHeadDim(s.d))
+    fail("d", Twine(s.d),
+         "head dim " + Twine(s.d) + " is not supported on " + arch.name +
+             "; use " + joinValues(arch.headDims));
+  bool dvGiven = s.dv != 0 && s.dv != s.d; // else it follows d, checked above
+  s.dv = s.headDimV();
+  if (dvGiven && !arch.hasHeadDim(s.dv))
+    fail("dv", Twine(s.dv),
+         "head dim " + Twine(s.dv) + " is not supported on " + arch.name +
+             "; use " + joinValues(arch.headDims));
+}
+
+// Auto takes the first pipeline of the target's preference list that handles
+// the dtype. Returns false when no pipeline applies (an error is recorded).
+bool Validator::resolvePipeline() {
+  if (s.pipeline == Pipeline::Auto) {
+    for (Pipeline p : arch.autoOrder)
+      if (llvm::is_contained(arch.pipeline(p)->dtypes, s.dtype)) {
+        s.pipeline = p;
+        return true;
+      }
+    fail("pipeline", "auto", "no pipeline of " + arch.name + " handles dtype " +
+                                 keyOf(s.dtype));
+    return false;
+  }
+  const PipelineInfo *info = arch.pipeline(s.pipeline);
+  std::vector<Pipeline> offered;
+  for (const auto &entry : arch.pipelines)
+    offered.push_back(entry.first);
+  if (!info) {
+    fail("pipeline", keyOf(s.pipeline),
+         "not available on " + arch.name + "; use auto, " + joinValues(offered));
+    return false;
+  }
+  if (!llvm::is_contained(info->dtypes, s.dtype)) {
+    fail("pipeline", keyOf(s.pipeline),
+         "does not handle dtype " + keyOf(s.dtype) + " on " + arch.name +
+             "; it takes " + joinValues(info->dtypes));
+    return false;
+  }
+  return true;
+}
+
+void Validator::resolveTile() {
+  const PipelineInfo &info = *arch.pipeline(s.pipeline);
+  if (const TileConfig *t = arch.defaultTile(s.pipeline, std::max(s.d, s.dv))) {
+    s.bm = s.bm ? s.bm : t->bm;
+    s.bn = s.bn ? s.bn : t->bn;
+    s.warps = s.warps ? s.warps : t->warps;
+    s.stages = s.stages ? s.stages : t->stages;
+  }
+  checkTile(info);
+}
+
+void Validator::checkTile(const PipelineInfo &info) {
+  auto checkEdge = [&](const char *key, unsigned v, unsigned multiple) {
+    if (v < 16 || v > 256 || v % multiple)
+      fail(key, Twine(v), "tile edges run from 16 to 256 in multiples of " +
+                              Twine(multiple) + " for pipeline " +
+                              keyOf(s.pipeline) + " on " + arch.name);
+  };
+  checkEdge("bm", s.bm, info.bmMultiple);
+  checkEdge("bn", s.bn, info.bnMultiple);
+  if (!llvm::isPowerOf2_32(s.warps) || s.warps > arch.maxWarps)
+    fail("warps", Twine(s.warps),
+         "use a power of two up to " + Twine(arch.maxWarps) + " on " + arch.name);
+  if (s.stages < 1 || s.stages > arch.maxStages)
+    fail("stages", Twine(s.stages),
+         "use 1 to " + Twine(arch.maxStages) + " on " + arch.name);
+  if (!errors.empty())
+    return;
+  unsigned bytes = tileFootprintBytes(s, arch);
+  if (bytes > arch.sharedBytes)
+    fail("bm", Twine(s.bm),
+         "tiles bm=" + Twine(s.bm) + ",bn=" + Twine(s.bn) + ",stages=" +
+             Twine(s.stages) + " need " + Twine(bytes) + " bytes but " +
+             arch.name + " has " + Twine(arch.sharedBytes) +
+             "; use smaller bm, bn or stages");
+}
+
+llvm::Expected<KernelSpec> Validator::run() {
+  checkFamilyFeatures();
+  checkDTypes();
+  checkHeadDims();
+  if (resolvePipeline() && errors.empty())
+    resolveTile();
+  if (!errors.empty())
+    return errors.take();
+  return s;
+}
+
+unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) {
+  unsigned d = s.d, dv = s.headDimV();
+  if (arch.backend == Backend::Host) // fp32 copies of Q, K^T, V, S and O
+    return 4 * (s.bm * d + s.bn * d + s.bn * dv + s.bm * s.bn + s.bm * dv);
+  unsigned staged = dtypeBytes(s.dtype) * (s.bm * d + s.stages * s.bn * (d + dv));
+  unsigned scores = s.pipeline == Pipeline::Simt ? 4 * s.bm * s.bn : 0;
+  return staged + scores;
+}
+
+llvm::Expected<KernelSpec> fmhajit::validateSpec(const KernelSpec &spec) {
+  const ArchInfo *arch = findArch(spec.target);
+  if (!arch)
+    return makeError(ErrorKind::Spec, "target=" + spec.target +
+                                          ": unknown target; use one of " +
+                                          allArchNames());
+  return Validator(spec, *arch).run();
+}

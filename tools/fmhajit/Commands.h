@@ -1,0 +1,22 @@
+//===- Commands.h - The fmhajit subcommands -------------------------------===//
+#pragma once
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+namespace fmhajit {
+
+/// A subcommand: takes the words after its name, returns the exit code.
+using CommandFn = int (*)(llvm::ArrayRef<const char *> argv);
+
+int nameCommand(llvm::ArrayRef<const char *> argv);
+int decodeCommand(llvm::ArrayRef<const char *> argv);
+int validateCommand(llvm::ArrayRef<const char *> argv);
+int listCommand(llvm::ArrayRef<const char *> argv);
+int demoCommand(llvm::ArrayRef<const char *> argv);
+
+/// Prints each problem in \p err as one `error:` line on stderr and returns
+/// the exit code: 2 for usage errors, 1 for everything else.
+int reportErrors(llvm::Error err);
+
+} // namespace fmhajit

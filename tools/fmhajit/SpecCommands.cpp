@@ -1,0 +1,94 @@
+//===- SpecCommands.cpp - name, decode, validate, list --------------------===//
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Profile.h"
+#include "specs/SpecParser.h"
+#include "specs/Validate.h"
+#include "tools/fmhajit/Args.h"
+#include "tools/fmhajit/Commands.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace fmhajit;
+
+int fmhajit::reportErrors(llvm::Error err) {
+  Problems problems = takeProblems(std::move(err));
+  for (const std::string &m : problems.messages)
+    llvm::errs() << "error: " << m << "\n";
+  llvm::errs().flush();
+  return problems.kind == ErrorKind::Usage ? 2 : 1;
+}
+
+/// Parses a subcommand that takes exactly one positional word.
+static llvm::Expected<std::string> onePositional(llvm::ArrayRef<const char *> argv,
+                                                 llvm::StringRef what) {
+  llvm::Expected<Args> args = Args::parse(argv, {});
+  if (!args)
+    return args.takeError();
+  if (args->positional().size() != 1)
+    return makeError(ErrorKind::Usage, "expected exactly one " + what);
+  return args->positional()[0];
+}
+
+static llvm::Expected<KernelSpec> resolveSpecText(llvm::StringRef text) {
+  llvm::Expected<KernelSpec> spec = parseSpec(text);
+  if (!spec)
+    return spec.takeError();
+  return validateSpec(*spec);
+}
+
+int fmhajit::nameCommand(llvm::ArrayRef<const char *> argv) {
+  llvm::Expected<std::string> text = onePositional(argv, "SPEC");
+  if (!text)
+    return reportErrors(text.takeError());
+  llvm::Expected<KernelSpec> spec = resolveSpecText(*text);
+  if (!spec)
+    return reportErrors(spec.takeError());
+  llvm::outs() << encodeName(*spec) << "\n";
+  return 0;
+}
+
+int fmhajit::decodeCommand(llvm::ArrayRef<const char *> argv) {
+  llvm::Expected<std::string> name = onePositional(argv, "NAME");
+  if (!name)
+    return reportErrors(name.takeError());
+  llvm::Expected<KernelSpec> spec = decodeName(*name);
+  if (!spec)
+    return reportErrors(spec.takeError());
+  llvm::outs() << printSpecJson(*spec) << "\n";
+  return 0;
+}
+
+int fmhajit::validateCommand(llvm::ArrayRef<const char *> argv) {
+  llvm::Expected<std::string> text = onePositional(argv, "SPEC");
+  if (!text)
+    return reportErrors(text.takeError());
+  llvm::Expected<KernelSpec> spec = resolveSpecText(*text);
+  if (!spec)
+    return reportErrors(spec.takeError());
+  llvm::outs() << "valid: " << encodeName(*spec) << "\n"
+               << "resolved: " << printSpec(*spec) << "\n";
+  return 0;
+}
+
+int fmhajit::listCommand(llvm::ArrayRef<const char *> argv) {
+  llvm::Expected<Args> args =
+      Args::parse(argv, {{"profile", true}, {"target", true}});
+  if (!args)
+    return reportErrors(args.takeError());
+  if (!args->positional().empty())
+    return reportErrors(makeError(ErrorKind::Usage, "list takes no positional words"));
+  if (!args->has("profile")) {
+    for (const ProfileInfo &p : listProfiles())
+      llvm::outs() << p.name << ": " << p.description << "\n";
+    return 0;
+  }
+  std::optional<std::string> target = args->get("target");
+  auto specs = expandProfile(*args->get("profile"),
+                             target ? std::optional<llvm::StringRef>(*target)
+                                    : std::nullopt);
+  if (!specs)
+    return reportErrors(specs.takeError());
+  for (const KernelSpec &s : *specs)
+    llvm::outs() << encodeName(s) << "\n";
+  return 0;
+}

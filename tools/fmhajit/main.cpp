@@ -1,0 +1,58 @@
+//===- main.cpp - The fmhajit command line --------------------------------===//
+//
+// Exit codes: 0 success; 1 an invalid spec or name, or a failed run or check;
+// 2 a usage error. Every problem is one `error:` line on stderr.
+//
+//===----------------------------------------------------------------------===//
+#include "specs/Version.h"
+#include "tools/fmhajit/Commands.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace fmhajit;
+
+namespace {
+struct Command {
+  llvm::StringRef name;
+  CommandFn run;
+  llvm::StringRef usage;
+};
+
+const Command kCommands[] = {
+    {"demo", demoCommand, "demo                      show what fmhajit does"},
+    {"name", nameCommand, "name SPEC                 print the encoded name of SPEC"},
+    {"decode", decodeCommand, "decode NAME               print the spec NAME stands for, as JSON"},
+    {"validate", validateCommand, "validate SPEC             check SPEC, print its resolved form"},
+    {"list", listCommand, "list [--profile P] [--target T]   list profiles, or a profile's kernels"},
+};
+
+void printHelp(llvm::raw_ostream &os) {
+  os << "fmhajit " FMHAJIT_VERSION " - a JIT compiler for fused multi-head attention\n\n"
+     << "usage: fmhajit COMMAND [ARGS]\n\ncommands:\n";
+  for (const Command &c : kCommands)
+    os << "  " << c.usage << "\n";
+  os << "\nA SPEC is key=value pairs (family=fwd,dtype=bf16,d=128,mask=causal,"
+        "target=host)\nor a JSON object with the same keys; see docs/specs.md.\n"
+     << "Exit codes: 0 success, 1 invalid spec/name or failed run, 2 usage error.\n";
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::StringRef first = argc > 1 ? argv[1] : "";
+  if (first == "--help" || first == "-h" || first == "help") {
+    printHelp(llvm::outs());
+    return 0;
+  }
+  if (first == "--version") {
+    llvm::outs() << "fmhajit " FMHAJIT_VERSION "\n";
+    return 0;
+  }
+  for (const Command &c : kCommands)
+    if (c.name == first)
+      return c.run(llvm::ArrayRef<const char *>(argv + 2, argc - 2));
+  llvm::errs() << "error: " << (first.empty() ? "no command given" : "unknown command '" + first.str() + "'")
+               << "; run fmhajit --help\n";
+  return 2;
+}
