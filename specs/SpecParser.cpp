@@ -134,7 +134,51 @@ static std::optional<std::string> jsonScalar(const llvm::json::Value &v) {
   return std::nullopt;
 }
 
+// llvm::json::parse recurses once per nesting level (deep input overflows the
+// stack) and keeps only the last of repeated keys. A spec is one flat object,
+// so this scan rejects deep nesting before parsing and returns the top-level
+// keys in the order written, repeats included, for applyKey to diagnose.
+static constexpr unsigned kMaxJsonDepth = 64;
+
+static std::optional<std::vector<std::string>> topLevelJsonKeys(StringRef text) {
+  std::vector<std::string> keys;
+  unsigned depth = 0;
+  bool expectKey = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      size_t end = i + 1;
+      while (end < text.size() && text[end] != '"')
+        end += text[end] == '\\' ? 2 : 1;
+      StringRef quoted = text.slice(i, end + 1);
+      if (depth == 1 && expectKey) {
+        llvm::Expected<llvm::json::Value> key = llvm::json::parse(quoted);
+        keys.push_back(key && key->getAsString() ? key->getAsString()->str()
+                                                 : quoted.str());
+        if (!key)
+          llvm::consumeError(key.takeError());
+      }
+      i = end;
+      expectKey = false;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth)
+        return std::nullopt;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+    if (!llvm::isSpace(c))
+      expectKey = depth == 1 && (c == '{' || c == ',');
+  }
+  return keys;
+}
+
 static llvm::Expected<KernelSpec> parseJson(StringRef text) {
+  std::optional<std::vector<std::string>> keys = topLevelJsonKeys(text);
+  if (!keys)
+    return makeError(ErrorKind::Spec, "a JSON spec is one object of key: value "
+                                      "pairs; this one nests too deeply");
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value)
     return makeError(ErrorKind::Spec,
@@ -145,12 +189,16 @@ static llvm::Expected<KernelSpec> parseJson(StringRef text) {
   KernelSpec spec;
   ErrorList errors;
   llvm::StringSet<> seen;
-  for (const auto &[key, v] : *object) {
-    if (auto s = jsonScalar(v))
+  for (const std::string &key : *keys) {
+    const llvm::json::Value *v = object->get(key);
+    assert(v && "the key scan disagrees with json::parse");
+    if (!v)
+      continue;
+    if (auto s = jsonScalar(*v))
       applyKey(spec, seen, key, *s, errors);
     else
       errors.add(ErrorKind::Spec,
-                 "key '" + key.str() + "' must be a string, number or boolean");
+                 "key '" + key + "' must be a string, number or boolean");
   }
   if (!errors.empty())
     return errors.take();
@@ -162,7 +210,10 @@ llvm::Expected<KernelSpec> fmhajit::parseSpec(StringRef text) {
   if (trimmed.empty())
     return makeError(ErrorKind::Spec, "the spec is empty; write key=value "
                                       "pairs such as family=fwd,dtype=bf16,d=128");
-  return trimmed.starts_with("{") ? parseJson(trimmed) : parseText(trimmed);
+  // '[' too: a JSON array is a JSON mistake, and its message should say so.
+  if (trimmed.starts_with("{") || trimmed.starts_with("["))
+    return parseJson(trimmed);
+  return parseText(trimmed);
 }
 
 // One list of (key, printed value) drives both printers.

@@ -11,11 +11,13 @@ llvm::Expected<Args> Args::parse(llvm::ArrayRef<const char *> argv,
   Args args;
   for (size_t i = 0; i < argv.size(); ++i) {
     StringRef word = argv[i];
-    if (!word.starts_with("--") || word == "--") {
+    // "-o" is the one short option: the output file, as compilers spell it.
+    bool shortOutput = word == "-o";
+    if (!shortOutput && (!word.starts_with("--") || word == "--")) {
       args.positionals.push_back(word.str());
       continue;
     }
-    auto [nameRef, inlineValue] = word.drop_front(2).split('=');
+    auto [nameRef, inlineValue] = word.drop_front(shortOutput ? 1 : 2).split('=');
     StringRef name = nameRef;
     const OptionSpec *opt =
         llvm::find_if(options, [&](const OptionSpec &o) { return o.name == name; });

@@ -14,6 +14,9 @@ int decodeCommand(llvm::ArrayRef<const char *> argv);
 int validateCommand(llvm::ArrayRef<const char *> argv);
 int listCommand(llvm::ArrayRef<const char *> argv);
 int demoCommand(llvm::ArrayRef<const char *> argv);
+int runCommand(llvm::ArrayRef<const char *> argv);
+int compileCommand(llvm::ArrayRef<const char *> argv);
+int cacheCommand(llvm::ArrayRef<const char *> argv);
 
 /// Prints each problem in \p err as one `error:` line on stderr and returns
 /// the exit code: 2 for usage errors, 1 for everything else.

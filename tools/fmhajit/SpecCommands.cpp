@@ -6,14 +6,28 @@
 #include "specs/Validate.h"
 #include "tools/fmhajit/Args.h"
 #include "tools/fmhajit/Commands.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace fmhajit;
 
+// Messages quote user input; a newline or other control byte in it would
+// split one problem over several lines, so those are written as \xNN.
+static std::string oneLine(llvm::StringRef message) {
+  std::string out;
+  for (unsigned char c : message) {
+    if (c < 0x20 || c == 0x7f)
+      out += "\\x" + llvm::utohexstr(c, /*LowerCase=*/true, /*Width=*/2);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
 int fmhajit::reportErrors(llvm::Error err) {
   Problems problems = takeProblems(std::move(err));
   for (const std::string &m : problems.messages)
-    llvm::errs() << "error: " << m << "\n";
+    llvm::errs() << "error: " << oneLine(m) << "\n";
   llvm::errs().flush();
   return problems.kind == ErrorKind::Usage ? 2 : 1;
 }

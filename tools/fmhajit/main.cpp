@@ -4,6 +4,7 @@
 // 2 a usage error. Every problem is one `error:` line on stderr.
 //
 //===----------------------------------------------------------------------===//
+#include "specs/Errors.h"
 #include "specs/Version.h"
 #include "tools/fmhajit/Commands.h"
 #include "llvm/ADT/StringRef.h"
@@ -24,7 +25,10 @@ const Command kCommands[] = {
     {"name", nameCommand, "name SPEC                 print the encoded name of SPEC"},
     {"decode", decodeCommand, "decode NAME               print the spec NAME stands for, as JSON"},
     {"validate", validateCommand, "validate SPEC             check SPEC, print its resolved form"},
+    {"compile", compileCommand, "compile SPEC --emit llvm|opt|asm|obj [-o FILE]   dump a pipeline stage"},
+    {"run", runCommand, "run SPEC [--batch B --heads H --seqlen-q SQ ... --check --save DIR]   run a kernel (see docs/run.md)"},
     {"list", listCommand, "list [--profile P] [--target T]   list profiles, or a profile's kernels"},
+    {"cache", cacheCommand, "cache path|stats|clear    show or empty the on-disk kernel cache"},
 };
 
 void printHelp(llvm::raw_ostream &os) {
@@ -52,7 +56,8 @@ int main(int argc, char **argv) {
   for (const Command &c : kCommands)
     if (c.name == first)
       return c.run(llvm::ArrayRef<const char *>(argv + 2, argc - 2));
-  llvm::errs() << "error: " << (first.empty() ? "no command given" : "unknown command '" + first.str() + "'")
-               << "; run fmhajit --help\n";
-  return 2;
+  return reportErrors(makeError(
+      ErrorKind::Usage, (first.empty() ? "no command given"
+                                       : "unknown command '" + first + "'") +
+                            "; run fmhajit --help"));
 }

@@ -1,0 +1,289 @@
+//===- KernelCache.cpp - Compiled kernels, kept in memory and on disk -----===//
+#include "compiler/KernelCache.h"
+#include "compiler/CacheFile.h"
+#include "specs/Errors.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+#include <vector>
+
+using namespace fmhajit;
+
+llvm::StringRef fmhajit::originName(ArtifactOrigin origin) {
+  switch (origin) {
+  case ArtifactOrigin::Memory:
+    return "memory";
+  case ArtifactOrigin::Disk:
+    return "disk";
+  case ArtifactOrigin::Compiled:
+    return "compiled";
+  }
+  llvm_unreachable("unknown ArtifactOrigin");
+}
+
+static bool isOffSwitch(llvm::StringRef value) {
+  std::string v = value.trim().lower();
+  return v == "0" || v == "off" || v == "false" || v == "no";
+}
+
+CacheConfig CacheConfig::fromEnvironment() {
+  CacheConfig config;
+  if (std::optional<std::string> v =
+          llvm::sys::Process::GetEnv("FMHAJIT_CACHE"))
+    config.disk = !isOffSwitch(*v);
+  llvm::SmallString<256> dir;
+  std::optional<std::string> explicitDir =
+      llvm::sys::Process::GetEnv("FMHAJIT_CACHE_DIR");
+  std::optional<std::string> xdg = llvm::sys::Process::GetEnv("XDG_CACHE_HOME");
+  if (explicitDir && !explicitDir->empty()) {
+    dir = *explicitDir;
+  } else if (xdg && llvm::sys::path::is_absolute(*xdg)) {
+    // The XDG spec says a relative XDG_CACHE_HOME is invalid and ignored.
+    llvm::sys::path::append(dir, *xdg, "fmhajit");
+  } else if (llvm::sys::path::home_directory(dir)) {
+    llvm::sys::path::append(dir, ".cache", "fmhajit");
+  }
+  config.dir = std::string(dir);
+  return config;
+}
+
+llvm::Expected<std::unique_ptr<KernelCache>>
+KernelCache::create(CacheConfig config) {
+  if (config.disk && config.dir.empty())
+    return makeError(ErrorKind::Io,
+                     "no kernel cache directory: set FMHAJIT_CACHE_DIR (or "
+                     "HOME), or FMHAJIT_CACHE=off to keep kernels in memory");
+  if (!config.dir.empty()) {
+    // Absolute, so a later chdir cannot move the cache.
+    llvm::SmallString<256> dir(config.dir);
+    if (std::error_code ec = llvm::sys::fs::make_absolute(dir))
+      return makeError(ErrorKind::Io, "cannot resolve the cache directory '" +
+                                          config.dir + "': " + ec.message());
+    llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+    config.dir = std::string(dir);
+  }
+  return std::unique_ptr<KernelCache>(new KernelCache(std::move(config)));
+}
+
+llvm::Expected<KernelCache &> KernelCache::global() {
+  struct Global {
+    std::unique_ptr<KernelCache> cache;
+    std::string failure;
+  };
+  // Created once; a failure is remembered as text because an Error can be
+  // taken only once, and every caller deserves the message.
+  static const Global global = [] {
+    Global g;
+    llvm::Expected<std::unique_ptr<KernelCache>> cache =
+        create(CacheConfig::fromEnvironment());
+    if (cache)
+      g.cache = std::move(*cache);
+    else
+      g.failure = llvm::toString(cache.takeError());
+    return g;
+  }();
+  if (!global.cache)
+    return makeError(ErrorKind::Io, global.failure);
+  return *global.cache;
+}
+
+llvm::Expected<std::shared_ptr<const Artifact>>
+KernelCache::getOrCompile(llvm::StringRef name, llvm::StringRef fingerprint,
+                          CompileFn compile) {
+  // Names are C identifiers, so '\n' separates name and fingerprint.
+  llvm::SmallString<256> key(name);
+  key.push_back('\n');
+  key += fingerprint;
+
+  std::shared_ptr<const std::string> storage;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    // Wait while another thread produces this key; if it fails, this thread
+    // tries in turn, so an error is never handed to a caller who did not
+    // see it happen.
+    while (true) {
+      auto it = ready.find(key);
+      if (it != ready.end()) {
+        ++counters.memoryHits;
+        storage = it->second;
+        break;
+      }
+      if (compiling.insert(key).second)
+        break;
+      finished.wait(lock);
+    }
+  }
+  if (storage)
+    return std::make_shared<const Artifact>(
+        Artifact{std::move(storage), ArtifactOrigin::Memory});
+
+  ArtifactOrigin origin = ArtifactOrigin::Disk;
+  if (config.disk)
+    storage = loadFromDisk(name, fingerprint);
+  llvm::Error failure = llvm::Error::success();
+  if (!storage) {
+    origin = ArtifactOrigin::Compiled;
+    llvm::Expected<std::string> bytes = compile();
+    if (bytes)
+      storage = std::make_shared<const std::string>(std::move(*bytes));
+    else
+      failure = bytes.takeError();
+  }
+
+  // Publish before writing the file, so waiting threads need not wait for
+  // the disk.
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    compiling.erase(key);
+    if (storage) {
+      ready[key] = storage;
+      ++(origin == ArtifactOrigin::Disk ? counters.diskHits
+                                        : counters.compiles);
+    }
+  }
+  finished.notify_all();
+  if (failure)
+    return std::move(failure);
+  if (origin == ArtifactOrigin::Compiled && config.disk)
+    storeOnDisk(name, fingerprint, *storage);
+  return std::make_shared<const Artifact>(Artifact{std::move(storage), origin});
+}
+
+std::shared_ptr<const std::string>
+KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
+  llvm::SmallString<256> path(config.dir);
+  llvm::sys::path::append(path, cacheFileName(name, fingerprint));
+  // Read, not mmap (IsVolatile): a file truncated under us must not SIGBUS.
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false,
+                                  /*IsVolatile=*/true);
+  if (!file) {
+    // Absent, also when a component of the directory is a file: the write
+    // will report that problem, once.
+    std::error_code ec = file.getError();
+    if (ec == std::errc::no_such_file_or_directory ||
+        ec == std::errc::not_a_directory)
+      return nullptr;
+    countCorrupt();
+    warn("cannot read cache file '" + path + "': " + ec.message() +
+         "; recompiling " + name);
+    return nullptr;
+  }
+  llvm::Expected<llvm::StringRef> payload =
+      decodeCacheFile((*file)->getBuffer(), cacheKeyText(name, fingerprint));
+  if (!payload) {
+    countCorrupt();
+    warn("cache file '" + path + "' is corrupt (" +
+         llvm::toString(payload.takeError()) + "); recompiling " + name +
+         " and rewriting it");
+    return nullptr;
+  }
+  return std::make_shared<const std::string>(payload->str());
+}
+
+void KernelCache::storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,
+                              llvm::StringRef bytes) {
+  llvm::SmallString<256> path(config.dir);
+  llvm::sys::path::append(path, cacheFileName(name, fingerprint));
+  std::string header =
+      encodeCacheHeader(cacheKeyText(name, fingerprint), bytes);
+  llvm::Error err = writeCacheFile(path, header, bytes);
+  if (!err)
+    return;
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++counters.failedWrites;
+    first = !writeFailureReported;
+    writeFailureReported = true;
+  }
+  // One warning per cache: a read-only directory would otherwise repeat it
+  // for every kernel.
+  if (first)
+    warn("cannot store " + name + " in the kernel cache (" +
+         llvm::toString(std::move(err)) +
+         "); using it uncached, and further write failures are not reported");
+  else
+    llvm::consumeError(std::move(err));
+}
+
+void KernelCache::countCorrupt() {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++counters.corruptFiles;
+}
+
+void KernelCache::warn(const llvm::Twine &message) {
+  if (config.onWarning) {
+    config.onWarning(message.str());
+    return;
+  }
+  // One write per line, so warnings from several threads do not interleave.
+  llvm::errs() << ("warning: " + message + "\n").str();
+}
+
+CacheStats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return counters;
+}
+
+/// The paths of the entries of \p dir that are ours, artifacts only or
+/// temporary files too. A missing directory holds nothing.
+static llvm::Expected<std::vector<std::string>>
+listCacheFiles(llvm::StringRef dir, bool withTemps) {
+  std::vector<std::string> paths;
+  if (dir.empty())
+    return paths;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    CacheFileKind kind =
+        classifyCacheFileName(llvm::sys::path::filename(it->path()));
+    if (kind == CacheFileKind::Artifact ||
+        (withTemps && kind == CacheFileKind::Temp))
+      paths.push_back(it->path());
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return makeError(ErrorKind::Io, "cannot list the cache directory '" + dir +
+                                        "': " + ec.message());
+  return paths;
+}
+
+llvm::Error KernelCache::clear() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ready.clear();
+  }
+  // List first, then remove: removing while reading a directory may skip
+  // entries.
+  llvm::Expected<std::vector<std::string>> paths =
+      listCacheFiles(config.dir, /*withTemps=*/true);
+  if (!paths)
+    return paths.takeError();
+  ErrorList errors;
+  for (const std::string &path : *paths)
+    if (std::error_code ec = llvm::sys::fs::remove(path))
+      errors.add(ErrorKind::Io,
+                 "cannot remove '" + path + "': " + ec.message());
+  return errors.take();
+}
+
+llvm::Expected<DiskStats> KernelCache::diskStats() const {
+  llvm::Expected<std::vector<std::string>> paths =
+      listCacheFiles(config.dir, /*withTemps=*/false);
+  if (!paths)
+    return paths.takeError();
+  DiskStats out;
+  for (const std::string &path : *paths) {
+    uint64_t size = 0;
+    // A file removed by another process since the listing is not counted.
+    if (!llvm::sys::fs::file_size(path, size)) {
+      ++out.files;
+      out.bytes += size;
+    }
+  }
+  return out;
+}

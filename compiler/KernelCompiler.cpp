@@ -1,0 +1,97 @@
+//===- KernelCompiler.cpp - Resolved spec to artifact ---------------------===//
+#include "compiler/KernelCompiler.h"
+#include "compiler/Optimizer.h"
+#include "compiler/SourceHash.h"
+#include "compiler/TargetMachines.h"
+#include "ir/KernelEmitter.h"
+#include "specs/EmbeddedData.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Version.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+#include <map>
+#include <mutex>
+
+using namespace fmhajit;
+using namespace llvm;
+
+std::optional<Stage> fmhajit::parseStage(StringRef text) {
+  if (text == "llvm")
+    return Stage::Llvm;
+  if (text == "opt")
+    return Stage::Opt;
+  if (text == "asm")
+    return Stage::Asm;
+  if (text == "obj")
+    return Stage::Obj;
+  return std::nullopt;
+}
+
+static std::string printModule(const Module &m) {
+  std::string text;
+  raw_string_ostream os(text);
+  m.print(os, nullptr);
+  return text;
+}
+
+static Expected<std::string> emitCode(Module &m, TargetMachine &tm, CodeGenFileType type) {
+  SmallVector<char, 0> buffer;
+  raw_svector_ostream os(buffer);
+  legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
+    return makeError(ErrorKind::Jit, "LLVM cannot emit this file type for " +
+                                         tm.getTargetTriple().str());
+  pm.run(m);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+// NVPTX's loadable artifact is its assembly (PTX), which the driver JITs.
+static CodeGenFileType artifactFileType(const ArchInfo &arch, Stage stage) {
+  if (stage == Stage::Asm || arch.backend == Backend::Nvptx)
+    return CodeGenFileType::AssemblyFile;
+  return CodeGenFileType::ObjectFile;
+}
+
+Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stage) {
+  const ArchInfo &arch = *findArch(spec.target);
+  LLVMContext ctx;
+  Expected<std::unique_ptr<Module>> module = emitKernelModule(spec, ctx);
+  if (!module)
+    return module.takeError();
+  if (stage == Stage::Llvm)
+    return printModule(**module);
+  Expected<std::unique_ptr<TargetMachine>> tm = createTargetMachine(arch);
+  if (!tm)
+    return tm.takeError();
+  optimizeModule(**module, **tm);
+  if (stage == Stage::Opt)
+    return printModule(**module);
+  return emitCode(**module, **tm, artifactFileType(arch, stage));
+}
+
+const std::string &fmhajit::kernelFingerprint(const ArchInfo &arch) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> fingerprints;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string &fp = fingerprints[arch.name];
+  if (!fp.empty())
+    return fp;
+  CodegenTarget ct = codegenTarget(arch);
+  uint64_t tableHash = 0;
+  for (const EmbeddedFile &f : embeddedFiles("arch/" + arch.name + ".json"))
+    tableHash = xxh3_64bits(f.text);
+  fp = "fmhajit=" FMHAJIT_VERSION ";sources=" FMHAJIT_SOURCE_HASH
+       ";llvm=" LLVM_VERSION_STRING ";triple=" + ct.triple + ";cpu=" + ct.cpu +
+       ";features=" + ct.features + ";opt=O3;table=" + utohexstr(tableHash);
+  return fp;
+}
+
+Expected<std::shared_ptr<const Artifact>> fmhajit::compileKernel(const KernelSpec &spec,
+                                                                 KernelCache &cache) {
+  const ArchInfo &arch = *findArch(spec.target);
+  return cache.getOrCompile(encodeName(spec), kernelFingerprint(arch),
+                            [&] { return compileToStage(spec, Stage::Obj); });
+}

@@ -1,0 +1,36 @@
+//===- KernelCompiler.h - Resolved spec to artifact, stage by stage -------===//
+#pragma once
+
+#include "compiler/KernelCache.h"
+#include "specs/ArchTable.h"
+#include "specs/KernelSpec.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include <optional>
+#include <string>
+
+namespace fmhajit {
+
+/// The dumpable stages of the pipeline.
+enum class Stage {
+  Llvm, ///< the recipe's IR, before optimization
+  Opt,  ///< after the -O3 pipeline
+  Asm,  ///< target assembly (x86 assembly, PTX, GCN assembly)
+  Obj,  ///< the loadable artifact (host ELF object; PTX for NVPTX)
+};
+std::optional<Stage> parseStage(llvm::StringRef text);
+
+/// Runs the pipeline on a resolved spec up to \p stage and returns the text
+/// (or bytes, for Obj).
+llvm::Expected<std::string> compileToStage(const KernelSpec &spec, Stage stage);
+
+/// Everything besides the name that changes a kernel's code on \p arch:
+/// fmhajit's version and sources, LLVM's version, triple, CPU, features and
+/// the target's capability table.
+const std::string &kernelFingerprint(const ArchInfo &arch);
+
+/// The loadable artifact of a resolved spec, through \p cache.
+llvm::Expected<std::shared_ptr<const Artifact>>
+compileKernel(const KernelSpec &spec, KernelCache &cache);
+
+} // namespace fmhajit

@@ -1,0 +1,27 @@
+//===- TargetMachines.h - An LLVM TargetMachine for each fmhajit target ---===//
+#pragma once
+
+#include "specs/ArchTable.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Target/TargetMachine.h"
+#include <memory>
+
+namespace fmhajit {
+
+/// Registers the x86, NVPTX and AMDGPU backends (once per process).
+void initializeTargets();
+
+/// What the code is generated for: the host's own CPU and features for
+/// target "host", else the table's triple and CPU.
+struct CodegenTarget {
+  std::string triple;
+  std::string cpu;
+  std::string features;
+};
+CodegenTarget codegenTarget(const ArchInfo &arch);
+
+/// A TargetMachine for \p arch at -O3 with fused multiply-adds allowed.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const ArchInfo &arch);
+
+} // namespace fmhajit

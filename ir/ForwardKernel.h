@@ -1,0 +1,23 @@
+//===- ForwardKernel.h - The flash-attention forward recipe ---------------===//
+#pragma once
+
+#include "ir/TargetInfo.h"
+#include "specs/KernelSpec.h"
+#include "llvm/IR/Module.h"
+
+namespace fmhajit {
+
+/// Emits the forward kernel of \p spec (family fwd) into \p m as a function
+/// named after the spec's encoded name:
+///
+///   for each work item (batch b, head h, query tile t):
+///     Q = load(rows t*bm.., scaled by scale*log2e)   m = -inf, l = 0, O = 0
+///     for each key tile j in the mask's range:
+///       S = Q K_j^T; softcap; alibi; mask (edge tiles only)
+///       m' = max(m, rowMax(S)); P = exp2(S - m'); a = exp2(m - m')
+///       l = a*l + rowSum(P); O = a*O + P V_j; m = m'
+///     O /= l (0 where l = 0); store O; lse = (m + log2 l) ln 2
+void emitForwardKernel(const KernelSpec &spec, TargetInfo &target,
+                       llvm::Module &m);
+
+} // namespace fmhajit

@@ -1,0 +1,47 @@
+//===- KernelEmitter.cpp - Spec to LLVM module ----------------------------===//
+#include "ir/KernelEmitter.h"
+#include "ir/ForwardKernel.h"
+#include "ir/TargetInfo.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+// Every feature the spec model accepts but the recipes do not implement yet.
+static Error checkImplemented(const KernelSpec &spec) {
+  fmhajit::ErrorList missing;
+  auto need = [&](bool asked, const Twine &feature) {
+    if (asked)
+      missing.add(ErrorKind::Unsupported,
+                  feature + " is not implemented yet (kernel " + encodeName(spec) + ")");
+  };
+  need(spec.family != Family::Fwd, "family=" + keyOf(spec.family));
+  need(spec.dropout, "dropout=1");
+  need(spec.sink, "sink=1");
+  need(spec.bias == Bias::Elementwise, "bias=elementwise");
+  need(isFp8(spec.dtype), "dtype=" + keyOf(spec.dtype));
+  return missing.take();
+}
+
+Expected<std::unique_ptr<Module>> fmhajit::emitKernelModule(const KernelSpec &spec,
+                                                            LLVMContext &ctx) {
+  if (Error err = checkImplemented(spec))
+    return std::move(err);
+  const ArchInfo *arch = findArch(spec.target);
+  assert(arch && "emitKernelModule takes resolved specs");
+  Expected<std::unique_ptr<TargetInfo>> target = createTargetInfo(spec, *arch);
+  if (!target)
+    return target.takeError();
+  auto module = std::make_unique<Module>(encodeName(spec), ctx);
+  emitForwardKernel(spec, **target, *module);
+  std::string problems;
+  raw_string_ostream os(problems);
+  if (verifyModule(*module, &os))
+    return makeError(ErrorKind::Jit, "internal error: invalid IR for " +
+                                         encodeName(spec) + ": " + problems);
+  return std::move(module);
+}

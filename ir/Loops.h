@@ -1,0 +1,54 @@
+//===- Loops.h - Counted loops and guarded regions in IRBuilder code ------===//
+//
+// emitFor sketch:
+//   pre:    br header
+//   header: %iv = phi [begin, pre], [%next, latch]; br (%iv < end), body, exit
+//   body:   <body(%iv)>; br latch
+//   latch:  %next = add nsw %iv, step; br header
+//   exit:   (the builder continues here)
+// Loop-carried state lives in allocas that SROA promotes to phis at -O3.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/IR/IRBuilder.h"
+
+namespace fmhajit {
+
+/// for (iv = begin; iv < end; iv += step) body(iv), signed compare.
+void emitFor(llvm::IRBuilderBase &b, llvm::Value *begin, llvm::Value *end,
+             llvm::Value *step, const llvm::Twine &name,
+             llvm::function_ref<void(llvm::Value *iv)> body);
+
+/// emitFor whose body threads values through the iterations as phis (for
+/// accumulators that must stay in registers): body(iv, current) returns the
+/// next values; the result is the values after the last iteration.
+llvm::SmallVector<llvm::Value *, 16> emitForCarried(
+    llvm::IRBuilderBase &b, llvm::Value *begin, llvm::Value *end,
+    llvm::Value *step, const llvm::Twine &name,
+    llvm::ArrayRef<llvm::Value *> initial,
+    llvm::function_ref<llvm::SmallVector<llvm::Value *, 16>(
+        llvm::Value *iv, llvm::ArrayRef<llvm::Value *> current)>
+        body);
+
+/// for (iv = 0; iv < count; ++iv) over constants, emitted as a loop.
+void emitFor(llvm::IRBuilderBase &b, unsigned count, const llvm::Twine &name,
+             llvm::function_ref<void(llvm::Value *iv)> body);
+
+/// if (cond) then(); the builder continues after the region.
+void emitIf(llvm::IRBuilderBase &b, llvm::Value *cond, const llvm::Twine &name,
+            llvm::function_ref<void()> then);
+
+/// if (cond) then(); else otherwise(); the builder continues after.
+void emitIfElse(llvm::IRBuilderBase &b, llvm::Value *cond, const llvm::Twine &name,
+                llvm::function_ref<void()> then,
+                llvm::function_ref<void()> otherwise);
+
+/// An alloca in the function's entry block, so that SROA can promote it.
+llvm::AllocaInst *entryAlloca(llvm::IRBuilderBase &b, llvm::Type *type,
+                              const llvm::Twine &name, unsigned align = 0,
+                              unsigned count = 1);
+
+} // namespace fmhajit

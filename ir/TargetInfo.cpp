@@ -1,0 +1,29 @@
+//===- TargetInfo.cpp - Shared parts of the target interface --------------===//
+#include "ir/TargetInfo.h"
+#include "ir/TileOps.h"
+#include "llvm/IR/Intrinsics.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+TargetInfo::~TargetInfo() = default;
+TileOps::~TileOps() = default;
+
+Value *TargetInfo::log2(IRBuilderBase &b, Value *x) {
+  return b.CreateUnaryIntrinsic(Intrinsic::log2, x);
+}
+
+Value *TargetInfo::tanh(IRBuilderBase &b, Value *x) {
+  Value *one = splatLike(b, ConstantFP::get(b.getFloatTy(), 1.0), x);
+  Value *two = splatLike(b, ConstantFP::get(b.getFloatTy(), 2.0), x);
+  Value *absX = b.CreateUnaryIntrinsic(Intrinsic::fabs, x);
+  Value *e = exp2(b, b.CreateFMul(absX, splatLike(b, ConstantFP::get(b.getFloatTy(), 2 * kLog2e), x)));
+  Value *t = b.CreateFSub(one, b.CreateFDiv(two, b.CreateFAdd(e, one)));
+  return b.CreateBinaryIntrinsic(Intrinsic::copysign, t, x);
+}
+
+Value *fmhajit::splatLike(IRBuilderBase &b, Value *scalar, Value *like) {
+  if (auto *vt = dyn_cast<VectorType>(like->getType()))
+    return b.CreateVectorSplat(vt->getElementCount(), scalar);
+  return scalar;
+}

@@ -1,0 +1,58 @@
+//===- TargetInfo.h - The questions a recipe asks of its target -----------===//
+//
+// Recipes (ForwardKernel, ...) are written once; a TargetInfo answers how a
+// kernel is entered (a host work loop, a GPU grid), and supplies the fast
+// math the online softmax needs. Only ir/targets/* implement it, and only
+// they may name target intrinsics.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "specs/ArchTable.h"
+#include "specs/KernelSpec.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+#include <memory>
+
+namespace fmhajit {
+
+class TileOps;
+
+class TargetInfo {
+public:
+  virtual ~TargetInfo();
+
+  /// Creates kernel \p name taking a pointer to \p params and emits
+  /// body(params, workItem) for each work item one invocation runs (host: a
+  /// range given by the caller; GPU: one item from the block index).
+  virtual llvm::Function *
+  emitKernel(llvm::Module &m, llvm::StringRef name, llvm::StructType *params,
+             llvm::function_ref<void(llvm::IRBuilderBase &b, llvm::Value *params,
+                                     llvm::Value *workItem)>
+                 body) = 0;
+
+  /// 2^x for float scalars or vectors, to ~2 ulp; exactly 0 for x < -126
+  /// (so masked scores, -inf, contribute nothing) and NaN for NaN.
+  virtual llvm::Value *exp2(llvm::IRBuilderBase &b, llvm::Value *x) = 0;
+
+  /// log2(x) for a float scalar or vector, x > 0; used in epilogues only.
+  virtual llvm::Value *log2(llvm::IRBuilderBase &b, llvm::Value *x);
+
+  /// The tile vocabulary implementation for this target.
+  virtual std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) = 0;
+
+  /// tanh(x) built on exp2: sign(x) * (1 - 2 / (2^(2x*log2e) + 1)).
+  llvm::Value *tanh(llvm::IRBuilderBase &b, llvm::Value *x);
+};
+
+/// The TargetInfo for a resolved spec's target, or an Unsupported error.
+llvm::Expected<std::unique_ptr<TargetInfo>>
+createTargetInfo(const KernelSpec &spec, const ArchInfo &arch);
+
+/// Named constants of the softmax math.
+inline constexpr double kLog2e = 1.4426950408889634;
+inline constexpr double kLn2 = 0.6931471805599453;
+
+} // namespace fmhajit

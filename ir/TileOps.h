@@ -1,0 +1,93 @@
+//===- TileOps.h - The tile vocabulary recipes are written in -------------===//
+//
+// A Tile is a 2-D fp32 block (scores, accumulators, operands); where its
+// elements live and which lanes own them is the target's business. The words
+// follow ThunderKittens': load, mma, rowMax, rowSum, subRow+exp2 (via
+// mapWithRow), mulRow, store. Element callbacks receive the logical (row,
+// col) coordinates as i32 values that may be vectors: the callback's IR must
+// work for scalars and vectors alike (use splatLike()).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "specs/KernelSpec.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/IR/IRBuilder.h"
+
+namespace fmhajit {
+
+/// What a tile is for; targets pick layouts from it.
+enum class TileRole {
+  Query,  ///< [bm][d], loaded from Q rows
+  KeyT,   ///< [d][bn], K^T: its columns are K rows
+  Value,  ///< [bn][dv], loaded from V rows
+  Scores, ///< [bm][bn]
+  Output, ///< [bm][dv] accumulator
+};
+
+struct Tile {
+  TileRole role;
+  unsigned rows, cols;
+  llvm::Value *storage;
+};
+
+/// One fp32 value per tile row (running max, running sum, rescale factor).
+struct RowVec {
+  unsigned rows;
+  llvm::Value *storage;
+};
+
+/// Rows of a tensor in global memory: row r starts at base + r * rowStride
+/// elements and its elements are contiguous.
+struct GlobalRows {
+  llvm::Value *base;      ///< ptr
+  llvm::Value *rowStride; ///< i64, in elements
+  DType dtype;
+};
+
+using ElementFn = llvm::function_ref<llvm::Value *(
+    llvm::IRBuilderBase &b, llvm::Value *row, llvm::Value *col, llvm::Value *x)>;
+using RowFn = llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b,
+                                               llvm::ArrayRef<llvm::Value *> in)>;
+using WithRowFn = llvm::function_ref<llvm::Value *(
+    llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *rowValue)>;
+
+class TileOps {
+public:
+  virtual ~TileOps();
+
+  virtual Tile makeTile(TileRole role, unsigned rows, unsigned cols,
+                        const llvm::Twine &name) = 0;
+  virtual RowVec makeRowVec(unsigned rows, const llvm::Twine &name) = 0;
+  virtual void fill(Tile &t, float value) = 0;
+  virtual void fill(RowVec &r, float value) = 0;
+
+  /// Loads the first \p valid (i32) source rows into \p t (its rows, or its
+  /// columns for KeyT), converted to fp32 and multiplied by \p scale (a float
+  /// or null); the rest become 0.
+  virtual void load(Tile &t, const GlobalRows &src, llvm::Value *valid,
+                    llvm::Value *scale) = 0;
+  /// acc += a * b.
+  virtual void mma(Tile &acc, const Tile &a, const Tile &b) = 0;
+  /// t[r][c] = fn(r, c, t[r][c]).
+  virtual void map(Tile &t, ElementFn fn) = 0;
+  /// t[r][c] = fn(t[r][c], row[r]).
+  virtual void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) = 0;
+  /// out[r] = max over c of t[r][c] / sum over c.
+  virtual void rowMax(const Tile &t, RowVec &out) = 0;
+  virtual void rowSum(const Tile &t, RowVec &out) = 0;
+  /// out[r] = fn(in[0][r], in[1][r], ...); out may be one of in.
+  virtual void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in, RowFn fn) = 0;
+  /// Stores the first \p valid rows of \p t, converted to dst.dtype.
+  virtual void store(const Tile &t, const GlobalRows &dst, llvm::Value *valid) = 0;
+  /// Stores the first \p valid values of \p r to consecutive floats at \p dst.
+  virtual void store(const RowVec &r, llvm::Value *dst, llvm::Value *valid) = 0;
+};
+
+/// \p scalar broadcast to \p like's vector width (or \p scalar if \p like is
+/// scalar).
+llvm::Value *splatLike(llvm::IRBuilderBase &b, llvm::Value *scalar,
+                       llvm::Value *like);
+
+} // namespace fmhajit

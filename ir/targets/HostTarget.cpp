@@ -1,0 +1,84 @@
+//===- HostTarget.cpp - x86-64 host target --------------------------------===//
+//
+// Kernel entry sketch:
+//   define void @<name>(ptr %params, i64 %begin, i64 %end) nounwind {
+//     for %w in [%begin, %end): <body(%params, %w)>
+//   }
+//
+//===----------------------------------------------------------------------===//
+#include "ir/targets/HostTarget.h"
+#include "ir/Loops.h"
+#include "ir/targets/HostTileOps.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+namespace {
+class HostTargetInfo : public TargetInfo {
+public:
+  explicit HostTargetInfo(unsigned lanes) : lanes(lanes) {}
+
+  Function *emitKernel(Module &m, StringRef name, StructType *params,
+                       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
+    LLVMContext &ctx = m.getContext();
+    Type *i64 = Type::getInt64Ty(ctx);
+    auto *type = FunctionType::get(Type::getVoidTy(ctx),
+                                   {PointerType::get(ctx, 0), i64, i64}, false);
+    Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
+    fn->addFnAttr(Attribute::NoUnwind);
+    fn->addParamAttr(0, Attribute::NoAlias);
+    fn->addParamAttr(0, Attribute::ReadOnly);
+    IRBuilder<> b(BasicBlock::Create(ctx, "entry", fn));
+    Value *p = fn->getArg(0);
+    emitFor(b, fn->getArg(1), fn->getArg(2), b.getInt64(1), "work",
+            [&](Value *w) { body(b, p, w); });
+    b.CreateRetVoid();
+    return fn;
+  }
+
+  // 2^x = 2^n * 2^f with n = round(x), f in [-1/2, 1/2]; 2^f by its Taylor
+  // series to degree 6 (truncation ~2e-7 relative); 2^n by building the
+  // float's exponent bits. Below -126 the result is exactly 0.
+  Value *exp2(IRBuilderBase &b, Value *x) override {
+    auto c = [&](double v) { return splatLike(b, ConstantFP::get(b.getFloatTy(), v), x); };
+    Value *clamped = b.CreateMinNum(b.CreateMaxNum(x, c(-126.0)), c(127.0));
+    Value *n = b.CreateUnaryIntrinsic(Intrinsic::roundeven, clamped);
+    Value *f = b.CreateFSub(clamped, n);
+    static const double kCoeffs[] = {1.5403530393381606e-4, 1.3333558146428443e-3,
+                                     9.618129107628477e-3, 5.550410866482158e-2,
+                                     2.402265069591007e-1, 6.931471805599453e-1, 1.0};
+    Value *poly = c(kCoeffs[0]);
+    for (double k : ArrayRef<double>(kCoeffs).drop_front())
+      poly = b.CreateIntrinsic(Intrinsic::fmuladd, {poly->getType()}, {poly, f, c(k)});
+    Value *ni = b.CreateFPToSI(n, x->getType()->getWithNewType(b.getInt32Ty()));
+    Value *bits = b.CreateShl(b.CreateAdd(ni, splatLike(b, b.getInt32(127), ni)),
+                              splatLike(b, b.getInt32(23), ni));
+    Value *scaled = b.CreateFMul(poly, b.CreateBitCast(bits, x->getType()));
+    return b.CreateSelect(b.CreateFCmpOLT(x, c(-126.0)), c(0.0), scaled);
+  }
+
+  std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
+    return createHostTileOps(b, lanes);
+  }
+
+private:
+  unsigned lanes;
+};
+} // namespace
+
+std::unique_ptr<TargetInfo> fmhajit::createHostTargetInfo(unsigned lanes) {
+  return std::make_unique<HostTargetInfo>(lanes);
+}
+
+unsigned fmhajit::hostVectorLanes(const ArchInfo &arch) {
+  if (arch.vectorBits)
+    return arch.vectorBits / 32;
+  StringMap<bool> features = sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 16;
+  if (features.lookup("avx2"))
+    return 8;
+  return 4;
+}

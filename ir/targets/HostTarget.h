@@ -1,0 +1,18 @@
+//===- HostTarget.h - x86-64 host: work loops and memory tiles ------------===//
+#pragma once
+
+#include "ir/TargetInfo.h"
+
+namespace fmhajit {
+
+/// The host TargetInfo: a kernel runs a range of work items in a loop, tiles
+/// live in 64-byte aligned stack buffers, and tile loops use vectors of
+/// \p lanes floats.
+std::unique_ptr<TargetInfo> createHostTargetInfo(unsigned lanes);
+
+/// The vector width (fp32 lanes) fmhajit uses for \p arch on this machine:
+/// the table's vector_bits, or the host CPU's widest (16 with AVX-512, 8 with
+/// AVX2, else 4).
+unsigned hostVectorLanes(const ArchInfo &arch);
+
+} // namespace fmhajit

@@ -1,0 +1,308 @@
+//===- HostTileOps.cpp - Tiles as stack buffers with vector loops ---------===//
+//
+// Layouts (physical buffers are row-major fp32):
+//   Query  [bm][d]  stored as Q^T [d][bm]      Scores [bm][bn] stored as S^T [bn][bm]
+//   KeyT   [d][bn]  stored as K   [bn][d]      Value  [bn][dv], Output [bm][dv] as is
+// so S^T = K * Q^T and O += P * V both have the form acc[M][N] += A[M][K] * B[K][N]
+// with B's rows contiguous: the micro-kernel keeps an R x C block of <L x float>
+// accumulators in registers, broadcasts A(m, k) and streams B's row k:
+//   acc[r][c] = fmuladd(splat(A(m0 + r, k)), B[k][n0 + c*L ...], acc[r][c])
+//
+//===----------------------------------------------------------------------===//
+#include "ir/targets/HostTileOps.h"
+#include "ir/KernelAbiIR.h"
+#include "ir/Loops.h"
+#include "llvm/IR/Intrinsics.h"
+#include <cmath>
+
+using namespace fmhajit;
+using namespace llvm;
+
+namespace {
+bool isTransposed(TileRole r) {
+  return r == TileRole::Query || r == TileRole::Scores || r == TileRole::KeyT;
+}
+
+struct Layout {
+  unsigned physRows, physCols;
+  bool transposed;
+};
+
+Layout layoutOf(const Tile &t) {
+  bool tr = isTransposed(t.role);
+  return {tr ? t.cols : t.rows, tr ? t.rows : t.cols, tr};
+}
+
+/// Columns of accumulator vectors per micro-kernel block: as many as keep
+/// R*C accumulators plus C streamed vectors inside the register file.
+unsigned blockColumns(unsigned vectors, unsigned lanes) {
+  static const unsigned kWide[] = {4, 5, 3, 2, 1}; // 32 vector registers
+  static const unsigned kNarrow[] = {2, 1};        // 16 vector registers
+  for (unsigned c : lanes >= 16 ? ArrayRef<unsigned>(kWide) : ArrayRef<unsigned>(kNarrow))
+    if (vectors % c == 0)
+      return c;
+  return 1;
+}
+constexpr unsigned kBlockRows = 4;
+
+class HostTileOps : public TileOps {
+public:
+  HostTileOps(IRBuilderBase &b, unsigned lanes)
+      : b(b), lanes(lanes),
+        vec(FixedVectorType::get(b.getFloatTy(), lanes)) {}
+
+  Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
+    assert(rows % lanes == 0 && cols % lanes == 0 && "tile edges are whole vectors");
+    return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 64, rows * cols)};
+  }
+  RowVec makeRowVec(unsigned rows, const Twine &name) override {
+    return {rows, entryAlloca(b, b.getFloatTy(), name, 64, rows)};
+  }
+  void fill(Tile &t, float value) override {
+    if (value == 0.0f) {
+      b.CreateMemSet(t.storage, b.getInt8(0), t.rows * t.cols * 4, MaybeAlign(64));
+      return;
+    }
+    emitFor(b, t.rows * t.cols / lanes, "fill", [&](Value *i) {
+      storeVec(t.storage, b.CreateMul(i, b.getInt64(lanes)), splat(value));
+    });
+  }
+  void fill(RowVec &r, float value) override {
+    for (unsigned c = 0; c < r.rows / lanes; ++c)
+      storeVec(r.storage, b.getInt64(c * lanes), splat(value));
+  }
+
+  void load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) override;
+  void mma(Tile &acc, const Tile &a, const Tile &bt) override;
+  void map(Tile &t, ElementFn fn) override;
+  void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
+  void rowMax(const Tile &t, RowVec &out) override { reduceRows(t, out, true); }
+  void rowSum(const Tile &t, RowVec &out) override { reduceRows(t, out, false); }
+  void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
+  void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
+  void store(const RowVec &r, Value *dst, Value *valid) override;
+
+private:
+  Value *splat(float v) {
+    return ConstantVector::getSplat(vec->getElementCount(), ConstantFP::get(b.getFloatTy(), v));
+  }
+  Value *at(Value *base, Value *index) { return b.CreateInBoundsGEP(b.getFloatTy(), base, index); }
+  Value *loadVec(Value *base, Value *index) { return b.CreateAlignedLoad(vec, at(base, index), Align(4)); }
+  void storeVec(Value *base, Value *index, Value *v) { b.CreateAlignedStore(v, at(base, index), Align(4)); }
+  /// <c*L, c*L+1, ...> as i32 lanes: the coordinates of vector chunk c.
+  Value *laneCoords(unsigned chunk) {
+    SmallVector<Constant *, 16> coords;
+    for (unsigned l = 0; l < lanes; ++l)
+      coords.push_back(b.getInt32(chunk * lanes + l));
+    return ConstantVector::get(coords);
+  }
+  void reduceRows(const Tile &t, RowVec &out, bool isMax);
+  Value *narrow(Value *x, DType dtype, FixedVectorType *to);
+  void loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale);
+  void zeroRow(const Tile &t, Value *r);
+
+  IRBuilderBase &b;
+  unsigned lanes;
+  FixedVectorType *vec;
+};
+} // namespace
+
+// Source row r becomes physical row r (Value, KeyT) or physical column r
+// (Query, stored transposed: a scatter paid once per query tile).
+void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale) {
+  Layout layout = layoutOf(t);
+  bool scatter = t.role == TileRole::Query;
+  unsigned width = scatter ? t.cols : layout.physCols;
+  Type *elem = elementType(b.getContext(), src.dtype);
+  Value *rowPtr = b.CreateInBoundsGEP(elem, src.base, b.CreateMul(r, src.rowStride));
+  auto *srcVec = FixedVectorType::get(elem, lanes);
+  for (unsigned c = 0; c < width / lanes; ++c) {
+    Value *x = b.CreateAlignedLoad(srcVec, b.CreateConstInBoundsGEP1_64(elem, rowPtr, c * lanes),
+                                   Align(elem->getPrimitiveSizeInBits() / 8));
+    if (!elem->isFloatTy())
+      x = b.CreateFPExt(x, vec);
+    if (scale)
+      x = b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
+    if (!scatter) {
+      storeVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(width)), b.getInt64(c * lanes)), x);
+      continue;
+    }
+    for (unsigned l = 0; l < lanes; ++l)
+      b.CreateStore(b.CreateExtractElement(x, l),
+                    at(t.storage, b.CreateAdd(b.getInt64((c * lanes + l) * layout.physCols), r)));
+  }
+}
+
+void HostTileOps::zeroRow(const Tile &t, Value *r) {
+  Layout layout = layoutOf(t);
+  if (t.role != TileRole::Query) {
+    for (unsigned c = 0; c < layout.physCols / lanes; ++c)
+      storeVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(layout.physCols)), b.getInt64(c * lanes)),
+               splat(0));
+    return;
+  }
+  for (unsigned e = 0; e < t.cols; ++e)
+    b.CreateStore(ConstantFP::get(b.getFloatTy(), 0.0),
+                  at(t.storage, b.CreateAdd(b.getInt64(e * layout.physCols), r)));
+}
+
+void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) {
+  unsigned sourceRows = t.role == TileRole::KeyT ? t.cols : t.rows;
+  emitFor(b, sourceRows, "load", [&](Value *r) {
+    Value *inside = b.CreateICmpSLT(b.CreateTrunc(r, b.getInt32Ty()), valid);
+    emitIfElse(b, inside, "row", [&] { loadRow(t, src, r, scale); },
+               [&] { zeroRow(t, r); });
+  });
+}
+
+void HostTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
+  Layout layout = layoutOf(acc);
+  unsigned M = layout.physRows, N = layout.physCols, K = a.cols;
+  // A'(m, k) = transposed acc ? bt(k, m) : a(m, k), at m*strideM + k*strideK.
+  const Tile &aSrc = layout.transposed ? bt : a;
+  bool aT = isTransposed(aSrc.role);
+  unsigned strideM, strideK;
+  if (layout.transposed) {
+    strideM = aT ? aSrc.rows : 1;
+    strideK = aT ? 1 : aSrc.cols;
+  } else {
+    strideM = aT ? 1 : aSrc.cols;
+    strideK = aT ? aSrc.rows : 1;
+  }
+  // B'[k][n] row-major: a^T (a's buffer) for a transposed acc, else bt's.
+  Value *bBase = layout.transposed ? a.storage : bt.storage;
+  unsigned C = blockColumns(N / lanes, lanes);
+  emitFor(b, b.getInt64(0), b.getInt64(M), b.getInt64(kBlockRows), "mma.m", [&](Value *m0) {
+    emitFor(b, b.getInt64(0), b.getInt64(N), b.getInt64(C * lanes), "mma.n", [&](Value *n0) {
+      auto accIndex = [&](unsigned r, unsigned c) {
+        return b.CreateAdd(b.CreateMul(b.CreateAdd(m0, b.getInt64(r)), b.getInt64(N)),
+                           b.CreateAdd(n0, b.getInt64(c * lanes)));
+      };
+      SmallVector<Value *, 16> init;
+      for (unsigned r = 0; r < kBlockRows; ++r)
+        for (unsigned c = 0; c < C; ++c)
+          init.push_back(loadVec(acc.storage, accIndex(r, c)));
+      auto sums = emitForCarried(b, b.getInt64(0), b.getInt64(K), b.getInt64(1), "mma.k", init,
+                                 [&](Value *k, ArrayRef<Value *> cur) {
+        SmallVector<Value *, 8> bRow;
+        for (unsigned c = 0; c < C; ++c)
+          bRow.push_back(loadVec(bBase, b.CreateAdd(b.CreateMul(k, b.getInt64(N)),
+                                                    b.CreateAdd(n0, b.getInt64(c * lanes)))));
+        SmallVector<Value *, 16> next;
+        for (unsigned r = 0; r < kBlockRows; ++r) {
+          Value *aIndex = b.CreateAdd(b.CreateMul(b.CreateAdd(m0, b.getInt64(r)), b.getInt64(strideM)),
+                                      b.CreateMul(k, b.getInt64(strideK)));
+          Value *aValue = b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(), at(aSrc.storage, aIndex)));
+          for (unsigned c = 0; c < C; ++c)
+            next.push_back(b.CreateIntrinsic(Intrinsic::fmuladd, {vec},
+                                             {aValue, bRow[c], cur[r * C + c]}));
+        }
+        return next;
+      });
+      for (unsigned r = 0; r < kBlockRows; ++r)
+        for (unsigned c = 0; c < C; ++c)
+          storeVec(acc.storage, accIndex(r, c), sums[r * C + c]);
+    });
+  });
+}
+
+void HostTileOps::map(Tile &t, ElementFn fn) {
+  Layout layout = layoutOf(t);
+  emitFor(b, layout.physRows, "map", [&](Value *pr) {
+    Value *prCoord = b.CreateVectorSplat(lanes, b.CreateTrunc(pr, b.getInt32Ty()));
+    for (unsigned c = 0; c < layout.physCols / lanes; ++c) {
+      Value *index = b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)), b.getInt64(c * lanes));
+      Value *lanesCoord = laneCoords(c);
+      Value *row = layout.transposed ? lanesCoord : prCoord;
+      Value *col = layout.transposed ? prCoord : lanesCoord;
+      storeVec(t.storage, index, fn(b, row, col, loadVec(t.storage, index)));
+    }
+  });
+}
+
+void HostTileOps::mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) {
+  Layout layout = layoutOf(t);
+  emitFor(b, layout.physRows, "maprow", [&](Value *pr) {
+    Value *perRow = layout.transposed ? nullptr
+                                      : b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(), at(row.storage, pr)));
+    for (unsigned c = 0; c < layout.physCols / lanes; ++c) {
+      Value *index = b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)), b.getInt64(c * lanes));
+      Value *rowValue = perRow ? perRow : loadVec(row.storage, b.getInt64(c * lanes));
+      storeVec(t.storage, index, fn(b, loadVec(t.storage, index), rowValue));
+    }
+  });
+}
+
+// Logical rows are physical columns of a transposed tile, so a row reduction
+// is an element-wise max/add down the physical rows.
+void HostTileOps::reduceRows(const Tile &t, RowVec &out, bool isMax) {
+  Layout layout = layoutOf(t);
+  assert(layout.transposed && "host reduces rows of transposed tiles only");
+  unsigned chunks = layout.physCols / lanes;
+  SmallVector<Value *, 16> init(chunks, splat(isMax ? -INFINITY : 0.0f));
+  auto result = emitForCarried(b, b.getInt64(0), b.getInt64(layout.physRows), b.getInt64(1),
+                               isMax ? "rowmax" : "rowsum", init,
+                               [&](Value *pr, ArrayRef<Value *> cur) {
+    SmallVector<Value *, 16> next;
+    for (unsigned c = 0; c < chunks; ++c) {
+      Value *x = loadVec(t.storage, b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)), b.getInt64(c * lanes)));
+      next.push_back(isMax ? b.CreateMaxNum(cur[c], x) : b.CreateFAdd(cur[c], x));
+    }
+    return next;
+  });
+  for (unsigned c = 0; c < chunks; ++c)
+    storeVec(out.storage, b.getInt64(c * lanes), result[c]);
+}
+
+void HostTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) {
+  for (unsigned c = 0; c < out.rows / lanes; ++c) {
+    SmallVector<Value *, 4> values;
+    for (const RowVec *r : in)
+      values.push_back(loadVec(r->storage, b.getInt64(c * lanes)));
+    storeVec(out.storage, b.getInt64(c * lanes), fn(b, values));
+  }
+}
+
+// fp32 -> bf16 rounds to nearest even with integer ops: x86 has no bf16
+// conversion before AVX512-BF16, and LLVM would call __truncsfbf2 per element.
+Value *HostTileOps::narrow(Value *x, DType dtype, FixedVectorType *to) {
+  if (dtype == DType::F32)
+    return x;
+  if (dtype != DType::BF16)
+    return b.CreateFPTrunc(x, to);
+  auto *ints = FixedVectorType::get(b.getInt32Ty(), lanes);
+  auto k = [&](uint32_t v) { return ConstantInt::get(ints, v); };
+  Value *bits = b.CreateBitCast(x, ints);
+  Value *odd = b.CreateAnd(b.CreateLShr(bits, k(16)), k(1));
+  Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(odd, k(0x7FFF))), k(16));
+  Value *isNan = b.CreateFCmpUNO(x, x);
+  Value *half = b.CreateSelect(isNan, k(0x7FC0), rounded);
+  return b.CreateBitCast(b.CreateTrunc(half, FixedVectorType::get(b.getInt16Ty(), lanes)), to);
+}
+
+void HostTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
+  assert(!isTransposed(t.role) && "host stores row-major tiles only");
+  Type *elem = elementType(b.getContext(), dst.dtype);
+  auto *dstVec = FixedVectorType::get(elem, lanes);
+  emitFor(b, b.getInt32(0), valid, b.getInt32(1), "store", [&](Value *r32) {
+    Value *r = b.CreateSExt(r32, b.getInt64Ty());
+    Value *rowPtr = b.CreateInBoundsGEP(elem, dst.base, b.CreateMul(r, dst.rowStride));
+    for (unsigned c = 0; c < t.cols / lanes; ++c) {
+      Value *x = loadVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(t.cols)), b.getInt64(c * lanes)));
+      x = narrow(x, dst.dtype, dstVec);
+      b.CreateAlignedStore(x, b.CreateConstInBoundsGEP1_64(elem, rowPtr, c * lanes),
+                           Align(elem->getPrimitiveSizeInBits() / 8));
+    }
+  });
+}
+
+void HostTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+  emitFor(b, b.getInt32(0), valid, b.getInt32(1), "store.rows", [&](Value *i) {
+    Value *x = b.CreateLoad(b.getFloatTy(), at(r.storage, i));
+    b.CreateStore(x, b.CreateInBoundsGEP(b.getFloatTy(), dst, i));
+  });
+}
+
+std::unique_ptr<TileOps> fmhajit::createHostTileOps(IRBuilderBase &b, unsigned lanes) {
+  return std::make_unique<HostTileOps>(b, lanes);
+}

@@ -1,0 +1,15 @@
+//===- HostTileOps.h - Tiles as stack buffers with vector loops -----------===//
+#pragma once
+
+#include "ir/TargetInfo.h"
+#include "ir/TileOps.h"
+
+namespace fmhajit {
+
+/// Host tiles: fp32 buffers in the kernel's frame. Query and Scores tiles are
+/// stored transposed (and KeyT as the K rows it came from) so that both
+/// products broadcast one operand and stream the other along contiguous
+/// vectors, and the softmax's row reductions become element-wise vector ops.
+std::unique_ptr<TileOps> createHostTileOps(llvm::IRBuilderBase &b, unsigned lanes);
+
+} // namespace fmhajit

@@ -1,0 +1,88 @@
+//===- HostKernel.cpp - A compiled, loaded host forward kernel ------------===//
+#include "runtime/HostKernel.h"
+#include "compiler/HostJit.h"
+#include "compiler/KernelCompiler.h"
+#include "runtime/HostExecutor.h"
+#include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace fmhajit;
+
+static TensorStrides packedStrides(int64_t heads, int64_t dim,
+                                   int64_t seqlen) {
+  return {seqlen * heads * dim, heads * dim, dim};
+}
+
+FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+                                 const ForwardBuffers &buf) {
+  FwdParams p{};
+  p.q = buf.q;
+  p.k = buf.k;
+  p.v = buf.v;
+  p.o = buf.o;
+  p.lse = buf.lse;
+  p.cuSeqlensQ = buf.cuSeqlensQ;
+  p.cuSeqlensK = buf.cuSeqlensK;
+  p.alibiSlopes = buf.alibiSlopes;
+  int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
+  p.qStrides = packedStrides(problem.headsQ, spec.d, sq);
+  p.kStrides = packedStrides(problem.headsKv, spec.d, sk);
+  p.vStrides = packedStrides(problem.headsKv, spec.headDimV(), sk);
+  p.oStrides = packedStrides(problem.headsQ, spec.headDimV(), sq);
+  p.batch = static_cast<int32_t>(problem.batch);
+  p.headsQ = static_cast<int32_t>(problem.headsQ);
+  p.headsKv = static_cast<int32_t>(problem.headsKv);
+  p.seqlenQ = static_cast<int32_t>(sq);
+  p.seqlenK = static_cast<int32_t>(sk);
+  p.numQTiles = static_cast<int32_t>((sq + spec.bm - 1) / spec.bm);
+  p.scale = problem.resolvedScale();
+  p.softcap = problem.softcap;
+  p.windowLeft = static_cast<int32_t>(problem.windowLeft);
+  p.windowRight = static_cast<int32_t>(problem.windowRight);
+  return p;
+}
+
+int64_t fmhajit::workItems(const FwdParams &p) {
+  return int64_t(p.batch) * p.headsQ * p.numQTiles;
+}
+
+// x86-64-v3/v4 code runs only where the CPU has their features.
+static llvm::Error checkRunnable(const ArchInfo &arch) {
+  if (arch.backend != Backend::Host)
+    return makeError(ErrorKind::Usage, "target " + arch.name +
+                                           " does not run on the host; use --device");
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto require = [&](const char *feature) -> llvm::Error {
+    if (features.lookup(feature))
+      return llvm::Error::success();
+    return makeError(ErrorKind::Unsupported, "target " + arch.name + " needs " + feature +
+                                                 ", which this CPU lacks; use target=host");
+  };
+  if (arch.name == "x86-64-v4")
+    return require("avx512f");
+  if (arch.name == "x86-64-v3")
+    return require("avx2");
+  return llvm::Error::success();
+}
+
+llvm::Expected<HostKernel> HostKernel::load(const KernelSpec &spec, KernelCache &cache) {
+  if (llvm::Error err = checkRunnable(*findArch(spec.target)))
+    return std::move(err);
+  auto artifact = compileKernel(spec, cache);
+  if (!artifact)
+    return artifact.takeError();
+  auto jit = HostJit::global();
+  if (!jit)
+    return jit.takeError();
+  auto address = jit->load(encodeName(spec), (*artifact)->bytes());
+  if (!address)
+    return address.takeError();
+  return HostKernel(spec, reinterpret_cast<HostKernelFn>(*address), (*artifact)->origin);
+}
+
+void HostKernel::run(const FwdParams &params, HostExecutor &executor) const {
+  executor.run(fn, params, workItems(params));
+}

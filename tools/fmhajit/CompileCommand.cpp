@@ -1,0 +1,62 @@
+//===- CompileCommand.cpp - fmhajit compile: dump a pipeline stage --------===//
+#include "compiler/KernelCompiler.h"
+#include "specs/Errors.h"
+#include "specs/SpecParser.h"
+#include "specs/Validate.h"
+#include "tools/fmhajit/Args.h"
+#include "tools/fmhajit/Commands.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace fmhajit;
+
+// The spec's target, or --target's (which overrides it).
+static llvm::Expected<KernelSpec> specFor(const Args &args) {
+  if (args.positional().size() != 1)
+    return makeError(ErrorKind::Usage, "compile takes one SPEC");
+  auto spec = parseSpec(args.positional()[0]);
+  if (!spec)
+    return spec.takeError();
+  if (auto target = args.get("target"))
+    spec->target = *target;
+  return validateSpec(*spec);
+}
+
+static llvm::Error writeOutput(llvm::StringRef path, llvm::StringRef bytes) {
+  if (path.empty() || path == "-") {
+    llvm::outs() << bytes;
+    return llvm::Error::success();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (!ec) {
+    os << bytes;
+    os.close();
+    ec = os.error();
+  }
+  if (ec)
+    return makeError(ErrorKind::Io, "cannot write " + path + ": " + ec.message());
+  return llvm::Error::success();
+}
+
+int fmhajit::compileCommand(llvm::ArrayRef<const char *> argv) {
+  auto args = Args::parse(argv, {{"emit", true}, {"o", true}, {"target", true}});
+  if (!args)
+    return reportErrors(args.takeError());
+  std::string emit = args->get("emit").value_or("obj");
+  std::optional<Stage> stage = parseStage(emit);
+  if (!stage)
+    return reportErrors(makeError(ErrorKind::Usage, "--emit " + emit + ": use llvm, opt, asm or obj"));
+  std::string out = args->get("o").value_or("");
+  if (*stage == Stage::Obj && out.empty())
+    return reportErrors(makeError(ErrorKind::Usage, "--emit obj writes a binary: give -o FILE"));
+  auto spec = specFor(*args);
+  if (!spec)
+    return reportErrors(spec.takeError());
+  auto text = compileToStage(*spec, *stage);
+  if (!text)
+    return reportErrors(text.takeError());
+  if (llvm::Error err = writeOutput(out, *text))
+    return reportErrors(std::move(err));
+  return 0;
+}

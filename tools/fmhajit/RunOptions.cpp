@@ -1,0 +1,148 @@
+//===- RunOptions.cpp - The flags of `fmhajit run` ------------------------===//
+#include "tools/fmhajit/RunOptions.h"
+#include "specs/Errors.h"
+#include "specs/SpecParser.h"
+#include "specs/Validate.h"
+#include "tools/fmhajit/Args.h"
+#include "llvm/ADT/StringExtras.h"
+#include <cmath>
+
+using namespace fmhajit;
+using llvm::StringRef;
+
+static const OptionSpec kRunFlags[] = {
+    {"batch", true},    {"heads", true},    {"heads-kv", true}, {"seqlen-q", true},
+    {"seqlen-k", true}, {"varlen-q", true}, {"varlen-k", true}, {"scale", true},
+    {"softcap", true},  {"window", true},   {"seed", true},     {"threads", true},
+    {"iters", true},    {"check", false},   {"save", true},     {"device", true}};
+
+static constexpr int64_t kMaxLength = int64_t(1) << 30;
+/// Gemma 2's attention softcap: what a softcap=1 spec runs with by default.
+static constexpr float kDefaultSoftcap = 50.0f;
+
+static llvm::Expected<std::vector<int64_t>> parseList(StringRef flag, StringRef text,
+                                                      int64_t min) {
+  std::vector<int64_t> out;
+  llvm::SmallVector<StringRef, 16> parts;
+  text.split(parts, ',');
+  for (StringRef part : parts) {
+    int64_t v = 0;
+    if (part.trim().getAsInteger(10, v) || v < min || v > kMaxLength)
+      return makeError(ErrorKind::Usage, "--" + flag + " " + text +
+                                             ": expected comma-separated whole numbers from " +
+                                             llvm::Twine(min) + " to " + llvm::Twine(kMaxLength));
+    out.push_back(v);
+  }
+  return out;
+}
+
+static llvm::Expected<float> parseFloat(StringRef flag, StringRef text) {
+  double v = 0;
+  if (text.getAsDouble(v) || !std::isfinite(v) || v <= 0 || v > 1e30)
+    return makeError(ErrorKind::Usage, "--" + flag + " " + text + ": expected a positive number");
+  return static_cast<float>(v);
+}
+
+// Copies integer flags into the problem; each bad one is its own error.
+static void readSizes(const Args &args, AttentionProblem &p, ErrorList &errors) {
+  struct Size { const char *flag; int64_t *field; int64_t min; };
+  const Size sizes[] = {{"batch", &p.batch, 1},       {"heads", &p.headsQ, 1},
+                        {"heads-kv", &p.headsKv, 1},  {"seqlen-q", &p.seqlenQ, 1},
+                        {"seqlen-k", &p.seqlenK, 1}};
+  for (const Size &s : sizes) {
+    auto v = args.getInt(s.flag, s.min, kMaxLength);
+    if (!v)
+      errors.add(v.takeError());
+    else if (*v)
+      *s.field = **v;
+  }
+  if (!args.has("heads-kv"))
+    p.headsKv = p.headsQ;
+  if (!args.has("seqlen-k"))
+    p.seqlenK = p.seqlenQ;
+}
+
+static void readVarlen(const Args &args, AttentionProblem &p, ErrorList &errors) {
+  for (auto [flag, field] : {std::pair{"varlen-q", &p.seqlensQ}, std::pair{"varlen-k", &p.seqlensK}}) {
+    if (auto text = args.get(flag)) {
+      auto list = parseList(flag, *text, 0);
+      if (list)
+        *field = *list;
+      else
+        errors.add(list.takeError());
+    }
+  }
+  if (p.isVarlen())
+    p.batch = static_cast<int64_t>(p.seqlensQ.size());
+}
+
+static void readScores(const Args &args, AttentionProblem &p, ErrorList &errors) {
+  for (auto [flag, field] : {std::pair{"scale", &p.scale}, std::pair{"softcap", &p.softcap}})
+    if (auto text = args.get(flag)) {
+      auto v = parseFloat(flag, *text);
+      if (v)
+        *field = *v;
+      else
+        errors.add(v.takeError());
+    }
+  if (auto text = args.get("window")) {
+    auto list = parseList("window", *text, -1);
+    if (!list)
+      errors.add(list.takeError());
+    else if (list->size() != 2)
+      errors.add(ErrorKind::Usage, "--window " + *text + ": expected LEFT,RIGHT (-1: unbounded)");
+    else {
+      p.windowLeft = (*list)[0];
+      p.windowRight = (*list)[1];
+    }
+  }
+}
+
+static void readRunFlags(const Args &args, RunOptions &o, ErrorList &errors) {
+  if (auto seed = args.getInt("seed", 0, INT64_MAX); !seed)
+    errors.add(seed.takeError());
+  else if (*seed)
+    o.seed = static_cast<uint64_t>(**seed);
+  if (auto threads = args.getInt("threads", 1, 1024); !threads)
+    errors.add(threads.takeError());
+  else if (*threads)
+    o.threads = static_cast<unsigned>(**threads);
+  if (auto iters = args.getInt("iters", 1, 1000000); !iters)
+    errors.add(iters.takeError());
+  else if (*iters)
+    o.iterations = static_cast<unsigned>(**iters);
+  o.check = args.has("check");
+  o.saveDir = args.get("save");
+  o.device = args.get("device").value_or("host");
+  if (o.device != "host" && o.device != "cuda" && o.device != "hip")
+    errors.add(ErrorKind::Usage, "--device " + o.device + ": use host, cuda or hip");
+}
+
+llvm::Expected<RunOptions> fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
+  auto args = Args::parse(argv, kRunFlags);
+  if (!args)
+    return args.takeError();
+  if (args->positional().size() != 1)
+    return makeError(ErrorKind::Usage, "run takes one SPEC, e.g. fmhajit run family=fwd,dtype=bf16,d=128");
+  auto parsed = parseSpec(args->positional()[0]);
+  if (!parsed)
+    return parsed.takeError();
+  auto spec = validateSpec(*parsed);
+  if (!spec)
+    return spec.takeError();
+  RunOptions o;
+  o.spec = *spec;
+  o.problem = AttentionProblem::forSpec(o.spec);
+  ErrorList errors;
+  readSizes(*args, o.problem, errors);
+  readVarlen(*args, o.problem, errors);
+  if (o.spec.softcap)
+    o.problem.softcap = kDefaultSoftcap;
+  readScores(*args, o.problem, errors);
+  readRunFlags(*args, o, errors);
+  if (!errors.empty())
+    return errors.take();
+  if (llvm::Error err = o.problem.validate(o.spec))
+    return std::move(err);
+  return o;
+}
