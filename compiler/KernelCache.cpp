@@ -8,6 +8,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cassert>
 #include <vector>
 
 using namespace fmhajit;
@@ -90,37 +91,59 @@ llvm::Expected<KernelCache &> KernelCache::global() {
   return *global.cache;
 }
 
+std::shared_ptr<const std::string>
+KernelCache::findOrClaim(llvm::StringRef key) {
+  std::unique_lock<std::mutex> lock(mutex);
+  // Wait while another thread produces this key; if it fails, this thread
+  // tries in turn, so an error is never handed to a caller who did not see
+  // it happen.
+  while (true) {
+    auto it = ready.find(key);
+    if (it != ready.end()) {
+      ++counters.memoryHits;
+      return it->second;
+    }
+    if (compiling.insert(key).second)
+      return nullptr;
+    finished.wait(lock);
+  }
+}
+
+void KernelCache::publish(llvm::StringRef key,
+                          std::shared_ptr<const std::string> storage,
+                          ArtifactOrigin origin) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    compiling.erase(key);
+    if (storage) {
+      ready[key] = std::move(storage);
+      if (origin == ArtifactOrigin::Disk)
+        ++counters.diskHits;
+      else
+        ++counters.compiles;
+    }
+  }
+  finished.notify_all();
+}
+
 llvm::Expected<std::shared_ptr<const Artifact>>
 KernelCache::getOrCompile(llvm::StringRef name, llvm::StringRef fingerprint,
                           CompileFn compile) {
+  // The name becomes a file name: a '/' or '\n' in it is a caller's bug.
+  assert(classifyCacheFileName(cacheFileName(name, fingerprint)) ==
+             CacheFileKind::Artifact &&
+         "kernel names must be C identifiers");
   // Names are C identifiers, so '\n' separates name and fingerprint.
   llvm::SmallString<256> key(name);
   key.push_back('\n');
   key += fingerprint;
 
-  std::shared_ptr<const std::string> storage;
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    // Wait while another thread produces this key; if it fails, this thread
-    // tries in turn, so an error is never handed to a caller who did not
-    // see it happen.
-    while (true) {
-      auto it = ready.find(key);
-      if (it != ready.end()) {
-        ++counters.memoryHits;
-        storage = it->second;
-        break;
-      }
-      if (compiling.insert(key).second)
-        break;
-      finished.wait(lock);
-    }
-  }
-  if (storage)
+  if (std::shared_ptr<const std::string> hit = findOrClaim(key))
     return std::make_shared<const Artifact>(
-        Artifact{std::move(storage), ArtifactOrigin::Memory});
+        Artifact{std::move(hit), ArtifactOrigin::Memory});
 
   ArtifactOrigin origin = ArtifactOrigin::Disk;
+  std::shared_ptr<const std::string> storage;
   if (config.disk)
     storage = loadFromDisk(name, fingerprint);
   llvm::Error failure = llvm::Error::success();
@@ -132,19 +155,9 @@ KernelCache::getOrCompile(llvm::StringRef name, llvm::StringRef fingerprint,
     else
       failure = bytes.takeError();
   }
-
   // Publish before writing the file, so waiting threads need not wait for
   // the disk.
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    compiling.erase(key);
-    if (storage) {
-      ready[key] = storage;
-      ++(origin == ArtifactOrigin::Disk ? counters.diskHits
-                                        : counters.compiles);
-    }
-  }
-  finished.notify_all();
+  publish(key, storage, origin);
   if (failure)
     return std::move(failure);
   if (origin == ArtifactOrigin::Compiled && config.disk)

@@ -117,6 +117,13 @@ public:
 private:
   explicit KernelCache(CacheConfig config) : config(std::move(config)) {}
 
+  /// The bytes of \p key if memory holds them (a hit); otherwise claims
+  /// \p key for this thread and returns null, after waiting for any thread
+  /// that holds the claim.
+  std::shared_ptr<const std::string> findOrClaim(llvm::StringRef key);
+  /// Releases the claim on \p key, storing \p storage (when set) for all.
+  void publish(llvm::StringRef key, std::shared_ptr<const std::string> storage,
+               ArtifactOrigin origin);
   std::shared_ptr<const std::string> loadFromDisk(llvm::StringRef name,
                                                   llvm::StringRef fingerprint);
   void storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,

@@ -55,7 +55,8 @@ static CodeGenFileType artifactFileType(const ArchInfo &arch, Stage stage) {
   return CodeGenFileType::ObjectFile;
 }
 
-Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stage) {
+Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stage,
+                                              const CompileOptions &options) {
   const ArchInfo &arch = *findArch(spec.target);
   LLVMContext ctx;
   Expected<std::unique_ptr<Module>> module = emitKernelModule(spec, ctx);
@@ -63,7 +64,7 @@ Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stag
     return module.takeError();
   if (stage == Stage::Llvm)
     return printModule(**module);
-  Expected<std::unique_ptr<TargetMachine>> tm = createTargetMachine(arch);
+  Expected<std::unique_ptr<TargetMachine>> tm = createTargetMachine(arch, options.ptxVersion);
   if (!tm)
     return tm.takeError();
   optimizeModule(**module, **tm);
@@ -72,26 +73,30 @@ Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stag
   return emitCode(**module, **tm, artifactFileType(arch, stage));
 }
 
-const std::string &fmhajit::kernelFingerprint(const ArchInfo &arch) {
+// The per-target part is computed once: host CPU detection and hashing the
+// table would otherwise dominate an in-memory cache hit.
+std::string fmhajit::kernelFingerprint(const ArchInfo &arch, const CompileOptions &options) {
   static std::mutex mutex;
-  static std::map<std::string, std::string> fingerprints;
+  static std::map<std::string, std::string> perTarget;
   std::lock_guard<std::mutex> lock(mutex);
-  std::string &fp = fingerprints[arch.name];
-  if (!fp.empty())
+  std::string &fp = perTarget[arch.name];
+  if (fp.empty()) {
+    CodegenTarget ct = codegenTarget(arch);
+    uint64_t tableHash = 0;
+    for (const EmbeddedFile &f : embeddedFiles("arch/" + arch.name + ".json"))
+      tableHash = xxh3_64bits(f.text);
+    fp = "fmhajit=" FMHAJIT_VERSION ";sources=" FMHAJIT_SOURCE_HASH
+         ";llvm=" LLVM_VERSION_STRING ";triple=" + ct.triple + ";cpu=" + ct.cpu +
+         ";features=" + ct.features + ";opt=O3;table=" + utohexstr(tableHash);
+  }
+  if (arch.backend != Backend::Nvptx)
     return fp;
-  CodegenTarget ct = codegenTarget(arch);
-  uint64_t tableHash = 0;
-  for (const EmbeddedFile &f : embeddedFiles("arch/" + arch.name + ".json"))
-    tableHash = xxh3_64bits(f.text);
-  fp = "fmhajit=" FMHAJIT_VERSION ";sources=" FMHAJIT_SOURCE_HASH
-       ";llvm=" LLVM_VERSION_STRING ";triple=" + ct.triple + ";cpu=" + ct.cpu +
-       ";features=" + ct.features + ";opt=O3;table=" + utohexstr(tableHash);
-  return fp;
+  return fp + ";ptx=" + std::to_string(ptxVersionFor(arch, options.ptxVersion));
 }
 
-Expected<std::shared_ptr<const Artifact>> fmhajit::compileKernel(const KernelSpec &spec,
-                                                                 KernelCache &cache) {
+Expected<std::shared_ptr<const Artifact>>
+fmhajit::compileKernel(const KernelSpec &spec, KernelCache &cache, const CompileOptions &options) {
   const ArchInfo &arch = *findArch(spec.target);
-  return cache.getOrCompile(encodeName(spec), kernelFingerprint(arch),
-                            [&] { return compileToStage(spec, Stage::Obj); });
+  return cache.getOrCompile(encodeName(spec), kernelFingerprint(arch, options),
+                            [&] { return compileToStage(spec, Stage::Obj, options); });
 }

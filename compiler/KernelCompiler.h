@@ -20,17 +20,25 @@ enum class Stage {
 };
 std::optional<Stage> parseStage(llvm::StringRef text);
 
+/// Choices that change the code besides the spec.
+struct CompileOptions {
+  /// NVPTX: the PTX ISA version to emit, e.g. 87 for 8.7 (an older driver
+  /// rejects a newer ISA); 0 takes the target's minimum (min_ptx).
+  unsigned ptxVersion = 0;
+};
+
 /// Runs the pipeline on a resolved spec up to \p stage and returns the text
 /// (or bytes, for Obj).
-llvm::Expected<std::string> compileToStage(const KernelSpec &spec, Stage stage);
+llvm::Expected<std::string> compileToStage(const KernelSpec &spec, Stage stage,
+                                           const CompileOptions &options = {});
 
 /// Everything besides the name that changes a kernel's code on \p arch:
 /// fmhajit's version and sources, LLVM's version, triple, CPU, features and
 /// the target's capability table.
-const std::string &kernelFingerprint(const ArchInfo &arch);
+std::string kernelFingerprint(const ArchInfo &arch, const CompileOptions &options = {});
 
 /// The loadable artifact of a resolved spec, through \p cache.
 llvm::Expected<std::shared_ptr<const Artifact>>
-compileKernel(const KernelSpec &spec, KernelCache &cache);
+compileKernel(const KernelSpec &spec, KernelCache &cache, const CompileOptions &options = {});
 
 } // namespace fmhajit

@@ -61,9 +61,16 @@ CodegenTarget fmhajit::codegenTarget(const ArchInfo &arch) {
   return t;
 }
 
-Expected<std::unique_ptr<TargetMachine>> fmhajit::createTargetMachine(const ArchInfo &arch) {
+unsigned fmhajit::ptxVersionFor(const ArchInfo &arch, unsigned requested) {
+  return std::max(arch.minPtx, requested);
+}
+
+Expected<std::unique_ptr<TargetMachine>> fmhajit::createTargetMachine(const ArchInfo &arch,
+                                                                     unsigned ptxVersion) {
   initializeTargets();
   CodegenTarget ct = codegenTarget(arch);
+  if (arch.backend == Backend::Nvptx)
+    ct.features = "+ptx" + std::to_string(ptxVersionFor(arch, ptxVersion));
   Triple triple(ct.triple);
   std::string error;
   const Target *target = TargetRegistry::lookupTarget(triple, error);

@@ -20,8 +20,13 @@ struct CodegenTarget {
 };
 CodegenTarget codegenTarget(const ArchInfo &arch);
 
-/// A TargetMachine for \p arch at -O3 with fused multiply-adds allowed.
+/// The PTX ISA version to emit for \p arch: \p requested, or the target's
+/// minimum when 0 (a request below the minimum is raised to it).
+unsigned ptxVersionFor(const ArchInfo &arch, unsigned requested);
+
+/// A TargetMachine for \p arch at -O3 with fused multiply-adds allowed;
+/// NVPTX targets emit PTX ISA ptxVersionFor(arch, ptxVersion).
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const ArchInfo &arch);
+createTargetMachine(const ArchInfo &arch, unsigned ptxVersion = 0);
 
 } // namespace fmhajit

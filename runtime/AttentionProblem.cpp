@@ -34,15 +34,15 @@ int64_t AttentionProblem::maxSeqlenK() const {
 }
 
 int64_t AttentionProblem::totalQ() const {
-  return isVarlen() ? std::accumulate(seqlensQ.begin(), seqlensQ.end(),
-                                      int64_t(0))
-                    : batch * seqlenQ;
+  return isVarlen()
+             ? std::accumulate(seqlensQ.begin(), seqlensQ.end(), int64_t(0))
+             : batch * seqlenQ;
 }
 
 int64_t AttentionProblem::totalK() const {
-  return isVarlen() ? std::accumulate(seqlensK.begin(), seqlensK.end(),
-                                      int64_t(0))
-                    : batch * seqlenK;
+  return isVarlen()
+             ? std::accumulate(seqlensK.begin(), seqlensK.end(), int64_t(0))
+             : batch * seqlenK;
 }
 
 static std::vector<int32_t> cumulative(llvm::ArrayRef<int64_t> lengths) {
@@ -102,8 +102,8 @@ llvm::SmallVector<int64_t, 4> AttentionProblem::lseShape() const {
 
 // Slopes 2^(-8(h*stride+1)/n): computed in double and rounded to float once,
 // the precision the kernel reads them in.
-static void appendPowerOfTwoSlopes(int64_t n, int64_t count,
-                                   int64_t stride, std::vector<float> &out) {
+static void appendPowerOfTwoSlopes(int64_t n, int64_t count, int64_t stride,
+                                   std::vector<float> &out) {
   for (int64_t h = 0; h < count; ++h)
     out.push_back(static_cast<float>(
         std::exp2(-8.0 * static_cast<double>(h * stride + 1) / n)));

@@ -8,7 +8,8 @@
 //
 // Semantics shared with the kernel (sequence-local indices i of the query,
 // j of the key, Sq/Sk the lengths of that sequence, diag = i + Sk - Sq):
-//   s = scale * q.k;  softcap: s = c * tanh(s / c);  alibi: s -= slope_h |diag - j|
+//   s = scale * q.k;  softcap: s = c * tanh(s / c);
+//   alibi: s -= slope_h * |diag - j|
 //   causal: j <= i;  causal_br: j <= diag;
 //   window: diag - left <= j <= diag + right (-1: unbounded on that side)
 //   query head h reads K/V head h / (Hq / Hkv)
@@ -34,9 +35,9 @@ struct AttentionProblem {
   int64_t seqlenK = 1; ///< key length of every sequence; unused under varlen
   std::vector<int64_t> seqlensQ; ///< varlen: query length of each sequence
   std::vector<int64_t> seqlensK; ///< varlen: key length of each sequence
-  int64_t d = 0;  ///< Q/K head dim, from the spec
-  int64_t dv = 0; ///< V/O head dim, from the spec
-  float scale = 0;   ///< softmax scale; 0: 1/sqrt(d)
+  int64_t d = 0;                 ///< Q/K head dim, from the spec
+  int64_t dv = 0;                ///< V/O head dim, from the spec
+  float scale = 0;               ///< softmax scale; 0: 1/sqrt(d)
   float softcap = 0; ///< c in c*tanh(s/c); set exactly when spec.softcap
   int64_t windowLeft = -1, windowRight = -1; ///< mask=window; -1 unbounded
   std::vector<float> alibiSlopes; ///< bias=alibi; empty: the default slopes

@@ -68,8 +68,8 @@ CompareResult fmhajit::compareOutputs(llvm::ArrayRef<float> o,
   // Written as !(x <= tol) so that a NaN error fails.
   bool oFails = r.nonFinite > 0 || !(r.relL2 <= tolerance.relL2) ||
                 !(relativeMaxAbs(r) <= tolerance.maxAbs);
-  bool lseFails = r.hasLse && (r.lseMismatch > 0 ||
-                               !(r.lseMaxRel <= tolerance.lseRel));
+  bool lseFails =
+      r.hasLse && (r.lseMismatch > 0 || !(r.lseMaxRel <= tolerance.lseRel));
   r.pass = !oFails && !lseFails;
   return r;
 }
@@ -77,7 +77,8 @@ CompareResult fmhajit::compareOutputs(llvm::ArrayRef<float> o,
 std::string CompareResult::summary() const {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << (pass ? "PASS" : "FAIL") << llvm::format(
+  os << (pass ? "PASS" : "FAIL")
+     << llvm::format(
             ": rel_l2 %.3g (tol %.3g), max_abs %.3g = %.3g of max|ref| %.3g "
             "(tol %.3g) at %zu",
             relL2, tolerance.relL2, maxAbs, relativeMaxAbs(*this), refMaxAbs,

@@ -9,8 +9,7 @@
 using namespace fmhajit;
 
 HostTensor::HostTensor(DType type, size_t numElements)
-    : type(type), count(numElements),
-      bytes(numElements * dtypeBytes(type), 0) {
+    : type(type), count(numElements), bytes(numElements * dtypeBytes(type), 0) {
   assert((type == DType::F32 || type == DType::F16 || type == DType::BF16) &&
          "host tensors hold fp32, fp16 or bf16");
 }
@@ -33,8 +32,7 @@ void HostTensor::set(size_t i, float value) {
     std::memcpy(bytes.data() + 4 * i, &value, 4);
     return;
   }
-  uint16_t bits =
-      type == DType::F16 ? floatToFp16(value) : floatToBf16(value);
+  uint16_t bits = type == DType::F16 ? floatToFp16(value) : floatToBf16(value);
   std::memcpy(bytes.data() + 2 * i, &bits, 2);
 }
 

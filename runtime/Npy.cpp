@@ -24,8 +24,9 @@ static std::string shapeTuple(llvm::ArrayRef<int64_t> shape) {
 }
 
 std::string fmhajit::npyHeader(llvm::ArrayRef<int64_t> shape) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " +
-                     shapeTuple(shape) + ", }";
+  std::string dict =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shapeTuple(shape) +
+      ", }";
   size_t unpadded = kMagic.size() + 4 + dict.size() + 1; // +1: the '\n'
   dict.append((kAlignment - unpadded % kAlignment) % kAlignment, ' ');
   dict += '\n';

@@ -16,8 +16,8 @@ using llvm::StringRef;
 using llvm::json::Array;
 using llvm::json::Value;
 
-template <typename T> static Value listOrNull(const std::vector<T> &values,
-                                              bool present) {
+template <typename T>
+static Value listOrNull(const std::vector<T> &values, bool present) {
   if (!present)
     return nullptr;
   Array list;
@@ -51,9 +51,9 @@ llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
 // The order, for people reading the file; llvm::json::Object itself
 // would print its keys sorted.
 static const char *const kMetadataKeys[] = {
-    "spec",         "name",         "dtype",        "mask",
-    "heads_q",      "heads_kv",     "scale",        "softcap",
-    "window_left",  "window_right", "alibi_slopes", "cu_seqlens_q",
+    "spec",        "name",         "dtype",        "mask",
+    "heads_q",     "heads_kv",     "scale",        "softcap",
+    "window_left", "window_right", "alibi_slopes", "cu_seqlens_q",
     "cu_seqlens_k"};
 
 static llvm::Error writeMetadata(StringRef path,
@@ -86,8 +86,8 @@ llvm::Error fmhajit::writeRunBundle(StringRef dir, const KernelSpec &spec,
                                     const AttentionProblem &problem,
                                     const RunTensors &tensors) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return makeError(ErrorKind::Io, "cannot create directory '" + dir +
-                                        "': " + ec.message());
+    return makeError(ErrorKind::Io,
+                     "cannot create directory '" + dir + "': " + ec.message());
   auto pathOf = [&](StringRef file) {
     llvm::SmallString<256> path(dir);
     llvm::sys::path::append(path, file);

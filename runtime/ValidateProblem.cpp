@@ -89,20 +89,38 @@ static void checkLengths(const AttentionProblem &p, ErrorList &errs) {
                                    " must both be >= 1");
 }
 
-// Row indices (position x heads) and cu_seqlens are int32 in the kernel;
-// saturating products keep absurd sizes from wrapping past the check.
+/// Positions x heads of the query (or key) tensor, saturating at 2^64 - 1 so
+/// that absurd sizes cannot wrap around and pass the range check.
+static uint64_t rowCount(const AttentionProblem &p, bool query) {
+  uint64_t positions = 0;
+  if (p.isVarlen()) {
+    for (int64_t len : query ? p.seqlensQ : p.seqlensK)
+      positions = llvm::SaturatingAdd(positions, static_cast<uint64_t>(len));
+  } else {
+    positions = llvm::SaturatingMultiply(
+        static_cast<uint64_t>(p.batch),
+        static_cast<uint64_t>(query ? p.seqlenQ : p.seqlenK));
+  }
+  return llvm::SaturatingMultiply(
+      positions, static_cast<uint64_t>(query ? p.headsQ : p.headsKv));
+}
+
+static std::string showRows(uint64_t rows) {
+  return rows == std::numeric_limits<uint64_t>::max() ? "over 2^64"
+                                                      : std::to_string(rows);
+}
+
+// Row indices (position x heads) and cu_seqlens are int32 in the kernel.
 static void checkRowRange(const AttentionProblem &p, ErrorList &errs) {
-  auto rows = [](int64_t total, int64_t heads) {
-    return llvm::SaturatingMultiply(static_cast<uint64_t>(total),
-                                    static_cast<uint64_t>(heads));
-  };
-  uint64_t qRows = rows(p.totalQ(), p.headsQ);
-  uint64_t kRows = rows(p.totalK(), p.headsKv);
+  uint64_t qRows = rowCount(p, /*query=*/true);
+  uint64_t kRows = rowCount(p, /*query=*/false);
   if (qRows > kMaxRows || kRows > kMaxRows)
     errs.add(ErrorKind::Usage,
-             "the problem has " + Twine(qRows) + " query rows and " +
-                 Twine(kRows) + " key rows (positions x heads), more than "
-                 "the kernel's 32-bit row index holds (" + Twine(kMaxRows) +
+             "the problem has " + showRows(qRows) + " query rows and " +
+                 showRows(kRows) +
+                 " key rows (positions x heads), more than the kernel's "
+                 "32-bit row index holds (" +
+                 Twine(kMaxRows) +
                  "): use a smaller batch, fewer heads or shorter sequences");
 }
 
@@ -110,14 +128,15 @@ static void checkSoftcap(const AttentionProblem &p, const KernelSpec &spec,
                          ErrorList &errs) {
   if (!spec.softcap) {
     if (p.softcap != 0)
-      errs.add(ErrorKind::Usage, "softcap " + show(p.softcap) +
-                                     " needs a spec with softcap=1");
+      errs.add(ErrorKind::Usage,
+               "softcap " + show(p.softcap) + " needs a spec with softcap=1");
     return;
   }
   if (!(p.softcap > 0) || !std::isfinite(p.softcap))
     errs.add(ErrorKind::Usage,
              "the spec has softcap=1: give a finite softcap value c > 0 "
-             "(scores become c*tanh(s/c)); got " + show(p.softcap));
+             "(scores become c*tanh(s/c)); got " +
+                 show(p.softcap));
 }
 
 static void checkWindow(const AttentionProblem &p, const KernelSpec &spec,
@@ -127,15 +146,17 @@ static void checkWindow(const AttentionProblem &p, const KernelSpec &spec,
           .str();
   if (spec.mask != Mask::Window) {
     if (p.windowLeft != -1 || p.windowRight != -1)
-      errs.add(ErrorKind::Usage, Twine(window) + " needs a spec with mask=window; "
-                                          "this spec has mask=" +
-                                          keyOf(spec.mask));
+      errs.add(ErrorKind::Usage, Twine(window) +
+                                     " needs a spec with mask=window; this "
+                                     "spec has mask=" +
+                                     keyOf(spec.mask));
     return;
   }
   auto valid = [](int64_t w) { return w >= -1 && w <= kMaxRows; };
   if (!valid(p.windowLeft) || !valid(p.windowRight))
-    errs.add(ErrorKind::Usage, Twine(window) + " is invalid: each side is a key "
-                                        "count >= 0, or -1 for unbounded");
+    errs.add(ErrorKind::Usage, Twine(window) +
+                                   " is invalid: each side is a key count "
+                                   ">= 0, or -1 for unbounded");
 }
 
 static void checkAlibi(const AttentionProblem &p, const KernelSpec &spec,
@@ -145,9 +166,9 @@ static void checkAlibi(const AttentionProblem &p, const KernelSpec &spec,
   if (spec.bias != Bias::Alibi)
     errs.add(ErrorKind::Usage, "ALiBi slopes need a spec with bias=alibi");
   else if (static_cast<int64_t>(p.alibiSlopes.size()) != p.headsQ)
-    errs.add(ErrorKind::Usage,
-             "got " + Twine(p.alibiSlopes.size()) + " ALiBi slopes for " +
-                 Twine(p.headsQ) + " query heads: give one slope per head");
+    errs.add(ErrorKind::Usage, "got " + Twine(p.alibiSlopes.size()) +
+                                   " ALiBi slopes for " + Twine(p.headsQ) +
+                                   " query heads: give one slope per head");
   else if (!llvm::all_of(p.alibiSlopes,
                          [](float s) { return std::isfinite(s); }))
     errs.add(ErrorKind::Usage, "ALiBi slopes must be finite");
@@ -160,8 +181,8 @@ llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   checkVarlen(*this, spec, errs);
   checkLengths(*this, errs);
   if (!std::isfinite(scale))
-    errs.add(ErrorKind::Usage, "scale " + show(scale) + " must be finite "
-                                                         "(0 for 1/sqrt(d))");
+    errs.add(ErrorKind::Usage,
+             "scale " + show(scale) + " must be finite (0 for 1/sqrt(d))");
   checkSoftcap(*this, spec, errs);
   checkWindow(*this, spec, errs);
   checkAlibi(*this, spec, errs);

@@ -184,7 +184,11 @@ void Validator::checkTile(const PipelineInfo &info) {
   if (!llvm::isPowerOf2_32(s.warps) || s.warps > arch.maxWarps)
     fail("warps", Twine(s.warps),
          "use a power of two up to " + Twine(arch.maxWarps) + " on " + arch.name);
-  if (s.stages < 1 || s.stages > arch.maxStages)
+  bool pipelined = s.pipeline != Pipeline::Simt && s.pipeline != Pipeline::Vector;
+  if (!pipelined && s.stages != 1)
+    fail("stages", Twine(s.stages), "pipeline " + keyOf(s.pipeline) +
+                                        " loads one tile at a time; use stages=1");
+  else if (s.stages < 1 || s.stages > arch.maxStages)
     fail("stages", Twine(s.stages),
          "use 1 to " + Twine(arch.maxStages) + " on " + arch.name);
   if (!errors.empty())
@@ -213,9 +217,14 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) 
   unsigned d = s.d, dv = s.headDimV();
   if (arch.backend == Backend::Host) // fp32 copies of Q, K^T, V, S and O
     return 4 * (s.bm * d + s.bn * d + s.bn * dv + s.bm * s.bn + s.bm * dv);
-  unsigned staged = dtypeBytes(s.dtype) * (s.bm * d + s.stages * s.bn * (d + dv));
-  unsigned scores = s.pipeline == Pipeline::Simt ? 4 * s.bm * s.bn : 0;
-  return staged + scores;
+  if (s.pipeline == Pipeline::Simt) {
+    // fp32 tiles with rows padded by one word, each rounded to 16 bytes, in
+    // the order GpuSimtTileOps allocates them: Q, K, V, S, then 7 row vectors.
+    auto words = [](unsigned n) { return (n * 4 + 15) / 16 * 16; };
+    return words(s.bm * (d + 1)) + words(s.bn * (d + 1)) + words(s.bn * (dv + 1)) +
+           words(s.bm * (s.bn + 1)) + 7 * words(s.bm);
+  }
+  return dtypeBytes(s.dtype) * (s.bm * d + s.stages * s.bn * (d + dv));
 }
 
 llvm::Expected<KernelSpec> fmhajit::validateSpec(const KernelSpec &spec) {

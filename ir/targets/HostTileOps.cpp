@@ -108,7 +108,9 @@ private:
 } // namespace
 
 // Source row r becomes physical row r (Value, KeyT) or physical column r
-// (Query, stored transposed: a scatter paid once per query tile).
+// (Query, stored transposed: a scatter paid once per query tile). Chunks are
+// an IR loop, not unrolled here: a loop body with hundreds of memory
+// accesses makes LLVM's loop-access analyses quadratic.
 void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale) {
   Layout layout = layoutOf(t);
   bool scatter = t.role == TileRole::Query;
@@ -116,34 +118,37 @@ void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r, Value 
   Type *elem = elementType(b.getContext(), src.dtype);
   Value *rowPtr = b.CreateInBoundsGEP(elem, src.base, b.CreateMul(r, src.rowStride));
   auto *srcVec = FixedVectorType::get(elem, lanes);
-  for (unsigned c = 0; c < width / lanes; ++c) {
-    Value *x = b.CreateAlignedLoad(srcVec, b.CreateConstInBoundsGEP1_64(elem, rowPtr, c * lanes),
+  emitFor(b, b.getInt64(0), b.getInt64(width), b.getInt64(lanes), "chunk", [&](Value *e0) {
+    Value *x = b.CreateAlignedLoad(srcVec, b.CreateInBoundsGEP(elem, rowPtr, e0),
                                    Align(elem->getPrimitiveSizeInBits() / 8));
     if (!elem->isFloatTy())
       x = b.CreateFPExt(x, vec);
     if (scale)
       x = b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
     if (!scatter) {
-      storeVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(width)), b.getInt64(c * lanes)), x);
-      continue;
+      storeVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(width)), e0), x);
+      return;
     }
-    for (unsigned l = 0; l < lanes; ++l)
+    for (unsigned l = 0; l < lanes; ++l) {
+      Value *e = b.CreateAdd(e0, b.getInt64(l));
       b.CreateStore(b.CreateExtractElement(x, l),
-                    at(t.storage, b.CreateAdd(b.getInt64((c * lanes + l) * layout.physCols), r)));
-  }
+                    at(t.storage, b.CreateAdd(b.CreateMul(e, b.getInt64(layout.physCols)), r)));
+    }
+  });
 }
 
 void HostTileOps::zeroRow(const Tile &t, Value *r) {
   Layout layout = layoutOf(t);
   if (t.role != TileRole::Query) {
-    for (unsigned c = 0; c < layout.physCols / lanes; ++c)
-      storeVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(layout.physCols)), b.getInt64(c * lanes)),
-               splat(0));
+    Value *rowStart = b.CreateMul(r, b.getInt64(layout.physCols));
+    emitFor(b, b.getInt64(0), b.getInt64(layout.physCols), b.getInt64(lanes), "zero",
+            [&](Value *e0) { storeVec(t.storage, b.CreateAdd(rowStart, e0), splat(0)); });
     return;
   }
-  for (unsigned e = 0; e < t.cols; ++e)
+  emitFor(b, t.cols, "zero", [&](Value *e) {
     b.CreateStore(ConstantFP::get(b.getFloatTy(), 0.0),
-                  at(t.storage, b.CreateAdd(b.getInt64(e * layout.physCols), r)));
+                  at(t.storage, b.CreateAdd(b.CreateMul(e, b.getInt64(layout.physCols)), r)));
+  });
 }
 
 void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) {

@@ -1,7 +1,9 @@
 //===- Targets.cpp - Pick the TargetInfo for a spec -----------------------===//
 #include "ir/TargetInfo.h"
+#include "ir/targets/GpuTarget.h"
 #include "ir/targets/HostTarget.h"
 #include "specs/Errors.h"
+#include "specs/Keys.h"
 
 using namespace fmhajit;
 
@@ -11,9 +13,13 @@ fmhajit::createTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
   case Backend::Host:
     return createHostTargetInfo(hostVectorLanes(arch));
   case Backend::Nvptx:
+    if (spec.pipeline == Pipeline::Simt)
+      return createNvptxTargetInfo(spec, arch);
+    break;
   case Backend::Amdgpu:
     break;
   }
   return makeError(ErrorKind::Unsupported,
-                   "code generation for target " + arch.name + " is not implemented yet");
+                   "code generation for pipeline=" + keyOf(spec.pipeline) + " on " + arch.name +
+                       " is not implemented yet");
 }

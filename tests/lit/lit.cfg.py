@@ -29,9 +29,7 @@ path = [config.fmhajit_bin_dir, config.llvm_tools_dir, os.environ.get("PATH", ""
 config.environment["PATH"] = os.pathsep.join(path)
 
 utils = os.path.join(config.test_source_root, "utils")
-config.substitutions.append(
-    ("%expect_exit", "%s %s" % (config.python_executable, os.path.join(utils, "expect-exit.py")))
-)
+config.substitutions.append(("%expect_exit", "sh " + os.path.join(utils, "expect-exit.sh")))
 config.substitutions.append(("%fmhajit", config.fmhajit_binary))
 config.substitutions.append(("%python", config.python_executable))
 

@@ -24,7 +24,8 @@ namespace {
 class TempDir {
 public:
   TempDir() {
-    EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("fmhajit-numerics", path));
+    EXPECT_FALSE(
+        llvm::sys::fs::createUniqueDirectory("fmhajit-numerics", path));
   }
   ~TempDir() { llvm::sys::fs::remove_directories(path); }
   std::string file(llvm::StringRef name) const {
@@ -48,17 +49,20 @@ TEST(Npy, HeaderIsNumpysV1) {
   EXPECT_EQ(h.size() % 64, 0u);
   EXPECT_EQ(h.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
   EXPECT_EQ(size_t(uint8_t(h[8])) | size_t(uint8_t(h[9])) << 8, h.size() - 10);
-  EXPECT_EQ(h.substr(10, 60),
-            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }  ");
-  EXPECT_EQ(h.back(), '\n');
+  llvm::StringRef dict = "{'descr': '<f4', 'fortran_order': False, "
+                         "'shape': (2, 3), }";
+  EXPECT_EQ(h.substr(10, dict.size()), dict);
+  EXPECT_EQ(h.substr(10 + dict.size()),
+            std::string(h.size() - 11 - dict.size(), ' ') + "\n");
   EXPECT_NE(npyHeader({5}).find("'shape': (5,), }"), std::string::npos);
   EXPECT_NE(npyHeader({}).find("'shape': (), }"), std::string::npos);
 }
 
 TEST(Npy, RoundTripsEveryBit) {
   TempDir dir;
-  std::vector<float> data = {1.5f, -0.0f, std::numeric_limits<float>::infinity(),
-                             std::nanf(""), 1e-40f, -3.25f};
+  std::vector<float> data = {
+      1.5f,          -0.0f,  std::numeric_limits<float>::infinity(),
+      std::nanf(""), 1e-40f, -3.25f};
   ASSERT_FALSE(writeNpy(dir.file("a.npy"), data, {2, 1, 3}));
   llvm::Expected<NpyArray> back = readNpy(dir.file("a.npy"));
   ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
@@ -69,7 +73,8 @@ TEST(Npy, RoundTripsEveryBit) {
               llvm::bit_cast<uint32_t>(data[i]));
   auto file = llvm::MemoryBuffer::getFile(dir.file("a.npy"));
   ASSERT_TRUE(bool(file));
-  EXPECT_EQ((*file)->getBufferSize(), 64 + 4 * data.size());
+  EXPECT_EQ((*file)->getBufferSize(),
+            npyHeader({2, 1, 3}).size() + 4 * data.size());
 }
 
 TEST(Npy, ReaderRejectsTruncatedAndForeignFiles) {
@@ -123,7 +128,8 @@ struct Bundle {
         v(numElements(p.vShape()), 3), o(numElements(p.oShape()), 4),
         lse(numElements(p.lseShape()), 5) {}
   RunTensors tensors(bool withLse) const {
-    return {q, k, v, o, withLse ? llvm::ArrayRef<float>(lse) : std::nullopt};
+    return {q, k, v, o,
+            withLse ? llvm::ArrayRef<float>(lse) : llvm::ArrayRef<float>()};
   }
 };
 
@@ -153,7 +159,8 @@ TEST(RunBundle, VarlenAlibiLse) {
   ASSERT_EQ(takeProblems(p.validate(spec)).messages.size(), 0u);
   TempDir dir;
   Bundle data(p);
-  ASSERT_FALSE(writeRunBundle(dir.file("out/run"), spec, p, data.tensors(true)));
+  ASSERT_FALSE(
+      writeRunBundle(dir.file("out/run"), spec, p, data.tensors(true)));
 
   llvm::Expected<NpyArray> q = readNpy(dir.file("out/run/q.npy"));
   ASSERT_TRUE(bool(q)) << llvm::toString(q.takeError());
@@ -177,10 +184,8 @@ TEST(RunBundle, VarlenAlibiLse) {
   EXPECT_EQ(*m.getInteger("window_right"), -1);
   EXPECT_EQ(m.getArray("alibi_slopes")->size(), 4u);
   EXPECT_EQ(*(*m.getArray("alibi_slopes"))[0].getAsNumber(), 0.25);
-  EXPECT_EQ(llvm::json::Value(*m.getArray("cu_seqlens_q")),
-            llvm::json::Value(llvm::json::Array{0, 3, 8}));
-  EXPECT_EQ(llvm::json::Value(*m.getArray("cu_seqlens_k")),
-            llvm::json::Value(llvm::json::Array{0, 7, 9}));
+  EXPECT_TRUE(*m.getArray("cu_seqlens_q") == llvm::json::Array({0, 3, 8}));
+  EXPECT_TRUE(*m.getArray("cu_seqlens_k") == llvm::json::Array({0, 7, 9}));
   llvm::Expected<KernelSpec> again = parseSpec(*m.getString("spec"));
   ASSERT_TRUE(bool(again));
   EXPECT_EQ(*again, spec);
@@ -212,8 +217,8 @@ TEST(RunBundle, UnwritableDirectoryIsAnIoError) {
   KernelSpec spec = resolved("family=fwd,dtype=fp32,d=32");
   AttentionProblem p = AttentionProblem::forSpec(spec);
   Bundle data(p);
-  std::string message =
-      messageOf(writeRunBundle(dir.file("file/run"), spec, p, data.tensors(false)));
+  std::string message = messageOf(
+      writeRunBundle(dir.file("file/run"), spec, p, data.tensors(false)));
   EXPECT_NE(message.find("file/run"), std::string::npos) << message;
 }
 

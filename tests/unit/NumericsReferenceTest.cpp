@@ -173,10 +173,10 @@ void expectSameAsPerSequence(const KernelSpec &wholeSpec,
     AttentionProblem one = whole;
     one.batch = 1, one.seqlensQ.clear(), one.seqlensK.clear();
     one.seqlenQ = whole.seqlenQOf(b), one.seqlenK = whole.seqlenKOf(b);
-    ReferenceOutput r = run(
-        spec, one, sliceRows(q, firstQ, one.seqlenQ, hq * whole.d),
-        sliceRows(k, firstK, one.seqlenK, hkv * whole.d),
-        sliceRows(v, firstK, one.seqlenK, hkv * whole.dv));
+    ReferenceOutput r =
+        run(spec, one, sliceRows(q, firstQ, one.seqlenQ, hq * whole.d),
+            sliceRows(k, firstK, one.seqlenK, hkv * whole.d),
+            sliceRows(v, firstK, one.seqlenK, hkv * whole.dv));
     for (size_t n = 0; n < r.o.size(); ++n)
       ASSERT_EQ(r.o[n], all.o[firstQ * hq * whole.dv + n]) << b;
     for (int64_t h = 0; h < hq; ++h)

@@ -72,25 +72,25 @@ struct RoundingCase {
 
 TEST(HalfPrecision, Fp16RoundsToNearestEven) {
   const RoundingCase cases[] = {
-      {1.0f + 0x1p-11f, 0x3c00},       // tie, 1.0 is even
-      {1.0f + 3 * 0x1p-11f, 0x3c02},   // tie, 1 + 2^-9 is even
+      {1.0f + 0x1p-11f, 0x3c00},            // tie, 1.0 is even
+      {1.0f + 3 * 0x1p-11f, 0x3c02},        // tie, 1 + 2^-9 is even
       {1.0f + 0x1p-11f + 0x1p-20f, 0x3c01}, // just past the tie
-      {65504.0f, 0x7bff},              // largest half
-      {65519.99f, 0x7bff},             // below the overflow tie
-      {65520.0f, 0x7c00},              // tie with 2^16: goes to infinity
+      {65504.0f, 0x7bff},                   // largest half
+      {65519.99f, 0x7bff},                  // below the overflow tie
+      {65520.0f, 0x7c00},                   // tie with 2^16: goes to infinity
       {-1e6f, 0xfc00},
       {kInf, 0x7c00},
       {-kInf, 0xfc00},
       {-0.0f, 0x8000},
-      {0x1p-14f, 0x0400},              // smallest normal
-      {0x1p-14f - 0x1p-25f, 0x0400},   // tie between 0x3ff and 0x400
-      {0x1p-24f, 0x0001},              // smallest subnormal
-      {0x1p-25f, 0x0000},              // tie with zero
+      {0x1p-14f, 0x0400},            // smallest normal
+      {0x1p-14f - 0x1p-25f, 0x0400}, // tie between 0x3ff and 0x400
+      {0x1p-24f, 0x0001},            // smallest subnormal
+      {0x1p-25f, 0x0000},            // tie with zero
       {0x1p-25f * 1.0000001f, 0x0001},
-      {3 * 0x1p-25f, 0x0002},          // tie between 1 and 2 ulps
-      {5 * 0x1p-25f, 0x0002},          // tie between 2 and 3 ulps
+      {3 * 0x1p-25f, 0x0002}, // tie between 1 and 2 ulps
+      {5 * 0x1p-25f, 0x0002}, // tie between 2 and 3 ulps
       {-7 * 0x1p-25f, 0x8004},
-      {1e-30f, 0x0000},                // float subnormal range and below
+      {1e-30f, 0x0000}, // float subnormal range and below
       {0x1p-149f, 0x0000},
   };
   for (const RoundingCase &c : cases)
@@ -99,9 +99,9 @@ TEST(HalfPrecision, Fp16RoundsToNearestEven) {
 
 TEST(HalfPrecision, Bf16RoundsToNearestEven) {
   const RoundingCase cases[] = {
-      {1.0f + 0x1p-8f, 0x3f80},             // tie, 1.0 is even
-      {1.0f + 3 * 0x1p-8f, 0x3f82},         // tie, 1 + 2^-6 is even
-      {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81},  // just past the tie
+      {1.0f + 0x1p-8f, 0x3f80},            // tie, 1.0 is even
+      {1.0f + 3 * 0x1p-8f, 0x3f82},        // tie, 1 + 2^-6 is even
+      {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81}, // just past the tie
       {-1.5f, 0xbfc0},
       {std::numeric_limits<float>::max(), 0x7f80}, // rounds up to infinity
       {kInf, 0x7f80},
@@ -121,8 +121,7 @@ TEST(HalfPrecision, Fp16MatchesTheCompilerOnRandomFloats) {
     float f = bit_cast<float>(static_cast<uint32_t>(rng()));
     if (std::isnan(f))
       continue;
-    ASSERT_EQ(floatToFp16(f),
-              bit_cast<uint16_t>(static_cast<_Float16>(f)))
+    ASSERT_EQ(floatToFp16(f), bit_cast<uint16_t>(static_cast<_Float16>(f)))
         << std::hexfloat << f;
   }
 }
@@ -224,10 +223,14 @@ const ValidationCase kValidationCases[] = {
     {"VarlenMissing", [](KernelSpec &s) { s.varlen = true; },
      [](AttentionProblem &) {}, "give the query and key length"},
     {"VarlenSizes", [](KernelSpec &s) { s.varlen = true; },
-     [](AttentionProblem &p) { p.seqlensQ = {3, 4}, p.seqlensK = {1, 2, 3}; },
+     [](AttentionProblem &p) {
+       p.seqlensQ = {3, 4}, p.seqlensK = {1, 2, 3};
+     },
      "varlen_q has 2 lengths but varlen_k has 3"},
     {"VarlenBatch", [](KernelSpec &s) { s.varlen = true; },
-     [](AttentionProblem &p) { p.seqlensQ = {3, 4}, p.seqlensK = {1, 2}; },
+     [](AttentionProblem &p) {
+       p.seqlensQ = {3, 4}, p.seqlensK = {1, 2};
+     },
      "batch 1 does not match the 2 varlen sequences"},
     {"VarlenZeroLength", [](KernelSpec &s) { s.varlen = true; },
      [](AttentionProblem &p) {
@@ -274,9 +277,11 @@ TEST_P(ProblemValidation, OneClearMessage) {
       << problems.messages[0];
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, ProblemValidation, ::testing::ValuesIn(kValidationCases),
-    [](const auto &info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Cases, ProblemValidation,
+                         ::testing::ValuesIn(kValidationCases),
+                         [](const auto &info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(ProblemValidationAll, ReportsEveryProblem) {
   KernelSpec spec;
@@ -304,10 +309,18 @@ TEST(AttentionProblem, DerivedSizes) {
 
 TEST(AttentionProblem, DefaultAlibiSlopesFollowThePaper) {
   // get_slopes(12) of ofirpress/attention_with_linear_biases.
-  const double expected[] = {0.5,       0.25,     0.125,     0.0625,
-                             0.03125,   0.015625, 0.0078125, 0.00390625,
-                             0.7071067811865476,  0.35355339059327373,
-                             0.17677669529663687, 0.08838834764831843};
+  const double expected[] = {0.5,
+                             0.25,
+                             0.125,
+                             0.0625,
+                             0.03125,
+                             0.015625,
+                             0.0078125,
+                             0.00390625,
+                             0.7071067811865476,
+                             0.35355339059327373,
+                             0.17677669529663687,
+                             0.08838834764831843};
   std::vector<float> slopes = defaultAlibiSlopes(12);
   ASSERT_EQ(slopes.size(), 12u);
   for (size_t h = 0; h < 12; ++h)
@@ -328,8 +341,8 @@ TEST(Compare, IdenticalOutputsPass) {
 }
 
 TEST(Compare, CatchesAPoisonedElement) {
-  CompareResult r = compareOutputs({1.0f, std::nanf("")}, {1.0, 2.0}, {}, {},
-                                   DType::BF16);
+  CompareResult r =
+      compareOutputs({1.0f, std::nanf("")}, {1.0, 2.0}, {}, {}, DType::BF16);
   EXPECT_FALSE(r.pass);
   EXPECT_EQ(r.nonFinite, 1u);
   EXPECT_EQ(r.summary().rfind("FAIL", 0), 0u);
@@ -373,8 +386,10 @@ TEST(Compare, LseInfinitiesMustMatch) {
 }
 
 TEST(Compare, AllMaskedReferenceNeedsZeros) {
-  EXPECT_TRUE(compareOutputs({0.0f, 0.0f}, {0.0, 0.0}, {}, {}, DType::F16).pass);
-  EXPECT_FALSE(compareOutputs({0.0f, 0.1f}, {0.0, 0.0}, {}, {}, DType::F16).pass);
+  EXPECT_TRUE(
+      compareOutputs({0.0f, 0.0f}, {0.0, 0.0}, {}, {}, DType::F16).pass);
+  EXPECT_FALSE(
+      compareOutputs({0.0f, 0.1f}, {0.0, 0.0}, {}, {}, DType::F16).pass);
 }
 
 TEST(Tolerance, TightensWithPrecision) {

@@ -1,0 +1,31 @@
+//===- BenchTimer.cpp - Wall-clock timing and medians for the host bench --===//
+#include "bench/host/BenchTimer.h"
+#include <algorithm>
+#include <cmath>
+
+using namespace fmhajit::bench;
+
+double fmhajit::bench::median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+Timing fmhajit::bench::timeMedian(const std::function<void()> &fn,
+                                  const TimingPolicy &policy) {
+  Clock::time_point start = Clock::now();
+  fn();
+  double warmup = std::max(secondsSince(start), 1e-9);
+  double fits = std::floor(policy.budgetSeconds / warmup);
+  unsigned runs = static_cast<unsigned>(
+      std::clamp(fits, double(policy.minRuns), double(policy.maxRuns)));
+  std::vector<double> times;
+  for (unsigned i = 0; i < runs; ++i) {
+    start = Clock::now();
+    fn();
+    times.push_back(secondsSince(start));
+  }
+  return {median(times), runs};
+}

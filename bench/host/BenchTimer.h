@@ -1,0 +1,44 @@
+//===- BenchTimer.h - Wall-clock timing and medians for the host bench ----===//
+//
+// Every timed figure of the bench is the median of several runs after one
+// warm-up run; the warm-up's time decides how many runs fit the case's time
+// budget, so short cases get more runs and long ones at least minRuns.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+namespace fmhajit::bench {
+
+using Clock = std::chrono::steady_clock;
+
+/// Seconds from \p start to now.
+inline double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// The median of \p values (the mean of the middle two for an even count);
+/// 0 when empty.
+double median(std::vector<double> values);
+
+/// How many timed runs a measurement takes.
+struct TimingPolicy {
+  double budgetSeconds = 1.0; ///< timed runs stop adding up past this
+  unsigned minRuns = 3;
+  unsigned maxRuns = 9;
+};
+
+/// The result of timing one function.
+struct Timing {
+  double medianSeconds = 0;
+  unsigned runs = 0; ///< timed runs, warm-up excluded
+};
+
+/// Runs \p fn once to warm up, then as many times as \p policy allows, and
+/// returns the median time of the timed runs.
+Timing timeMedian(const std::function<void()> &fn, const TimingPolicy &policy);
+
+} // namespace fmhajit::bench

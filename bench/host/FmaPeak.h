@@ -1,0 +1,29 @@
+//===- FmaPeak.h - The FMA limit of this machine, measured in this run ----===//
+//
+// The peak every throughput figure is a fraction of: independent FMA
+// chains (FmaChains.h) at the widest width the CPU has, on one thread or on
+// several at once (one per hardware thread, all released together).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+namespace fmhajit::bench {
+
+/// One measured FMA peak.
+struct FmaPeak {
+  unsigned threads = 1;
+  unsigned widthBits = 0;    ///< 512 (AVX-512F) or 256 (AVX2 + FMA); 0: none
+  unsigned accumulators = 0; ///< independent chains per thread
+  double gflops = 0;         ///< best of the repeats, all threads together
+  unsigned repeats = 0;
+};
+
+/// The widest FMA width this CPU runs: 512, 256, or 0 without FMA.
+unsigned fmaWidthBits();
+
+/// Measures the peak of \p threads threads running FMA chains concurrently,
+/// each for about \p seconds, and keeps the best of \p repeats (anything
+/// else on the machine can only lower a peak).
+FmaPeak measureFmaPeak(unsigned threads, double seconds, unsigned repeats);
+
+} // namespace fmhajit::bench

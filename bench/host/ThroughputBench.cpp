@@ -1,0 +1,88 @@
+//===- ThroughputBench.cpp - Timing fmhajit against the peer on one case --===//
+#include "bench/host/ThroughputBench.h"
+#include "bench/host/FmhajitRunner.h"
+#include "runtime/HostExecutor.h"
+#include "runtime/HostTensor.h"
+#include "specs/Errors.h"
+#include "llvm/ADT/StringExtras.h"
+#include <cmath>
+
+using namespace fmhajit;
+using namespace fmhajit::bench;
+
+double fmhajit::bench::agreementTolerance(DType dtype) {
+  return dtype == DType::F32 ? 1e-3 : 2e-2;
+}
+
+static std::string errorText(llvm::Error err) {
+  return llvm::join(takeProblems(std::move(err)).messages, "; ");
+}
+
+static double relativeL2(const HostTensor &o, const HostTensor &ref) {
+  std::vector<float> a = o.toFloat(), b = ref.toFloat();
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = double(a[i]) - double(b[i]);
+    diff += d * d;
+    norm += double(b[i]) * double(b[i]);
+  }
+  double rel = std::sqrt(diff / norm);
+  return std::isfinite(rel) ? rel : INFINITY; // NaN left in o counts as failing
+}
+
+// Times the peer in each threading mode that applies and keeps the faster.
+static void timePeer(const ForwardCase &c, const HostTensor &q, const HostTensor &k,
+                     const HostTensor &v, HostTensor &o, const TimingPolicy &policy,
+                     ForwardResult &result) {
+  PeerProblem problem;
+  problem.batch = c.batch;
+  problem.heads = c.heads;
+  problem.seqlenQ = problem.seqlenK = c.seqlen;
+  problem.d = c.d;
+  problem.causal = c.causal;
+  problem.scale = float(1.0 / std::sqrt(double(c.d)));
+  problem.dtype = c.dtype;
+  UnfusedAttention peer(problem, c.threads);
+  std::vector<PeerThreading> modes = {PeerThreading::Serial};
+  if (c.threads > 1)
+    modes = {PeerThreading::BlocksParallel, PeerThreading::BlasThreaded};
+  for (PeerThreading mode : modes) {
+    Timing t = timeMedian([&] { peer.run(q.data(), k.data(), v.data(), o.data(), mode); },
+                          policy);
+    if (!result.peer.runs || t.medianSeconds < result.peer.medianSeconds) {
+      result.peerOtherSeconds = result.peer.medianSeconds;
+      result.peer = t;
+      result.peerMode = mode;
+    } else {
+      result.peerOtherSeconds = t.medianSeconds;
+    }
+  }
+}
+
+ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &cache,
+                                             const TimingPolicy &policy) {
+  ForwardResult result;
+  result.config = c;
+  result.tolerance = agreementTolerance(c.dtype);
+  auto runner = FmhajitRunner::create(c, cache);
+  if (!runner) {
+    result.error = errorText(runner.takeError());
+    return result;
+  }
+  result.kernel = runner->kernelName();
+  size_t qSize = c.batch * c.seqlen * c.heads * c.d;
+  HostTensor q(c.dtype, qSize), k(c.dtype, qSize), v(c.dtype, qSize);
+  HostTensor o(c.dtype, qSize), peerO(c.dtype, qSize);
+  q.fillNormal(1);
+  k.fillNormal(2);
+  v.fillNormal(3);
+  o.poison();
+  peerO.poison();
+  HostExecutor executor(c.threads);
+  result.fmhajit = timeMedian(
+      [&] { runner->run(q.data(), k.data(), v.data(), o.data(), executor); }, policy);
+  timePeer(c, q, k, v, peerO, policy, result);
+  result.relL2 = relativeL2(o, peerO);
+  result.checked = result.relL2 <= result.tolerance;
+  return result;
+}

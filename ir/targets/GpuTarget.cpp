@@ -1,0 +1,22 @@
+//===- GpuTarget.cpp - Shared parts of the GPU targets --------------------===//
+#include "ir/targets/GpuTarget.h"
+#include "ir/KernelAbiIR.h"
+#include "ir/TileOps.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+std::unique_ptr<TileOps> GpuTargetInfo::createTileOps(IRBuilderBase &b) {
+  return createGpuSimtTileOps(b, *this);
+}
+
+void GpuTargetInfo::emitBlockWorkItem(
+    IRBuilderBase &b, Value *params,
+    function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
+  ParamsReader p(b, params);
+  Value *total = b.CreateMul(b.CreateMul(b.CreateSExt(p.get(kBatch), b.getInt64Ty()),
+                                         b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty())),
+                             b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty()));
+  Value *block = b.CreateZExt(blockId(b), b.getInt64Ty());
+  body(b, params, b.CreateSub(b.CreateSub(total, b.getInt64(1)), block, "work"));
+}

@@ -1,0 +1,50 @@
+//===- GpuTarget.h - What GPU tile code asks of NVPTX and AMDGPU ----------===//
+//
+// GPU TileOps are written once over this interface; NVPTX and AMDGPU answer
+// thread ids, barriers and where shared memory (LDS) lives.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/TargetInfo.h"
+
+namespace fmhajit {
+
+class GpuTargetInfo : public TargetInfo {
+public:
+  GpuTargetInfo(const KernelSpec &spec, const ArchInfo &arch)
+      : spec(spec), arch(arch) {}
+
+  /// Threads in a block (workgroup).
+  unsigned numThreads() const { return spec.warps * arch.waveSize; }
+  unsigned waveSize() const { return arch.waveSize; }
+  const KernelSpec &kernelSpec() const { return spec; }
+
+  /// This thread's index in its block, as i32.
+  virtual llvm::Value *threadId(llvm::IRBuilderBase &b) = 0;
+  /// The block's index in the 1-D grid, as i32.
+  virtual llvm::Value *blockId(llvm::IRBuilderBase &b) = 0;
+  /// A block-wide barrier that also orders shared-memory accesses.
+  virtual void barrier(llvm::IRBuilderBase &b) = 0;
+  /// A pointer (address space 3) to the block's \p bytes of shared memory.
+  virtual llvm::Value *sharedMemory(llvm::IRBuilderBase &b, unsigned bytes) = 0;
+
+  std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) override;
+
+protected:
+  /// Emits the body for this block's work item, counted from the end so the
+  /// heaviest causal tiles start first: item = total - 1 - blockId.
+  void emitBlockWorkItem(llvm::IRBuilderBase &b, llvm::Value *params,
+                         llvm::function_ref<void(llvm::IRBuilderBase &, llvm::Value *,
+                                                 llvm::Value *)> body);
+
+  KernelSpec spec;
+  const ArchInfo &arch;
+};
+
+/// The simt tile ops: tiles in shared memory, each thread a micro-tile.
+std::unique_ptr<TileOps> createGpuSimtTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target);
+
+std::unique_ptr<TargetInfo> createNvptxTargetInfo(const KernelSpec &spec, const ArchInfo &arch);
+
+} // namespace fmhajit

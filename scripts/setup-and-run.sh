@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# setup-and-run.sh demo|test: on Debian 12, install whatever fmhajit's build
+# needs and is missing, build into build/ (the binary is build/bin/fmhajit),
+# then run `fmhajit demo` or every test (GoogleTest and lit, through ctest).
+#
+# Idempotent: installed packages are left alone (apt-get update runs only
+# when something is missing) and a second build only rebuilds what changed.
+# FMHAJIT_BUILD_DIR (default build) and FMHAJIT_JOBS (default: every core)
+# change where and how wide it builds.
+set -euo pipefail
+
+readonly kBuildDir=${FMHAJIT_BUILD_DIR:-build}
+readonly kJobs=${FMHAJIT_JOBS:-$(nproc)}
+
+readonly kPackages=(
+  llvm-22-dev clang-22 lld-22 liblld-22-dev libclang-22-dev llvm-22-tools
+  libfmt-dev libgtest-dev libzstd-dev libopenblas-dev
+  ninja-build cmake python3
+)
+
+usage() {
+  echo "usage: $0 demo|test" >&2
+  exit 2
+}
+
+# Installs the packages of kPackages that dpkg does not list as installed.
+install_missing() {
+  local missing=()
+  local pkg status
+  for pkg in "${kPackages[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [[ $status == *"ok installed"* ]] || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "== all build dependencies are installed"
+    return
+  fi
+  echo "== installing: ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "error: run as root to install ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  echo "== building into $kBuildDir/"
+  cmake -S . -B "$kBuildDir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
+  ninja -C "$kBuildDir" -j"$kJobs"
+}
+
+main() {
+  [ $# -eq 1 ] || usage
+  case "$1" in
+    demo | test) ;;
+    *) usage ;;
+  esac
+  cd "$(dirname "${BASH_SOURCE[0]}")/.."
+  install_missing
+  build
+  if [ "$1" = demo ]; then
+    exec "$kBuildDir/bin/fmhajit" demo
+  fi
+  echo "== running every test"
+  cd "$kBuildDir"
+  exec ctest --output-on-failure -j"$kJobs"
+}
+
+main "$@"
