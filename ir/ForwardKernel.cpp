@@ -278,14 +278,16 @@ void ForwardEmitter::emitTile(const Sequence &s) {
   emitFor(b, kvBegin, kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
     Value *valid = minI(i32(spec.bn), b.CreateSub(s.sk, j0));
     Value *kRow = b.CreateAdd(s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
+    // V is requested before it is needed so targets that copy asynchronously
+    // overlap it with S = QK^T and the softmax.
     ops->load(kT, {rowsOf(kK, kKStrides, s.b, kRow, s.hk, spec.dtype), p.stride(kKStrides, 1), spec.dtype},
+              valid, nullptr);
+    ops->load(v, {rowsOf(kV, kVStrides, s.b, kRow, s.hk, spec.dtype), p.stride(kVStrides, 1), spec.dtype},
               valid, nullptr);
     ops->fill(scores, 0.0f);
     ops->mma(scores, q, kT);
     applyScoreMods(scores, s, mask, j0, rows);
     emitOnlineSoftmax(scores, out, m, l);
-    ops->load(v, {rowsOf(kV, kVStrides, s.b, kRow, s.hk, spec.dtype), p.stride(kVStrides, 1), spec.dtype},
-              valid, nullptr);
     ops->mma(out, scores, v);
   });
   emitEpilogue(s, out, m, l, rows);

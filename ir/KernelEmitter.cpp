@@ -24,6 +24,8 @@ static Error checkImplemented(const KernelSpec &spec) {
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
   need(isFp8(spec.dtype), "dtype=" + keyOf(spec.dtype));
+  need(spec.pipeline == Pipeline::Mma && spec.stages > 1,
+       "pipeline=mma with stages=" + Twine(spec.stages) + " (K/V prefetch)");
   return missing.take();
 }
 

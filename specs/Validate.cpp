@@ -191,6 +191,9 @@ void Validator::checkTile(const PipelineInfo &info) {
   else if (s.stages < 1 || s.stages > arch.maxStages)
     fail("stages", Twine(s.stages),
          "use 1 to " + Twine(arch.maxStages) + " on " + arch.name);
+  if (s.pipeline == Pipeline::Mma && s.bm % (16 * s.warps))
+    fail("bm", Twine(s.bm), "pipeline mma gives each warp whole 16-row tiles: use a multiple of " +
+                                Twine(16 * s.warps) + " for warps=" + Twine(s.warps));
   if (!errors.empty())
     return;
   unsigned bytes = tileFootprintBytes(s, arch);
@@ -224,6 +227,8 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) 
     return words(s.bm * (d + 1)) + words(s.bn * (d + 1)) + words(s.bn * (dv + 1)) +
            words(s.bm * (s.bn + 1)) + 7 * words(s.bm);
   }
+  if (s.pipeline == Pipeline::Mma) // K and V rows, each padded by 16 bytes
+    return dtypeBytes(s.dtype) * s.stages * s.bn * (d + dv + 16);
   return dtypeBytes(s.dtype) * (s.bm * d + s.stages * s.bn * (d + dv));
 }
 

@@ -34,6 +34,8 @@ struct CompileLatency {
   double coldMedianMs = 0;
   unsigned memoryHitRuns = 0;
   double memoryHitMedianUs = 0;
+  double memoryHitValidateUs = 0; ///< median of the validateSpec part
+  double memoryHitLoadUs = 0;     ///< median of the HostKernel::load part
   std::string diskSpec;
   std::vector<double> diskHitMs;     ///< each process's own load figure
   std::vector<double> diskProcessMs; ///< each process, start to exit

@@ -15,7 +15,7 @@ using llvm::json::Object;
 using llvm::json::Value;
 
 // JSON has no infinities or NaNs: those become null.
-static Value finite(double v) { return std::isfinite(v) ? Value(v) : Value(nullptr); }
+static Value finiteOrNull(double v) { return std::isfinite(v) ? Value(v) : Value(nullptr); }
 
 static Value numbers(const std::vector<double> &values) {
   Array out;
@@ -66,8 +66,8 @@ static Value forwardJson(const ForwardResult &r, const BenchReport &report) {
     peer["other_threading_ms"] = r.peerOtherSeconds * 1e3;
   o["fmhajit"] = std::move(fmhajit);
   o["peer"] = std::move(peer);
-  o["speedup"] = finite(r.speedup());
-  o["check"] = Object{{"rel_l2", finite(r.relL2)}, {"tolerance", r.tolerance}, {"pass", r.checked}};
+  o["speedup"] = finiteOrNull(r.speedup());
+  o["check"] = Object{{"rel_l2", finiteOrNull(r.relL2)}, {"tolerance", r.tolerance}, {"pass", r.checked}};
   return Value(std::move(o));
 }
 
@@ -81,7 +81,10 @@ static Value compileJson(const BenchReport &report) {
   return Object{
       {"cold", Object{{"median_ms", c.coldMedianMs}, {"ms", numbers(c.coldMs)},
                       {"specs", std::move(specs)}}},
-      {"memory_hit", Object{{"median_us", c.memoryHitMedianUs}, {"runs", c.memoryHitRuns}}},
+      {"memory_hit", Object{{"median_us", c.memoryHitMedianUs},
+                            {"validate_median_us", c.memoryHitValidateUs},
+                            {"load_median_us", c.memoryHitLoadUs},
+                            {"runs", c.memoryHitRuns}}},
       {"disk_hit", Object{{"median_ms", c.diskHitMedianMs},
                           {"ms", numbers(c.diskHitMs)},
                           {"process_ms", numbers(c.diskProcessMs)},

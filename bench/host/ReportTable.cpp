@@ -59,8 +59,10 @@ void fmhajit::bench::printCompileLatency(llvm::raw_ostream &os, const BenchRepor
   os << llvm::format("  cold       %9.2f ms  median of %zu specs (spec -> callable; first also "
                      "creates the JIT)\n",
                      c.coldMedianMs, c.coldMs.size())
-     << llvm::format("  memory hit %9.3f us  median of %u (validateSpec + HostKernel::load)\n",
-                     c.memoryHitMedianUs, c.memoryHitRuns)
+     << llvm::format("  memory hit %9.3f us  median of %u (validateSpec %.3f us + "
+                     "HostKernel::load %.3f us)\n",
+                     c.memoryHitMedianUs, c.memoryHitRuns, c.memoryHitValidateUs,
+                     c.memoryHitLoadUs)
      << llvm::format("  disk hit   %9.2f ms  median of %zu fresh `fmhajit run` processes (its "
                      "`load` line)\n",
                      c.diskHitMedianMs, c.diskHitMs.size())

@@ -45,6 +45,9 @@ protected:
 /// The simt tile ops: tiles in shared memory, each thread a micro-tile.
 std::unique_ptr<TileOps> createGpuSimtTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target);
 
+/// The mma tile ops (NVPTX mma.sync m16n8k16, sm_80+).
+std::unique_ptr<TileOps> createNvptxMmaTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target);
+
 std::unique_ptr<TargetInfo> createNvptxTargetInfo(const KernelSpec &spec, const ArchInfo &arch);
 
 } // namespace fmhajit

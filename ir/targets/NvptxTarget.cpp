@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/targets/GpuTarget.h"
+#include "ir/TileOps.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
@@ -58,6 +59,12 @@ public:
       smem->setAlignment(Align(16));
     }
     return smem;
+  }
+
+  std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
+    if (spec.pipeline == Pipeline::Mma)
+      return createNvptxMmaTileOps(b, *this);
+    return GpuTargetInfo::createTileOps(b);
   }
 
   Value *exp2(IRBuilderBase &b, Value *x) override {

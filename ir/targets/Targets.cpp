@@ -13,7 +13,7 @@ fmhajit::createTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
   case Backend::Host:
     return createHostTargetInfo(hostVectorLanes(arch));
   case Backend::Nvptx:
-    if (spec.pipeline == Pipeline::Simt)
+    if (spec.pipeline == Pipeline::Simt || spec.pipeline == Pipeline::Mma)
       return createNvptxTargetInfo(spec, arch);
     break;
   case Backend::Amdgpu:

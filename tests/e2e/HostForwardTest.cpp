@@ -119,6 +119,10 @@ std::vector<ForwardCase> maskCases() {
         Shape::dense(1, 2, 2, 90, 150).window(-1, -1));
     add("window_wider_than_sequence", "mask=window",
         Shape::dense(1, 2, 2, 90, 150).window(200, 300));
+    // The CLI's largest sides (2^30): no 32-bit wrap in the band's ends.
+    add("window_2p30_sides", "mask=window",
+        Shape::dense(1, 2, 2, 130, 70).window(1 << 30, 1 << 30));
+    add("window_0_2p30", "mask=window", Shape::dense(1, 2, 2, 70, 130).window(0, 1 << 30));
     add("window_3_100_sk_lt_sq", "mask=window",
         Shape::dense(1, 2, 2, 200, 70).window(3, 100));
     add("window_0_0_single", "mask=window", Shape::dense(3, 1, 1, 1, 1).window(0, 0));

@@ -1,0 +1,363 @@
+//===- NvptxMmaTileOps.cpp - Tensor-core tiles: mma.sync m16n8k16 ---------===//
+//
+// pipeline=mma on sm_80+ (FlashAttention-2's data flow):
+//  - Each warp owns bm / warps query rows, 16 per m-tile. Query, Scores and
+//    Output tiles live in registers in the mma fragment layouts (lane l:
+//    g = l / 4, t = l % 4; an accumulator m16n8 holds rows g, g+8 and columns
+//    2t, 2t+1). Row vectors hold, per thread, the rows g and g+8 of each
+//    m-tile; row reductions finish with two quad shuffles.
+//  - KeyT and Value tiles are the K/V rows in shared memory, each row padded
+//    by 16 bytes so the eight rows ldmatrix reads fall in distinct banks,
+//    filled with cp.async (16 bytes a copy, zero-filled past the last key).
+//    load() only issues and commits the copies; the mma that first reads a
+//    tile waits for its group, so V's copy overlaps S = QK^T and softmax.
+//  - S = Q K^T:  B fragments of K^T by ldmatrix.x4 (K rows are K^T columns)
+//    O += P V:   A fragments of P converted in registers from S's
+//                accumulators (the layouts line up), B by ldmatrix.x4.trans
+//  - Q keeps its softmax scale aside and S gets it in fp32 after the product,
+//    so no precision is lost rounding scaled Q back to 16 bits.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/KernelAbiIR.h"
+#include "ir/Loops.h"
+#include "ir/TileOps.h"
+#include "ir/targets/GpuTarget.h"
+#include "specs/ArchTable.h"
+#include "specs/Validate.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
+#include <cmath>
+
+using namespace fmhajit;
+using namespace llvm;
+
+namespace {
+constexpr unsigned kPadElements = 8; ///< 16 bytes of padding per shared row
+
+class NvptxMmaTileOps : public TileOps {
+public:
+  NvptxMmaTileOps(IRBuilderBase &b, GpuTargetInfo &target)
+      : b(b), target(target), spec(target.kernelSpec()),
+        mTiles(spec.bm / (16 * spec.warps)),
+        elem(elementType(b.getContext(), spec.dtype)) {
+    smem = target.sharedMemory(b, tileFootprintBytes(spec, *findArch(spec.target)));
+    Value *tid = target.threadId(b);
+    lane = b.CreateAnd(tid, b.getInt32(31));
+    g = b.CreateLShr(lane, b.getInt32(2));
+    t = b.CreateAnd(lane, b.getInt32(3));
+    warpRow0 = b.CreateMul(b.CreateLShr(tid, b.getInt32(5)), b.getInt32(16 * mTiles));
+  }
+
+  Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
+    switch (role) {
+    case TileRole::Query: // A fragments: mTiles x (d/16) x 4 packed pairs
+      return {role, rows, cols, entryAlloca(b, b.getInt32Ty(), name, 4, mTiles * (cols / 16) * 4)};
+    case TileRole::Scores:
+    case TileRole::Output: // accumulators: mTiles x (cols/8) x 4 floats
+      return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
+    case TileRole::KeyT:
+    case TileRole::Value: {
+      unsigned keys = role == TileRole::KeyT ? cols : rows;
+      unsigned width = role == TileRole::KeyT ? rows : cols;
+      Value *p = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, used);
+      used += keys * (width + kPadElements) * 2;
+      return {role, rows, cols, p};
+    }
+    }
+    llvm_unreachable("unknown tile role");
+  }
+  RowVec makeRowVec(unsigned rows, const Twine &name) override {
+    return {rows, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * 2)};
+  }
+
+  void fill(Tile &tile, float value) override {
+    assert((tile.role == TileRole::Scores || tile.role == TileRole::Output) && "fill accumulators");
+    for (unsigned e = 0; e < accCount(tile); ++e)
+      b.CreateStore(f32(value), slot(tile.storage, e));
+  }
+  void fill(RowVec &r, float value) override {
+    for (unsigned s = 0; s < mTiles * 2; ++s)
+      b.CreateStore(f32(value), slot(r.storage, s));
+  }
+
+  void load(Tile &tile, const GlobalRows &src, Value *valid, Value *scale) override;
+  void mma(Tile &acc, const Tile &a, const Tile &bt) override;
+  void map(Tile &tile, ElementFn fn) override;
+  void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
+  void rowMax(const Tile &tile, RowVec &out) override { reduceRows(tile, out, true); }
+  void rowSum(const Tile &tile, RowVec &out) override { reduceRows(tile, out, false); }
+  void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
+  void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
+  void store(const RowVec &r, Value *dst, Value *valid) override;
+
+private:
+  Value *f32(float v) { return ConstantFP::get(b.getFloatTy(), v); }
+  /// Element \p i of a register array (an alloca SROA turns into registers).
+  Value *slot(Value *base, unsigned i) {
+    return b.CreateConstInBoundsGEP1_32(cast<AllocaInst>(base)->getAllocatedType(), base, i);
+  }
+  unsigned accCount(const Tile &tile) const { return mTiles * (tile.cols / 8) * 4; }
+  /// Accumulator element (m-tile i, n-tile j, register e) -> flat index.
+  unsigned accIndex(const Tile &tile, unsigned i, unsigned j, unsigned e) const {
+    return (i * (tile.cols / 8) + j) * 4 + e;
+  }
+  Value *rowOf(unsigned i, unsigned e) { // e: accumulator register or 2*half
+    return b.CreateAdd(warpRow0, b.CreateAdd(g, b.getInt32(i * 16 + (e >= 2 ? 8 : 0))));
+  }
+  Value *colOf(unsigned j, unsigned e) {
+    return b.CreateAdd(b.CreateShl(t, 1), b.getInt32(j * 8 + (e & 1)));
+  }
+  /// Address of element (key, col) of a shared K/V tile.
+  Value *sharedAt(const Tile &tile, Value *key, Value *col) {
+    unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
+    Value *index = b.CreateAdd(b.CreateMul(key, b.getInt32(width + kPadElements)), col);
+    return b.CreateInBoundsGEP(b.getInt16Ty(), tile.storage, index);
+  }
+  void waitFor(const Tile &tile);
+  void loadQuery(Tile &tile, const GlobalRows &src, Value *valid);
+  void mmaStep(Value *const a[4], Value *b0, Value *b1, Value *const c[4], Value *out[4]);
+  Value *packPair(Value *lo, Value *hi);
+  void reduceRows(const Tile &tile, RowVec &out, bool isMax);
+
+  IRBuilderBase &b;
+  GpuTargetInfo &target;
+  const KernelSpec &spec;
+  unsigned mTiles;
+  Type *elem;
+  Value *smem = nullptr, *lane, *g, *t, *warpRow0;
+  unsigned used = 0;
+  SmallVector<Value *, 4> pending;       ///< shared tiles with copies in flight, oldest first
+  DenseMap<Value *, Value *> queryScale; ///< Query storage -> its deferred scale
+};
+} // namespace
+
+// Each thread loads the pairs its A fragments hold, straight from global
+// memory (once per block): a0 (g, 2t), a1 (g+8, 2t), a2 (g, 2t+8), a3 (g+8, 2t+8).
+void NvptxMmaTileOps::loadQuery(Tile &tile, const GlobalRows &src, Value *valid) {
+  auto *pairType = FixedVectorType::get(elem, 2);
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned kk = 0; kk < tile.cols / 16; ++kk)
+      for (unsigned e = 0; e < 4; ++e) {
+        Value *row = rowOf(i, e == 1 || e == 3 ? 2 : 0);
+        Value *col = b.CreateAdd(b.CreateShl(t, 1), b.getInt32(kk * 16 + (e >= 2 ? 8 : 0)));
+        Value *inside = b.CreateICmpSLT(row, valid);
+        Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
+        Value *offset = b.CreateAdd(b.CreateMul(b.CreateZExt(safeRow, b.getInt64Ty()), src.rowStride),
+                                    b.CreateZExt(col, b.getInt64Ty()));
+        Value *pair = b.CreateAlignedLoad(pairType, b.CreateInBoundsGEP(elem, src.base, offset), Align(4));
+        Value *bits = b.CreateBitCast(pair, b.getInt32Ty());
+        b.CreateStore(b.CreateSelect(inside, bits, b.getInt32(0)),
+                      slot(tile.storage, (i * (tile.cols / 16) + kk) * 4 + e));
+      }
+}
+
+void NvptxMmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid, Value *scale) {
+  if (tile.role == TileRole::Query) {
+    loadQuery(tile, src, valid);
+    if (scale)
+      queryScale[tile.storage] = scale;
+    return;
+  }
+  unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
+  unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
+  unsigned chunksPerRow = width / 8;
+  target.barrier(b); // every warp is done reading the previous tile
+  Value *tid = target.threadId(b);
+  Type *globalPtr = PointerType::get(b.getContext(), 1);
+  emitFor(b, tid, b.getInt32(keys * chunksPerRow), b.getInt32(target.numThreads()), "cp",
+          [&](Value *c) {
+    Value *key = b.CreateUDiv(c, b.getInt32(chunksPerRow));
+    Value *col = b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)), b.getInt32(8));
+    Value *inside = b.CreateICmpSLT(key, valid);
+    Value *safeKey = b.CreateSelect(inside, key, b.getInt32(0));
+    Value *offset = b.CreateAdd(b.CreateMul(b.CreateZExt(safeKey, b.getInt64Ty()), src.rowStride),
+                                b.CreateZExt(col, b.getInt64Ty()));
+    Value *from = b.CreateAddrSpaceCast(b.CreateInBoundsGEP(elem, src.base, offset), globalPtr);
+    Value *bytes = b.CreateSelect(inside, b.getInt32(16), b.getInt32(0)); // 0: zero-fill
+    b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
+                      {sharedAt(tile, key, col), from, bytes});
+  });
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
+  pending.push_back(tile.storage);
+}
+
+// Waits for the copy group of \p tile (later groups may stay in flight),
+// then makes every thread's copies visible to the block.
+void NvptxMmaTileOps::waitFor(const Tile &tile) {
+  auto it = llvm::find(pending, tile.storage);
+  if (it == pending.end())
+    return;
+  unsigned younger = static_cast<unsigned>(pending.end() - it - 1);
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(younger)});
+  pending.erase(pending.begin(), it + 1);
+  target.barrier(b);
+}
+
+void NvptxMmaTileOps::mmaStep(Value *const a[4], Value *b0, Value *b1, Value *const c[4],
+                                Value *out[4]) {
+  SmallVector<Value *, 10> args;
+  bool half = spec.dtype == DType::F16;
+  auto *halfPair = FixedVectorType::get(b.getHalfTy(), 2);
+  auto operand = [&](Value *bits) { return half ? b.CreateBitCast(bits, halfPair) : bits; };
+  for (unsigned i = 0; i < 4; ++i)
+    args.push_back(operand(a[i]));
+  args.push_back(operand(b0));
+  args.push_back(operand(b1));
+  for (unsigned i = 0; i < 4; ++i)
+    args.push_back(c[i]);
+  Value *d = b.CreateIntrinsic(half ? Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                                    : Intrinsic::nvvm_mma_m16n8k16_row_col_bf16,
+                               {}, args);
+  for (unsigned i = 0; i < 4; ++i)
+    out[i] = b.CreateExtractValue(d, i);
+}
+
+Value *NvptxMmaTileOps::packPair(Value *lo, Value *hi) {
+  Value *pair = b.CreateInsertElement(b.CreateInsertElement(PoisonValue::get(FixedVectorType::get(b.getFloatTy(), 2)), lo, uint64_t(0)), hi, uint64_t(1));
+  return b.CreateBitCast(b.CreateFPTrunc(pair, FixedVectorType::get(elem, 2)), b.getInt32Ty());
+}
+
+void NvptxMmaTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
+  waitFor(bt);
+  bool scores = acc.role == TileRole::Scores; // S = Q K^T, else O += P V
+  unsigned kSteps = a.cols / 16, nPairs = acc.cols / 16;
+  SmallVector<Value *, 128> sums(accCount(acc));
+  for (unsigned e = 0; e < sums.size(); ++e)
+    sums[e] = scores ? f32(0) : b.CreateLoad(b.getFloatTy(), slot(acc.storage, e));
+  // P's A fragments, from S's accumulators: k-step kk covers n-tiles 2kk, 2kk+1.
+  auto aFragment = [&](unsigned i, unsigned kk, unsigned r) -> Value * {
+    if (scores)
+      return b.CreateLoad(b.getInt32Ty(), slot(a.storage, (i * kSteps + kk) * 4 + r));
+    unsigned j = 2 * kk + (r >= 2 ? 1 : 0), e0 = (r & 1) ? 2 : 0;
+    auto s = [&](unsigned e) { return b.CreateLoad(b.getFloatTy(), slot(a.storage, accIndex(a, i, j, e))); };
+    return packPair(s(e0), s(e0 + 1));
+  };
+  for (unsigned kk = 0; kk < kSteps; ++kk) {
+    SmallVector<Value *, 4> aFrag[8];
+    for (unsigned i = 0; i < mTiles; ++i)
+      for (unsigned r = 0; r < 4; ++r)
+        aFrag[i].push_back(aFragment(i, kk, r));
+    for (unsigned np = 0; np < nPairs; ++np) {
+      Value *key, *col;
+      Value *sub8 = b.CreateAnd(lane, b.getInt32(7));
+      Value *which = b.CreateAnd(b.CreateLShr(lane, b.getInt32(3)), b.getInt32(1));
+      Value *upper = b.CreateLShr(lane, b.getInt32(4));
+      if (scores) { // K rows: key = n, col = k
+        key = b.CreateAdd(b.getInt32(np * 16), b.CreateAdd(b.CreateShl(upper, 3), sub8));
+        col = b.CreateAdd(b.getInt32(kk * 16), b.CreateShl(which, 3));
+      } else { // V rows: key = k, col = n
+        key = b.CreateAdd(b.getInt32(kk * 16), b.CreateAdd(b.CreateShl(which, 3), sub8));
+        col = b.CreateAdd(b.getInt32(np * 16), b.CreateShl(upper, 3));
+      }
+      Value *frags = b.CreateIntrinsic(scores ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16
+                                              : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16,
+                                       {PointerType::get(b.getContext(), 3)}, {sharedAt(bt, key, col)});
+      Value *bReg[4];
+      for (unsigned r = 0; r < 4; ++r)
+        bReg[r] = b.CreateExtractValue(frags, r);
+      for (unsigned i = 0; i < mTiles; ++i)
+        for (unsigned half = 0; half < 2; ++half) {
+          unsigned j = 2 * np + half;
+          Value *c[4], *out[4];
+          for (unsigned e = 0; e < 4; ++e)
+            c[e] = sums[accIndex(acc, i, j, e)];
+          mmaStep(aFrag[i].data(), bReg[2 * half], bReg[2 * half + 1], c, out);
+          for (unsigned e = 0; e < 4; ++e)
+            sums[accIndex(acc, i, j, e)] = out[e];
+        }
+    }
+  }
+  Value *scale = scores ? queryScale.lookup(a.storage) : nullptr;
+  for (unsigned e = 0; e < sums.size(); ++e) {
+    Value *v = sums[e];
+    if (scores) { // acc += scale * (Q K^T)
+      Value *old = b.CreateLoad(b.getFloatTy(), slot(acc.storage, e));
+      v = scale ? b.CreateIntrinsic(Intrinsic::fmuladd, {b.getFloatTy()}, {v, scale, old})
+                : b.CreateFAdd(v, old);
+    }
+    b.CreateStore(v, slot(acc.storage, e));
+  }
+}
+
+void NvptxMmaTileOps::map(Tile &tile, ElementFn fn) {
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned j = 0; j < tile.cols / 8; ++j)
+      for (unsigned e = 0; e < 4; ++e) {
+        Value *p = slot(tile.storage, accIndex(tile, i, j, e));
+        b.CreateStore(fn(b, rowOf(i, e), colOf(j, e), b.CreateLoad(b.getFloatTy(), p)), p);
+      }
+}
+
+void NvptxMmaTileOps::mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) {
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
+      for (unsigned j = 0; j < tile.cols / 8; ++j)
+        for (unsigned e = 2 * half; e < 2 * half + 2; ++e) {
+          Value *p = slot(tile.storage, accIndex(tile, i, j, e));
+          b.CreateStore(fn(b, b.CreateLoad(b.getFloatTy(), p), r), p);
+        }
+    }
+}
+
+void NvptxMmaTileOps::reduceRows(const Tile &tile, RowVec &out, bool isMax) {
+  auto combine = [&](Value *x, Value *y) { return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y); };
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *v = f32(isMax ? -INFINITY : 0.0f);
+      for (unsigned j = 0; j < tile.cols / 8; ++j)
+        for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
+          v = combine(v, b.CreateLoad(b.getFloatTy(), slot(tile.storage, accIndex(tile, i, j, e))));
+      for (unsigned mask : {1u, 2u}) // the four threads of a quad share a row
+        v = combine(v, b.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_bfly_f32, {},
+                                         {b.getInt32(~0u), v, b.getInt32(mask), b.getInt32(31)}));
+      b.CreateStore(v, slot(out.storage, i * 2 + half));
+    }
+}
+
+void NvptxMmaTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) {
+  for (unsigned s = 0; s < mTiles * 2; ++s) {
+    SmallVector<Value *, 4> values;
+    for (const RowVec *r : in)
+      values.push_back(b.CreateLoad(b.getFloatTy(), slot(r->storage, s)));
+    b.CreateStore(fn(b, values), slot(out.storage, s));
+  }
+}
+
+void NvptxMmaTileOps::store(const Tile &tile, const GlobalRows &dst, Value *valid) {
+  Type *outElem = elementType(b.getContext(), dst.dtype);
+  auto *pairType = FixedVectorType::get(outElem, 2);
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *row = rowOf(i, 2 * half);
+      emitIf(b, b.CreateICmpSLT(row, valid), "store", [&] {
+        Value *rowBase = b.CreateMul(b.CreateZExt(row, b.getInt64Ty()), dst.rowStride);
+        for (unsigned j = 0; j < tile.cols / 8; ++j) {
+          Value *pair = PoisonValue::get(FixedVectorType::get(b.getFloatTy(), 2));
+          for (unsigned e = 0; e < 2; ++e)
+            pair = b.CreateInsertElement(pair, b.CreateLoad(b.getFloatTy(), slot(tile.storage, accIndex(tile, i, j, 2 * half + e))), uint64_t(e));
+          if (!outElem->isFloatTy())
+            pair = b.CreateFPTrunc(pair, pairType);
+          Value *offset = b.CreateAdd(rowBase, b.CreateZExt(colOf(j, 0), b.getInt64Ty()));
+          b.CreateAlignedStore(pair, b.CreateInBoundsGEP(outElem, dst.base, offset),
+                               Align(2 * outElem->getPrimitiveSizeInBits() / 8));
+        }
+      });
+    }
+}
+
+void NvptxMmaTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *row = rowOf(i, 2 * half);
+      Value *mine = b.CreateAnd(b.CreateICmpEQ(t, b.getInt32(0)), b.CreateICmpSLT(row, valid));
+      emitIf(b, mine, "store.row", [&] {
+        b.CreateStore(b.CreateLoad(b.getFloatTy(), slot(r.storage, i * 2 + half)),
+                      b.CreateInBoundsGEP(b.getFloatTy(), dst, row));
+      });
+    }
+}
+
+std::unique_ptr<TileOps> fmhajit::createNvptxMmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
+  return std::make_unique<NvptxMmaTileOps>(b, target);
+}
