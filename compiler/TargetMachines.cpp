@@ -1,5 +1,6 @@
 //===- TargetMachines.cpp - An LLVM TargetMachine per target --------------===//
 #include "compiler/TargetMachines.h"
+#include "ir/targets/HostTarget.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -51,7 +52,7 @@ CodegenTarget fmhajit::codegenTarget(const ArchInfo &arch) {
     t.cpu = sys::getHostCPUName().str();
     // Sorted, so that the fingerprint is the same in every process.
     std::map<std::string, bool> sorted;
-    for (const auto &f : sys::getHostCPUFeatures())
+    for (const auto &f : hostCpuFeatures())
       sorted[f.first().str()] = f.second;
     SubtargetFeatures features;
     for (const auto &[name, on] : sorted)

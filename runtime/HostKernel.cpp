@@ -1,5 +1,6 @@
 //===- HostKernel.cpp - A compiled, loaded host forward kernel ------------===//
 #include "runtime/HostKernel.h"
+#include "ir/targets/HostTarget.h"
 #include "compiler/HostJit.h"
 #include "compiler/KernelCompiler.h"
 #include "runtime/HostExecutor.h"
@@ -7,7 +8,6 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/TargetParser/Host.h"
 
 using namespace fmhajit;
 
@@ -54,7 +54,7 @@ static llvm::Error checkRunnable(const ArchInfo &arch) {
   if (arch.backend != Backend::Host)
     return makeError(ErrorKind::Usage, "target " + arch.name +
                                            " does not run on the host; use --device");
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  const llvm::StringMap<bool> &features = hostCpuFeatures();
   auto require = [&](const char *feature) -> llvm::Error {
     if (features.lookup(feature))
       return llvm::Error::success();

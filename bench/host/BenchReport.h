@@ -20,8 +20,8 @@ namespace fmhajit::bench {
 
 struct BenchReport {
   bool quick = false;
-  std::string cpu;          ///< LLVM's host CPU name
-  unsigned allThreads = 1;  ///< the "all threads" count: one per hardware thread
+  std::string cpu;            ///< LLVM's host CPU name
+  unsigned allThreads = 1;    ///< the "all threads" count: one per hardware thread
   std::vector<FmaPeak> peaks; ///< one per thread count
   std::vector<ForwardResult> forward;
   std::optional<CompileLatency> compile;
@@ -36,13 +36,13 @@ struct BenchReport {
 
 /// One of the goals, judged on this run.
 struct Goal {
-  std::string name;     ///< what is measured
-  std::string unit;     ///< "", "x", "ms", "us"
-  bool atMost = false;  ///< the value must be <= limit (else >= limit, or > for "x")
+  std::string name;    ///< what is measured
+  std::string unit;    ///< "", "x", "ms", "us"
+  bool atMost = false; ///< the value must be <= limit (else >= limit, or > for "x")
   double limit = 0;
   std::optional<double> value; ///< unset when this run did not measure it
   bool pass = false;
-  std::string note;     ///< why a measured value still misses, if not by value
+  std::string note; ///< why a measured value still misses, if not by value
 };
 
 /// The goals: fp32 d=128 S=2048 non-causal one-thread throughput
@@ -53,8 +53,7 @@ std::vector<Goal> evaluateGoals(const BenchReport &report);
 // Tables (ReportTable.cpp).
 void printPeaks(llvm::raw_ostream &os, const BenchReport &report);
 void printForwardHeader(llvm::raw_ostream &os);
-void printForwardRow(llvm::raw_ostream &os, const ForwardResult &result,
-                     const BenchReport &report);
+void printForwardRow(llvm::raw_ostream &os, const ForwardResult &result, const BenchReport &report);
 void printCompileLatency(llvm::raw_ostream &os, const BenchReport &report);
 void printGoals(llvm::raw_ostream &os, const std::vector<Goal> &goals);
 

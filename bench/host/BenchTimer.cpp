@@ -13,14 +13,13 @@ double fmhajit::bench::median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-Timing fmhajit::bench::timeMedian(const std::function<void()> &fn,
-                                  const TimingPolicy &policy) {
+Timing fmhajit::bench::timeMedian(const std::function<void()> &fn, const TimingPolicy &policy) {
   Clock::time_point start = Clock::now();
   fn();
   double warmup = std::max(secondsSince(start), 1e-9);
   double fits = std::floor(policy.budgetSeconds / warmup);
-  unsigned runs = static_cast<unsigned>(
-      std::clamp(fits, double(policy.minRuns), double(policy.maxRuns)));
+  unsigned runs =
+      static_cast<unsigned>(std::clamp(fits, double(policy.minRuns), double(policy.maxRuns)));
   std::vector<double> times;
   for (unsigned i = 0; i < runs; ++i) {
     start = Clock::now();

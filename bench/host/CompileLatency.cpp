@@ -95,8 +95,8 @@ struct DiskHit {
   double loadMs, processMs;
 };
 
-static llvm::Expected<DiskHit> diskHit(const CompileLatencyOptions &options,
-                                       llvm::StringRef dir, llvm::StringRef outPath) {
+static llvm::Expected<DiskHit> diskHit(const CompileLatencyOptions &options, llvm::StringRef dir,
+                                       llvm::StringRef outPath) {
   std::string spec = options.specs.front();
   llvm::SmallVector<llvm::StringRef, 10> args = {
       options.fmhajitBinary, "run", spec, "--seqlen-q", "1", "--iters", "1", "--threads", "1"};
@@ -105,27 +105,26 @@ static llvm::Expected<DiskHit> diskHit(const CompileLatencyOptions &options,
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath, outPath};
   std::string message;
   Clock::time_point start = Clock::now();
-  int rc = llvm::sys::ExecuteAndWait(options.fmhajitBinary, args, env, redirects, 0, 0,
-                                     &message);
+  int rc = llvm::sys::ExecuteAndWait(options.fmhajitBinary, args, env, redirects, 0, 0, &message);
   double processMs = msSince(start);
   auto output = llvm::MemoryBuffer::getFile(outPath);
   std::string text = output ? (*output)->getBuffer().str() : std::string();
   if (rc != 0)
-    return makeError(ErrorKind::Io, options.fmhajitBinary + " exited with " +
-                                        std::to_string(rc) + ": " + message + text);
+    return makeError(ErrorKind::Io, options.fmhajitBinary + " exited with " + std::to_string(rc) +
+                                        ": " + message + text);
   llvm::SmallVector<llvm::StringRef, 3> match;
   if (!llvm::Regex("load +([0-9.]+) ms \\(([a-z]+)\\)").match(text, &match))
     return makeError(ErrorKind::Io, "no `load X ms (origin)` line in: " + text);
   if (match[2] != "disk")
-    return makeError(ErrorKind::Io, "fresh process loaded " + spec + " from " + match[2] +
-                                        ", not disk");
+    return makeError(ErrorKind::Io,
+                     "fresh process loaded " + spec + " from " + match[2] + ", not disk");
   double loadMs = 0;
   llvm::to_float(match[1], loadMs);
   return DiskHit{loadMs, processMs};
 }
 
-static llvm::Error measureInDirectory(const CompileLatencyOptions &options,
-                                      llvm::StringRef dir, CompileLatency &result) {
+static llvm::Error measureInDirectory(const CompileLatencyOptions &options, llvm::StringRef dir,
+                                      CompileLatency &result) {
   for (const std::string &spec : options.specs) {
     auto ms = coldLoad(spec, dir);
     if (!ms)

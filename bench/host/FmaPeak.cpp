@@ -73,7 +73,7 @@ FmaPeak fmhajit::bench::measureFmaPeak(unsigned threads, double seconds, unsigne
   uint64_t iterations = calibrate(peak.widthBits, seconds);
   double flops = flopsPerIteration(peak.widthBits) * double(iterations) * threads;
   for (unsigned r = 0; r < repeats; ++r)
-    peak.gflops = std::max(
-        peak.gflops, flops / timeConcurrent(peak.widthBits, threads, iterations) / 1e9);
+    peak.gflops =
+        std::max(peak.gflops, flops / timeConcurrent(peak.widthBits, threads, iterations) / 1e9);
   return peak;
 }

@@ -12,8 +12,7 @@ std::string fmhajit::bench::forwardSpecText(DType dtype, unsigned d, bool causal
          ",d=" + std::to_string(d) + (causal ? ",mask=causal" : "");
 }
 
-llvm::Expected<FmhajitRunner> FmhajitRunner::create(const ForwardCase &config,
-                                                    KernelCache &cache) {
+llvm::Expected<FmhajitRunner> FmhajitRunner::create(const ForwardCase &config, KernelCache &cache) {
   auto parsed = parseSpec(forwardSpecText(config.dtype, config.d, config.causal));
   if (!parsed)
     return parsed.takeError();

@@ -36,11 +36,11 @@ std::vector<ForwardCase> forwardCases(bool quick, unsigned allThreads);
 /// What running one case found. Times are medians in seconds.
 struct ForwardResult {
   ForwardCase config;
-  std::string kernel;  ///< fmhajit's encoded name
+  std::string kernel; ///< fmhajit's encoded name
   Timing fmhajit, peer;
   PeerThreading peerMode = PeerThreading::Serial; ///< the faster one, kept
-  double peerOtherSeconds = 0; ///< median of the mode not kept (0: one mode)
-  double relL2 = 0;    ///< ||o_fmhajit - o_peer|| / ||o_peer||
+  double peerOtherSeconds = 0;                    ///< median of the mode not kept (0: one mode)
+  double relL2 = 0;                               ///< ||o_fmhajit - o_peer|| / ||o_peer||
   double tolerance = 0;
   bool checked = false; ///< relL2 <= tolerance
   std::string error;    ///< set when the case could not run

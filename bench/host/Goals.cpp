@@ -42,9 +42,10 @@ static const ForwardResult *goalCase(const BenchReport &report) {
 }
 
 std::vector<Goal> fmhajit::bench::evaluateGoals(const BenchReport &report) {
-  Goal peak = makeGoal("fp32 d=128 S=2048 no mask, 1 thread: fraction of FMA peak", "", false, 0.60);
-  Goal peer = makeGoal("fp32 d=128 S=2048 no mask, 1 thread: speedup over OpenBLAS peer", "x",
-                       false, 1.0);
+  Goal peak =
+      makeGoal("fp32 d=128 S=2048 no mask, 1 thread: fraction of FMA peak", "", false, 0.60);
+  Goal peer =
+      makeGoal("fp32 d=128 S=2048 no mask, 1 thread: speedup over OpenBLAS peer", "x", false, 1.0);
   if (const ForwardResult *r = goalCase(report)) {
     judge(peak, report.fractionOfPeak(r->fmhajitGflops(), 1));
     judge(peer, r->speedup());

@@ -56,18 +56,19 @@ static Value forwardJson(const ForwardResult &r, const BenchReport &report) {
     o["error"] = r.error;
     return Value(std::move(o));
   }
-  Object fmhajit = timingJson(r.fmhajit, r.fmhajitGflops(),
-                              report.fractionOfPeak(r.fmhajitGflops(), c.threads));
+  Object fmhajit =
+      timingJson(r.fmhajit, r.fmhajitGflops(), report.fractionOfPeak(r.fmhajitGflops(), c.threads));
   fmhajit["kernel"] = r.kernel;
-  Object peer = timingJson(r.peer, r.peerGflops(),
-                           report.fractionOfPeak(r.peerGflops(), c.threads));
+  Object peer =
+      timingJson(r.peer, r.peerGflops(), report.fractionOfPeak(r.peerGflops(), c.threads));
   peer["threading"] = threadingName(r.peerMode);
   if (r.peerOtherSeconds > 0)
     peer["other_threading_ms"] = r.peerOtherSeconds * 1e3;
   o["fmhajit"] = std::move(fmhajit);
   o["peer"] = std::move(peer);
   o["speedup"] = finiteOrNull(r.speedup());
-  o["check"] = Object{{"rel_l2", finiteOrNull(r.relL2)}, {"tolerance", r.tolerance}, {"pass", r.checked}};
+  o["check"] =
+      Object{{"rel_l2", finiteOrNull(r.relL2)}, {"tolerance", r.tolerance}, {"pass", r.checked}};
   return Value(std::move(o));
 }
 
@@ -78,17 +79,17 @@ static Value compileJson(const BenchReport &report) {
   Array specs;
   for (const std::string &s : c.specs)
     specs.push_back(s);
-  return Object{
-      {"cold", Object{{"median_ms", c.coldMedianMs}, {"ms", numbers(c.coldMs)},
-                      {"specs", std::move(specs)}}},
-      {"memory_hit", Object{{"median_us", c.memoryHitMedianUs},
-                            {"validate_median_us", c.memoryHitValidateUs},
-                            {"load_median_us", c.memoryHitLoadUs},
-                            {"runs", c.memoryHitRuns}}},
-      {"disk_hit", Object{{"median_ms", c.diskHitMedianMs},
-                          {"ms", numbers(c.diskHitMs)},
-                          {"process_ms", numbers(c.diskProcessMs)},
-                          {"spec", c.diskSpec}}}};
+  return Object{{"cold", Object{{"median_ms", c.coldMedianMs},
+                                {"ms", numbers(c.coldMs)},
+                                {"specs", std::move(specs)}}},
+                {"memory_hit", Object{{"median_us", c.memoryHitMedianUs},
+                                      {"validate_median_us", c.memoryHitValidateUs},
+                                      {"load_median_us", c.memoryHitLoadUs},
+                                      {"runs", c.memoryHitRuns}}},
+                {"disk_hit", Object{{"median_ms", c.diskHitMedianMs},
+                                    {"ms", numbers(c.diskHitMs)},
+                                    {"process_ms", numbers(c.diskProcessMs)},
+                                    {"spec", c.diskSpec}}}};
 }
 
 static Value goalsJson(const std::vector<Goal> &goals) {
@@ -96,10 +97,14 @@ static Value goalsJson(const std::vector<Goal> &goals) {
   for (const Goal &g : goals) {
     Object o{{"name", g.name},
              {"unit", g.unit},
-             {"comparison", g.atMost ? "<=" : g.unit == "x" ? ">" : ">="},
+             {"comparison", g.atMost        ? "<="
+                            : g.unit == "x" ? ">"
+                                            : ">="},
              {"limit", g.limit},
              {"value", g.value ? Value(*g.value) : Value(nullptr)},
-             {"status", !g.value ? "n/a" : g.pass ? "PASS" : "MISS"}};
+             {"status", !g.value ? "n/a"
+                        : g.pass ? "PASS"
+                                 : "MISS"}};
     if (!g.note.empty())
       o["note"] = g.note;
     out.push_back(std::move(o));
@@ -108,8 +113,7 @@ static Value goalsJson(const std::vector<Goal> &goals) {
 }
 
 llvm::Error fmhajit::bench::writeJsonReport(const BenchReport &report,
-                                            const std::vector<Goal> &goals,
-                                            llvm::StringRef path) {
+                                            const std::vector<Goal> &goals, llvm::StringRef path) {
   Array forward;
   for (const ForwardResult &r : report.forward)
     forward.push_back(forwardJson(r, report));

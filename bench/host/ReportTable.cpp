@@ -15,9 +15,8 @@ void fmhajit::bench::printPeaks(llvm::raw_ostream &os, const BenchReport &report
       os << "  no FMA instructions on this CPU: fractions of peak are not reported\n";
       continue;
     }
-    os << llvm::format("  %2u thread%s  %8.1f GFLOPS  (%u-bit, %u chains per thread)\n",
-                       p.threads, p.threads == 1 ? " " : "s", p.gflops, p.widthBits,
-                       p.accumulators);
+    os << llvm::format("  %2u thread%s  %8.1f GFLOPS  (%u-bit, %u chains per thread)\n", p.threads,
+                       p.threads == 1 ? " " : "s", p.gflops, p.widthBits, p.accumulators);
   }
 }
 
@@ -42,9 +41,8 @@ void fmhajit::bench::printForwardRow(llvm::raw_ostream &os, const ForwardResult 
   }
   double fg = r.fmhajitGflops(), pg = r.peerGflops();
   os << llvm::format("%10.2f %7.1f %5.1f%% | %8.2f %7.1f %5.1f%% %-6s | %6.2fx %7.1e  %s\n",
-                     r.fmhajit.medianSeconds * 1e3, fg,
-                     100 * report.fractionOfPeak(fg, c.threads), r.peer.medianSeconds * 1e3,
-                     pg, 100 * report.fractionOfPeak(pg, c.threads),
+                     r.fmhajit.medianSeconds * 1e3, fg, 100 * report.fractionOfPeak(fg, c.threads),
+                     r.peer.medianSeconds * 1e3, pg, 100 * report.fractionOfPeak(pg, c.threads),
                      threadingName(r.peerMode).str().c_str(), r.speedup(), r.relL2,
                      r.checked ? "ok" : "FAIL");
 }
@@ -61,8 +59,7 @@ void fmhajit::bench::printCompileLatency(llvm::raw_ostream &os, const BenchRepor
                      c.coldMedianMs, c.coldMs.size())
      << llvm::format("  memory hit %9.3f us  median of %u (validateSpec %.3f us + "
                      "HostKernel::load %.3f us)\n",
-                     c.memoryHitMedianUs, c.memoryHitRuns, c.memoryHitValidateUs,
-                     c.memoryHitLoadUs)
+                     c.memoryHitMedianUs, c.memoryHitRuns, c.memoryHitValidateUs, c.memoryHitLoadUs)
      << llvm::format("  disk hit   %9.2f ms  median of %zu fresh `fmhajit run` processes (its "
                      "`load` line)\n",
                      c.diskHitMedianMs, c.diskHitMs.size())
@@ -80,7 +77,9 @@ static std::string valueText(double value, llvm::StringRef unit) {
 void fmhajit::bench::printGoals(llvm::raw_ostream &os, const std::vector<Goal> &goals) {
   os << "Goals (issue 3):\n";
   for (const Goal &g : goals) {
-    std::string limit = (g.atMost ? "<= " : g.unit == "x" ? "> " : ">= ") +
+    std::string limit = (g.atMost        ? "<= "
+                         : g.unit == "x" ? "> "
+                                         : ">= ") +
                         valueText(g.limit, g.unit);
     std::string value = g.value ? valueText(*g.value, g.unit) : "not measured";
     const char *status = !g.value ? "n/a " : g.pass ? "PASS" : "MISS";

@@ -10,9 +10,7 @@
 using namespace fmhajit;
 using namespace fmhajit::bench;
 
-double fmhajit::bench::agreementTolerance(DType dtype) {
-  return dtype == DType::F32 ? 1e-3 : 2e-2;
-}
+double fmhajit::bench::agreementTolerance(DType dtype) { return dtype == DType::F32 ? 1e-3 : 2e-2; }
 
 static std::string errorText(llvm::Error err) {
   return llvm::join(takeProblems(std::move(err)).messages, "; ");
@@ -47,8 +45,7 @@ static void timePeer(const ForwardCase &c, const HostTensor &q, const HostTensor
   if (c.threads > 1)
     modes = {PeerThreading::BlocksParallel, PeerThreading::BlasThreaded};
   for (PeerThreading mode : modes) {
-    Timing t = timeMedian([&] { peer.run(q.data(), k.data(), v.data(), o.data(), mode); },
-                          policy);
+    Timing t = timeMedian([&] { peer.run(q.data(), k.data(), v.data(), o.data(), mode); }, policy);
     if (!result.peer.runs || t.medianSeconds < result.peer.medianSeconds) {
       result.peerOtherSeconds = result.peer.medianSeconds;
       result.peer = t;
@@ -79,8 +76,8 @@ ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &
   o.poison();
   peerO.poison();
   HostExecutor executor(c.threads);
-  result.fmhajit = timeMedian(
-      [&] { runner->run(q.data(), k.data(), v.data(), o.data(), executor); }, policy);
+  result.fmhajit =
+      timeMedian([&] { runner->run(q.data(), k.data(), v.data(), o.data(), executor); }, policy);
   timePeer(c, q, k, v, peerO, policy, result);
   result.relL2 = relativeL2(o, peerO);
   result.checked = result.relL2 <= result.tolerance;

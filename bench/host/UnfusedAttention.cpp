@@ -56,8 +56,7 @@ static void floatToBf16(const float *in, uint16_t *out, int64_t n) {
 
 UnfusedAttention::UnfusedAttention(const PeerProblem &problem, unsigned threads)
     : problem(problem), threads(std::max(1u, threads)),
-      blocksPerHead((problem.seqlenQ + kBlockRows - 1) / kBlockRows),
-      scores(this->threads) {
+      blocksPerHead((problem.seqlenQ + kBlockRows - 1) / kBlockRows), scores(this->threads) {
   int64_t rows = std::min(problem.seqlenQ, kBlockRows);
   for (std::vector<float> &s : scores)
     s.resize(rows * problem.seqlenK);
@@ -71,9 +70,7 @@ UnfusedAttention::UnfusedAttention(const PeerProblem &problem, unsigned threads)
   of.resize(qSize);
 }
 
-int64_t UnfusedAttention::items() const {
-  return problem.batch * problem.heads * blocksPerHead;
-}
+int64_t UnfusedAttention::items() const { return problem.batch * problem.heads * blocksPerHead; }
 
 // Item w = (b * heads + h) * blocksPerHead + block.
 void UnfusedAttention::attendBlock(const float *q, const float *k, const float *v, float *o,
@@ -89,11 +86,11 @@ void UnfusedAttention::attendBlock(const float *q, const float *k, const float *
   const float *vHead = v + b * p.seqlenK * ld + h * p.d;
   float *oBlock = o + (b * p.seqlenQ + row0) * ld + h * p.d;
   float *s = scores[thread].data();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, p.d, p.scale, qBlock, ld,
-              kHead, ld, 0.0f, s, cols);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, p.d, p.scale, qBlock, ld, kHead,
+              ld, 0.0f, s, cols);
   softmaxRows(s, rows, cols, row0, p.causal);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.d, cols, 1.0f, s, cols, vHead,
-              ld, 0.0f, oBlock, ld);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.d, cols, 1.0f, s, cols, vHead, ld,
+              0.0f, oBlock, ld);
 }
 
 void UnfusedAttention::convertInputs(const void *q, const void *k, const void *v) {

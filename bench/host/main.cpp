@@ -28,9 +28,9 @@ static llvm::cl::opt<std::string> jsonPath("json", llvm::cl::desc("where to writ
                                            llvm::cl::init("bench-host.json"),
                                            llvm::cl::value_desc("path"),
                                            llvm::cl::cat(benchCategory));
-static llvm::cl::opt<bool> quick("quick",
-                                 llvm::cl::desc("a couple of small cases (< 30 s), for smoke tests"),
-                                 llvm::cl::cat(benchCategory));
+static llvm::cl::opt<bool>
+    quick("quick", llvm::cl::desc("a couple of small cases (< 30 s), for smoke tests"),
+          llvm::cl::cat(benchCategory));
 static llvm::cl::opt<std::string>
     fmhajitBinary("fmhajit", llvm::cl::desc("the fmhajit CLI, for the disk-hit processes"),
                   llvm::cl::init(FMHAJIT_BINARY), llvm::cl::value_desc("path"),
@@ -94,8 +94,8 @@ int main(int argc, char **argv) {
   report.quick = quick;
   report.cpu = llvm::sys::getHostCPUName().str();
   report.allThreads = llvm::hardware_concurrency().compute_thread_count();
-  llvm::outs() << "fmhajit-bench-host" << (quick ? " --quick" : "") << ": " << report.cpu
-               << ", " << report.allThreads << " hardware threads\n\n";
+  llvm::outs() << "fmhajit-bench-host" << (quick ? " --quick" : "") << ": " << report.cpu << ", "
+               << report.allThreads << " hardware threads\n\n";
   double peakSeconds = quick ? 0.05 : 0.2;
   for (unsigned threads : {1u, report.allThreads}) {
     report.peaks.push_back(measureFmaPeak(threads, peakSeconds, quick ? 3 : 5));
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << errorText(std::move(err)) << "\n";
     return 1;
   }
-  llvm::outs() << llvm::format("\ntotal %.1f s; JSON written to ", report.totalSeconds)
-               << jsonPath << "\n";
+  llvm::outs() << llvm::format("\ntotal %.1f s; JSON written to ", report.totalSeconds) << jsonPath
+               << "\n";
   return 0;
 }

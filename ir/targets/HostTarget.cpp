@@ -28,6 +28,9 @@ public:
                                    {PointerType::get(ctx, 0), i64, i64}, false);
     Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
     fn->addFnAttr(Attribute::NoUnwind);
+    // Tile copies must stay inline loops: as memcpy/memset calls they would
+    // cost a call per row in the hot loop.
+    fn->addFnAttr("no-builtins");
     fn->addParamAttr(0, Attribute::NoAlias);
     fn->addParamAttr(0, Attribute::ReadOnly);
     IRBuilder<> b(BasicBlock::Create(ctx, "entry", fn));
@@ -59,6 +62,28 @@ public:
     return b.CreateSelect(b.CreateFCmpOLT(x, c(-126.0)), c(0.0), scaled);
   }
 
+  // log2(x) = e + log2(m) with x = m * 2^e, m in [sqrt(1/2), sqrt(2)), and
+  // log2(m) = 2/ln2 * atanh(t), t = (m - 1)/(m + 1), |t| < 0.172, by its odd
+  // series to t^9 (error < 1e-9). Inline, so no libm call is left behind.
+  Value *log2(IRBuilderBase &b, Value *x) override {
+    auto c = [&](double v) { return splatLike(b, ConstantFP::get(b.getFloatTy(), v), x); };
+    Type *intType = x->getType()->getWithNewType(b.getInt32Ty());
+    auto ci = [&](uint32_t v) { return ConstantInt::get(intType, v); };
+    Value *bits = b.CreateBitCast(x, intType);
+    Value *e = b.CreateSIToFP(b.CreateSub(b.CreateLShr(bits, ci(23)), ci(127)), x->getType());
+    Value *m = b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, ci(0x7FFFFF)), ci(0x3F800000)), x->getType());
+    Value *big = b.CreateFCmpOGT(m, c(1.4142135623730951));
+    m = b.CreateSelect(big, b.CreateFMul(m, c(0.5)), m);
+    e = b.CreateSelect(big, b.CreateFAdd(e, c(1.0)), e);
+    Value *t = b.CreateFDiv(b.CreateFSub(m, c(1.0)), b.CreateFAdd(m, c(1.0)));
+    Value *t2 = b.CreateFMul(t, t);
+    Value *series = c(1.0 / 9);
+    for (double k : {1.0 / 7, 1.0 / 5, 1.0 / 3, 1.0})
+      series = b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()}, {series, t2, c(k)});
+    return b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()},
+                             {b.CreateFMul(series, t), c(2.0 * kLog2e), e});
+  }
+
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
     return createHostTileOps(b, lanes);
   }
@@ -72,10 +97,15 @@ std::unique_ptr<TargetInfo> fmhajit::createHostTargetInfo(unsigned lanes) {
   return std::make_unique<HostTargetInfo>(lanes);
 }
 
+const StringMap<bool> &fmhajit::hostCpuFeatures() {
+  static const StringMap<bool> features = sys::getHostCPUFeatures();
+  return features;
+}
+
 unsigned fmhajit::hostVectorLanes(const ArchInfo &arch) {
   if (arch.vectorBits)
     return arch.vectorBits / 32;
-  StringMap<bool> features = sys::getHostCPUFeatures();
+  const StringMap<bool> &features = hostCpuFeatures();
   if (features.lookup("avx512f"))
     return 16;
   if (features.lookup("avx2"))

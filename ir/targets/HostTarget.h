@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/TargetInfo.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace fmhajit {
 
@@ -9,6 +10,10 @@ namespace fmhajit {
 /// live in 64-byte aligned stack buffers, and tile loops use vectors of
 /// \p lanes floats.
 std::unique_ptr<TargetInfo> createHostTargetInfo(unsigned lanes);
+
+/// This CPU's features, read once per process: each read executes CPUID,
+/// which a VM may trap (~100 us), and kernel loads must stay in microseconds.
+const llvm::StringMap<bool> &hostCpuFeatures();
 
 /// The vector width (fp32 lanes) fmhajit uses for \p arch on this machine:
 /// the table's vector_bits, or the host CPU's widest (16 with AVX-512, 8 with

@@ -59,10 +59,6 @@ public:
     return {rows, entryAlloca(b, b.getFloatTy(), name, 64, rows)};
   }
   void fill(Tile &t, float value) override {
-    if (value == 0.0f) {
-      b.CreateMemSet(t.storage, b.getInt8(0), t.rows * t.cols * 4, MaybeAlign(64));
-      return;
-    }
     emitFor(b, t.rows * t.cols / lanes, "fill", [&](Value *i) {
       storeVec(t.storage, b.CreateMul(i, b.getInt64(lanes)), splat(value));
     });

@@ -90,12 +90,14 @@ AttentionProblem fmhajit::e2e::makeProblem(const KernelSpec &spec,
   // that ignores the slopes it is given.
   if (spec.bias == Bias::Alibi && shape.customSlopes)
     for (int64_t h = 0; h < shape.headsQ; ++h)
-      p.alibiSlopes.push_back(0.05f + 0.3f * static_cast<float>((h * 5) % 7) / 7);
+      p.alibiSlopes.push_back(0.05f +
+                              0.3f * static_cast<float>((h * 5) % 7) / 7);
   return p;
 }
 
-ForwardData::ForwardData(const KernelSpec &spec, const AttentionProblem &problem,
-                         uint64_t seed, float stddev)
+ForwardData::ForwardData(const KernelSpec &spec,
+                         const AttentionProblem &problem, uint64_t seed,
+                         float stddev)
     : q(spec.dtype, numElements(problem.qShape())),
       k(spec.dtype, numElements(problem.kShape())),
       v(spec.dtype, numElements(problem.vShape())),
@@ -129,8 +131,9 @@ ForwardBuffers ForwardData::buffers() {
 }
 
 llvm::Expected<ForwardCheck>
-fmhajit::e2e::checkForward(const KernelSpec &spec, const AttentionProblem &problem,
-                           uint64_t seed, ForwardRunner run, float stddev) {
+fmhajit::e2e::checkForward(const KernelSpec &spec,
+                           const AttentionProblem &problem, uint64_t seed,
+                           ForwardRunner run, float stddev) {
   if (llvm::Error err = problem.validate(spec))
     return std::move(err);
   ForwardData data(spec, problem, seed, stddev);
@@ -153,8 +156,8 @@ llvm::Expected<std::unique_ptr<HostForwardRunner>> HostForwardRunner::create() {
   llvm::SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("fmhajit-e2e-cache", dir))
-    return makeError(ErrorKind::Io, "cannot create a cache directory: " +
-                                        ec.message());
+    return makeError(ErrorKind::Io,
+                     "cannot create a cache directory: " + ec.message());
   CacheConfig config;
   config.dir = std::string(dir);
   auto cache = KernelCache::create(std::move(config));
@@ -203,8 +206,9 @@ llvm::Error HostForwardRunner::operator()(const KernelSpec &spec,
 }
 
 llvm::Expected<ForwardCheck>
-fmhajit::e2e::checkOnHost(const KernelSpec &spec, const AttentionProblem &problem,
-                          uint64_t seed, float stddev) {
+fmhajit::e2e::checkOnHost(const KernelSpec &spec,
+                          const AttentionProblem &problem, uint64_t seed,
+                          float stddev) {
   HostForwardRunner *runner = HostForwardRunner::shared();
   if (!runner)
     return makeError(ErrorKind::Jit, "no host runner");
@@ -254,15 +258,23 @@ static size_t emptyRowMismatches(const ForwardCheck &check) {
   return bad;
 }
 
-void fmhajit::e2e::expectCasePasses(const ForwardCase &c) {
+void fmhajit::e2e::expectCasePasses(const ForwardCase &c, ForwardRunner run) {
   std::optional<KernelSpec> spec = resolveSpec(c.spec);
   if (!spec)
     return;
   AttentionProblem problem = makeProblem(*spec, c.shape);
-  llvm::Expected<ForwardCheck> check = checkOnHost(*spec, problem, c.seed);
+  llvm::Expected<ForwardCheck> check =
+      checkForward(*spec, problem, c.seed, run);
   ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
-  EXPECT_TRUE(check->compare.pass) << encodeName(*spec) << ": "
-                                   << check->compare.summary();
+  EXPECT_TRUE(check->compare.pass)
+      << encodeName(*spec) << ": " << check->compare.summary();
   EXPECT_EQ(emptyRowMismatches(*check), 0u)
       << encodeName(*spec) << ": rows that see no key must be exactly 0";
+}
+
+void fmhajit::e2e::expectCasePasses(const ForwardCase &c) {
+  HostForwardRunner *runner = HostForwardRunner::shared();
+  ASSERT_TRUE(runner);
+  expectCasePasses(c, [&](const KernelSpec &s, const AttentionProblem &p,
+                          ForwardData &d) { return (*runner)(s, p, d); });
 }

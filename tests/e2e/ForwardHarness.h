@@ -37,8 +37,8 @@ struct Shape {
   int64_t batch = 1, headsQ = 1, headsKv = 1, seqlenQ = 1, seqlenK = 1;
   std::vector<int64_t> varlenQ, varlenK;
   int64_t windowLeft = -1, windowRight = -1; ///< sent only to mask=window
-  float scaleValue = 0;   ///< 0: 1/sqrt(d)
-  float softcapValue = 0; ///< 0: kDefaultSoftcap when the spec has softcap
+  float scaleValue = 0;                      ///< 0: 1/sqrt(d)
+  float softcapValue = 0;    ///< 0: kDefaultSoftcap when the spec has softcap
   bool customSlopes = false; ///< alibi: per-head slopes of our own
 
   static Shape dense(int64_t batch, int64_t headsQ, int64_t headsKv,
@@ -82,7 +82,8 @@ struct ForwardData {
 
 /// Runs \p spec's kernel on \p data (inputs in, O and LSE out); a backend.
 using ForwardRunner = llvm::function_ref<llvm::Error(
-    const KernelSpec &spec, const AttentionProblem &problem, ForwardData &data)>;
+    const KernelSpec &spec, const AttentionProblem &problem,
+    ForwardData &data)>;
 
 /// What one checked run found.
 struct ForwardCheck {
@@ -113,8 +114,8 @@ public:
   llvm::Expected<HostKernel> load(const KernelSpec &spec);
 
   /// Loads and runs \p spec's kernel on \p data in its packed layouts.
-  llvm::Error operator()(const KernelSpec &spec, const AttentionProblem &problem,
-                         ForwardData &data);
+  llvm::Error operator()(const KernelSpec &spec,
+                         const AttentionProblem &problem, ForwardData &data);
 
   KernelCache &cache() { return *kernelCache; }
   /// Distinct kernels this runner has loaded.
@@ -148,8 +149,10 @@ std::string testName(const std::string &label);
 
 void PrintTo(const ForwardCase &c, std::ostream *os);
 
-/// Runs \p c on the host and expects it to pass; the body of the table
-/// tests.
+/// Runs \p c with \p run and expects it to match the reference, and rows
+/// that see no key to be exactly 0; the body of the table tests.
+void expectCasePasses(const ForwardCase &c, ForwardRunner run);
+/// The same on the shared host runner.
 void expectCasePasses(const ForwardCase &c);
 
 } // namespace fmhajit::e2e

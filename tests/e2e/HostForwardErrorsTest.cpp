@@ -24,7 +24,8 @@ struct UnsupportedCase {
   std::vector<const char *> features; ///< each must be named by one message
 };
 
-class UnimplementedFeature : public ::testing::TestWithParam<UnsupportedCase> {};
+class UnimplementedFeature : public ::testing::TestWithParam<UnsupportedCase> {
+};
 
 TEST_P(UnimplementedFeature, FailsAtLoadNamingTheFeature) {
   std::optional<KernelSpec> spec = resolveSpec(GetParam().spec);
@@ -39,7 +40,8 @@ TEST_P(UnimplementedFeature, FailsAtLoadNamingTheFeature) {
   EXPECT_EQ(problems.kind, ErrorKind::Unsupported);
   ASSERT_EQ(problems.messages.size(), GetParam().features.size());
   for (size_t i = 0; i < problems.messages.size(); ++i)
-    EXPECT_NE(problems.messages[i].find(GetParam().features[i]), std::string::npos)
+    EXPECT_NE(problems.messages[i].find(GetParam().features[i]),
+              std::string::npos)
         << "message '" << problems.messages[i] << "' does not name "
         << GetParam().features[i];
   // Compile errors are not cached: no file was written.
@@ -52,9 +54,12 @@ INSTANTIATE_TEST_SUITE_P(
     HostForward, UnimplementedFeature,
     ::testing::Values(
         UnsupportedCase{"family=fwd,dtype=bf16,d=128,dropout=1", {"dropout=1"}},
-        UnsupportedCase{"family=fwd,dtype=fp32,d=64,mask=causal,sink=1", {"sink=1"}},
-        UnsupportedCase{"family=fwd,dtype=fp16,d=64,bias=elementwise", {"bias=elementwise"}},
-        UnsupportedCase{"family=fwd_splitkv,dtype=bf16,d=128", {"family=fwd_splitkv"}},
+        UnsupportedCase{"family=fwd,dtype=fp32,d=64,mask=causal,sink=1",
+                        {"sink=1"}},
+        UnsupportedCase{"family=fwd,dtype=fp16,d=64,bias=elementwise",
+                        {"bias=elementwise"}},
+        UnsupportedCase{"family=fwd_splitkv,dtype=bf16,d=128",
+                        {"family=fwd_splitkv"}},
         UnsupportedCase{"family=fwd,dtype=bf16,d=64,dropout=1,sink=1",
                         {"dropout=1", "sink=1"}}),
     [](const ::testing::TestParamInfo<UnsupportedCase> &info) {
@@ -110,12 +115,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadProblem{"window_on_causal", "family=fwd,dtype=bf16,d=64,mask=causal",
                    [](AttentionProblem &p) { p.windowLeft = 16; },
                    "needs a spec with mask=window"},
-        BadProblem{"window_below_minus_one", "family=fwd,dtype=bf16,d=64,mask=window",
+        BadProblem{"window_below_minus_one",
+                   "family=fwd,dtype=bf16,d=64,mask=window",
                    [](AttentionProblem &p) { p.windowRight = -2; },
                    "each side is a key count >= 0, or -1"},
-        BadProblem{"negative_seqlen", kPlain, [](AttentionProblem &p) { p.seqlenK = -5; },
+        BadProblem{"negative_seqlen", kPlain,
+                   [](AttentionProblem &p) { p.seqlenK = -5; },
                    "must both be >= 1"},
-        BadProblem{"zero_seqlen_q", kPlain, [](AttentionProblem &p) { p.seqlenQ = 0; },
+        BadProblem{"zero_seqlen_q", kPlain,
+                   [](AttentionProblem &p) { p.seqlenQ = 0; },
                    "must both be >= 1"},
         // Varlen sequences must not be empty: the kernel's contract is
         // Sq, Sk >= 1 (see the report on zero-length sequences).
@@ -132,18 +140,26 @@ INSTANTIATE_TEST_SUITE_P(
                      p.seqlensK = {3};
                    },
                    "need a spec with varlen=1"},
-        BadProblem{"varlen_spec_without_lengths", kVarlen, [](AttentionProblem &) {},
+        BadProblem{"varlen_spec_without_lengths", kVarlen,
+                   [](AttentionProblem &) {},
                    "give the query and key length of every sequence"},
         BadProblem{"softcap_without_spec", kPlain,
                    [](AttentionProblem &p) { p.softcap = 30; },
                    "needs a spec with softcap=1"},
-        BadProblem{"softcap_spec_without_value", "family=fwd,dtype=bf16,d=64,softcap=1",
-                   [](AttentionProblem &p) { p.softcap = 0; }, "give a finite softcap value"},
+        BadProblem{"softcap_spec_without_value",
+                   "family=fwd,dtype=bf16,d=64,softcap=1",
+                   [](AttentionProblem &p) { p.softcap = 0; },
+                   "give a finite softcap value"},
         BadProblem{"slopes_per_head", "family=fwd,dtype=bf16,d=64,bias=alibi",
-                   [](AttentionProblem &p) { p.alibiSlopes = {0.5f, 0.25f}; },
+                   [](AttentionProblem &p) {
+                     p.alibiSlopes = {0.5f, 0.25f};
+                   },
                    "give one slope per head"},
-        BadProblem{"head_dims_differ", kPlain, [](AttentionProblem &p) { p.d = 128; },
+        BadProblem{"head_dims_differ", kPlain,
+                   [](AttentionProblem &p) { p.d = 128; },
                    "differ from the spec's d=64"}),
-    [](const ::testing::TestParamInfo<BadProblem> &info) { return info.param.label; });
+    [](const ::testing::TestParamInfo<BadProblem> &info) {
+      return info.param.label;
+    });
 
 } // namespace

@@ -35,16 +35,20 @@ struct PaddedTensor {
 
   PaddedTensor(const HostTensor &packed, int64_t batch, int64_t seq,
                int64_t heads, int64_t dim, float fill)
-      : storage(packed.getType(), 2 * kGuard + batch * heads * seq * (dim + kPad)),
+      : storage(packed.getType(),
+                2 * kGuard + batch * heads * seq * (dim + kPad)),
         batch(batch), seq(seq), heads(heads), dim(dim) {
     int64_t row = dim + kPad;
     strides = {heads * seq * row, row, seq * row};
     for (size_t i = 0; i < storage.size(); ++i)
       storage.set(i, fill);
-    forEach([&](size_t padded, size_t dense) { storage.set(padded, packed.get(dense)); });
+    forEach([&](size_t padded, size_t dense) {
+      storage.set(padded, packed.get(dense));
+    });
   }
   void *base() {
-    return static_cast<char *>(storage.data()) + kGuard * dtypeBytes(storage.getType());
+    return static_cast<char *>(storage.data()) +
+           kGuard * dtypeBytes(storage.getType());
   }
   /// Calls fn(padded index, packed index) for every element of the tensor.
   template <typename Fn> void forEach(Fn fn) const {
@@ -52,7 +56,8 @@ struct PaddedTensor {
       for (int64_t s = 0; s < seq; ++s)
         for (int64_t h = 0; h < heads; ++h)
           for (int64_t c = 0; c < dim; ++c)
-            fn(kGuard + b * strides.batch + s * strides.row + h * strides.head + c,
+            fn(kGuard + b * strides.batch + s * strides.row + h * strides.head +
+                   c,
                ((b * seq + s) * heads + h) * dim + c);
   }
 };
@@ -70,7 +75,8 @@ struct PaddedRunner {
       return kernel.takeError();
     bool varlen = p.isVarlen();
     int64_t batch = varlen ? 1 : p.batch;
-    int64_t sq = varlen ? p.totalQ() : p.seqlenQ, sk = varlen ? p.totalK() : p.seqlenK;
+    int64_t sq = varlen ? p.totalQ() : p.seqlenQ,
+            sk = varlen ? p.totalK() : p.seqlenK;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     PaddedTensor q(data.q, batch, sq, p.headsQ, p.d, nan);
     PaddedTensor k(data.k, batch, sk, p.headsKv, p.d, nan);
@@ -117,11 +123,10 @@ TEST_P(PaddedLayout, RunTimeStridesAndNoStrayAccess) {
   std::optional<KernelSpec> spec = resolveSpec(c.spec);
   ASSERT_TRUE(spec);
   PaddedRunner runner;
-  llvm::Expected<ForwardCheck> check = checkForward(
-      *spec, makeProblem(*spec, c.shape), c.seed,
-      [&](const KernelSpec &s, const AttentionProblem &p, ForwardData &d) {
-        return runner(s, p, d);
-      });
+  llvm::Expected<ForwardCheck> check =
+      checkForward(*spec, makeProblem(*spec, c.shape), c.seed,
+                   [&](const KernelSpec &s, const AttentionProblem &p,
+                       ForwardData &d) { return runner(s, p, d); });
   ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
   EXPECT_TRUE(check->compare.pass) << check->compare.summary();
   EXPECT_EQ(runner.strayWrites, 0u) << "elements outside O or LSE were written";
@@ -130,18 +135,23 @@ TEST_P(PaddedLayout, RunTimeStridesAndNoStrayAccess) {
 INSTANTIATE_TEST_SUITE_P(
     HostForward, PaddedLayout,
     ::testing::Values(
-        ForwardCase{"f32_causal_lse", "family=fwd,dtype=fp32,d=64,mask=causal,lse=1",
+        ForwardCase{"f32_causal_lse",
+                    "family=fwd,dtype=fp32,d=64,mask=causal,lse=1",
                     Shape::dense(2, 2, 1, 130, 130)},
-        ForwardCase{"bf16_varlen_window_lse",
-                    "family=fwd,dtype=bf16,d=96,mask=window,lse=1,varlen=1",
-                    Shape::varlen({64, 129, 3}, {100, 129, 250}, 4, 1).window(16, -1)},
+        ForwardCase{
+            "bf16_varlen_window_lse",
+            "family=fwd,dtype=bf16,d=96,mask=window,lse=1,varlen=1",
+            Shape::varlen({64, 129, 3}, {100, 129, 250}, 4, 1).window(16, -1)},
         ForwardCase{"fp16_d192v128_alibi_softcap",
                     "family=fwd,dtype=fp16,d=192,dv=128,bias=alibi,softcap=1",
                     Shape::dense(2, 2, 2, 70, 45).softcap(5)},
         ForwardCase{"v3_m16n16_causal_br_lse",
-                    "family=fwd,dtype=fp32,d=32,mask=causal_br,lse=1,bm=16,bn=16,target=x86-64-v3",
+                    "family=fwd,dtype=fp32,d=32,mask=causal_br,lse=1,bm=16,bn="
+                    "16,target=x86-64-v3",
                     Shape::dense(1, 2, 2, 70, 40)}),
-    [](const ::testing::TestParamInfo<ForwardCase> &info) { return info.param.label; });
+    [](const ::testing::TestParamInfo<ForwardCase> &info) {
+      return info.param.label;
+    });
 
 //===-- Determinism -------------------------------------------------------===//
 
@@ -224,10 +234,12 @@ TEST(HostForwardRun, LargeScoresKeepTheSoftmaxStable) {
                            "family=fwd,dtype=bf16,d=128,lse=1"}) {
     std::optional<KernelSpec> spec = resolveSpec(text);
     ASSERT_TRUE(spec);
-    AttentionProblem problem = makeProblem(*spec, Shape::dense(1, 2, 2, 150, 200));
+    AttentionProblem problem =
+        makeProblem(*spec, Shape::dense(1, 2, 2, 150, 200));
     llvm::Expected<ForwardCheck> check = checkOnHost(*spec, problem, 11, 3.0f);
     ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
-    EXPECT_TRUE(check->compare.pass) << text << ": " << check->compare.summary();
+    EXPECT_TRUE(check->compare.pass)
+        << text << ": " << check->compare.summary();
   }
 }
 
@@ -251,13 +263,14 @@ TEST(HostForwardRun, WindowSidesAtTheValidatorLimit) {
       AttentionProblem problem =
           makeProblem(*spec, Shape::dense(1, 2, 2, sq, sk).window(left, right));
       llvm::Error refused = problem.validate(*spec);
-      ASSERT_FALSE(bool(refused)) << "validate() now refuses it, update this test: "
-                                  << llvm::toString(std::move(refused));
+      ASSERT_FALSE(bool(refused))
+          << "validate() now refuses it, update this test: "
+          << llvm::toString(std::move(refused));
       llvm::Expected<ForwardCheck> check = checkOnHost(*spec, problem, 5);
       ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
       EXPECT_TRUE(check->compare.pass)
-          << "window (" << left << ", " << right << ") Sq=" << sq << " Sk=" << sk
-          << ": " << check->compare.summary();
+          << "window (" << left << ", " << right << ") Sq=" << sq
+          << " Sk=" << sk << ": " << check->compare.summary();
     }
 }
 
@@ -277,14 +290,15 @@ TEST(HostForwardRun, LoadsCompileThenHitMemoryThenDisk) {
   auto second = KernelCache::create(config);
   ASSERT_TRUE(bool(second)) << llvm::toString(second.takeError());
 
-  const ArtifactOrigin expected[] = {ArtifactOrigin::Compiled,
-                                     ArtifactOrigin::Memory, ArtifactOrigin::Disk};
+  const ArtifactOrigin expected[] = {
+      ArtifactOrigin::Compiled, ArtifactOrigin::Memory, ArtifactOrigin::Disk};
   for (int i = 0; i < 3; ++i) {
     KernelCache &cache = i < 2 ? (*runner)->cache() : **second;
     llvm::Expected<HostKernel> kernel = HostKernel::load(*spec, cache);
     ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
     EXPECT_EQ(kernel->origin(), expected[i]) << "load " << i;
-    AttentionProblem problem = makeProblem(*spec, Shape::dense(1, 2, 1, 50, 60));
+    AttentionProblem problem =
+        makeProblem(*spec, Shape::dense(1, 2, 1, 50, 60));
     llvm::Expected<ForwardCheck> check = checkForward(
         *spec, problem, 9,
         [&](const KernelSpec &s, const AttentionProblem &p, ForwardData &d) {
@@ -293,7 +307,8 @@ TEST(HostForwardRun, LoadsCompileThenHitMemoryThenDisk) {
           return llvm::Error::success();
         });
     ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
-    EXPECT_TRUE(check->compare.pass) << "load " << i << ": " << check->compare.summary();
+    EXPECT_TRUE(check->compare.pass)
+        << "load " << i << ": " << check->compare.summary();
   }
 }
 

@@ -30,23 +30,31 @@ bool chance(std::mt19937_64 &rng, double p) {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53 < p;
 }
 
-template <typename T, size_t N> const T &pick(std::mt19937_64 &rng, const T (&values)[N]) {
+template <typename T, size_t N>
+const T &pick(std::mt19937_64 &rng, const T (&values)[N]) {
   return values[uniform(rng, 0, N - 1)];
 }
 
 /// A random spec text that validateSpec accepts (drawn again until it does).
 std::string drawSpec(std::mt19937_64 &rng) {
   static const char *const dtypes[] = {"fp32", "fp16", "bf16"};
-  static const char *const dims[] = {"d=32",  "d=64",  "d=80",  "d=96", "d=128",
-                                     "d=160", "d=192", "d=256", "d=192,dv=128"};
+  static const char *const dims[] = {"d=32",  "d=64",  "d=80",
+                                     "d=96",  "d=128", "d=160",
+                                     "d=192", "d=256", "d=192,dv=128"};
   static const char *const masks[] = {"none", "causal", "causal_br", "window"};
-  static const char *const tiles[] = {"", "", "", "bm=16,bn=16", "bm=32,bn=16",
-                                      "bm=16,bn=64", "bm=128,bn=32", "bm=32,bn=64"};
-  static const char *const targets[] = {"", "", "", "", ",target=x86-64-v3",
-                                        ",target=x86-64-v4"};
+  static const char *const tiles[] = {"",
+                                      "",
+                                      "",
+                                      "bm=16,bn=16",
+                                      "bm=32,bn=16",
+                                      "bm=16,bn=64",
+                                      "bm=128,bn=32",
+                                      "bm=32,bn=64"};
+  static const char *const targets[] = {
+      "", "", "", "", ",target=x86-64-v3", ",target=x86-64-v4"};
   while (true) {
-    std::string spec = std::string("family=fwd,dtype=") + pick(rng, dtypes) + "," +
-                       pick(rng, dims) + ",mask=" + pick(rng, masks);
+    std::string spec = std::string("family=fwd,dtype=") + pick(rng, dtypes) +
+                       "," + pick(rng, dims) + ",mask=" + pick(rng, masks);
     if (chance(rng, 0.3))
       spec += ",softcap=1";
     if (chance(rng, 0.3))
@@ -91,7 +99,9 @@ Shape drawShape(std::mt19937_64 &rng, const std::string &specText) {
   } else {
     shape = Shape::dense(uniform(rng, 1, 2), hq, hkv, length(), length());
   }
-  auto side = [&] { return chance(rng, 0.25) ? int64_t(-1) : uniform(rng, 0, 40); };
+  auto side = [&] {
+    return chance(rng, 0.25) ? int64_t(-1) : uniform(rng, 0, 40);
+  };
   int64_t left = side();
   shape.window(left, side());
   if (chance(rng, 0.5))
@@ -118,7 +128,8 @@ class HostForwardSweep : public ::testing::TestWithParam<ForwardCase> {};
 
 TEST_P(HostForwardSweep, MatchesReference) { expectCasePasses(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(Random, HostForwardSweep, ::testing::ValuesIn(sweepCases()),
+INSTANTIATE_TEST_SUITE_P(Random, HostForwardSweep,
+                         ::testing::ValuesIn(sweepCases()),
                          [](const ::testing::TestParamInfo<ForwardCase> &info) {
                            return testName(info.param.label);
                          });

@@ -9,6 +9,7 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "tools/fmhajit/Commands.h"
+#include "tools/fmhajit/RunCommand.h"
 #include "tools/fmhajit/RunOptions.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -23,47 +24,37 @@ static double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-namespace {
-/// Inputs, poisoned outputs and side arrays of one run.
-struct RunData {
-  HostTensor q, k, v, o;
-  std::vector<float> lse;
-  std::vector<int32_t> cuQ, cuK;
-  std::vector<float> slopes;
+RunData::RunData(const RunOptions &opt)
+    : q(opt.spec.dtype, numElements(opt.problem.qShape())),
+      k(opt.spec.dtype, numElements(opt.problem.kShape())),
+      v(opt.spec.dtype, numElements(opt.problem.vShape())),
+      o(opt.spec.outType(), numElements(opt.problem.oShape())) {
+  q.fillNormal(opt.seed);
+  k.fillNormal(opt.seed + 1);
+  v.fillNormal(opt.seed + 2);
+  poison(opt);
+  if (opt.problem.isVarlen()) {
+    cuQ = opt.problem.cuSeqlensQ();
+    cuK = opt.problem.cuSeqlensK();
+  }
+  if (opt.spec.bias == Bias::Alibi)
+    slopes = opt.problem.resolvedAlibiSlopes();
+}
 
-  RunData(const RunOptions &opt)
-      : q(opt.spec.dtype, numElements(opt.problem.qShape())),
-        k(opt.spec.dtype, numElements(opt.problem.kShape())),
-        v(opt.spec.dtype, numElements(opt.problem.vShape())),
-        o(opt.spec.outType(), numElements(opt.problem.oShape())) {
-    q.fillNormal(opt.seed);
-    k.fillNormal(opt.seed + 1);
-    v.fillNormal(opt.seed + 2);
-    poison(opt);
-    if (opt.problem.isVarlen()) {
-      cuQ = opt.problem.cuSeqlensQ();
-      cuK = opt.problem.cuSeqlensK();
-    }
-    if (opt.spec.bias == Bias::Alibi)
-      slopes = opt.problem.resolvedAlibiSlopes();
-  }
-  void poison(const RunOptions &opt) {
-    o.poison();
-    if (opt.spec.lse)
-      lse.assign(numElements(opt.problem.lseShape()), NAN);
-  }
-  ForwardBuffers buffers() {
-    return {q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data(),
-            cuQ.empty() ? nullptr : cuQ.data(), cuK.empty() ? nullptr : cuK.data(),
-            slopes.empty() ? nullptr : slopes.data()};
-  }
-};
-} // namespace
+void RunData::poison(const RunOptions &opt) {
+  o.poison();
+  if (opt.spec.lse)
+    lse.assign(numElements(opt.problem.lseShape()), NAN);
+}
 
-/// FLOPs of the two products: 2*(d + dv) per visible (query, key) pair,
-/// counting half the pairs under causal masks (the usual convention) and
-/// the exact band under a window.
-static double forwardFlops(const RunOptions &opt) {
+ForwardBuffers RunData::buffers() {
+  return {q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data(),
+          cuQ.empty() ? nullptr : cuQ.data(), cuK.empty() ? nullptr : cuK.data(),
+          slopes.empty() ? nullptr : slopes.data()};
+}
+
+// 2*(d + dv) per visible (query, key) pair.
+double fmhajit::forwardFlops(const RunOptions &opt) {
   const AttentionProblem &p = opt.problem;
   double pairs = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
@@ -96,7 +87,7 @@ static double medianMs(const HostKernel &kernel, const FwdParams &params,
   return times[times.size() / 2];
 }
 
-static bool checkOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream &os) {
+bool fmhajit::checkOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream &os) {
   ReferenceOutput ref = referenceForward(opt.spec, opt.problem, data.q.toFloat(),
                                          data.k.toFloat(), data.v.toFloat());
   CompareResult result = compareOutputs(data.o.toFloat(), ref.o, data.lse, ref.lse,
@@ -105,10 +96,24 @@ static bool checkOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream
   return result.pass;
 }
 
+llvm::Error fmhajit::saveOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream &os) {
+  if (!opt.saveDir)
+    return llvm::Error::success();
+  std::vector<float> q = data.q.toFloat(), k = data.k.toFloat(), v = data.v.toFloat(),
+                     o = data.o.toFloat();
+  if (llvm::Error err =
+          writeRunBundle(*opt.saveDir, opt.spec, opt.problem, {q, k, v, o, data.lse}))
+    return err;
+  os << "saved    " << *opt.saveDir << "\n";
+  return llvm::Error::success();
+}
+
 int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {
   auto opt = parseRunOptions(argv);
   if (!opt)
     return reportErrors(opt.takeError());
+  if (opt->device == "cuda")
+    return runOnCuda(*opt);
   if (opt->device != "host")
     return reportErrors(makeError(ErrorKind::Unsupported,
                                   "--device " + opt->device + " is not available in this build yet"));
@@ -130,14 +135,8 @@ int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {
      << "load     " << llvm::format("%.2f ms", loadMs) << " (" << originName(kernel->origin())
      << ")\n";
   bool pass = !opt->check || checkOutputs(*opt, data, os);
-  if (opt->saveDir) {
-    std::vector<float> q = data.q.toFloat(), k = data.k.toFloat(), v = data.v.toFloat(),
-                       o = data.o.toFloat();
-    if (llvm::Error err = writeRunBundle(*opt->saveDir, opt->spec, opt->problem,
-                                         {q, k, v, o, data.lse}))
-      return reportErrors(std::move(err));
-    os << "saved    " << *opt->saveDir << "\n";
-  }
+  if (llvm::Error err = saveOutputs(*opt, data, os))
+    return reportErrors(std::move(err));
   unsigned ran = 0;
   double ms = medianMs(*kernel, params, executor, opt->iterations, ran);
   os << "time     " << llvm::format("%.3f ms", ms) << " (median of " << ran << ", "

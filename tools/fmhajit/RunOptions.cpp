@@ -1,5 +1,6 @@
 //===- RunOptions.cpp - The flags of `fmhajit run` ------------------------===//
 #include "tools/fmhajit/RunOptions.h"
+#include "runtime/CudaDriver.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
@@ -118,6 +119,24 @@ static void readRunFlags(const Args &args, RunOptions &o, ErrorList &errors) {
     errors.add(ErrorKind::Usage, "--device " + o.device + ": use host, cuda or hip");
 }
 
+// With --device cuda, a spec left at the default target (host) runs on the
+// GPU's own target, resolved for it: pipeline=auto and the tile defaults
+// become the GPU's. An explicit GPU target is kept as written.
+static llvm::Error pickDeviceTarget(const Args &args, KernelSpec &spec) {
+  if (args.get("device") != "cuda" || spec.target != "host")
+    return llvm::Error::success();
+  auto driver = CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+  const CudaDeviceInfo &device = driver->device();
+  if (!device.target)
+    return makeError(ErrorKind::Unsupported,
+                     device.name + " has compute capability " + device.cc.str() +
+                         ", which no fmhajit target runs on; fmhajit needs 8.0 or newer");
+  spec.target = *device.target;
+  return llvm::Error::success();
+}
+
 llvm::Expected<RunOptions> fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
   auto args = Args::parse(argv, kRunFlags);
   if (!args)
@@ -127,6 +146,8 @@ llvm::Expected<RunOptions> fmhajit::parseRunOptions(llvm::ArrayRef<const char *>
   auto parsed = parseSpec(args->positional()[0]);
   if (!parsed)
     return parsed.takeError();
+  if (llvm::Error err = pickDeviceTarget(*args, *parsed))
+    return std::move(err);
   auto spec = validateSpec(*parsed);
   if (!spec)
     return spec.takeError();

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""GPU forward benchmark: fmhajit against PyTorch SDPA's backends, side by side.
+
+Runs on the GPU machine. The grid is the FlashAttention-3 paper's: 16k tokens
+(B*S = 16384), H*d = 2048, S from 512 to 16384, d in {64, 128}, causal and not,
+bf16 and fp16. Peers, timed in this same run with CUDA events (median):
+PyTorch SDPA with the FLASH_ATTENTION backend (FlashAttention-2),
+CUDNN_ATTENTION and EFFICIENT_ATTENTION. fmhajit is timed by its own
+`fmhajit run --device cuda` (CUDA events, median) on the same shapes.
+Prints a table and writes JSON; every figure comes with its ratio to each peer.
+"""
+import argparse, json, os, re, subprocess, sys, tempfile
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--fmhajit", required=True)
+    p.add_argument("--json", default="bench-gpu.json")
+    p.add_argument("--target", default="sm_90a")
+    p.add_argument("--quick", action="store_true", help="a few rows only")
+    p.add_argument("--pipeline", default="auto")
+    return p.parse_args()
+
+def grid(quick):
+    seqlens = [512, 2048] if quick else [512, 1024, 2048, 4096, 8192, 16384]
+    for dtype in (["bf16"] if quick else ["bf16", "fp16"]):
+        for causal in [False, True]:
+            for d in [64, 128]:
+                for s in seqlens:
+                    yield dict(dtype=dtype, causal=causal, d=d, seqlen=s,
+                               batch=16384 // s, heads=2048 // d)
+
+def flops(c):
+    f = 4.0 * c["batch"] * c["heads"] * c["seqlen"] * c["seqlen"] * c["d"]
+    return f / 2 if c["causal"] else f
+
+def time_torch(c, backend_name):
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[c["dtype"]]
+    shape = (c["batch"], c["seqlen"], c["heads"], c["d"])  # BSHD, as fmhajit
+    q, k, v = (torch.randn(shape, dtype=dt, device="cuda").transpose(1, 2) for _ in range(3))
+    backend = getattr(SDPBackend, backend_name)
+    fn = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=c["causal"])
+    try:
+        with sdpa_kernel([backend]):
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            times = []
+            for _ in range(20):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record(); fn(); b.record(); torch.cuda.synchronize()
+                times.append(a.elapsed_time(b))
+    except RuntimeError as e:
+        return None, str(e).splitlines()[0][:120]
+    times.sort()
+    return times[len(times) // 2], None
+
+def run_fmhajit(args, c, cache_dir):
+    spec = "family=fwd,dtype={},d={},mask={},pipeline={},target={}".format(
+        c["dtype"], c["d"], "causal" if c["causal"] else "none", args.pipeline, args.target)
+    cmd = [args.fmhajit, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
+           "--heads", str(c["heads"]), "--seqlen-q", str(c["seqlen"]), "--iters", "20"]
+    env = dict(os.environ, FMHAJIT_CACHE_DIR=cache_dir)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        return None, None, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:160]
+    ms = float(re.search(r"^time\s+([0-9.]+) ms", r.stdout, re.M).group(1))
+    load = re.search(r"^load\s+(.*)$", r.stdout, re.M)
+    return ms, load.group(1).strip() if load else None, None
+
+def main():
+    args = parse_args()
+    import torch
+    print("device:", torch.cuda.get_device_name(), "| torch", torch.__version__, flush=True)
+    peers = ["FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"]
+    rows = []
+    cache_dir = tempfile.mkdtemp(prefix="fmhajit-bench-cache-")
+    for c in grid(args.quick):
+        row = dict(c)
+        ms, load, err = run_fmhajit(args, c, cache_dir)
+        row["fmhajit_ms"], row["fmhajit_load"], row["fmhajit_error"] = ms, load, err
+        row["fmhajit_tflops"] = flops(c) / (ms * 1e9) if ms else None
+        for p in peers:
+            pms, perr = time_torch(c, p)
+            row[p + "_ms"], row[p + "_error"] = pms, perr
+            row[p + "_tflops"] = flops(c) / (pms * 1e9) if pms else None
+            row["ratio_vs_" + p] = (pms / ms) if (pms and ms) else None
+        rows.append(row)
+        fmt = lambda x: "%7.1f" % x if x else "      -"
+        rat = lambda x: "%5.2fx" % x if x else "    - "
+        print("%-4s %-6s d=%-3d S=%-5d B=%-2d H=%-2d | fmhajit %s TF | FA2 %s (%s) cuDNN %s (%s) eff %s (%s)%s" % (
+            c["dtype"], "causal" if c["causal"] else "full", c["d"], c["seqlen"], c["batch"], c["heads"],
+            fmt(row["fmhajit_tflops"]), fmt(row["FLASH_ATTENTION_tflops"]), rat(row["ratio_vs_FLASH_ATTENTION"]),
+            fmt(row["CUDNN_ATTENTION_tflops"]), rat(row["ratio_vs_CUDNN_ATTENTION"]),
+            fmt(row["EFFICIENT_ATTENTION_tflops"]), rat(row["ratio_vs_EFFICIENT_ATTENTION"]),
+            "  [%s]" % err if err else ""), flush=True)
+    with open(args.json, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "target": args.target, "rows": rows}, f, indent=1)
+    print("ratios are peer time / fmhajit time: above 1 means fmhajit is faster")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The GPU machine's one call: unpack the binaries built here (bench/gpu/pack.sh),
+# (1) run the GPU end-to-end tests, (2) check a few kernels from the CLI,
+# (3) run the benchmark against PyTorch SDPA. Logs and JSON go to $OUT.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-/tmp/fmhajit-out}
+mode=${1:-all}   # all | e2e | bench | quick
+mkdir -p "$out" /tmp/fj
+for b in fmhajit fmhajit_e2e_tests; do
+  [ -f "$root/dist/$b.xz" ] && xz -dc "$root/dist/$b.xz" > /tmp/fj/$b && chmod +x /tmp/fj/$b
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+export FMHAJIT_CACHE_DIR=/tmp/fj/cache
+if [ "$mode" = all ] || [ "$mode" = e2e ]; then
+  /tmp/fj/fmhajit_e2e_tests --gtest_filter='Cuda*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
+fi
+if [ "$mode" != bench ]; then
+  for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a \
+              family=fwd,dtype=fp16,d=64,pipeline=simt,lse=1,target=sm_90a; do
+    /tmp/fj/fmhajit run "$spec" --device cuda --batch 2 --heads 4 --seqlen-q 1000 --check --iters 5 2>&1 | tee -a "$out/check.log"
+  done
+fi
+if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = quick ]; then
+  q=""; [ "$mode" = quick ] && q=--quick
+  PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/bench-gpu.json" $q 2>&1 | tee "$out/bench.log"
+fi

@@ -1,0 +1,96 @@
+//===- CudaForwardData.cpp - The device copies of one forward call --------===//
+#include "runtime/CudaForwardData.h"
+#include "specs/Errors.h"
+#include "llvm/Support/Format.h"
+#include <tuple>
+
+using namespace fmhajit;
+
+ForwardSizes ForwardSizes::of(const KernelSpec &spec, const AttentionProblem &p) {
+  auto bytes = [](llvm::ArrayRef<int64_t> shape, DType type) {
+    return size_t(numElements(shape)) * dtypeBytes(type);
+  };
+  ForwardSizes s;
+  s.q = bytes(p.qShape(), spec.dtype);
+  s.k = bytes(p.kShape(), spec.dtype);
+  s.v = bytes(p.vShape(), spec.dtype);
+  s.o = bytes(p.oShape(), spec.outType());
+  if (spec.lse)
+    s.lse = bytes(p.lseShape(), DType::F32);
+  if (spec.varlen)
+    s.cuSeqlensQ = s.cuSeqlensK = size_t(p.batch + 1) * sizeof(int32_t);
+  if (spec.bias == Bias::Alibi)
+    s.alibiSlopes = size_t(p.headsQ) * sizeof(float);
+  return s;
+}
+
+size_t ForwardSizes::total() const {
+  return q + k + v + o + lse + cuSeqlensQ + cuSeqlensK + alibiSlopes;
+}
+
+static std::string gibibytes(size_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.2f GiB", double(bytes) / (1ull << 30));
+  return text;
+}
+
+llvm::Expected<CudaForwardData> CudaForwardData::upload(CudaDriver &driver,
+                                                        const KernelSpec &spec,
+                                                        const AttentionProblem &problem,
+                                                        const ForwardBuffers &host) {
+  ForwardSizes sizes = ForwardSizes::of(spec, problem);
+  if (sizes.total() > driver.device().totalMemory)
+    return makeError(ErrorKind::Usage,
+                     "the problem's tensors need " + gibibytes(sizes.total()) + " but " +
+                         driver.device().name + " has " +
+                         gibibytes(driver.device().totalMemory) +
+                         "; use a smaller batch, fewer heads or shorter sequences");
+  CudaForwardData data;
+  data.outType = spec.outType();
+  struct Input { DeviceBuffer *buffer; const void *data; size_t bytes; const char *what; };
+  const Input inputs[] = {{&data.q, host.q, sizes.q, "q"},
+                          {&data.k, host.k, sizes.k, "k"},
+                          {&data.v, host.v, sizes.v, "v"},
+                          {&data.cuSeqlensQ, host.cuSeqlensQ, sizes.cuSeqlensQ, "cu_seqlens_q"},
+                          {&data.cuSeqlensK, host.cuSeqlensK, sizes.cuSeqlensK, "cu_seqlens_k"},
+                          {&data.alibiSlopes, host.alibiSlopes, sizes.alibiSlopes, "alibi slopes"}};
+  for (const Input &in : inputs) {
+    auto buffer = DeviceBuffer::upload(driver, in.data, in.bytes, in.what);
+    if (!buffer)
+      return buffer.takeError(); // buffers made so far are freed with data
+    *in.buffer = std::move(*buffer);
+  }
+  for (auto [buffer, bytes, what] : {std::tuple{&data.o, sizes.o, "o"},
+                                     std::tuple{&data.lse, sizes.lse, "lse"}}) {
+    auto made = DeviceBuffer::create(driver, bytes, what);
+    if (!made)
+      return made.takeError();
+    *buffer = std::move(*made);
+  }
+  if (llvm::Error err = data.poisonOutputs())
+    return std::move(err);
+  return std::move(data);
+}
+
+ForwardBuffers CudaForwardData::buffers() const {
+  ForwardBuffers b{q.pointer(), k.pointer(), v.pointer(), o.pointer()};
+  b.lse = static_cast<float *>(lse.pointer());
+  b.cuSeqlensQ = static_cast<const int32_t *>(cuSeqlensQ.pointer());
+  b.cuSeqlensK = static_cast<const int32_t *>(cuSeqlensK.pointer());
+  b.alibiSlopes = static_cast<const float *>(alibiSlopes.pointer());
+  return b;
+}
+
+llvm::Error CudaForwardData::poisonOutputs() {
+  if (llvm::Error err = o.poison(outType))
+    return err;
+  return lse.poison(DType::F32);
+}
+
+llvm::Error CudaForwardData::download(const ForwardBuffers &host) const {
+  if (llvm::Error err = o.copyTo(host.o, o.size()))
+    return err;
+  if (lse.size() && !host.lse)
+    return makeError(ErrorKind::Usage, "the spec has lse=1 but no host lse buffer was given");
+  return lse.copyTo(host.lse, lse.size());
+}

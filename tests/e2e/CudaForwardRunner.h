@@ -1,0 +1,48 @@
+//===- CudaForwardRunner.h - The CUDA backend of the e2e harness ----------===//
+//
+// A ForwardRunner (ForwardHarness.h) that runs kernels on the GPU: loads
+// the kernel through a KernelCache on a fresh temporary directory, copies
+// the case's host inputs to the device, poisons O and LSE there, launches,
+// and copies O and LSE back. shared() is null where no GPU and driver are
+// present, and the tests skip.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ForwardHarness.h"
+#include "runtime/CudaKernel.h"
+#include "runtime/CudaResources.h"
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace fmhajit::e2e {
+
+class CudaForwardRunner {
+public:
+  static llvm::Expected<std::unique_ptr<CudaForwardRunner>> create();
+  ~CudaForwardRunner();
+
+  /// The process-wide runner, or null with unavailableReason() set.
+  static CudaForwardRunner *shared();
+  /// Why shared() is null ("no CUDA driver: ...").
+  static const std::string &unavailableReason();
+
+  CudaDriver &driver() { return cudaDriver; }
+  llvm::Expected<CudaKernel> load(const KernelSpec &spec);
+  llvm::Error operator()(const KernelSpec &spec, const AttentionProblem &problem,
+                         ForwardData &data);
+
+private:
+  CudaForwardRunner(CudaDriver &driver, std::string dir,
+                    std::unique_ptr<KernelCache> cache, CudaStream stream)
+      : cudaDriver(driver), dir(std::move(dir)), kernelCache(std::move(cache)),
+        stream(std::move(stream)) {}
+
+  CudaDriver &cudaDriver;
+  std::string dir;
+  std::unique_ptr<KernelCache> kernelCache;
+  CudaStream stream;
+};
+
+} // namespace fmhajit::e2e

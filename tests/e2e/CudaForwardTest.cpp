@@ -1,0 +1,257 @@
+//===- CudaForwardTest.cpp - CUDA forward attention vs the reference ------===//
+//
+// The host tests' procedure (ForwardHarness.h) on the GPU: every feature of
+// a forward kernel for sm_90a, compiled to PTX, JIT-loaded by the driver
+// and run on random inputs with outputs poisoned on the device, checked
+// against the float64 host reference. Each table runs for pipeline=simt
+// and pipeline=mma (fp16/bf16 only); an mma kernel whose code generation
+// reports ErrorKind::Unsupported is skipped with the reason.
+//
+//   DTypesAndHeadDims  fp16/bf16/fp32 x d = 64, 128, 256 and d=192,dv=128,
+//                      with masks, lse and GQA rotated across the grid
+//   Masks              Sq = 1, Sk < Sq (rows that see no key), windows
+//   GroupedQuery       Hq/Hkv = 1, 2, 4 (MQA)
+//   ScoreModifiers     softcap, ALiBi (default and custom slopes), scale
+//   Varlen             mixed lengths, length 1, Sk < Sq in one sequence
+//   Large              many blocks: lengths past several tiles
+//
+// Without a GPU and driver every test is skipped, so the suite passes on
+// machines without CUDA. The command-line tests at the end run
+// `fmhajit run --device cuda --check`.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaForwardRunner.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "gtest/gtest.h"
+
+using namespace fmhajit;
+using namespace fmhajit::e2e;
+
+namespace {
+
+/// A case of a table, run with one pipeline.
+struct CudaCase {
+  ForwardCase base;
+  const char *pipeline;
+};
+
+void PrintTo(const CudaCase &c, std::ostream *os) {
+  fmhajit::e2e::PrintTo(c.base, os);
+  *os << " pipeline=" << c.pipeline;
+}
+
+class CudaForward : public ::testing::TestWithParam<CudaCase> {};
+
+TEST_P(CudaForward, MatchesReference) {
+  CudaForwardRunner *runner = CudaForwardRunner::shared();
+  if (!runner)
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  const CudaCase &c = GetParam();
+  ForwardCase fc = c.base;
+  fc.spec += std::string(",pipeline=") + c.pipeline + ",target=sm_90a";
+  std::optional<KernelSpec> spec = resolveSpec(fc.spec);
+  if (!spec)
+    return;
+  // Load first, to tell "not implemented yet" from a failure.
+  auto kernel = runner->load(*spec);
+  if (!kernel) {
+    Problems problems = takeProblems(kernel.takeError());
+    std::string text = llvm::join(problems.messages, "; ");
+    if (spec->pipeline == Pipeline::Mma && problems.kind == ErrorKind::Unsupported)
+      GTEST_SKIP() << encodeName(*spec) << " is not supported yet: " << text;
+    FAIL() << encodeName(*spec) << ": " << text;
+  }
+  expectCasePasses(fc, [&](const KernelSpec &s, const AttentionProblem &p, ForwardData &d) {
+    return (*runner)(s, p, d);
+  });
+}
+
+/// Every case of \p cases with simt, and with mma unless its dtype is fp32.
+std::vector<CudaCase> withPipelines(const std::vector<ForwardCase> &cases) {
+  std::vector<CudaCase> out;
+  for (const char *pipeline : {"simt", "mma"})
+    for (const ForwardCase &c : cases)
+      if (llvm::StringRef(pipeline) != "mma" ||
+          llvm::StringRef(c.spec).find("dtype=fp32") == llvm::StringRef::npos)
+        out.push_back({c, pipeline});
+  return out;
+}
+
+std::string caseName(const ::testing::TestParamInfo<CudaCase> &info) {
+  return testName(std::string(info.param.pipeline) + "_" + info.param.base.label);
+}
+
+#define CUDA_TABLE(table, cases)                                               \
+  INSTANTIATE_TEST_SUITE_P(table, CudaForward,                                 \
+                           ::testing::ValuesIn(withPipelines(cases)), caseName)
+
+//===-- Dtypes x head dims ------------------------------------------------===//
+
+std::vector<ForwardCase> dtypeHeadDimGrid() {
+  const char *dtypes[] = {"fp16", "bf16", "fp32"};
+  const char *dims[] = {"d=64", "d=128", "d=256", "d=192,dv=128"};
+  const char *masks[] = {"none", "causal", "causal_br", "window"};
+  const int64_t kvHeads[] = {4, 2, 1}; // of 4 query heads: ratio 1, 2, MQA
+  std::vector<ForwardCase> cases;
+  unsigned i = 0;
+  for (const char *dtype : dtypes)
+    for (const char *dim : dims) {
+      const char *mask = masks[i % 4];
+      bool lse = i % 3 != 1;
+      std::string spec = std::string("family=fwd,dtype=") + dtype + "," + dim +
+                         ",mask=" + mask + (lse ? ",lse=1" : "");
+      Shape shape = i % 2 ? Shape::dense(1, 4, kvHeads[i % 3], 197, 150)
+                          : Shape::dense(2, 4, kvHeads[i % 3], 150, 197);
+      shape.window(i % 8 < 4 ? 16 : 7, i % 8 < 4 ? -1 : 3);
+      cases.push_back({std::string(dtype) + "_" + dim + "_" + mask + (lse ? "_lse" : ""),
+                       spec, shape, i + 1});
+      ++i;
+    }
+  return cases;
+}
+CUDA_TABLE(DTypesAndHeadDims, dtypeHeadDimGrid());
+
+//===-- Masks -------------------------------------------------------------===//
+
+std::vector<ForwardCase> maskCases() {
+  std::vector<ForwardCase> cases;
+  for (const char *base : {"family=fwd,dtype=bf16,d=128,lse=1",
+                           "family=fwd,dtype=fp16,d=64,lse=1"}) {
+    std::string tag = llvm::StringRef(base).contains("bf16") ? "bf16_" : "fp16_";
+    auto add = [&](const char *label, const char *mask, Shape shape) {
+      cases.push_back({tag + label, std::string(base) + "," + mask, shape});
+    };
+    add("none_sq1", "mask=none", Shape::dense(2, 2, 1, 1, 300));
+    add("none_sk1", "mask=none", Shape::dense(1, 2, 2, 200, 1));
+    add("none_odd", "mask=none", Shape::dense(1, 3, 3, 129, 65));
+    add("causal_square", "mask=causal", Shape::dense(2, 2, 1, 257, 257));
+    add("causal_sq1", "mask=causal", Shape::dense(1, 2, 2, 1, 200));
+    add("causal_sk_lt_sq", "mask=causal", Shape::dense(1, 2, 2, 300, 70));
+    add("causal_sq_lt_sk", "mask=causal", Shape::dense(1, 2, 2, 70, 300));
+    add("causal_br_sq1", "mask=causal_br", Shape::dense(1, 2, 1, 1, 200));
+    // Rows 0..179 see no key: o = 0 and lse = -inf.
+    add("causal_br_sk_lt_sq_empty_rows", "mask=causal_br", Shape::dense(1, 2, 2, 250, 70));
+    add("causal_br_sq_lt_sk", "mask=causal_br", Shape::dense(1, 2, 2, 70, 300));
+    add("window_16_m1", "mask=window", Shape::dense(1, 2, 1, 100, 230).window(16, -1));
+    add("window_0_0_diagonal", "mask=window", Shape::dense(1, 2, 2, 130, 130).window(0, 0));
+    add("window_7_3_sk_lt_sq_empty_rows", "mask=window",
+        Shape::dense(1, 2, 2, 250, 70).window(7, 3));
+    add("window_wide", "mask=window", Shape::dense(1, 2, 2, 90, 150).window(200, 300));
+  }
+  return cases;
+}
+CUDA_TABLE(Masks, maskCases());
+
+//===-- GQA / MQA, softcap, ALiBi, scale ----------------------------------===//
+
+std::vector<ForwardCase> gqaAndScoreCases() {
+  const char *causal = "family=fwd,dtype=bf16,d=128,mask=causal,lse=1";
+  return {
+      {"gqa_ratio1", causal, Shape::dense(2, 4, 4, 177, 177)},
+      {"gqa_ratio2", causal, Shape::dense(2, 4, 2, 177, 200)},
+      {"gqa_ratio4_mqa", causal, Shape::dense(1, 4, 1, 200, 177)},
+      {"softcap50_fp16", "family=fwd,dtype=fp16,d=64,softcap=1",
+       Shape::dense(1, 2, 2, 190, 110)},
+      {"softcap1p5_fp32_causal_lse", "family=fwd,dtype=fp32,d=64,mask=causal,softcap=1,lse=1",
+       Shape::dense(1, 2, 1, 110, 90).softcap(1.5f).scale(0.5f)},
+      {"softcap5_bf16_window", "family=fwd,dtype=bf16,d=128,mask=window,softcap=1",
+       Shape::dense(2, 4, 2, 80, 220).window(16, -1).softcap(5)},
+      {"alibi_bf16_default_slopes", "family=fwd,dtype=bf16,d=128,bias=alibi",
+       Shape::dense(1, 4, 4, 90, 210)},
+      {"alibi_fp16_causal_3heads_custom", "family=fwd,dtype=fp16,d=64,mask=causal,bias=alibi,lse=1",
+       Shape::dense(1, 3, 1, 210, 90).slopes()},
+      {"alibi_softcap_bf16_causal_br_lse",
+       "family=fwd,dtype=bf16,d=128,mask=causal_br,bias=alibi,softcap=1,lse=1",
+       Shape::dense(2, 4, 2, 100, 230).softcap(3)},
+      {"scale0p3_fp16_lse", "family=fwd,dtype=fp16,d=128,lse=1",
+       Shape::dense(1, 2, 2, 70, 200).scale(0.3f)},
+  };
+}
+CUDA_TABLE(GqaAndScores, gqaAndScoreCases());
+
+//===-- Varlen ------------------------------------------------------------===//
+
+std::vector<ForwardCase> varlenCases() {
+  return {
+      {"bf16_causal_lse", "family=fwd,dtype=bf16,d=128,mask=causal,lse=1,varlen=1",
+       Shape::varlen({130, 1, 64, 265}, {130, 64, 1, 300}, 2, 1)},
+      // Sequence 0 has Sk < Sq: 70 rows see no key.
+      {"fp16_causal_br_lse_empty_rows", "family=fwd,dtype=fp16,d=64,mask=causal_br,lse=1,varlen=1",
+       Shape::varlen({100, 5}, {30, 200}, 2, 2)},
+      {"bf16_window_gqa4_lse", "family=fwd,dtype=bf16,d=64,mask=window,lse=1,varlen=1",
+       Shape::varlen({64, 129, 3}, {100, 129, 250}, 4, 1).window(16, -1)},
+      {"fp16_d192v128_alibi_softcap",
+       "family=fwd,dtype=fp16,d=192,dv=128,mask=causal,bias=alibi,softcap=1,lse=1,varlen=1",
+       Shape::varlen({50, 120}, {120, 50}, 2, 1).softcap(6)},
+      {"bf16_d256_eight_short", "family=fwd,dtype=bf16,d=256,mask=causal,lse=1,varlen=1",
+       Shape::varlen({1, 2, 1, 3, 1, 64, 1, 65}, {1, 1, 2, 3, 70, 64, 1, 1}, 2, 2)},
+      {"fp32_none_mixed", "family=fwd,dtype=fp32,d=64,varlen=1",
+       Shape::varlen({1, 77, 130}, {200, 1, 64}, 2, 2)},
+  };
+}
+CUDA_TABLE(Varlen, varlenCases());
+
+//===-- Large -------------------------------------------------------------===//
+
+std::vector<ForwardCase> largeCases() {
+  return {
+      {"bf16_d128_causal_1024", "family=fwd,dtype=bf16,d=128,mask=causal,lse=1",
+       Shape::dense(2, 8, 2, 1024, 1024)},
+      {"fp16_d64_none_1000x1500", "family=fwd,dtype=fp16,d=64",
+       Shape::dense(1, 16, 16, 1000, 1500)},
+      {"bf16_d256_causal_br_700", "family=fwd,dtype=bf16,d=256,mask=causal_br",
+       Shape::dense(1, 4, 4, 700, 777)},
+  };
+}
+CUDA_TABLE(Large, largeCases());
+
+//===-- fmhajit run --device cuda -----------------------------------------===//
+
+/// Runs the fmhajit binary with \p args; returns its exit code and output.
+std::pair<int, std::string> runFmhajit(std::vector<std::string> args) {
+  llvm::SmallString<128> out;
+  llvm::sys::fs::createTemporaryFile("fmhajit-cuda-run", "txt", out);
+  args.insert(args.begin(), FMHAJIT_BINARY);
+  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out),
+                                                llvm::StringRef(out)};
+  int rc = llvm::sys::ExecuteAndWait(FMHAJIT_BINARY, argv, std::nullopt, redirects);
+  auto text = llvm::MemoryBuffer::getFile(out);
+  llvm::sys::fs::remove(out);
+  return {rc, text ? (*text)->getBuffer().str() : ""};
+}
+
+TEST(CudaRun, ChecksAndTimesOnTheGpu) {
+  if (!CudaForwardRunner::shared())
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  auto [rc, text] = runFmhajit({"run", "family=fwd,dtype=bf16,d=128,mask=causal,lse=1,target=sm_90a",
+                                "--device", "cuda", "--batch", "2", "--heads", "4",
+                                "--seqlen-q", "333", "--check", "--iters", "5"});
+  EXPECT_EQ(rc, 0) << text;
+  for (const char *line : {"kernel   fmha_fwd_bf16_d128_causal", "device   ", "load     ",
+                           "launch   ", "check    PASS", "time     ", "GFLOPS   ", "TFLOPS   "})
+    EXPECT_NE(text.find(line), std::string::npos) << "no '" << line << "' in:\n" << text;
+}
+
+// No target in the spec: the GPU's own target, defaults resolved for it.
+TEST(CudaRun, PicksTheDeviceTarget) {
+  CudaForwardRunner *runner = CudaForwardRunner::shared();
+  if (!runner)
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  auto [rc, text] = runFmhajit({"run", "family=fwd,dtype=fp16,d=64,varlen=1", "--device", "cuda",
+                                "--varlen-q", "5,100", "--varlen-k", "77,3", "--check",
+                                "--iters", "2"});
+  EXPECT_EQ(rc, 0) << text;
+  const std::optional<std::string> &target = runner->driver().device().target;
+  ASSERT_TRUE(target.has_value());
+  EXPECT_NE(text.find(targetToken(*target) + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+}
+
+} // namespace

@@ -1,0 +1,127 @@
+//===- RunCuda.cpp - fmhajit run --device cuda ----------------------------===//
+//
+// The CUDA path of `fmhajit run`: the same seeded host inputs as the host
+// path, copied to the GPU; outputs poisoned with NaN on the device; one
+// checked run copied back and compared with the float64 host reference;
+// then CUDA-event timing (warm-up, then the median of N launches).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/KernelCache.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/CudaForwardData.h"
+#include "runtime/CudaKernel.h"
+#include "runtime/CudaResources.h"
+#include "specs/EncodedName.h"
+#include "tools/fmhajit/Commands.h"
+#include "tools/fmhajit/RunCommand.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/WithColor.h"
+#include <algorithm>
+#include <chrono>
+
+using namespace fmhajit;
+using Clock = std::chrono::steady_clock;
+
+/// Launches before timing: the first pays for lazy module loading and
+/// clocks ramping up.
+static constexpr unsigned kWarmups = 3;
+/// Without --iters: at least this many timed launches, and ~0.2 s of them.
+static constexpr unsigned kMinIterations = 10;
+static constexpr double kTimingBudgetMs = 200;
+
+/// The median of the kernel's event-timed launches; \p ran gets how many.
+static llvm::Expected<double> medianMs(const CudaKernel &kernel, const FwdParams &params,
+                                       const CudaStream &stream, unsigned iterations,
+                                       unsigned &ran) {
+  for (unsigned i = 0; i < kWarmups; ++i)
+    if (llvm::Error err = kernel.launch(params, stream.get()))
+      return std::move(err);
+  if (llvm::Error err = stream.synchronize())
+    return std::move(err);
+  std::vector<double> times;
+  Clock::time_point begin = Clock::now();
+  auto more = [&](unsigned i) {
+    if (iterations)
+      return i < iterations;
+    double spent = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+    return i < kMinIterations || spent < kTimingBudgetMs;
+  };
+  for (unsigned i = 0; more(i); ++i) {
+    auto ms = kernel.launchTimed(params, stream.get());
+    if (!ms)
+      return ms.takeError();
+    times.push_back(*ms);
+  }
+  ran = static_cast<unsigned>(times.size());
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+static void printKernel(const CudaDriver &driver, const CudaKernel &kernel,
+                        int64_t blocks, llvm::raw_ostream &os) {
+  const CudaLoadStats &load = kernel.loadStats();
+  const CudaKernelResources &res = kernel.resources();
+  os << "kernel   " << encodeName(kernel.spec()) << "\n"
+     << "device   " << driver.describe() << "\n"
+     << "load     " << llvm::format("%.2f ms", load.codegenMs + load.driverMs) << " ("
+     << originName(load.origin) << ") = codegen "
+     << llvm::format("%.2f ms", load.codegenMs) << " + driver "
+     << llvm::format("%.2f ms", load.driverMs)
+     << (load.moduleReused ? " (module already loaded)\n" : "\n")
+     << "launch   " << blocks << " blocks x " << kernel.blockThreads() << " threads, "
+     << kernel.sharedBytes() << " B shared, " << res.registers << " registers, "
+     << res.localBytes << " B local\n";
+}
+
+// One checked run on poisoned device outputs, copied back into \p data.
+static llvm::Error runChecked(const CudaKernel &kernel, const FwdParams &params,
+                              const CudaStream &stream, const CudaForwardData &device,
+                              RunData &data) {
+  if (llvm::Error err = kernel.launch(params, stream.get()))
+    return err;
+  if (llvm::Error err = stream.synchronize())
+    return err;
+  return device.download(data.buffers());
+}
+
+int fmhajit::runOnCuda(const RunOptions &opt) {
+  auto driver = CudaDriver::get();
+  if (!driver)
+    return reportErrors(driver.takeError());
+  if (std::string note = driver->ptxNote(); !note.empty())
+    llvm::WithColor::note() << note << "\n";
+  auto cache = KernelCache::global();
+  if (!cache)
+    return reportErrors(cache.takeError());
+  auto kernel = CudaKernel::load(opt.spec, *cache);
+  if (!kernel)
+    return reportErrors(kernel.takeError());
+
+  RunData data(opt);
+  auto device = CudaForwardData::upload(*driver, opt.spec, opt.problem, data.buffers());
+  if (!device)
+    return reportErrors(device.takeError());
+  auto stream = CudaStream::create(*driver);
+  if (!stream)
+    return reportErrors(stream.takeError());
+  FwdParams params = makeFwdParams(opt.spec, opt.problem, device->buffers());
+  if (llvm::Error err = runChecked(*kernel, params, *stream, *device, data))
+    return reportErrors(std::move(err));
+
+  llvm::raw_ostream &os = llvm::outs();
+  printKernel(*driver, *kernel, workItems(params), os);
+  bool pass = !opt.check || checkOutputs(opt, data, os);
+  if (llvm::Error err = saveOutputs(opt, data, os))
+    return reportErrors(std::move(err));
+  unsigned ran = 0;
+  auto ms = medianMs(*kernel, params, *stream, opt.iterations, ran);
+  if (!ms)
+    return reportErrors(ms.takeError());
+  double flops = forwardFlops(opt);
+  os << "time     " << llvm::format("%.4f ms", *ms) << " (median of " << ran
+     << ", CUDA events)\n"
+     << "GFLOPS   " << llvm::format("%.1f", flops / (*ms * 1e6)) << "\n"
+     << "TFLOPS   " << llvm::format("%.2f", flops / (*ms * 1e9)) << "\n";
+  os.flush();
+  return pass ? 0 : 1;
+}
