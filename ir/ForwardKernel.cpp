@@ -114,11 +114,15 @@ Band ForwardEmitter::band(const Sequence &s) {
     band.right = i32(0);
     return band;
   }
-  // -1 (any negative) is unbounded: sk + sq reaches past every key.
+  // -1 (any negative) is unbounded, and so is anything past sk + sq, which
+  // already reaches every key: clamping there keeps i + offset + right from
+  // overflowing (as window sizes near 2^31 did). Unsigned compares catch both.
   Value *unbounded = b.CreateAdd(s.sk, s.sq);
-  Value *right = p.get(kWindowRight), *left = p.get(kWindowLeft);
-  band.right = b.CreateSelect(b.CreateICmpSLT(right, i32(0)), unbounded, right);
-  band.left = b.CreateSelect(b.CreateICmpSLT(left, i32(0)), unbounded, left);
+  auto clamp = [&](Value *side) {
+    return b.CreateSelect(b.CreateICmpUGT(side, unbounded), unbounded, side);
+  };
+  band.right = clamp(p.get(kWindowRight));
+  band.left = clamp(p.get(kWindowLeft));
   return band;
 }
 

@@ -24,8 +24,11 @@ static Error checkImplemented(const KernelSpec &spec) {
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
   need(isFp8(spec.dtype), "dtype=" + keyOf(spec.dtype));
-  need(spec.pipeline == Pipeline::Mma && spec.stages > 1,
-       "pipeline=mma with stages=" + Twine(spec.stages) + " (K/V prefetch)");
+  bool matrix = spec.pipeline == Pipeline::Mma || spec.pipeline == Pipeline::Mfma ||
+                spec.pipeline == Pipeline::Wmma;
+  need(matrix && spec.stages > 1,
+       "pipeline=" + keyOf(spec.pipeline) + " with stages=" + Twine(spec.stages) +
+           " (K/V prefetch)");
   return missing.take();
 }
 

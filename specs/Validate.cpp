@@ -194,6 +194,12 @@ void Validator::checkTile(const PipelineInfo &info) {
   if (s.pipeline == Pipeline::Mma && s.bm % (16 * s.warps))
     fail("bm", Twine(s.bm), "pipeline mma gives each warp whole 16-row tiles: use a multiple of " +
                                 Twine(16 * s.warps) + " for warps=" + Twine(s.warps));
+  // mfma/wmma: each wave owns whole query tiles of bm_multiple (32 or 16) rows.
+  bool amdMatrix = s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma;
+  if (amdMatrix && s.bm % (info.bmMultiple * s.warps))
+    fail("bm", Twine(s.bm), "pipeline " + keyOf(s.pipeline) + " gives each wave whole " +
+                                Twine(info.bmMultiple) + "-query tiles: use a multiple of " +
+                                Twine(info.bmMultiple * s.warps) + " for warps=" + Twine(s.warps));
   if (!errors.empty())
     return;
   unsigned bytes = tileFootprintBytes(s, arch);
@@ -229,6 +235,13 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) 
   }
   if (s.pipeline == Pipeline::Mma) // K and V rows, each padded by 16 bytes
     return dtypeBytes(s.dtype) * s.stages * s.bn * (d + dv + 16);
+  if (s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma) {
+    // AmdgpuMatrixTileOps: K rows and V^T rows, each padded by 8 elements,
+    // and under wmma the Q rows too (RDNA keeps Q in LDS, CDNA in VGPRs).
+    unsigned kv = s.stages * (s.bn * (d + 8) + dv * (s.bn + 8));
+    unsigned q = s.pipeline == Pipeline::Wmma ? s.bm * (d + 8) : 0;
+    return dtypeBytes(s.dtype) * (q + kv);
+  }
   return dtypeBytes(s.dtype) * (s.bm * d + s.stages * s.bn * (d + dv));
 }
 

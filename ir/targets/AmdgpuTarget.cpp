@@ -27,6 +27,7 @@
 #include "ir/targets/AmdgpuTarget.h"
 #include "ir/TileOps.h"
 #include "llvm/IR/IntrinsicsAMDGPU.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace fmhajit;
 using namespace llvm;
@@ -41,6 +42,9 @@ public:
   Function *emitKernel(Module &m, StringRef name, StructType *params,
                        function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
     LLVMContext &ctx = m.getContext();
+    // Known now, so that allocas land in the private address space (5).
+    m.setTargetTriple(Triple(arch.triple));
+    m.setDataLayout(m.getTargetTriple().computeDataLayout());
     auto *type = FunctionType::get(Type::getVoidTy(ctx), {PointerType::get(ctx, 4)}, false);
     Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
     fn->setCallingConv(CallingConv::AMDGPU_KERNEL);

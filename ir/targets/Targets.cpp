@@ -1,5 +1,6 @@
 //===- Targets.cpp - Pick the TargetInfo for a spec -----------------------===//
 #include "ir/TargetInfo.h"
+#include "ir/targets/AmdgpuTarget.h"
 #include "ir/targets/GpuTarget.h"
 #include "ir/targets/HostTarget.h"
 #include "specs/Errors.h"
@@ -17,6 +18,9 @@ fmhajit::createTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
       return createNvptxTargetInfo(spec, arch);
     break;
   case Backend::Amdgpu:
+    if (spec.pipeline == Pipeline::Simt || spec.pipeline == Pipeline::Mfma ||
+        spec.pipeline == Pipeline::Wmma)
+      return createAmdgpuTargetInfo(spec, arch);
     break;
   }
   return makeError(ErrorKind::Unsupported,

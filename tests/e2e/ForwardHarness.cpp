@@ -240,9 +240,16 @@ void fmhajit::e2e::PrintTo(const ForwardCase &c, std::ostream *os) {
     for (int64_t len : s.varlenK)
       *os << len << ",";
   }
-  *os << " window=(" << s.windowLeft << "," << s.windowRight << ")";
-  if (s.softcapValue)
-    *os << " softcap=" << s.softcapValue;
+  // Only what makeProblem passes on to this spec.
+  auto has = [&](const char *key) {
+    return c.spec.find(key) != std::string::npos;
+  };
+  if (has("mask=window"))
+    *os << " window=(" << s.windowLeft << "," << s.windowRight << ")";
+  if (has("softcap=1"))
+    *os << " softcap=" << (s.softcapValue ? s.softcapValue : kDefaultSoftcap);
+  if (has("bias=alibi"))
+    *os << (s.customSlopes ? " custom slopes" : " default slopes");
   if (s.scaleValue)
     *os << " scale=" << s.scaleValue;
   *os << " seed=" << c.seed;
