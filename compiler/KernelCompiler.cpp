@@ -1,5 +1,6 @@
 //===- KernelCompiler.cpp - Resolved spec to artifact ---------------------===//
 #include "compiler/KernelCompiler.h"
+#include "compiler/AmdgpuLinker.h"
 #include "compiler/Optimizer.h"
 #include "compiler/SourceHash.h"
 #include "compiler/TargetMachines.h"
@@ -70,7 +71,10 @@ Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stag
   optimizeModule(**module, **tm);
   if (stage == Stage::Opt)
     return printModule(**module);
-  return emitCode(**module, **tm, artifactFileType(arch, stage));
+  Expected<std::string> code = emitCode(**module, **tm, artifactFileType(arch, stage));
+  if (!code || stage != Stage::Obj || arch.backend != Backend::Amdgpu)
+    return code;
+  return linkCodeObject(*code); // AMDGPU loads shared objects (.hsaco)
 }
 
 // The per-target part is computed once: host CPU detection and hashing the

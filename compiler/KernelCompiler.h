@@ -16,7 +16,7 @@ enum class Stage {
   Llvm, ///< the recipe's IR, before optimization
   Opt,  ///< after the -O3 pipeline
   Asm,  ///< target assembly (x86 assembly, PTX, GCN assembly)
-  Obj,  ///< the loadable artifact (host ELF object; PTX for NVPTX)
+  Obj,  ///< the loadable artifact (host ELF object; PTX for NVPTX; .hsaco for AMDGPU)
 };
 std::optional<Stage> parseStage(llvm::StringRef text);
 

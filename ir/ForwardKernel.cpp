@@ -4,11 +4,17 @@
 // Scores are kept in log2 units (Q carries scale*log2e) so the softmax uses
 // exp2; softcap and alibi are applied in those units too.
 //
+// fwd_splitkv and fwd_paged are this recipe with two small additions: a
+// work item may own one of numSplits parts of its key range (and then
+// writes fp32 partials for splitkv_combine), and fwd_paged reads K/V rows
+// through a block table (GlobalRows::rowAddress).
+//
 //===----------------------------------------------------------------------===//
 #include "ir/ForwardKernel.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "ir/TileOps.h"
+#include "ir/WorkItem.h"
 #include "specs/EncodedName.h"
 #include <cmath>
 #include <limits>
@@ -17,14 +23,6 @@ using namespace fmhajit;
 using namespace llvm;
 
 namespace {
-/// Where one work item's sequence lives.
-struct Sequence {
-  Value *b, *h, *hk;   ///< batch, query head, key/value head (i64)
-  Value *sq, *sk;      ///< this sequence's lengths (i32)
-  Value *qStart, *kStart; ///< its first packed row under varlen, else 0 (i64)
-  Value *i0;           ///< first query row of the tile (i32)
-};
-
 /// The mask's visible band around the diagonal: key j is visible to query i
 /// iff j < sk, j <= i + offset + right (if upper) and j >= i + offset - left
 /// (if lower).
@@ -33,26 +31,58 @@ struct Band {
   Value *offset = nullptr, *right = nullptr, *left = nullptr; ///< i32
 };
 
+/// Row r of a K/V tile starting at key j0 of a paged cache: key j = j0 + r
+/// lives in page table[j >> log2PageSize], row j & (pageSize - 1) of it.
+///   %page = load i32, table + (j >> log2P); %off = j & (P - 1)
+///   ptr = head + sext(%page) * pageStride + zext(%off) * rowStride
+struct PagedRows {
+  Value *table;     ///< ptr to sequence b's block table row
+  Value *log2Page;  ///< i32
+  Value *head;      ///< ptr to the pool's first page, at this K/V head
+  Value *pageStride, *rowStride; ///< i64 elements
+  Value *j0;        ///< i32 first key of the tile
+  Type *elem;
+
+  Value *operator()(IRBuilderBase &b, Value *r) const {
+    Value *j = b.CreateAdd(j0, b.CreateTrunc(r, b.getInt32Ty()));
+    Value *slot = b.CreateZExt(b.CreateLShr(j, log2Page), b.getInt64Ty());
+    Value *page = b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), table, slot));
+    Value *mask = b.CreateSub(b.CreateShl(b.getInt32(1), log2Page), b.getInt32(1));
+    Value *offset = b.CreateZExt(b.CreateAnd(j, mask), b.getInt64Ty());
+    Value *elements = b.CreateAdd(b.CreateMul(b.CreateSExt(page, b.getInt64Ty()), pageStride),
+                                  b.CreateMul(offset, rowStride));
+    return b.CreateInBoundsGEP(elem, head, elements);
+  }
+};
+
 class ForwardEmitter {
 public:
   ForwardEmitter(const KernelSpec &spec, TargetInfo &target, IRBuilderBase &b,
                  Value *params)
       : spec(spec), target(target), b(b), p(b, params),
-        ops(target.createTileOps(b)) {}
+        ops(target.createTileOps(b)),
+        splits(spec.family == Family::FwdSplitKv || spec.family == Family::FwdPaged),
+        paged(spec.family == Family::FwdPaged) {}
 
   void emitWorkItem(Value *workItem);
 
 private:
-  Sequence locate(Value *workItem);
-  Band band(const Sequence &s);
+  Band band(const WorkItem &s);
+  PagedRows pagedRows(const WorkItem &s, FwdParamsIndex pool, FwdParamsIndex strides);
   Value *rowsOf(FwdParamsIndex tensor, FwdParamsIndex strides, Value *batch,
-                Value *row, Value *head, DType dtype);
-  void emitTile(const Sequence &s);
-  void applyScoreMods(Tile &scores, const Sequence &s, const Band &band,
+                Value *row, Value *head, DType dtype) {
+    return tensorRow(b, p, spec.varlen, tensor, strides, batch, row, head, dtype);
+  }
+  Value *numSplits() { return fmhajit::numSplits(b, p); }
+  void emitTile(const WorkItem &s);
+  void restrictToSplit(const WorkItem &s, Value *&kvBegin, Value *&kvEnd);
+  void applyScoreMods(Tile &scores, const WorkItem &s, const Band &band,
                       Value *j0, Value *rows);
   void emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m, RowVec &l);
-  void emitEpilogue(const Sequence &s, Tile &out, RowVec &m, RowVec &l,
+  void emitEpilogue(const WorkItem &s, Tile &out, RowVec &m, RowVec &l,
                     Value *rows);
+  void storeOutputs(const WorkItem &s, Tile &out, RowVec &lse, Value *rows);
+  void storePartials(const WorkItem &s, Tile &out, RowVec &lse, Value *rows);
 
   Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
   Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
@@ -70,40 +100,12 @@ private:
   IRBuilderBase &b;
   ParamsReader p;
   std::unique_ptr<TileOps> ops;
+  bool splits; ///< the key range may be cut into parts (numSplits)
+  bool paged;  ///< K/V rows come through a block table
 };
 } // namespace
 
-Sequence ForwardEmitter::locate(Value *w) {
-  Sequence s;
-  Value *numQTiles = b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty());
-  Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
-  Value *headsKv = b.CreateSExt(p.get(kHeadsKv), b.getInt64Ty());
-  Value *qTile = b.CreateSRem(w, numQTiles, "qtile");
-  Value *bh = b.CreateSDiv(w, numQTiles);
-  s.h = b.CreateSRem(bh, headsQ, "h");
-  s.b = b.CreateSDiv(bh, headsQ, "b");
-  s.hk = b.CreateSDiv(s.h, b.CreateSDiv(headsQ, headsKv), "hk"); // GQA groups
-  s.i0 = b.CreateMul(b.CreateTrunc(qTile, b.getInt32Ty()), i32(spec.bm), "i0");
-  if (!spec.varlen) {
-    s.sq = p.get(kSeqlenQ, "sq");
-    s.sk = p.get(kSeqlenK, "sk");
-    s.qStart = s.kStart = b.getInt64(0);
-    return s;
-  }
-  auto bounds = [&](FwdParamsIndex cu, Value *&start, Value *&len) {
-    Value *base = p.get(cu);
-    Value *first = b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), base, s.b));
-    Value *next = b.CreateLoad(
-        b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), base, b.CreateAdd(s.b, b.getInt64(1))));
-    start = b.CreateSExt(first, b.getInt64Ty());
-    len = b.CreateSub(next, first);
-  };
-  bounds(kCuSeqlensQ, s.qStart, s.sq);
-  bounds(kCuSeqlensK, s.kStart, s.sk);
-  return s;
-}
-
-Band ForwardEmitter::band(const Sequence &s) {
+Band ForwardEmitter::band(const WorkItem &s) {
   Band band;
   if (spec.mask == Mask::None)
     return band;
@@ -126,17 +128,20 @@ Band ForwardEmitter::band(const Sequence &s) {
   return band;
 }
 
-Value *ForwardEmitter::rowsOf(FwdParamsIndex tensor, FwdParamsIndex strides,
-                              Value *batch, Value *row, Value *head, DType dtype) {
-  Value *offset = b.CreateAdd(b.CreateMul(row, p.stride(strides, 1)),
-                              b.CreateMul(head, p.stride(strides, 2)));
-  if (!spec.varlen)
-    offset = b.CreateAdd(offset, b.CreateMul(batch, p.stride(strides, 0)));
-  return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), p.get(tensor),
-                             offset);
+PagedRows ForwardEmitter::pagedRows(const WorkItem &s, FwdParamsIndex pool,
+                                    FwdParamsIndex strides) {
+  Value *tableRow = b.CreateMul(s.b, b.CreateSExt(p.get(kMaxPagesPerSeq), b.getInt64Ty()));
+  Type *elem = elementType(b.getContext(), spec.dtype);
+  return {b.CreateInBoundsGEP(b.getInt32Ty(), p.get(kBlockTable), tableRow),
+          p.get(kLog2PageSize, "log2.page"),
+          b.CreateInBoundsGEP(elem, p.get(pool), b.CreateMul(s.hk, p.stride(strides, 2))),
+          p.stride(strides, 0, "page.stride"),
+          p.stride(strides, 1),
+          nullptr,
+          elem};
 }
 
-void ForwardEmitter::applyScoreMods(Tile &scores, const Sequence &s,
+void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
                                     const Band &band, Value *j0, Value *rows) {
   if (spec.softcap) { // s = c * tanh(s / c), then into log2 units
     Value *c = p.get(kSoftcap);
@@ -214,7 +219,7 @@ void ForwardEmitter::emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m,
   });
 }
 
-void ForwardEmitter::emitEpilogue(const Sequence &s, Tile &out, RowVec &m,
+void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
                                   RowVec &l, Value *rows) {
   RowVec inv = ops->makeRowVec(spec.bm, "inv.l");
   ops->mapRows(inv, {&l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
@@ -225,34 +230,63 @@ void ForwardEmitter::emitEpilogue(const Sequence &s, Tile &out, RowVec &m,
   ops->mapWithRow(out, inv, [](IRBuilderBase &b, Value *x, Value *row) {
     return b.CreateFMul(x, row);
   });
+  RowVec lse = ops->makeRowVec(spec.bm, "lse");
+  if (spec.lse || splits)
+    ops->mapRows(lse, {&m, &l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+      Value *seen = b.CreateFCmpOGT(v[1], splatLike(b, f32(0), v[1]));
+      Value *logSum = b.CreateFAdd(v[0], target.log2(b, v[1]));
+      return b.CreateSelect(seen, b.CreateFMul(logSum, splatLike(b, f32(kLn2), logSum)),
+                            splatLike(b, f32(-INFINITY), v[0]));
+    });
+  if (!splits) {
+    storeOutputs(s, out, lse, rows);
+    return;
+  }
+  // One part is the whole range: finish here, no combine needed.
+  emitIfElse(b, b.CreateICmpSGT(numSplits(), i32(1)), "partial",
+             [&] { storePartials(s, out, lse, rows); },
+             [&] { storeOutputs(s, out, lse, rows); });
+}
+
+void ForwardEmitter::storeOutputs(const WorkItem &s, Tile &out, RowVec &lse,
+                                  Value *rows) {
   Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
   ops->store(out, {rowsOf(kO, kOStrides, s.b, qRow, s.h, spec.outType()),
                    p.stride(kOStrides, 1), spec.outType()},
              rows);
-  if (!spec.lse)
-    return;
-  RowVec lse = ops->makeRowVec(spec.bm, "lse");
-  ops->mapRows(lse, {&m, &l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
-    Value *seen = b.CreateFCmpOGT(v[1], splatLike(b, f32(0), v[1]));
-    Value *logSum = b.CreateFAdd(v[0], target.log2(b, v[1]));
-    return b.CreateSelect(seen, b.CreateFMul(logSum, splatLike(b, f32(kLn2), logSum)),
-                          splatLike(b, f32(-INFINITY), v[0]));
-  });
-  // [batch, headsQ, seqlenQ], or [headsQ, totalQ] under varlen.
-  Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
-  Value *rowIndex;
-  if (spec.varlen) {
-    Value *cuQ = p.get(kCuSeqlensQ);
-    Value *totalQ = b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), cuQ, b.CreateSExt(p.get(kBatch), b.getInt64Ty())));
-    rowIndex = b.CreateAdd(b.CreateMul(s.h, b.CreateSExt(totalQ, b.getInt64Ty())), qRow);
-  } else {
-    Value *seqlenQ = b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty());
-    rowIndex = b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(s.b, headsQ), s.h), seqlenQ), qRow);
-  }
-  ops->store(lse, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLse), rowIndex), rows);
+  if (spec.lse)
+    ops->store(lse, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLse), lseRowIndex(b, p, spec, s, qRow)), rows);
 }
 
-void ForwardEmitter::emitTile(const Sequence &s) {
+// Partials sit split-major, each split laid out like the LSE with dv floats
+// per row: row index = split * plane + lseRowIndex.
+void ForwardEmitter::storePartials(const WorkItem &s, Tile &out, RowVec &lse,
+                                   Value *rows) {
+  Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
+  Value *split = b.CreateSExt(s.split, b.getInt64Ty());
+  Value *row = b.CreateAdd(b.CreateMul(split, lsePlaneSize(b, p, spec)), lseRowIndex(b, p, spec, s, qRow), "partial.row");
+  Value *dv = b.getInt64(spec.headDimV());
+  ops->store(out, {b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum), b.CreateMul(row, dv)), dv,
+                   DType::F32},
+             rows);
+  ops->store(lse, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), row), rows);
+}
+
+// The part of [kvBegin, kvEnd) this split owns: whole bn-tiles, as even as
+// possible; parts past the end are empty and leave m = -inf, l = 0.
+void ForwardEmitter::restrictToSplit(const WorkItem &s, Value *&kvBegin,
+                                     Value *&kvEnd) {
+  Value *bn = i32(spec.bn);
+  Value *tiles = maxI(i32(0), b.CreateSDiv(b.CreateAdd(b.CreateSub(kvEnd, kvBegin), i32(spec.bn - 1)), bn));
+  Value *n = numSplits();
+  Value *perSplit = b.CreateSDiv(b.CreateAdd(tiles, b.CreateSub(n, i32(1))), n, "tiles.per.split");
+  Value *span = b.CreateMul(perSplit, bn);
+  Value *begin = b.CreateAdd(kvBegin, b.CreateMul(s.split, span), "split.begin");
+  kvEnd = minI(kvEnd, b.CreateAdd(begin, span));
+  kvBegin = begin;
+}
+
+void ForwardEmitter::emitTile(const WorkItem &s) {
   Value *rows = minI(i32(spec.bm), b.CreateSub(s.sq, s.i0));
   Band mask = band(s);
   Value *kvBegin = i32(0), *kvEnd = s.sk;
@@ -262,6 +296,8 @@ void ForwardEmitter::emitTile(const Sequence &s) {
     Value *lastRow = b.CreateAdd(s.i0, b.CreateSub(rows, i32(1)));
     kvEnd = minI(s.sk, b.CreateAdd(b.CreateAdd(lastRow, mask.offset), b.CreateAdd(mask.right, i32(1))));
   }
+  if (splits)
+    restrictToSplit(s, kvBegin, kvEnd);
 
   Tile q = ops->makeTile(TileRole::Query, spec.bm, spec.d, "q");
   Tile kT = ops->makeTile(TileRole::KeyT, spec.d, spec.bn, "kT");
@@ -279,26 +315,51 @@ void ForwardEmitter::emitTile(const Sequence &s) {
   ops->fill(l, 0.0f);
   ops->fill(out, 0.0f);
 
+  PagedRows pagedK{}, pagedV{};
+  if (paged) {
+    pagedK = pagedRows(s, kK, kKStrides);
+    pagedV = pagedRows(s, kV, kVStrides);
+  }
+  // Software-pipelined like FlashAttention-2: once K_j is ready, V_j is
+  // requested and copies while S = Q K_j^T is computed; once V_j is ready,
+  // K_j+1 is requested and copies during the softmax and O += P V_j. Past
+  // the last tile the request names the current tile with no valid rows: it
+  // reads nothing, and every iteration issues the same copies.
+  auto keysAt = [&](Value *j0) { return minI(i32(spec.bn), b.CreateSub(s.sk, j0)); };
+  auto kvRows = [&](FwdParamsIndex tensor, FwdParamsIndex strides, PagedRows paging,
+                    Value *j0) -> GlobalRows {
+    GlobalRows rows{nullptr, nullptr, spec.dtype};
+    if (paged) {
+      paging.j0 = j0;
+      rows.rowAddress = paging;
+      return rows;
+    }
+    Value *row = b.CreateAdd(s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
+    return {rowsOf(tensor, strides, s.b, row, s.hk, spec.dtype), p.stride(strides, 1), spec.dtype};
+  };
+  Value *any = b.CreateICmpSLT(kvBegin, kvEnd);
+  ops->load(kT, kvRows(kK, kKStrides, pagedK, kvBegin),
+            b.CreateSelect(any, keysAt(kvBegin), i32(0)), nullptr);
   emitFor(b, kvBegin, kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
-    Value *valid = minI(i32(spec.bn), b.CreateSub(s.sk, j0));
-    Value *kRow = b.CreateAdd(s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
-    // V is requested before it is needed so targets that copy asynchronously
-    // overlap it with S = QK^T and the softmax.
-    ops->load(kT, {rowsOf(kK, kKStrides, s.b, kRow, s.hk, spec.dtype), p.stride(kKStrides, 1), spec.dtype},
-              valid, nullptr);
-    ops->load(v, {rowsOf(kV, kVStrides, s.b, kRow, s.hk, spec.dtype), p.stride(kVStrides, 1), spec.dtype},
-              valid, nullptr);
+    ops->sync(kT);
+    ops->load(v, kvRows(kV, kVStrides, pagedV, j0), keysAt(j0), nullptr);
     ops->fill(scores, 0.0f);
     ops->mma(scores, q, kT);
     applyScoreMods(scores, s, mask, j0, rows);
+    ops->sync(v);
+    Value *next = b.CreateAdd(j0, i32(spec.bn));
+    Value *more = b.CreateICmpSLT(next, kvEnd);
+    ops->load(kT, kvRows(kK, kKStrides, pagedK, b.CreateSelect(more, next, j0)),
+              b.CreateSelect(more, keysAt(next), i32(0)), nullptr);
     emitOnlineSoftmax(scores, out, m, l);
     ops->mma(out, scores, v);
   });
+  ops->drain();
   emitEpilogue(s, out, m, l, rows);
 }
 
 void ForwardEmitter::emitWorkItem(Value *workItem) {
-  Sequence s = locate(workItem);
+  WorkItem s = locateWorkItem(b, p, spec, workItem, {splits, paged});
   emitIf(b, b.CreateICmpSLT(s.i0, s.sq), "tile", [&] { emitTile(s); });
 }
 

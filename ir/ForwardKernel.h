@@ -17,6 +17,15 @@ namespace fmhajit {
 ///       m' = max(m, rowMax(S)); P = exp2(S - m'); a = exp2(m - m')
 ///       l = a*l + rowSum(P); O = a*O + P V_j; m = m'
 ///     O /= l (0 where l = 0); store O; lse = (m + log2 l) ln 2
+///
+/// Families fwd_splitkv and fwd_paged (numSplits = max(1, params.numSplits)):
+///   work item = (b, h, t) * numSplits + split; the key range [lo, hi) of the
+///   tile is cut into numSplits runs of whole bn-tiles and the item loops
+///   over its run only (an empty run leaves m = -inf, l = 0). With
+///   numSplits > 1 it stores O/l and lse (fp32, natural log) to oAccum and
+///   lseAccum at row split * plane + lse row; with numSplits = 1 it stores
+///   O and LSE as fwd does. fwd_paged reads sk from cacheSeqlens[b] and K/V
+///   row j from page blockTable[b][j >> log2PageSize], row j & (P - 1).
 void emitForwardKernel(const KernelSpec &spec, TargetInfo &target,
                        llvm::Module &m);
 

@@ -57,3 +57,13 @@ Value *ParamsReader::stride(FwdParamsIndex field, unsigned which,
   Value *elem = b.CreateStructGEP(strides, addr, which);
   return b.CreateLoad(b.getInt64Ty(), elem, name);
 }
+
+Value *ParamsReader::workItems(bool splitItems) {
+  auto wide = [&](FwdParamsIndex f) { return b.CreateSExt(get(f), b.getInt64Ty()); };
+  Value *tiles = b.CreateMul(b.CreateMul(wide(kBatch), wide(kHeadsQ)), wide(kNumQTiles));
+  if (!splitItems)
+    return tiles;
+  Value *splits = wide(kNumSplits);
+  splits = b.CreateSelect(b.CreateICmpSGT(splits, b.getInt64(1)), splits, b.getInt64(1));
+  return b.CreateMul(tiles, splits, "items");
+}

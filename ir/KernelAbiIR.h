@@ -24,6 +24,10 @@ public:
   /// One of a TensorStrides field's three int64s (0 batch, 1 row, 2 head).
   llvm::Value *stride(FwdParamsIndex field, unsigned which,
                       const llvm::Twine &name = "");
+  /// The call's work items as i64: batch * headsQ * numQTiles, times
+  /// max(numSplits, 1) when \p splitItems: the count runtime's workItems()
+  /// launches.
+  llvm::Value *workItems(bool splitItems);
 
 private:
   llvm::IRBuilderBase &b;

@@ -1,6 +1,8 @@
 //===- KernelEmitter.cpp - Spec to LLVM module ----------------------------===//
 #include "ir/KernelEmitter.h"
+#include "ir/AppendKvKernel.h"
 #include "ir/ForwardKernel.h"
+#include "ir/SplitKvCombine.h"
 #include "ir/TargetInfo.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -19,7 +21,9 @@ static Error checkImplemented(const KernelSpec &spec) {
       missing.add(ErrorKind::Unsupported,
                   feature + " is not implemented yet (kernel " + encodeName(spec) + ")");
   };
-  need(spec.family != Family::Fwd, "family=" + keyOf(spec.family));
+  bool backward = spec.family == Family::BwdDotDoO || spec.family == Family::BwdDqDkDv ||
+                  spec.family == Family::BwdConvertDq;
+  need(backward, "family=" + keyOf(spec.family));
   need(spec.dropout, "dropout=1");
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
@@ -42,7 +46,17 @@ Expected<std::unique_ptr<Module>> fmhajit::emitKernelModule(const KernelSpec &sp
   if (!target)
     return target.takeError();
   auto module = std::make_unique<Module>(encodeName(spec), ctx);
-  emitForwardKernel(spec, **target, *module);
+  switch (spec.family) {
+  case Family::SplitKvCombine:
+    emitSplitKvCombineKernel(spec, **target, *module);
+    break;
+  case Family::AppendKv:
+    emitAppendKvKernel(spec, **target, *module);
+    break;
+  default: // fwd, fwd_splitkv, fwd_paged: one recipe
+    emitForwardKernel(spec, **target, *module);
+    break;
+  }
   std::string problems;
   raw_string_ostream os(problems);
   if (verifyModule(*module, &os))

@@ -1,5 +1,6 @@
 //===- TargetInfo.cpp - Shared parts of the target interface --------------===//
 #include "ir/TargetInfo.h"
+#include "ir/KernelAbiIR.h"
 #include "ir/TileOps.h"
 #include "llvm/IR/Intrinsics.h"
 
@@ -12,6 +13,13 @@ TileOps::~TileOps() = default;
 Value *TargetInfo::log2(IRBuilderBase &b, Value *x) {
   return b.CreateUnaryIntrinsic(Intrinsic::log2, x);
 }
+
+Value *TargetInfo::narrow(IRBuilderBase &b, Value *x, DType t) {
+  Type *to = x->getType()->getWithNewType(elementType(b.getContext(), t));
+  return to == x->getType() ? x : b.CreateFPTrunc(x, to);
+}
+
+Value *TargetInfo::itemThread(IRBuilderBase &b) { return b.getInt32(0); }
 
 Value *TargetInfo::tanh(IRBuilderBase &b, Value *x) {
   Value *one = splatLike(b, ConstantFP::get(b.getFloatTy(), 1.0), x);
@@ -26,4 +34,11 @@ Value *fmhajit::splatLike(IRBuilderBase &b, Value *scalar, Value *like) {
   if (auto *vt = dyn_cast<VectorType>(like->getType()))
     return b.CreateVectorSplat(vt->getElementCount(), scalar);
   return scalar;
+}
+
+Value *GlobalRows::rowPointer(IRBuilderBase &b, Value *row) const {
+  if (rowAddress)
+    return rowAddress(b, row);
+  return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), base,
+                             b.CreateMul(row, rowStride));
 }

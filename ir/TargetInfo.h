@@ -40,6 +40,16 @@ public:
   /// log2(x) for a float scalar or vector, x > 0; used in epilogues only.
   virtual llvm::Value *log2(llvm::IRBuilderBase &b, llvm::Value *x);
 
+  /// A float scalar or vector rounded (to nearest even) to the storage type
+  /// of \p t (fp32, fp16, bf16), for kernels that store outside TileOps.
+  virtual llvm::Value *narrow(llvm::IRBuilderBase &b, llvm::Value *x, DType t);
+
+  /// The threads that run one work item together, for kernels written
+  /// without TileOps (splitkv_combine, append_kv): this one's index (i32)
+  /// and their count. Host: 0 of 1; GPU: the block's threads.
+  virtual llvm::Value *itemThread(llvm::IRBuilderBase &b);
+  virtual unsigned itemThreads() const { return 1; }
+
   /// The tile vocabulary implementation for this target.
   virtual std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) = 0;
 

@@ -38,12 +38,24 @@ struct RowVec {
   llvm::Value *storage;
 };
 
+/// Where a row of a tile starts, for rows that are not evenly spaced: the
+/// address of source row \p row (i64, 0 = the tile's first row).
+using RowAddressFn =
+    llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b, llvm::Value *row)>;
+
 /// Rows of a tensor in global memory: row r starts at base + r * rowStride
-/// elements and its elements are contiguous.
+/// elements, or at rowAddress(r) when that is set (a paged K/V cache), and
+/// its elements are contiguous. Targets ask rowPointer() rather than doing
+/// the arithmetic, so both kinds load alike; the evenly spaced one stays a
+/// multiply-add.
 struct GlobalRows {
-  llvm::Value *base;      ///< ptr
-  llvm::Value *rowStride; ///< i64, in elements
+  llvm::Value *base;      ///< ptr; unused with rowAddress
+  llvm::Value *rowStride; ///< i64, in elements; unused with rowAddress
   DType dtype;
+  RowAddressFn rowAddress = nullptr;
+
+  /// The address of row \p row's first element (\p row: i64).
+  llvm::Value *rowPointer(llvm::IRBuilderBase &b, llvm::Value *row) const;
 };
 
 using ElementFn = llvm::function_ref<llvm::Value *(
@@ -83,6 +95,11 @@ public:
   virtual void store(const Tile &t, const GlobalRows &dst, llvm::Value *valid) = 0;
   /// Stores the first \p valid values of \p r to consecutive floats at \p dst.
   virtual void store(const RowVec &r, llvm::Value *dst, llvm::Value *valid) = 0;
+  /// Makes \p t's last load visible to every thread; targets that copy
+  /// asynchronously wait here rather than at the tile's first use.
+  virtual void sync(Tile &t) {}
+  /// Completes loads still in flight (targets that copy asynchronously).
+  virtual void drain() {}
 };
 
 /// \p scalar broadcast to \p like's vector width (or \p scalar if \p like is

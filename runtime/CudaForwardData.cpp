@@ -34,17 +34,24 @@ static std::string gibibytes(size_t bytes) {
   return text;
 }
 
+llvm::Error CudaForwardData::checkFits(const CudaDriver &driver, const KernelSpec &spec,
+                                       const AttentionProblem &problem) {
+  size_t total = ForwardSizes::of(spec, problem).total();
+  if (total <= driver.device().totalMemory)
+    return llvm::Error::success();
+  return makeError(ErrorKind::Usage,
+                   "the problem's tensors need " + gibibytes(total) + " but " +
+                       driver.device().name + " has " + gibibytes(driver.device().totalMemory) +
+                       "; use a smaller batch, fewer heads or shorter sequences");
+}
+
 llvm::Expected<CudaForwardData> CudaForwardData::upload(CudaDriver &driver,
                                                         const KernelSpec &spec,
                                                         const AttentionProblem &problem,
                                                         const ForwardBuffers &host) {
+  if (llvm::Error err = checkFits(driver, spec, problem))
+    return std::move(err);
   ForwardSizes sizes = ForwardSizes::of(spec, problem);
-  if (sizes.total() > driver.device().totalMemory)
-    return makeError(ErrorKind::Usage,
-                     "the problem's tensors need " + gibibytes(sizes.total()) + " but " +
-                         driver.device().name + " has " +
-                         gibibytes(driver.device().totalMemory) +
-                         "; use a smaller batch, fewer heads or shorter sequences");
   CudaForwardData data;
   data.outType = spec.outType();
   struct Input { DeviceBuffer *buffer; const void *data; size_t bytes; const char *what; };

@@ -29,6 +29,11 @@ struct ForwardSizes {
 
 class CudaForwardData {
 public:
+  /// An error when the tensors of (\p spec, \p problem) exceed the GPU's
+  /// memory; callers check before making the host copies too.
+  static llvm::Error checkFits(const CudaDriver &driver, const KernelSpec &spec,
+                               const AttentionProblem &problem);
+
   /// Allocates device buffers for (\p spec, \p problem) and uploads the
   /// inputs of \p host (host pointers, as makeFwdParams takes them). Fails
   /// with a clear error when the GPU lacks the memory.

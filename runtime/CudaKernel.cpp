@@ -178,7 +178,7 @@ llvm::Error CudaKernel::configure(const CudaDeviceInfo &device) {
 const std::string &CudaKernel::jitLog() const { return module->infoLog(); }
 
 llvm::Error CudaKernel::launch(const FwdParams &params, CUstream stream) const {
-  int64_t blocks = workItems(params);
+  int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage, "the problem needs " + llvm::Twine(blocks) +
                                            " thread blocks; the GPU launches 1 to 2^31-1");
@@ -194,11 +194,16 @@ llvm::Expected<float> CudaKernel::launchTimed(const FwdParams &params, CUstream 
   auto timer = CudaTimer::create(*driver);
   if (!timer)
     return timer.takeError();
-  if (llvm::Error err = timer->start(stream))
+  return launchTimed(params, stream, *timer);
+}
+
+llvm::Expected<float> CudaKernel::launchTimed(const FwdParams &params, CUstream stream,
+                                              CudaTimer &timer) const {
+  if (llvm::Error err = timer.start(stream))
     return std::move(err);
   if (llvm::Error err = launch(params, stream))
     return std::move(err);
-  if (llvm::Error err = timer->stop(stream))
+  if (llvm::Error err = timer.stop(stream))
     return std::move(err);
-  return timer->elapsedMs();
+  return timer.elapsedMs();
 }

@@ -11,7 +11,7 @@
 // name, so a second load of the same spec costs neither step.
 //
 // Launch geometry (ir/KernelAbi.h): one parameter, FwdParams by value;
-// gridDim.x = workItems(params) (batch * headsQ * numQTiles); blockDim.x =
+// gridDim.x = workItems(spec, params) (ir/KernelAbi.h); blockDim.x =
 // warps * 32; dynamic shared memory = tileFootprintBytes(spec, arch), with
 // the kernel's opt-in limit raised when that exceeds 48 KiB.
 //
@@ -28,6 +28,7 @@
 namespace fmhajit {
 
 class CudaModule;
+class CudaTimer;
 
 /// What loading a kernel cost and where its code came from.
 struct CudaLoadStats {
@@ -66,6 +67,10 @@ public:
   llvm::Error launch(const FwdParams &params, cuda::CUstream stream) const;
   /// Launches between two events and waits: the kernel's milliseconds.
   llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream) const;
+  /// The same with the events of \p timer, for loops that time many
+  /// launches.
+  llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream,
+                                    CudaTimer &timer) const;
 
 private:
   CudaKernel(KernelSpec spec, std::shared_ptr<const CudaModule> module,

@@ -8,6 +8,7 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/StringMap.h"
+#include <algorithm>
 
 using namespace fmhajit;
 
@@ -16,8 +17,22 @@ static TensorStrides packedStrides(int64_t heads, int64_t dim,
   return {seqlen * heads * dim, heads * dim, dim};
 }
 
+ForwardStrides ForwardStrides::packed(const KernelSpec &spec,
+                                      const AttentionProblem &problem) {
+  int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
+  return {packedStrides(problem.headsQ, spec.d, sq),
+          packedStrides(problem.headsKv, spec.d, sk),
+          packedStrides(problem.headsKv, spec.headDimV(), sk),
+          packedStrides(problem.headsQ, spec.headDimV(), sq)};
+}
+
 FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
                                  const ForwardBuffers &buf) {
+  return makeFwdParams(spec, problem, buf, ForwardStrides::packed(spec, problem));
+}
+
+FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+                                 const ForwardBuffers &buf, const ForwardStrides &strides) {
   FwdParams p{};
   p.q = buf.q;
   p.k = buf.k;
@@ -28,10 +43,10 @@ FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem 
   p.cuSeqlensK = buf.cuSeqlensK;
   p.alibiSlopes = buf.alibiSlopes;
   int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
-  p.qStrides = packedStrides(problem.headsQ, spec.d, sq);
-  p.kStrides = packedStrides(problem.headsKv, spec.d, sk);
-  p.vStrides = packedStrides(problem.headsKv, spec.headDimV(), sk);
-  p.oStrides = packedStrides(problem.headsQ, spec.headDimV(), sq);
+  p.qStrides = strides.q;
+  p.kStrides = strides.k;
+  p.vStrides = strides.v;
+  p.oStrides = strides.o;
   p.batch = static_cast<int32_t>(problem.batch);
   p.headsQ = static_cast<int32_t>(problem.headsQ);
   p.headsKv = static_cast<int32_t>(problem.headsKv);
@@ -46,7 +61,12 @@ FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem 
 }
 
 int64_t fmhajit::workItems(const FwdParams &p) {
-  return int64_t(p.batch) * p.headsQ * p.numQTiles;
+  return int64_t(p.batch) * p.headsQ * p.numQTiles * std::max(p.numSplits, 1);
+}
+
+int64_t fmhajit::workItems(const KernelSpec &spec, const FwdParams &p) {
+  int64_t tiles = int64_t(p.batch) * p.headsQ * p.numQTiles;
+  return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1) : tiles;
 }
 
 // x86-64-v3/v4 code runs only where the CPU has their features.
@@ -84,5 +104,5 @@ llvm::Expected<HostKernel> HostKernel::load(const KernelSpec &spec, KernelCache 
 }
 
 void HostKernel::run(const FwdParams &params, HostExecutor &executor) const {
-  executor.run(fn, params, workItems(params));
+  executor.run(fn, params, workItems(kernelSpec, params));
 }

@@ -21,13 +21,29 @@ struct ForwardBuffers {
   const float *alibiSlopes = nullptr;   ///< when bias=alibi
 };
 
+/// Element strides of Q, K, V and O; the last dim is always contiguous.
+struct ForwardStrides {
+  TensorStrides q, k, v, o;
+
+  /// The packed layouts of AttentionProblem (BSHD, or THD under varlen).
+  static ForwardStrides packed(const KernelSpec &spec, const AttentionProblem &problem);
+};
+
+/// FwdParams for \p problem (validated) with its tensors at \p strides.
+FwdParams makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+                        const ForwardBuffers &buffers, const ForwardStrides &strides);
+
 /// FwdParams for \p problem (validated) in the packed layouts of
 /// AttentionProblem (BSHD, or THD under varlen).
 FwdParams makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
                         const ForwardBuffers &buffers);
 
-/// Work items of a call: batch * headsQ * query tiles.
+/// Work items of a forward-family call: batch * headsQ * query tiles *
+/// max(numSplits, 1) (fwd leaves numSplits 0).
 int64_t workItems(const FwdParams &params);
+/// Work items of a call of \p spec's kernel, any family: as above, without
+/// the numSplits factor for splitkv_combine and append_kv (ir/KernelAbi.h).
+int64_t workItems(const KernelSpec &spec, const FwdParams &params);
 
 class HostKernel {
 public:

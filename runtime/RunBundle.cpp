@@ -56,9 +56,9 @@ static const char *const kMetadataKeys[] = {
     "window_left", "window_right", "alibi_slopes", "cu_seqlens_q",
     "cu_seqlens_k"};
 
-static llvm::Error writeMetadata(StringRef path,
-                                 const llvm::json::Object &meta) {
-  assert(meta.size() == std::size(kMetadataKeys) && "a key is not printed");
+using MetaEntries = llvm::ArrayRef<std::pair<std::string, Value>>;
+
+static llvm::Error writeJsonFile(StringRef path, MetaEntries meta) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
   if (ec)
@@ -67,8 +67,8 @@ static llvm::Error writeMetadata(StringRef path,
   {
     llvm::json::OStream json(os, 2);
     json.object([&] {
-      for (const char *key : kMetadataKeys)
-        json.attribute(key, *meta.get(key));
+      for (const auto &[key, value] : meta)
+        json.attribute(key, value);
     });
   }
   os << "\n";
@@ -80,6 +80,32 @@ static llvm::Error writeMetadata(StringRef path,
                      "cannot write '" + path + "': " + ec.message());
   }
   return llvm::Error::success();
+}
+
+static llvm::Error writeMetadata(StringRef path,
+                                 const llvm::json::Object &meta) {
+  assert(meta.size() == std::size(kMetadataKeys) && "a key is not printed");
+  std::vector<std::pair<std::string, Value>> ordered;
+  for (const char *key : kMetadataKeys)
+    ordered.emplace_back(key, *meta.get(key));
+  return writeJsonFile(path, ordered);
+}
+
+static std::string pathIn(StringRef dir, StringRef file) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  return std::string(path);
+}
+
+llvm::Error fmhajit::writeBundle(StringRef dir, llvm::ArrayRef<BundleArray> arrays,
+                                 MetaEntries meta) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return makeError(ErrorKind::Io,
+                     "cannot create directory '" + dir + "': " + ec.message());
+  for (const BundleArray &a : arrays)
+    if (llvm::Error err = writeNpy(pathIn(dir, a.file), a.data, a.shape))
+      return err;
+  return writeJsonFile(pathIn(dir, "meta.json"), meta);
 }
 
 llvm::Error fmhajit::writeRunBundle(StringRef dir, const KernelSpec &spec,

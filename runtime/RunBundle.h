@@ -21,6 +21,8 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
+#include <string>
+#include <utility>
 
 namespace fmhajit {
 
@@ -29,6 +31,20 @@ struct RunTensors {
   llvm::ArrayRef<float> q, k, v, o;
   llvm::ArrayRef<float> lse; ///< empty when the spec has no lse
 };
+
+/// One float32 array of a bundle.
+struct BundleArray {
+  llvm::StringRef file; ///< e.g. "k_cache.npy"
+  llvm::ArrayRef<float> data;
+  llvm::SmallVector<int64_t, 4> shape;
+};
+
+/// The bundles of the multi-stage families (docs/families.md): creates
+/// \p dir, writes each array as .npy and meta.json with \p meta's keys in
+/// the order given. Failures are ErrorKind::Io errors naming the path.
+llvm::Error writeBundle(
+    llvm::StringRef dir, llvm::ArrayRef<BundleArray> arrays,
+    llvm::ArrayRef<std::pair<std::string, llvm::json::Value>> meta);
 
 /// meta.json's object for \p spec (resolved) and \p problem (validated).
 llvm::json::Object runMetadata(const KernelSpec &spec,

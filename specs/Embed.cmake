@@ -1,5 +1,6 @@
 # Writes OUT: a C++ table of {relative path, file text} for each INPUTS file,
-# so the binary carries specs/arch and specs/profiles wherever it travels.
+# so the binary carries specs/arch, specs/profiles and specs/dispatch wherever
+# it travels.
 string(REPLACE "|" ";" INPUTS "${INPUTS}")
 set(body "")
 foreach(path ${INPUTS})

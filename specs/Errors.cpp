@@ -33,3 +33,10 @@ Problems fmhajit::takeProblems(llvm::Error err) {
       [&](const llvm::ErrorInfoBase &e) { note(ErrorKind::Io, e.message()); });
   return out;
 }
+
+llvm::Error fmhajit::withKind(llvm::Error err, ErrorKind kind) {
+  ErrorList out;
+  for (std::string &m : takeProblems(std::move(err)).messages)
+    out.add(kind, m);
+  return out.take();
+}

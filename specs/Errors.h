@@ -67,6 +67,9 @@ struct Problems {
   std::vector<std::string> messages;
 };
 
+/// \p err with every problem's kind set to \p kind (messages unchanged).
+llvm::Error withKind(llvm::Error err, ErrorKind kind);
+
 /// Consumes \p err and returns its problems.
 Problems takeProblems(llvm::Error err);
 

@@ -28,7 +28,7 @@ const FamilyRule kFamilyRules[] = {
      ""},
     {Family::FwdSplitKv, kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8,
      "split-KV is an inference kernel"},
-    {Family::SplitKvCombine, kLse, "the combine step runs no attention loop"},
+    {Family::SplitKvCombine, kLse | kVarlen, "the combine step runs no attention loop"},
     {Family::FwdPaged, kMask | kBias | kSoftcap | kLse | kSink | kFp8,
      "paged kernels are inference kernels with per-sequence cache lengths"},
     {Family::AppendKv, kFp8, "append_kv only writes K/V rows"},
@@ -233,8 +233,8 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) 
     return words(s.bm * (d + 1)) + words(s.bn * (d + 1)) + words(s.bn * (dv + 1)) +
            words(s.bm * (s.bn + 1)) + 7 * words(s.bm);
   }
-  if (s.pipeline == Pipeline::Mma) // K and V rows, each padded by 16 bytes
-    return dtypeBytes(s.dtype) * s.stages * s.bn * (d + dv + 16);
+  if (s.pipeline == Pipeline::Mma) // Q, K and V rows, each padded by 16 bytes
+    return dtypeBytes(s.dtype) * (s.bm * (d + 8) + s.stages * s.bn * (d + dv + 16));
   if (s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma) {
     // AmdgpuMatrixTileOps: K rows and V^T rows, each padded by 8 elements,
     // and under wmma the Q rows too (RDNA keeps Q in LDS, CDNA in VGPRs).

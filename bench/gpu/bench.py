@@ -18,11 +18,16 @@ def parse_args():
     p.add_argument("--target", default="sm_90a")
     p.add_argument("--quick", action="store_true", help="a few rows only")
     p.add_argument("--pipeline", default="auto")
+    p.add_argument("--tile", default="", help="extra spec keys, e.g. bm=128,bn=64,warps=4")
+    p.add_argument("--only-d", type=int, default=0, help="run only this head dim")
+    p.add_argument("--dtypes", default="bf16,fp16")
+    p.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
+    p.add_argument("--no-peers", action="store_true", help="time fmhajit only")
     return p.parse_args()
 
-def grid(quick):
-    seqlens = [512, 2048] if quick else [512, 1024, 2048, 4096, 8192, 16384]
-    for dtype in (["bf16"] if quick else ["bf16", "fp16"]):
+def grid(args):
+    seqlens = [512, 2048] if args.quick else [int(s) for s in args.seqlens.split(",")]
+    for dtype in (["bf16"] if args.quick else args.dtypes.split(",")):
         for causal in [False, True]:
             for d in [64, 128]:
                 for s in seqlens:
@@ -59,6 +64,8 @@ def time_torch(c, backend_name):
 def run_fmhajit(args, c, cache_dir):
     spec = "family=fwd,dtype={},d={},mask={},pipeline={},target={}".format(
         c["dtype"], c["d"], "causal" if c["causal"] else "none", args.pipeline, args.target)
+    if args.tile:
+        spec += "," + args.tile
     cmd = [args.fmhajit, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
            "--heads", str(c["heads"]), "--seqlen-q", str(c["seqlen"]), "--iters", "20"]
     env = dict(os.environ, FMHAJIT_CACHE_DIR=cache_dir)
@@ -76,13 +83,15 @@ def main():
     peers = ["FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"]
     rows = []
     cache_dir = tempfile.mkdtemp(prefix="fmhajit-bench-cache-")
-    for c in grid(args.quick):
+    for c in grid(args):
+        if args.only_d and c["d"] != args.only_d:
+            continue
         row = dict(c)
         ms, load, err = run_fmhajit(args, c, cache_dir)
         row["fmhajit_ms"], row["fmhajit_load"], row["fmhajit_error"] = ms, load, err
         row["fmhajit_tflops"] = flops(c) / (ms * 1e9) if ms else None
         for p in peers:
-            pms, perr = time_torch(c, p)
+            pms, perr = (None, "skipped") if args.no_peers else time_torch(c, p)
             row[p + "_ms"], row[p + "_error"] = pms, perr
             row[p + "_tflops"] = flops(c) / (pms * 1e9) if pms else None
             row["ratio_vs_" + p] = (pms / ms) if (pms and ms) else None

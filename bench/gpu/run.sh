@@ -5,7 +5,8 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick
+mode=${1:-all}   # all | e2e | bench | quick | tune
+shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests; do
   [ -f "$root/dist/$b.xz" ] && xz -dc "$root/dist/$b.xz" > /tmp/fj/$b && chmod +x /tmp/fj/$b
@@ -13,7 +14,7 @@ done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache
 if [ "$mode" = all ] || [ "$mode" = e2e ]; then
-  /tmp/fj/fmhajit_e2e_tests --gtest_filter='Cuda*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
+  FMHAJIT_BINARY=/tmp/fj/fmhajit /tmp/fj/fmhajit_e2e_tests --gtest_filter='*Cuda*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
 fi
 if [ "$mode" != bench ]; then
   for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a \
@@ -23,5 +24,12 @@ if [ "$mode" != bench ]; then
 fi
 if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = quick ]; then
   q=""; [ "$mode" = quick ] && q=--quick
-  PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/bench-gpu.json" $q 2>&1 | tee "$out/bench.log"
+  PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/bench-gpu.json" $q "$@" 2>&1 | tee "$out/bench.log"
+fi
+if [ "$mode" = tune ]; then # compare tiles: each argument is one spec suffix
+  for tile in "$@"; do
+    echo "== tile: ${tile:-default}"
+    PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/tune.json" \
+      --dtypes bf16 --seqlens 2048,8192 --no-peers ${tile:+--tile "$tile"} 2>&1 | grep -v '^device'
+  done
 fi

@@ -230,10 +230,10 @@ void AmdgpuMatrixTileOps::loadQueryFragments(Tile &t, const GlobalRows &src, Val
     Value *row = queryRow(j);
     Value *inside = b.CreateICmpSLT(row, valid);
     Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-    Value *rowBase = b.CreateMul(b.CreateZExt(safeRow, b.getInt64Ty()), src.rowStride);
+    Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
     for (unsigned s = 0; s < steps; ++s) {
       Value *c = b.CreateZExt(b.CreateAdd(b.getInt32(s * instr->k), k0), b.getInt64Ty());
-      Value *p = b.CreateInBoundsGEP(elem, src.base, b.CreateAdd(rowBase, c));
+      Value *p = b.CreateInBoundsGEP(elem, rowPtr, c);
       Value *bits = b.CreateBitCast(
           b.CreateAlignedLoad(vector, p, Align(std::min(16u, 2 * instr->kPerLane))),
           operandType());
@@ -248,9 +248,9 @@ Value *AmdgpuMatrixTileOps::loadChunk(const GlobalRows &src, Value *row, Value *
   auto *chunk = FixedVectorType::get(b.getInt16Ty(), 8);
   Value *inside = b.CreateICmpSLT(row, valid);
   Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-  Value *offset = b.CreateAdd(b.CreateMul(b.CreateZExt(safeRow, b.getInt64Ty()), src.rowStride),
-                              b.CreateZExt(c, b.getInt64Ty()));
-  Value *x = b.CreateAlignedLoad(chunk, b.CreateInBoundsGEP(elem, src.base, offset), Align(16));
+  Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+  Value *p = b.CreateInBoundsGEP(elem, rowPtr, b.CreateZExt(c, b.getInt64Ty()));
+  Value *x = b.CreateAlignedLoad(chunk, p, Align(16));
   return b.CreateSelect(inside, x, Constant::getNullValue(chunk));
 }
 
@@ -345,16 +345,18 @@ void AmdgpuMatrixTileOps::outputProduct(Tile &acc, const Tile &p, const Tile &v)
   for (unsigned ki = 0; ki < keyBlocks; ++ki) {
     SmallVector<SmallVector<Value *, 16>, 8> bits(nTiles);
     for (unsigned j = 0; j < nTiles; ++j)
-      for (unsigned r = 0; r < instr->accPerLane; ++r)
-        bits[j].push_back(toBits(b.CreateLoad(b.getFloatTy(), slot(p.storage, accIndex(ki, j, r)))));
+      for (unsigned r = 0; r < instr->accPerLane; ++r) {
+        Value *x = b.CreateLoad(b.getFloatTy(), slot(p.storage, accIndex(ki, j, r)));
+        bits[j].push_back(toBits(x));
+      }
     for (unsigned s = 0; s < steps; ++s) {
       SmallVector<Value *, 8> pB;
       for (unsigned j = 0; j < nTiles; ++j)
         pB.push_back(instr->accumulatorOperand(b, bits[j], s, lane, h));
       for (unsigned i = 0; i < dvBlocks; ++i) {
         Value *index = b.CreateAdd(vRows[i], b.getInt32(ki * m));
-        Value *a = instr->transposedOperand(b, b.CreateInBoundsGEP(b.getInt16Ty(), v.storage, index),
-                                            s, h);
+        Value *row = b.CreateInBoundsGEP(b.getInt16Ty(), v.storage, index);
+        Value *a = instr->transposedOperand(b, row, s, h);
         for (unsigned j = 0; j < nTiles; ++j)
           sums[i * nTiles + j] = instr->multiply(b, a, pB[j], sums[i * nTiles + j]);
       }
@@ -386,7 +388,9 @@ void AmdgpuMatrixTileOps::mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) {
 // A query's keys are spread over its lane's registers and the other lane
 // group's: reduce the registers, then exchange with lane ^ m.
 void AmdgpuMatrixTileOps::reduceRows(const Tile &t, RowVec &out, bool isMax) {
-  auto combine = [&](Value *x, Value *y) { return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y); };
+  auto combine = [&](Value *x, Value *y) {
+    return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y);
+  };
   for (unsigned j = 0; j < nTiles; ++j) {
     Value *v = f32(isMax ? -INFINITY : 0.0f);
     for (unsigned i = 0; i < blocks(t.cols); ++i)
@@ -412,7 +416,7 @@ void AmdgpuMatrixTileOps::store(const Tile &t, const GlobalRows &dst, Value *val
   for (unsigned j = 0; j < nTiles; ++j) {
     Value *row = queryRow(j);
     emitIf(b, b.CreateICmpSLT(row, valid), "store", [&] {
-      Value *rowBase = b.CreateMul(b.CreateZExt(row, b.getInt64Ty()), dst.rowStride);
+      Value *rowPtr = dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
       for (unsigned i = 0; i < blocks(t.cols); ++i)
         for (unsigned r = 0; r < instr->accPerLane; ++r) {
           Value *c = accColumn(i, r);
@@ -420,8 +424,7 @@ void AmdgpuMatrixTileOps::store(const Tile &t, const GlobalRows &dst, Value *val
             Value *x = b.CreateLoad(b.getFloatTy(), slot(t.storage, accIndex(i, j, r)));
             if (!outElem->isFloatTy())
               x = b.CreateFPTrunc(x, outElem);
-            Value *offset = b.CreateAdd(rowBase, b.CreateZExt(c, b.getInt64Ty()));
-            b.CreateStore(x, b.CreateInBoundsGEP(outElem, dst.base, offset));
+            b.CreateStore(x, b.CreateInBoundsGEP(outElem, rowPtr, b.CreateZExt(c, b.getInt64Ty())));
           };
           if ((i + 1) * m > t.cols) // the clamped columns past dv
             emitIf(b, b.CreateICmpULT(c, b.getInt32(t.cols)), "store.col", put);

@@ -66,13 +66,16 @@ private:
 
 std::unique_ptr<AmdgpuMatrixInstr> mfmaFor(LLVMContext &ctx, const KernelSpec &spec) {
   bool half = spec.dtype == DType::F16;
-  if (findArch(spec.target)->pipeline(Pipeline::Mfma)->shape == "32x32x16") // gfx950
-    return std::make_unique<MfmaInstr>(
-        16, half ? Intrinsic::amdgcn_mfma_f32_32x32x16_f16 : Intrinsic::amdgcn_mfma_f32_32x32x16_bf16,
-        FixedVectorType::get(half ? Type::getHalfTy(ctx) : Type::getBFloatTy(ctx), 8));
-  return std::make_unique<MfmaInstr>(
-      8, half ? Intrinsic::amdgcn_mfma_f32_32x32x8f16 : Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k,
-      FixedVectorType::get(half ? Type::getHalfTy(ctx) : Type::getInt16Ty(ctx), 4));
+  if (findArch(spec.target)->pipeline(Pipeline::Mfma)->shape == "32x32x16") { // gfx950
+    Intrinsic::ID id = half ? Intrinsic::amdgcn_mfma_f32_32x32x16_f16
+                            : Intrinsic::amdgcn_mfma_f32_32x32x16_bf16;
+    Type *elem = half ? Type::getHalfTy(ctx) : Type::getBFloatTy(ctx);
+    return std::make_unique<MfmaInstr>(16, id, FixedVectorType::get(elem, 8));
+  }
+  Intrinsic::ID id = half ? Intrinsic::amdgcn_mfma_f32_32x32x8f16
+                          : Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k;
+  Type *elem = half ? Type::getHalfTy(ctx) : Type::getInt16Ty(ctx); // bf16_1k takes i16 bits
+  return std::make_unique<MfmaInstr>(8, id, FixedVectorType::get(elem, 4));
 }
 } // namespace
 

@@ -6,7 +6,8 @@
 //       ptr addrspace(4) byref(%fmhajit.FwdParams) align 8 %p)
 //       "amdgpu-flat-work-group-size"="1,<threads>"
 //       "target-cpu"="gfx942" "target-features"="+wavefrontsize64"
-//       "denormal-fp-math-f32"="preserve-sign,preserve-sign" {
+//       "denormal-fp-math-f32"="preserve-sign,preserve-sign"
+//       ["amdgpu-sched-strategy"="iterative-minreg" under wmma] {
 //     %w = total - 1 - workgroup.id.x ; <body(%p, %w)>
 //   }
 // The byref argument makes the kernarg segment the FwdParams struct itself
@@ -34,6 +35,7 @@ using namespace llvm;
 
 namespace {
 constexpr const char *kLdsName = "fmhajit.lds";
+constexpr unsigned kCodeObjectVersion = 500;
 
 class AmdgpuTargetInfo : public GpuTargetInfo {
 public:
@@ -45,6 +47,9 @@ public:
     // Known now, so that allocas land in the private address space (5).
     m.setTargetTriple(Triple(arch.triple));
     m.setDataLayout(m.getTargetTriple().computeDataLayout());
+    // Code object v5: what ROCm 5.x and 6.x load (LLVM 22 defaults to v6).
+    if (!m.getModuleFlag("amdhsa_code_object_version"))
+      m.addModuleFlag(Module::Error, "amdhsa_code_object_version", kCodeObjectVersion);
     auto *type = FunctionType::get(Type::getVoidTy(ctx), {PointerType::get(ctx, 4)}, false);
     Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
     fn->setCallingConv(CallingConv::AMDGPU_KERNEL);
@@ -56,6 +61,10 @@ public:
     fn->addFnAttr("target-cpu", arch.cpu);
     fn->addFnAttr("target-features", waveSize() == 64 ? "+wavefrontsize64" : "+wavefrontsize32");
     fn->addFnAttr("denormal-fp-math-f32", "preserve-sign,preserve-sign");
+    // RDNA has 256 VGPRs a lane, which the default scheduler overfills on
+    // WMMA kernels (d=80 spilled on gfx1100); the min-register one does not.
+    if (spec.pipeline == Pipeline::Wmma)
+      fn->addFnAttr("amdgpu-sched-strategy", "iterative-minreg");
     fn->addFnAttr(Attribute::NoUnwind);
     IRBuilder<> b(BasicBlock::Create(ctx, "entry", fn));
     emitBlockWorkItem(b, fn->getArg(0), body);

@@ -154,9 +154,8 @@ void GpuSimtTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Value *s
     Value *r = b.CreateUDiv(e, b.getInt32(srcCols)), *c = b.CreateURem(e, b.getInt32(srcCols));
     Value *slot = t.role == TileRole::KeyT ? sharedIndex(t, c, r) : sharedIndex(t, r, c);
     emitIfElse(b, b.CreateICmpSLT(r, valid), "row", [&] {
-      Value *offset = b.CreateAdd(b.CreateMul(b.CreateZExt(r, b.getInt64Ty()), src.rowStride),
-                                  b.CreateZExt(c, b.getInt64Ty()));
-      Value *x = b.CreateLoad(elem, b.CreateInBoundsGEP(elem, src.base, offset));
+      Value *rowPtr = src.rowPointer(b, b.CreateZExt(r, b.getInt64Ty()));
+      Value *x = b.CreateLoad(elem, b.CreateInBoundsGEP(elem, rowPtr, b.CreateZExt(c, b.getInt64Ty())));
       if (!elem->isFloatTy())
         x = b.CreateFPExt(x, b.getFloatTy());
       if (scale)
@@ -260,9 +259,8 @@ void GpuSimtTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
       Value *x = b.CreateLoad(b.getFloatTy(), at(t.storage, b.getInt32(i * g.cb + j)));
       if (!elem->isFloatTy())
         x = b.CreateFPTrunc(x, elem);
-      Value *offset = b.CreateAdd(b.CreateMul(b.CreateZExt(r, b.getInt64Ty()), dst.rowStride),
-                                  b.CreateZExt(c, b.getInt64Ty()));
-      b.CreateStore(x, b.CreateInBoundsGEP(elem, dst.base, offset));
+      Value *rowPtr = dst.rowPointer(b, b.CreateZExt(r, b.getInt64Ty()));
+      b.CreateStore(x, b.CreateInBoundsGEP(elem, rowPtr, b.CreateZExt(c, b.getInt64Ty())));
     });
   });
 }

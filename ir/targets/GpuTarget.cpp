@@ -14,9 +14,7 @@ void GpuTargetInfo::emitBlockWorkItem(
     IRBuilderBase &b, Value *params,
     function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
   ParamsReader p(b, params);
-  Value *total = b.CreateMul(b.CreateMul(b.CreateSExt(p.get(kBatch), b.getInt64Ty()),
-                                         b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty())),
-                             b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty()));
+  Value *total = p.workItems(hasSplitWorkItems(spec.family));
   Value *block = b.CreateZExt(blockId(b), b.getInt64Ty());
   body(b, params, b.CreateSub(b.CreateSub(total, b.getInt64(1)), block, "work"));
 }

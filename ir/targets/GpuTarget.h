@@ -30,6 +30,8 @@ public:
   virtual llvm::Value *sharedMemory(llvm::IRBuilderBase &b, unsigned bytes) = 0;
 
   std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) override;
+  llvm::Value *itemThread(llvm::IRBuilderBase &b) override { return threadId(b); }
+  unsigned itemThreads() const override { return numThreads(); }
 
 protected:
   /// Emits the body for this block's work item, counted from the end so the

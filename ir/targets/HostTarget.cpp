@@ -84,6 +84,10 @@ public:
                              {b.CreateFMul(series, t), c(2.0 * kLog2e), e});
   }
 
+  Value *narrow(IRBuilderBase &b, Value *x, DType t) override {
+    return t == DType::BF16 ? roundToBf16(b, x) : TargetInfo::narrow(b, x, t);
+  }
+
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
     return createHostTileOps(b, lanes);
   }
@@ -95,6 +99,18 @@ private:
 
 std::unique_ptr<TargetInfo> fmhajit::createHostTargetInfo(unsigned lanes) {
   return std::make_unique<HostTargetInfo>(lanes);
+}
+
+Value *fmhajit::roundToBf16(IRBuilderBase &b, Value *x) {
+  Type *ints = x->getType()->getWithNewType(b.getInt32Ty());
+  auto k = [&](uint32_t v) { return ConstantInt::get(ints, v); };
+  Value *bits = b.CreateBitCast(x, ints);
+  Value *odd = b.CreateAnd(b.CreateLShr(bits, k(16)), k(1));
+  Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(odd, k(0x7FFF))), k(16));
+  Value *isNan = b.CreateFCmpUNO(x, x);
+  Value *half = b.CreateSelect(isNan, k(0x7FC0), rounded);
+  return b.CreateBitCast(b.CreateTrunc(half, x->getType()->getWithNewType(b.getInt16Ty())),
+                         x->getType()->getWithNewType(b.getBFloatTy()));
 }
 
 const StringMap<bool> &fmhajit::hostCpuFeatures() {

@@ -11,6 +11,11 @@ namespace fmhajit {
 /// \p lanes floats.
 std::unique_ptr<TargetInfo> createHostTargetInfo(unsigned lanes);
 
+/// \p x (float scalar or vector) rounded to bf16, nearest even, with integer
+/// ops: x86 has no bf16 conversion before AVX512-BF16, and LLVM would call
+/// __truncsfbf2 per element.
+llvm::Value *roundToBf16(llvm::IRBuilderBase &b, llvm::Value *x);
+
 /// This CPU's features, read once per process: each read executes CPUID,
 /// which a VM may trap (~100 us), and kernel loads must stay in microseconds.
 const llvm::StringMap<bool> &hostCpuFeatures();

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/targets/HostTileOps.h"
+#include "ir/targets/HostTarget.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "llvm/IR/Intrinsics.h"
@@ -112,7 +113,7 @@ void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r, Value 
   bool scatter = t.role == TileRole::Query;
   unsigned width = scatter ? t.cols : layout.physCols;
   Type *elem = elementType(b.getContext(), src.dtype);
-  Value *rowPtr = b.CreateInBoundsGEP(elem, src.base, b.CreateMul(r, src.rowStride));
+  Value *rowPtr = src.rowPointer(b, r);
   auto *srcVec = FixedVectorType::get(elem, lanes);
   emitFor(b, b.getInt64(0), b.getInt64(width), b.getInt64(lanes), "chunk", [&](Value *e0) {
     Value *x = b.CreateAlignedLoad(srcVec, b.CreateInBoundsGEP(elem, rowPtr, e0),
@@ -264,21 +265,12 @@ void HostTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) {
   }
 }
 
-// fp32 -> bf16 rounds to nearest even with integer ops: x86 has no bf16
-// conversion before AVX512-BF16, and LLVM would call __truncsfbf2 per element.
 Value *HostTileOps::narrow(Value *x, DType dtype, FixedVectorType *to) {
   if (dtype == DType::F32)
     return x;
   if (dtype != DType::BF16)
     return b.CreateFPTrunc(x, to);
-  auto *ints = FixedVectorType::get(b.getInt32Ty(), lanes);
-  auto k = [&](uint32_t v) { return ConstantInt::get(ints, v); };
-  Value *bits = b.CreateBitCast(x, ints);
-  Value *odd = b.CreateAnd(b.CreateLShr(bits, k(16)), k(1));
-  Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(odd, k(0x7FFF))), k(16));
-  Value *isNan = b.CreateFCmpUNO(x, x);
-  Value *half = b.CreateSelect(isNan, k(0x7FC0), rounded);
-  return b.CreateBitCast(b.CreateTrunc(half, FixedVectorType::get(b.getInt16Ty(), lanes)), to);
+  return roundToBf16(b, x);
 }
 
 void HostTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
@@ -287,7 +279,7 @@ void HostTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
   auto *dstVec = FixedVectorType::get(elem, lanes);
   emitFor(b, b.getInt32(0), valid, b.getInt32(1), "store", [&](Value *r32) {
     Value *r = b.CreateSExt(r32, b.getInt64Ty());
-    Value *rowPtr = b.CreateInBoundsGEP(elem, dst.base, b.CreateMul(r, dst.rowStride));
+    Value *rowPtr = dst.rowPointer(b, r);
     for (unsigned c = 0; c < t.cols / lanes; ++c) {
       Value *x = loadVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(t.cols)), b.getInt64(c * lanes)));
       x = narrow(x, dst.dtype, dstVec);

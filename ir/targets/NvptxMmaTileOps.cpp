@@ -1,17 +1,22 @@
 //===- NvptxMmaTileOps.cpp - Tensor-core tiles: mma.sync m16n8k16 ---------===//
 //
 // pipeline=mma on sm_80+ (FlashAttention-2's data flow):
-//  - Each warp owns bm / warps query rows, 16 per m-tile. Query, Scores and
+//  - Each warp owns bm / warps query rows, 16 per m-tile. Scores and
 //    Output tiles live in registers in the mma fragment layouts (lane l:
 //    g = l / 4, t = l % 4; an accumulator m16n8 holds rows g, g+8 and columns
 //    2t, 2t+1). Row vectors hold, per thread, the rows g and g+8 of each
 //    m-tile; row reductions finish with two quad shuffles.
-//  - KeyT and Value tiles are the K/V rows in shared memory, each row padded
+//  - Query, KeyT and Value tiles are rows in shared memory, each row padded
 //    by 16 bytes so the eight rows ldmatrix reads fall in distinct banks,
-//    filled with cp.async (16 bytes a copy, zero-filled past the last key).
-//    load() only issues and commits the copies; the mma that first reads a
-//    tile waits for its group, so V's copy overlaps S = QK^T and softmax.
-//  - S = Q K^T:  B fragments of K^T by ldmatrix.x4 (K rows are K^T columns)
+//    filled with cp.async (16 bytes a copy, zero-filled past the last row).
+//    load() only issues and commits the copies; sync() (or the first mma
+//    that reads the tile) waits for its group and makes it visible with a
+//    barrier. A load skips its own barrier when no thread can still be
+//    reading the tile: none of its reads was emitted since the last barrier.
+//    With two m-tiles per warp, Q fragments come from shared memory each
+//    step (registers would spill at d=128) and K/V fragments feed both.
+//  - S = Q K^T:  A fragments of Q by ldmatrix.x4, B fragments of K^T by
+//                ldmatrix.x4 (K rows are K^T columns)
 //    O += P V:   A fragments of P converted in registers from S's
 //                accumulators (the layouts line up), B by ldmatrix.x4.trans
 //  - Q keeps its softmax scale aside and S gets it in fp32 after the product,
@@ -25,6 +30,7 @@
 #include "specs/ArchTable.h"
 #include "specs/Validate.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include <cmath>
 
@@ -50,19 +56,15 @@ public:
 
   Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
     switch (role) {
-    case TileRole::Query: // A fragments: mTiles x (d/16) x 4 packed pairs
-      return {role, rows, cols, entryAlloca(b, b.getInt32Ty(), name, 4, mTiles * (cols / 16) * 4)};
+    case TileRole::Query:
+      return {role, rows, cols, allocateShared(rows, cols)};
     case TileRole::Scores:
     case TileRole::Output: // accumulators: mTiles x (cols/8) x 4 floats
       return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
     case TileRole::KeyT:
-    case TileRole::Value: {
-      unsigned keys = role == TileRole::KeyT ? cols : rows;
-      unsigned width = role == TileRole::KeyT ? rows : cols;
-      Value *p = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, used);
-      used += keys * (width + kPadElements) * 2;
-      return {role, rows, cols, p};
-    }
+      return {role, rows, cols, allocateShared(cols, rows)};
+    case TileRole::Value:
+      return {role, rows, cols, allocateShared(rows, cols)};
     }
     llvm_unreachable("unknown tile role");
   }
@@ -89,12 +91,29 @@ public:
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, Value *dst, Value *valid) override;
+  void sync(Tile &tile) override { waitFor(tile); }
+  void drain() override {
+    if (!pending.empty())
+      b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(0)});
+    pending.clear();
+  }
 
 private:
   Value *f32(float v) { return ConstantFP::get(b.getFloatTy(), v); }
   /// Element \p i of a register array (an alloca SROA turns into registers).
   Value *slot(Value *base, unsigned i) {
     return b.CreateConstInBoundsGEP1_32(cast<AllocaInst>(base)->getAllocatedType(), base, i);
+  }
+  /// Shared rows of \p width 16-bit elements, padded.
+  Value *allocateShared(unsigned rowCount, unsigned width) {
+    Value *p = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, used);
+    used += rowCount * (width + kPadElements) * 2;
+    return p;
+  }
+  /// A block barrier; no tile read before it can still be in use after.
+  void barrier() {
+    target.barrier(b);
+    readSinceBarrier.clear();
   }
   unsigned accCount(const Tile &tile) const { return mTiles * (tile.cols / 8) * 4; }
   /// Accumulator element (m-tile i, n-tile j, register e) -> flat index.
@@ -107,14 +126,15 @@ private:
   Value *colOf(unsigned j, unsigned e) {
     return b.CreateAdd(b.CreateShl(t, 1), b.getInt32(j * 8 + (e & 1)));
   }
-  /// Address of element (key, col) of a shared K/V tile.
+  /// Address of element (row, col) of a shared tile (for KeyT, a K row).
   Value *sharedAt(const Tile &tile, Value *key, Value *col) {
     unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
     Value *index = b.CreateAdd(b.CreateMul(key, b.getInt32(width + kPadElements)), col);
     return b.CreateInBoundsGEP(b.getInt16Ty(), tile.storage, index);
   }
   void waitFor(const Tile &tile);
-  void loadQuery(Tile &tile, const GlobalRows &src, Value *valid);
+  SmallVector<Value *, 4> queryFragments(const Tile &q, unsigned i, unsigned kk);
+  SmallVector<Value *, 4> probabilityFragments(const Tile &s, unsigned i, unsigned kk);
   void mmaStep(Value *const a[4], Value *b0, Value *b1, Value *const c[4], Value *out[4]);
   Value *packPair(Value *lo, Value *hi);
   void reduceRows(const Tile &tile, RowVec &out, bool isMax);
@@ -128,40 +148,18 @@ private:
   unsigned used = 0;
   SmallVector<Value *, 4> pending;       ///< shared tiles with copies in flight, oldest first
   DenseMap<Value *, Value *> queryScale; ///< Query storage -> its deferred scale
+  SmallPtrSet<Value *, 4> readSinceBarrier; ///< shared tiles read since the last barrier
 };
 } // namespace
 
-// Each thread loads the pairs its A fragments hold, straight from global
-// memory (once per block): a0 (g, 2t), a1 (g+8, 2t), a2 (g, 2t+8), a3 (g+8, 2t+8).
-void NvptxMmaTileOps::loadQuery(Tile &tile, const GlobalRows &src, Value *valid) {
-  auto *pairType = FixedVectorType::get(elem, 2);
-  for (unsigned i = 0; i < mTiles; ++i)
-    for (unsigned kk = 0; kk < tile.cols / 16; ++kk)
-      for (unsigned e = 0; e < 4; ++e) {
-        Value *row = rowOf(i, e == 1 || e == 3 ? 2 : 0);
-        Value *col = b.CreateAdd(b.CreateShl(t, 1), b.getInt32(kk * 16 + (e >= 2 ? 8 : 0)));
-        Value *inside = b.CreateICmpSLT(row, valid);
-        Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-        Value *offset = b.CreateAdd(b.CreateMul(b.CreateZExt(safeRow, b.getInt64Ty()), src.rowStride),
-                                    b.CreateZExt(col, b.getInt64Ty()));
-        Value *pair = b.CreateAlignedLoad(pairType, b.CreateInBoundsGEP(elem, src.base, offset), Align(4));
-        Value *bits = b.CreateBitCast(pair, b.getInt32Ty());
-        b.CreateStore(b.CreateSelect(inside, bits, b.getInt32(0)),
-                      slot(tile.storage, (i * (tile.cols / 16) + kk) * 4 + e));
-      }
-}
-
 void NvptxMmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid, Value *scale) {
-  if (tile.role == TileRole::Query) {
-    loadQuery(tile, src, valid);
-    if (scale)
-      queryScale[tile.storage] = scale;
-    return;
-  }
+  if (scale)
+    queryScale[tile.storage] = scale;
   unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
   unsigned chunksPerRow = width / 8;
-  target.barrier(b); // every warp is done reading the previous tile
+  if (readSinceBarrier.count(tile.storage))
+    barrier(); // a warp may still be reading the previous contents
   Value *tid = target.threadId(b);
   Type *globalPtr = PointerType::get(b.getContext(), 1);
   emitFor(b, tid, b.getInt32(keys * chunksPerRow), b.getInt32(target.numThreads()), "cp",
@@ -170,9 +168,10 @@ void NvptxMmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid, Valu
     Value *col = b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)), b.getInt32(8));
     Value *inside = b.CreateICmpSLT(key, valid);
     Value *safeKey = b.CreateSelect(inside, key, b.getInt32(0));
-    Value *offset = b.CreateAdd(b.CreateMul(b.CreateZExt(safeKey, b.getInt64Ty()), src.rowStride),
-                                b.CreateZExt(col, b.getInt64Ty()));
-    Value *from = b.CreateAddrSpaceCast(b.CreateInBoundsGEP(elem, src.base, offset), globalPtr);
+    // Per-chunk row addresses, so paged K/V rows copy like contiguous ones.
+    Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty()));
+    Value *from = b.CreateAddrSpaceCast(
+        b.CreateInBoundsGEP(elem, rowPtr, b.CreateZExt(col, b.getInt64Ty())), globalPtr);
     Value *bytes = b.CreateSelect(inside, b.getInt32(16), b.getInt32(0)); // 0: zero-fill
     b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
                       {sharedAt(tile, key, col), from, bytes});
@@ -190,7 +189,7 @@ void NvptxMmaTileOps::waitFor(const Tile &tile) {
   unsigned younger = static_cast<unsigned>(pending.end() - it - 1);
   b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(younger)});
   pending.erase(pending.begin(), it + 1);
-  target.barrier(b);
+  barrier();
 }
 
 void NvptxMmaTileOps::mmaStep(Value *const a[4], Value *b0, Value *b1, Value *const c[4],
@@ -217,26 +216,50 @@ Value *NvptxMmaTileOps::packPair(Value *lo, Value *hi) {
   return b.CreateBitCast(b.CreateFPTrunc(pair, FixedVectorType::get(elem, 2)), b.getInt32Ty());
 }
 
+// Q's A fragments (16 x 16 at the rows of m-tile i, the columns of step kk):
+// matrix m of ldmatrix.x4 covers rows (m & 1) * 8 and columns (m >> 1) * 8,
+// so lane l names row l & 15 and column (l >> 4) * 8.
+SmallVector<Value *, 4> NvptxMmaTileOps::queryFragments(const Tile &q, unsigned i, unsigned kk) {
+  Value *row = b.CreateAdd(warpRow0, b.CreateAdd(b.getInt32(i * 16), b.CreateAnd(lane, b.getInt32(15))));
+  Value *col = b.CreateAdd(b.getInt32(kk * 16), b.CreateShl(b.CreateLShr(lane, b.getInt32(4)), 3));
+  Value *frags = b.CreateIntrinsic(Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16,
+                                   {PointerType::get(b.getContext(), 3)}, {sharedAt(q, row, col)});
+  SmallVector<Value *, 4> out;
+  for (unsigned r = 0; r < 4; ++r)
+    out.push_back(b.CreateExtractValue(frags, r));
+  return out;
+}
+
+// P's A fragments come from S's accumulators: step kk covers n-tiles 2kk and
+// 2kk+1; a0/a1 are rows g/g+8 of the first, a2/a3 of the second.
+SmallVector<Value *, 4> NvptxMmaTileOps::probabilityFragments(const Tile &s, unsigned i,
+                                                              unsigned kk) {
+  SmallVector<Value *, 4> out;
+  for (unsigned r = 0; r < 4; ++r) {
+    unsigned j = 2 * kk + (r >= 2 ? 1 : 0), e0 = (r & 1) ? 2 : 0;
+    auto at = [&](unsigned e) {
+      return b.CreateLoad(b.getFloatTy(), slot(s.storage, accIndex(s, i, j, e)));
+    };
+    out.push_back(packPair(at(e0), at(e0 + 1)));
+  }
+  return out;
+}
+
 void NvptxMmaTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
+  waitFor(a);
   waitFor(bt);
+  readSinceBarrier.insert(bt.storage);
+  if (acc.role == TileRole::Scores)
+    readSinceBarrier.insert(a.storage);
   bool scores = acc.role == TileRole::Scores; // S = Q K^T, else O += P V
   unsigned kSteps = a.cols / 16, nPairs = acc.cols / 16;
   SmallVector<Value *, 128> sums(accCount(acc));
   for (unsigned e = 0; e < sums.size(); ++e)
     sums[e] = scores ? f32(0) : b.CreateLoad(b.getFloatTy(), slot(acc.storage, e));
-  // P's A fragments, from S's accumulators: k-step kk covers n-tiles 2kk, 2kk+1.
-  auto aFragment = [&](unsigned i, unsigned kk, unsigned r) -> Value * {
-    if (scores)
-      return b.CreateLoad(b.getInt32Ty(), slot(a.storage, (i * kSteps + kk) * 4 + r));
-    unsigned j = 2 * kk + (r >= 2 ? 1 : 0), e0 = (r & 1) ? 2 : 0;
-    auto s = [&](unsigned e) { return b.CreateLoad(b.getFloatTy(), slot(a.storage, accIndex(a, i, j, e))); };
-    return packPair(s(e0), s(e0 + 1));
-  };
   for (unsigned kk = 0; kk < kSteps; ++kk) {
     SmallVector<Value *, 4> aFrag[8];
     for (unsigned i = 0; i < mTiles; ++i)
-      for (unsigned r = 0; r < 4; ++r)
-        aFrag[i].push_back(aFragment(i, kk, r));
+      aFrag[i] = scores ? queryFragments(a, i, kk) : probabilityFragments(a, i, kk);
     for (unsigned np = 0; np < nPairs; ++np) {
       Value *key, *col;
       Value *sub8 = b.CreateAnd(lane, b.getInt32(7));
@@ -331,15 +354,15 @@ void NvptxMmaTileOps::store(const Tile &tile, const GlobalRows &dst, Value *vali
     for (unsigned half = 0; half < 2; ++half) {
       Value *row = rowOf(i, 2 * half);
       emitIf(b, b.CreateICmpSLT(row, valid), "store", [&] {
-        Value *rowBase = b.CreateMul(b.CreateZExt(row, b.getInt64Ty()), dst.rowStride);
+        Value *rowPtr = dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
         for (unsigned j = 0; j < tile.cols / 8; ++j) {
           Value *pair = PoisonValue::get(FixedVectorType::get(b.getFloatTy(), 2));
           for (unsigned e = 0; e < 2; ++e)
             pair = b.CreateInsertElement(pair, b.CreateLoad(b.getFloatTy(), slot(tile.storage, accIndex(tile, i, j, 2 * half + e))), uint64_t(e));
           if (!outElem->isFloatTy())
             pair = b.CreateFPTrunc(pair, pairType);
-          Value *offset = b.CreateAdd(rowBase, b.CreateZExt(colOf(j, 0), b.getInt64Ty()));
-          b.CreateAlignedStore(pair, b.CreateInBoundsGEP(outElem, dst.base, offset),
+          Value *offset = b.CreateZExt(colOf(j, 0), b.getInt64Ty());
+          b.CreateAlignedStore(pair, b.CreateInBoundsGEP(outElem, rowPtr, offset),
                                Align(2 * outElem->getPrimitiveSizeInBits() / 8));
         }
       });

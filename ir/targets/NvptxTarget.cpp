@@ -31,6 +31,9 @@ public:
     fn->addParamAttr(0, Attribute::getWithByValType(ctx, params));
     fn->addParamAttr(0, Attribute::getWithAlignment(ctx, Align(8)));
     fn->addFnAttr("nvvm.maxntid", std::to_string(numThreads()));
+    // One block per SM is enough: without this ptxas may cap registers to
+    // fit more blocks and spill the accumulators instead.
+    fn->addFnAttr("nvvm.minctasm", "1");
     fn->addFnAttr(Attribute::NoUnwind);
     IRBuilder<> b(BasicBlock::Create(ctx, "entry", fn));
     emitBlockWorkItem(b, fn->getArg(0), body);

@@ -33,6 +33,13 @@
 using namespace fmhajit;
 using namespace fmhajit::e2e;
 
+// The CLI under test: $FMHAJIT_BINARY where the tests travel (the GPU
+// machine), else the one this build made.
+static const char *fmhajitBinary() {
+  const char *env = getenv("FMHAJIT_BINARY");
+  return env && *env ? env : FMHAJIT_BINARY;
+}
+
 namespace {
 
 /// A case of a table, run with one pipeline.
@@ -217,11 +224,11 @@ CUDA_TABLE(Large, largeCases());
 std::pair<int, std::string> runFmhajit(std::vector<std::string> args) {
   llvm::SmallString<128> out;
   llvm::sys::fs::createTemporaryFile("fmhajit-cuda-run", "txt", out);
-  args.insert(args.begin(), FMHAJIT_BINARY);
+  args.insert(args.begin(), fmhajitBinary());
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out),
                                                 llvm::StringRef(out)};
-  int rc = llvm::sys::ExecuteAndWait(FMHAJIT_BINARY, argv, std::nullopt, redirects);
+  int rc = llvm::sys::ExecuteAndWait(fmhajitBinary(), argv, std::nullopt, redirects);
   auto text = llvm::MemoryBuffer::getFile(out);
   llvm::sys::fs::remove(out);
   return {rc, text ? (*text)->getBuffer().str() : ""};

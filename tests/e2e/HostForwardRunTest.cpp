@@ -245,12 +245,13 @@ TEST(HostForwardRun, LargeScoresKeepTheSoftmaxStable) {
 
 //===-- Windows at the validator's limit ----------------------------------===//
 
-// Regression test for a kernel bug: validate() accepts window sides up to
-// INT32_MAX, but the kernel adds them to row indices in 32 bits
-// (i0 + (sk - sq) + right + 1 for the last visible key, i0 + (sk - sq) -
-// left for the first), which wraps and hides every key (o = 0, lse = -inf)
-// or the wrong ones. The CLI caps --window at 2^30 and never gets here; the
-// library API does. Windows of 2^30 are in the Masks table and pass.
+// Regression test for a kernel bug (fixed by clamping the sides to sk + sq
+// in the band): validate() accepts window sides up to INT32_MAX, and the
+// kernel added them to row indices in 32 bits (i0 + (sk - sq) + right + 1
+// for the last visible key, i0 + (sk - sq) - left for the first), which
+// wrapped and hid every key (o = 0, lse = -inf) or the wrong ones. The CLI
+// caps --window at 2^30 and never got here; the library API did. Windows of
+// 2^30 are in the Masks table.
 TEST(HostForwardRun, WindowSidesAtTheValidatorLimit) {
   std::optional<KernelSpec> spec =
       resolveSpec("family=fwd,dtype=fp32,d=64,mask=window,lse=1");

@@ -17,6 +17,7 @@ int demoCommand(llvm::ArrayRef<const char *> argv);
 int runCommand(llvm::ArrayRef<const char *> argv);
 int compileCommand(llvm::ArrayRef<const char *> argv);
 int cacheCommand(llvm::ArrayRef<const char *> argv);
+int planCommand(llvm::ArrayRef<const char *> argv);
 
 /// Prints each problem in \p err as one `error:` line on stderr and returns
 /// the exit code: 2 for usage errors, 1 for everything else.

@@ -10,6 +10,7 @@
 #include "specs/Errors.h"
 #include "tools/fmhajit/Commands.h"
 #include "tools/fmhajit/RunCommand.h"
+#include "tools/fmhajit/RunFamilies.h"
 #include "tools/fmhajit/RunOptions.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -73,13 +74,13 @@ double fmhajit::forwardFlops(const RunOptions &opt) {
   return 2.0 * (opt.spec.d + opt.spec.headDimV()) * pairs * p.headsQ;
 }
 
-static double medianMs(const HostKernel &kernel, const FwdParams &params,
-                       HostExecutor &executor, unsigned iterations, unsigned &ran) {
+double fmhajit::medianCallMs(llvm::function_ref<void()> call, unsigned iterations,
+                             unsigned &ran) {
   std::vector<double> times;
   Clock::time_point begin = Clock::now();
   for (unsigned i = 0; iterations ? i < iterations : (i < 3 || msSince(begin) < 200); ++i) {
     Clock::time_point t = Clock::now();
-    kernel.run(params, executor);
+    call();
     times.push_back(msSince(t));
   }
   ran = static_cast<unsigned>(times.size());
@@ -112,8 +113,12 @@ int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {
   auto opt = parseRunOptions(argv);
   if (!opt)
     return reportErrors(opt.takeError());
+  if (opt->spec.family != Family::Fwd)
+    return runFamily(*opt);
   if (opt->device == "cuda")
     return runOnCuda(*opt);
+  if (opt->device == "hip")
+    return runOnHip(*opt);
   if (opt->device != "host")
     return reportErrors(makeError(ErrorKind::Unsupported,
                                   "--device " + opt->device + " is not available in this build yet"));
@@ -138,7 +143,7 @@ int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {
   if (llvm::Error err = saveOutputs(*opt, data, os))
     return reportErrors(std::move(err));
   unsigned ran = 0;
-  double ms = medianMs(*kernel, params, executor, opt->iterations, ran);
+  double ms = medianCallMs([&] { kernel->run(params, executor); }, opt->iterations, ran);
   os << "time     " << llvm::format("%.3f ms", ms) << " (median of " << ran << ", "
      << executor.threads() << (executor.threads() == 1 ? " thread)" : " threads)") << "\n"
      << "GFLOPS   " << llvm::format("%.1f", forwardFlops(*opt) / (ms * 1e6)) << "\n";

@@ -12,6 +12,7 @@
 #include "runtime/HostKernel.h"
 #include "runtime/HostTensor.h"
 #include "tools/fmhajit/RunOptions.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 #include <vector>
@@ -43,7 +44,15 @@ bool checkOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream &os);
 /// Writes the run bundle when --save was given and prints the `saved` line.
 llvm::Error saveOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream &os);
 
+/// Calls \p call \p iterations times (0: at least 3 and about 0.2 s) and
+/// returns the median wall time in milliseconds; \p ran gets the count.
+double medianCallMs(llvm::function_ref<void()> call, unsigned iterations,
+                    unsigned &ran);
+
 /// Runs \p opt (device cuda) and returns the exit code: RunCuda.cpp.
 int runOnCuda(const RunOptions &opt);
+
+/// Runs \p opt (device hip) and returns the exit code: RunHip.cpp.
+int runOnHip(const RunOptions &opt);
 
 } // namespace fmhajit

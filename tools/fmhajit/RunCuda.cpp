@@ -30,9 +30,12 @@ static constexpr unsigned kMinIterations = 10;
 static constexpr double kTimingBudgetMs = 200;
 
 /// The median of the kernel's event-timed launches; \p ran gets how many.
-static llvm::Expected<double> medianMs(const CudaKernel &kernel, const FwdParams &params,
-                                       const CudaStream &stream, unsigned iterations,
-                                       unsigned &ran) {
+static llvm::Expected<double> medianMs(CudaDriver &driver, const CudaKernel &kernel,
+                                       const FwdParams &params, const CudaStream &stream,
+                                       unsigned iterations, unsigned &ran) {
+  auto timer = CudaTimer::create(driver);
+  if (!timer)
+    return timer.takeError();
   for (unsigned i = 0; i < kWarmups; ++i)
     if (llvm::Error err = kernel.launch(params, stream.get()))
       return std::move(err);
@@ -47,7 +50,7 @@ static llvm::Expected<double> medianMs(const CudaKernel &kernel, const FwdParams
     return i < kMinIterations || spent < kTimingBudgetMs;
   };
   for (unsigned i = 0; more(i); ++i) {
-    auto ms = kernel.launchTimed(params, stream.get());
+    auto ms = kernel.launchTimed(params, stream.get(), *timer);
     if (!ms)
       return ms.takeError();
     times.push_back(*ms);
@@ -93,6 +96,10 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   auto cache = KernelCache::global();
   if (!cache)
     return reportErrors(cache.takeError());
+  // Before anything is allocated: a problem too large for the GPU would
+  // otherwise first exhaust host memory making its inputs.
+  if (llvm::Error err = CudaForwardData::checkFits(*driver, opt.spec, opt.problem))
+    return reportErrors(std::move(err));
   auto kernel = CudaKernel::load(opt.spec, *cache);
   if (!kernel)
     return reportErrors(kernel.takeError());
@@ -114,7 +121,7 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   if (llvm::Error err = saveOutputs(opt, data, os))
     return reportErrors(std::move(err));
   unsigned ran = 0;
-  auto ms = medianMs(*kernel, params, *stream, opt.iterations, ran);
+  auto ms = medianMs(*driver, *kernel, params, *stream, opt.iterations, ran);
   if (!ms)
     return reportErrors(ms.takeError());
   double flops = forwardFlops(opt);

@@ -15,14 +15,17 @@ static const OptionSpec kRunFlags[] = {
     {"batch", true},    {"heads", true},    {"heads-kv", true}, {"seqlen-q", true},
     {"seqlen-k", true}, {"varlen-q", true}, {"varlen-k", true}, {"scale", true},
     {"softcap", true},  {"window", true},   {"seed", true},     {"threads", true},
-    {"iters", true},    {"check", false},   {"save", true},     {"device", true}};
+    {"iters", true},    {"check", false},   {"save", true},     {"device", true},
+    // The multi-stage families: RunFamilyOptions.cpp.
+    {"num-splits", true}, {"page-size", true}, {"cache-len", true}, {"new-tokens", true},
+    {"rotary", true},     {"rotary-dim", true}, {"rotate-q", false}};
 
 static constexpr int64_t kMaxLength = int64_t(1) << 30;
 /// Gemma 2's attention softcap: what a softcap=1 spec runs with by default.
 static constexpr float kDefaultSoftcap = 50.0f;
 
-static llvm::Expected<std::vector<int64_t>> parseList(StringRef flag, StringRef text,
-                                                      int64_t min) {
+llvm::Expected<std::vector<int64_t>> fmhajit::parseList(StringRef flag, StringRef text,
+                                                       int64_t min) {
   std::vector<int64_t> out;
   llvm::SmallVector<StringRef, 16> parts;
   text.split(parts, ',');
@@ -45,13 +48,15 @@ static llvm::Expected<float> parseFloat(StringRef flag, StringRef text) {
 }
 
 // Copies integer flags into the problem; each bad one is its own error.
+// Only the syntax is checked here (a usage error, exit 2); whether the
+// numbers make a valid problem is AttentionProblem::validate's call (exit 1).
 static void readSizes(const Args &args, AttentionProblem &p, ErrorList &errors) {
-  struct Size { const char *flag; int64_t *field; int64_t min; };
-  const Size sizes[] = {{"batch", &p.batch, 1},       {"heads", &p.headsQ, 1},
-                        {"heads-kv", &p.headsKv, 1},  {"seqlen-q", &p.seqlenQ, 1},
-                        {"seqlen-k", &p.seqlenK, 1}};
+  struct Size { const char *flag; int64_t *field; };
+  const Size sizes[] = {{"batch", &p.batch},       {"heads", &p.headsQ},
+                        {"heads-kv", &p.headsKv},  {"seqlen-q", &p.seqlenQ},
+                        {"seqlen-k", &p.seqlenK}};
   for (const Size &s : sizes) {
-    auto v = args.getInt(s.flag, s.min, kMaxLength);
+    auto v = args.getInt(s.flag, INT64_MIN, INT64_MAX);
     if (!v)
       errors.add(v.takeError());
     else if (*v)
@@ -163,7 +168,11 @@ llvm::Expected<RunOptions> fmhajit::parseRunOptions(llvm::ArrayRef<const char *>
   readRunFlags(*args, o, errors);
   if (!errors.empty())
     return errors.take();
-  if (llvm::Error err = o.problem.validate(o.spec))
+  if (llvm::Error err = readFamilyFlags(*args, o))
     return std::move(err);
+  // A well-formed command asking for an impossible problem is an invalid
+  // input (exit 1), like an invalid spec; only malformed commands exit 2.
+  if (llvm::Error err = o.problem.validate(o.spec))
+    return withKind(std::move(err), ErrorKind::Spec);
   return o;
 }

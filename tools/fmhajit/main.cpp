@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"validate", validateCommand, "validate SPEC             check SPEC, print its resolved form"},
     {"compile", compileCommand, "compile SPEC --emit llvm|opt|asm|obj [-o FILE]   dump a pipeline stage"},
     {"run", runCommand, "run SPEC [--batch B --heads H --seqlen-q SQ ... --check --save DIR]   run a kernel (see docs/run.md)"},
+    {"plan", planCommand, "plan [--batch B --heads H --seqlen-q SQ --d D --mask M ... --autotune]   show the kernels fmhajit picks (see docs/api.md)"},
     {"list", listCommand, "list [--profile P] [--target T]   list profiles, or a profile's kernels"},
     {"cache", cacheCommand, "cache path|stats|clear    show or empty the on-disk kernel cache"},
 };

@@ -1,0 +1,75 @@
+//===- DispatchTable.h - The dispatcher's data: specs/dispatch/*.json -----===//
+//
+// Each file covers some targets and says (a) which profiles fill their
+// registry, (b) the tile table: per pipeline, rows of (max_seqlen_q, max_d)
+// -> tile, the first row that fits a problem wins (composable_kernel's
+// seqlen-aware tables), (c) when a problem is decode-shaped. The numbers
+// are data beside the measurements that chose them ("notes"), never C++.
+// A target no file names gets no rows (the arch defaults) and the
+// "dispatch" profile.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "specs/ArchTable.h"
+#include "specs/KernelSpec.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fmhajit {
+
+/// One row of a tile table. warps/stages of 0 take the arch default tile's.
+struct TileRow {
+  int64_t maxSeqlenQ = INT64_MAX; ///< the row applies up to this query length
+  unsigned maxD = 0;              ///< ... and up to this head dim (max of d, dv)
+  unsigned bm = 0, bn = 0, warps = 0, stages = 0;
+};
+
+/// When a problem counts as decode: few queries against a long key range.
+struct DecodeRule {
+  int64_t maxSeqlenQ = 0;
+  int64_t minSeqlenK = 0;
+};
+
+/// A tile, fully given.
+struct Tile {
+  unsigned bm = 0, bn = 0, warps = 0, stages = 0;
+  friend bool operator==(const Tile &a, const Tile &b) {
+    return a.bm == b.bm && a.bn == b.bn && a.warps == b.warps && a.stages == b.stages;
+  }
+  /// "m64n64w1s1", as in encoded names.
+  std::string str() const;
+};
+
+/// The tile of a resolved spec.
+Tile tileOf(const KernelSpec &spec);
+
+/// What the table chose for one pipeline and problem, and which row did.
+struct TileChoice {
+  Tile tile;
+  std::string row; ///< "max_seqlen_q 16, max_d 256", or "arch default"
+};
+
+struct DispatchTable {
+  std::string file; ///< "dispatch/host.json", or "" for the built-in default
+  std::vector<std::string> profiles;
+  std::map<Pipeline, std::vector<TileRow>> tiles;
+  std::optional<DecodeRule> decode;
+
+  /// The table of \p target.
+  static const DispatchTable &forTarget(llvm::StringRef target);
+
+  /// The tile for pipeline \p p on \p arch for head dim \p d (max of d, dv)
+  /// and query length \p seqlenQ; none when the arch has no tile for d.
+  std::optional<TileChoice> choose(const ArchInfo &arch, Pipeline p, unsigned d,
+                                   int64_t seqlenQ) const;
+  /// Every tile choose() can return for \p p and \p d, shortest queries
+  /// first: the tiles the registry holds.
+  std::vector<Tile> tilesFor(const ArchInfo &arch, Pipeline p, unsigned d) const;
+};
+
+} // namespace fmhajit

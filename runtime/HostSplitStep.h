@@ -1,0 +1,35 @@
+//===- HostSplitStep.h - A plan's split-KV launches on the host -----------===//
+#pragma once
+
+#include "runtime/HostForwardStep.h"
+#include "runtime/SplitKv.h"
+
+namespace fmhajit {
+
+/// Where the split-KV partials go in a plan's workspace.
+struct SplitWorkspaceLayout {
+  int64_t oAccumOffset = 0, lseAccumOffset = 0; ///< bytes from the start
+  int64_t bytes = 0;                            ///< the whole workspace
+};
+
+/// fwd_splitkv then splitkv_combine (SplitKv.h) as one runner: the two
+/// launches of a split plan share the partials in the workspace. On the
+/// host a null Tensors::workspace takes a per-thread buffer kept between
+/// calls, so host callers need not allocate one.
+class HostSplitStep : public StepRunner {
+public:
+  HostSplitStep(HostSplitKv kernels, HostBinding binding, SplitWorkspaceLayout workspace,
+                std::shared_ptr<HostExecutor> executor)
+      : kernels(std::move(kernels)), binding(std::move(binding)), workspace(workspace),
+        executor(std::move(executor)) {}
+
+  llvm::Error run(const api::Tensors &tensors) const override;
+
+private:
+  HostSplitKv kernels;
+  HostBinding binding; ///< numSplits set; the partials' pointers not yet
+  SplitWorkspaceLayout workspace;
+  std::shared_ptr<HostExecutor> executor;
+};
+
+} // namespace fmhajit

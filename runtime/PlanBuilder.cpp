@@ -1,0 +1,146 @@
+//===- PlanBuilder.cpp - From the dispatcher's choice to launches ---------===//
+#include "runtime/PlanBuilder.h"
+#include "runtime/CudaForwardStep.h"
+#include "runtime/HostForwardStep.h"
+#include "runtime/HostKernel.h"
+#include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+
+using namespace fmhajit;
+
+int64_t fmhajit::alignWorkspace(int64_t bytes) {
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+}
+
+void fmhajit::addStep(PlanLayout &layout, StepLayout step) {
+  int64_t offset = alignWorkspace(layout.workspaceBytes);
+  step.workspaceOffset = step.workspaceBytes ? offset : 0;
+  if (step.workspaceBytes)
+    layout.workspaceBytes = offset + step.workspaceBytes;
+  layout.steps.push_back(std::move(step));
+}
+
+static int64_t queryTiles(const AttentionProblem &a, const KernelSpec &spec) {
+  return (a.maxSeqlenQ() + spec.bm - 1) / spec.bm;
+}
+
+static std::string gridText(const AttentionProblem &a, const KernelSpec &spec, unsigned splits) {
+  std::string text = std::to_string(a.batch) + " x " + std::to_string(a.headsQ) + " x " +
+                     std::to_string(queryTiles(a, spec));
+  if (splits > 1)
+    text += " x " + std::to_string(splits);
+  return text + " (batch x heads_q x query tiles of " + std::to_string(spec.bm) +
+         (splits > 1 ? " x key splits)" : ")");
+}
+
+static std::string whyText(const Dispatch &d) {
+  return d.fromRegistry ? "the dispatcher's pick from the registry"
+                        : "made for this problem (no registry kernel has its features)";
+}
+
+static void layoutSingle(const LoweredProblem &l, const Dispatch &d, PlanLayout &layout) {
+  const AttentionProblem &a = l.problem;
+  addStep(layout, {d.chosen, "forward", a.batch * a.headsQ * queryTiles(a, d.chosen),
+                   gridText(a, d.chosen, 1), 0, 0, whyText(d)});
+}
+
+// The partials sit in one slice that the split launch writes and the
+// combine reads: oAccum, then lseAccum at the next boundary.
+static void layoutSplit(const LoweredProblem &l, const SplitChoice &s, PlanLayout &layout) {
+  const AttentionProblem &a = l.problem;
+  SplitKvWorkspaceSize floats = splitKvWorkspaceSize(s.split.chosen, a, s.numSplits);
+  int64_t lseOffset = alignWorkspace(floats.oAccum * int64_t(sizeof(float)));
+  int64_t bytes = lseOffset + floats.lseAccum * int64_t(sizeof(float));
+  addStep(layout, {s.split.chosen, "split-KV forward",
+                   a.batch * a.headsQ * queryTiles(a, s.split.chosen) * s.numSplits,
+                   gridText(a, s.split.chosen, s.numSplits), 0, bytes,
+                   whyText(s.split) + "; writes fp32 partial O and LSE of " +
+                       std::to_string(s.numSplits) + " key ranges"});
+  const StepLayout &first = layout.steps.back();
+  layout.splitWorkspace = {first.workspaceOffset, first.workspaceOffset + lseOffset,
+                           layout.workspaceBytes};
+  addStep(layout, {s.combine, "combine", a.batch * a.headsQ * queryTiles(a, s.combine),
+                   gridText(a, s.combine, 1), 0, 0,
+                   "merges the partials of step " + std::to_string(layout.steps.size())});
+}
+
+PlanLayout fmhajit::layoutPlan(const LoweredProblem &problem, const Dispatch &single,
+                               std::optional<SplitChoice> split) {
+  PlanLayout layout;
+  if (split)
+    layoutSplit(problem, *split, layout);
+  else
+    layoutSingle(problem, single, layout);
+  layout.split = std::move(split);
+  return layout;
+}
+
+static HostBinding hostBinding(const FwdParams &params, const LoweredProblem &l) {
+  return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
+}
+
+static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSingle(const StepLayout &step,
+                                                                        const LoweredProblem &l,
+                                                                        KernelCache &cache,
+                                                                        unsigned threads) {
+  auto kernel = HostKernel::load(step.spec, cache);
+  if (!kernel)
+    return kernel.takeError();
+  FwdParams params = makeFwdParams(step.spec, l.problem, ForwardBuffers{}, l.strides);
+  return std::make_unique<const HostForwardStep>(kernel->entry(), hostBinding(params, l),
+                                                 sharedHostExecutor(threads), workItems(params));
+}
+
+static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSplit(const PlanLayout &layout,
+                                                                       const LoweredProblem &l,
+                                                                       KernelCache &cache,
+                                                                       unsigned threads) {
+  const SplitChoice &s = *layout.split;
+  auto kernels = HostSplitKv::load(s.split.chosen, cache);
+  if (!kernels)
+    return kernels.takeError();
+  FwdParams params = makeFwdParams(s.split.chosen, l.problem, ForwardBuffers{}, l.strides);
+  setSplits(params, s.numSplits, {});
+  return std::make_unique<const HostSplitStep>(std::move(*kernels), hostBinding(params, l),
+                                               layout.splitWorkspace, sharedHostExecutor(threads));
+}
+
+static llvm::Expected<std::unique_ptr<const StepRunner>>
+loadCudaSingle(const StepLayout &step, const LoweredProblem &l, KernelCache &cache) {
+  auto kernel = CudaKernel::load(step.spec, cache);
+  if (!kernel)
+    return kernel.takeError();
+  FwdParams params = makeFwdParams(step.spec, l.problem, ForwardBuffers{}, l.strides);
+  return std::make_unique<const CudaForwardStep>(std::move(*kernel), params, l.stream,
+                                                 kvRowAlignmentNeeded(step.spec));
+}
+
+static llvm::Expected<std::unique_ptr<const StepRunner>> loadRunner(const PlanLayout &layout,
+                                                                    const LoweredProblem &l,
+                                                                    KernelCache &cache,
+                                                                    unsigned threads) {
+  const KernelSpec &spec = layout.steps.front().spec;
+  const ArchInfo &arch = *findArch(spec.target);
+  if (layout.split && arch.backend == Backend::Host)
+    return loadHostSplit(layout, l, cache, threads);
+  if (!layout.split && arch.backend == Backend::Host)
+    return loadHostSingle(layout.steps.front(), l, cache, threads);
+  if (!layout.split && arch.backend == Backend::Nvptx)
+    return loadCudaSingle(layout.steps.front(), l, cache);
+  return makeError(ErrorKind::Unsupported, "kernel " + encodeName(spec) + " (family " +
+                                               keyOf(spec.family) + " on " + arch.name +
+                                               ") cannot be launched by this build yet");
+}
+
+llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>
+fmhajit::loadPlan(const PlanLayout &layout, const LoweredProblem &problem, KernelCache &cache,
+                  unsigned threads) {
+  auto runner = loadRunner(layout, problem, cache, threads);
+  if (!runner)
+    return runner.takeError();
+  std::vector<std::unique_ptr<const StepRunner>> runners;
+  runners.push_back(std::move(*runner));
+  return std::move(runners);
+}

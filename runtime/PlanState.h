@@ -1,0 +1,60 @@
+//===- PlanState.h - What a public Plan holds -----------------------------===//
+//
+// A Plan is a shared pointer to one immutable PlanState: the launches as
+// the user sees them (PlanStep), and, when loaded, one StepRunner per
+// launch bound to its compiled kernel with every argument but the caller's
+// pointers already in place, so run() is a few checks and the launches.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "fmhajit/Fmhajit.h"
+#include "llvm/Support/Error.h"
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fmhajit {
+
+/// One launch of a loaded plan.
+class StepRunner {
+public:
+  virtual ~StepRunner() = default;
+  /// Launches on \p tensors, which run() has checked.
+  virtual llvm::Error run(const api::Tensors &tensors) const = 0;
+};
+
+} // namespace fmhajit
+
+namespace fmhajit::api::detail {
+
+struct PlanState {
+  std::vector<PlanStep> steps;
+  /// The loaded launches, in order (a runner may cover several steps);
+  /// empty when not loaded.
+  std::vector<std::unique_ptr<const fmhajit::StepRunner>> runners;
+  int64_t workspaceBytes = 0;
+  std::string target;
+  Device device = Device::Host;
+  std::string problemText; ///< the problem in one paragraph, for describe()
+  std::vector<std::string> decisions;
+  std::vector<CandidateTiming> timings;
+  std::string loadText; ///< how the kernels were loaded, for describe()
+  // What run() requires of the caller's Tensors.
+  bool needsLse = false;
+  bool needsWorkspace = false; ///< a GPU plan with workspace (the host has its own)
+  bool needsCuSeqlens = false; ///< a GPU varlen plan: device cu_seqlens
+  bool needsSlopes = false;    ///< a GPU ALiBi plan: device slopes
+};
+
+/// The one way in and out of a Plan's state.
+struct PlanAccess {
+  static const PlanState *state(const Plan &plan) { return plan.state.get(); }
+  static Plan make(std::shared_ptr<const PlanState> state) {
+    Plan plan;
+    plan.state = std::move(state);
+    return plan;
+  }
+};
+
+} // namespace fmhajit::api::detail

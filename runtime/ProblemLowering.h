@@ -1,0 +1,48 @@
+//===- ProblemLowering.h - A public Problem in the library's terms --------===//
+//
+// plan() works on a LoweredProblem: the feature part of a KernelSpec (what
+// any kernel for the problem must compute: family, dtypes, head dims, mask,
+// bias, softcap, LSE, varlen; no pipeline or tile yet), the run-time
+// AttentionProblem the kernels and the reference share, and every tensor's
+// element strides. lowerProblem() checks everything first and reports every
+// problem at once, each naming the Problem field and what to change.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "fmhajit/Problem.h"
+#include "runtime/AttentionProblem.h"
+#include "runtime/HostKernel.h"
+#include "runtime/TensorLayouts.h"
+#include "specs/KernelSpec.h"
+#include "llvm/Support/Error.h"
+#include <string>
+#include <vector>
+
+namespace fmhajit {
+
+struct LoweredProblem {
+  KernelSpec features;      ///< family fwd, feature fields and target
+  AttentionProblem problem; ///< validated against features
+  ForwardStrides strides;
+  TensorShape qShape, kShape, vShape, oShape;
+  api::TensorLayout qLayout, kLayout, vLayout, oLayout;
+  /// rowAlignment of K and V, the smaller: pipelines that copy K/V rows in
+  /// 16-byte pieces need 16.
+  unsigned kvRowAlignment = 16;
+  api::Device device = api::Device::Host;
+  void *stream = nullptr;
+  std::vector<int32_t> cuSeqlensQ, cuSeqlensK; ///< host copies, under varlen
+  std::vector<float> alibiSlopes;              ///< resolved, under ALiBi
+};
+
+DType toDType(api::DType type);
+Mask toMask(api::Mask mask);
+/// "host", "cuda" or "hip".
+const char *deviceName(api::Device device);
+
+/// Checks \p problem for \p target (a known target of the problem's
+/// device) and lowers it.
+llvm::Expected<LoweredProblem> lowerProblem(const api::Problem &problem, const std::string &target);
+
+} // namespace fmhajit

@@ -1,0 +1,42 @@
+//===- SplitPlanner.cpp - Whether a decode-shaped problem runs split-KV ---===//
+#include "runtime/SplitPlanner.h"
+#include "runtime/SplitHeuristic.h"
+#include "runtime/SplitKv.h"
+#include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+
+using namespace fmhajit;
+
+llvm::Expected<std::optional<SplitChoice>>
+fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single, const DispatchQuery &query,
+                     const Registry &registry, const DispatchTable &table, unsigned workers,
+                     std::vector<std::string> &notes) {
+  if (!single.decodeShaped)
+    return std::nullopt;
+  if (findArch(l.features.target)->backend != Backend::Host) {
+    notes.push_back("decode-shaped, but split-KV launches on " + l.features.target +
+                    " are not in this build yet: single pass");
+    return std::nullopt;
+  }
+  DispatchQuery splitQuery = query;
+  splitQuery.features.family = Family::FwdSplitKv;
+  splitQuery.tunedWinner.reset(); // autotuning measures the single pass
+  auto split = dispatch(splitQuery, registry, table);
+  if (!split)
+    return split.takeError();
+  unsigned n = chooseNumSplits(split->chosen, l.problem, workers);
+  std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +
+                       std::to_string(workers) + " worker" + (workers == 1 ? "" : "s");
+  if (n <= 1) {
+    notes.push_back("decode-shaped, but " + counts +
+                    " (the work items already fill them, or the key range is too short to "
+                    "cut): single pass");
+    return std::nullopt;
+  }
+  auto combine = combineSpecFor(split->chosen);
+  if (!combine)
+    return combine.takeError();
+  notes.push_back("decode-shaped: split-KV, " + counts + ", combined by " + encodeName(*combine));
+  return SplitChoice{std::move(*split), *combine, n};
+}

@@ -1,0 +1,39 @@
+//===- SplitPlanner.h - Whether a decode-shaped problem runs split-KV -----===//
+//
+// A problem the dispatcher marks decode-shaped (few queries, many keys)
+// runs split-KV when all of these hold, else the single-pass kernel, which
+// is right at any shape:
+//   - the target's backend can launch split-KV (the host, for now);
+//   - the dispatcher finds a fwd_splitkv kernel for the problem's features
+//     (the same three rules, on family fwd_splitkv);
+//   - chooseNumSplits (SplitHeuristic.h) gives more than one part for the
+//     machine's workers: host threads.
+// The combine kernel is combineSpecFor's. Every outcome is a note.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Dispatcher.h"
+#include "runtime/ProblemLowering.h"
+#include "runtime/Registry.h"
+#include "llvm/Support/Error.h"
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fmhajit {
+
+struct SplitChoice {
+  Dispatch split;     ///< the fwd_splitkv kernel and its rules
+  KernelSpec combine; ///< the splitkv_combine kernel
+  unsigned numSplits = 1;
+};
+
+/// The split plan for \p problem, whose single-pass dispatch is \p single,
+/// or none; \p notes gets why.
+llvm::Expected<std::optional<SplitChoice>>
+chooseSplit(const LoweredProblem &problem, const Dispatch &single, const DispatchQuery &query,
+            const Registry &registry, const DispatchTable &table, unsigned workers,
+            std::vector<std::string> &notes);
+
+} // namespace fmhajit

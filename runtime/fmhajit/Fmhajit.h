@@ -1,0 +1,115 @@
+//===- fmhajit/Fmhajit.h - The public C++ API of fmhajit ------------------===//
+//
+// Describe a problem, plan it once, run it many times:
+//
+//   fmhajit::api::Problem p;            // shapes, dtypes, layouts, mask...
+//   auto plan = fmhajit::api::plan(p);  // chooses and compiles the kernels
+//   if (!plan) { report(plan.status().message()); return; }
+//   fmhajit::api::Status s = fmhajit::api::run(*plan, {q, k, v, o});
+//
+// plan() picks the kernel(s) by the dispatcher's documented rules (exact
+// feature match, the target's tile table by head dim and query length, then
+// the pipeline priority; docs/api.md), compiles them through the kernel
+// cache and keeps them loaded, so run() only fills in pointers and launches.
+// A Plan is immutable and may be run from several threads at once.
+//
+// This header and those it includes use only the standard library.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "fmhajit/Problem.h"
+#include "fmhajit/Status.h"
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fmhajit::api {
+
+struct Options {
+  /// The fmhajit target to compile for: "host", "x86-64-v4", "sm_90a"...
+  /// Empty: "host" on Device::Host, the GPU's own target on Device::Cuda.
+  std::string target;
+  /// Host worker threads; 0: one per hardware thread.
+  unsigned threads = 0;
+  /// Compile and load the kernels now (a plan must be loaded to run).
+  /// false only chooses them: plans for targets this machine cannot run.
+  bool load = true;
+  /// Time every kernel that passes the feature rule once on this machine,
+  /// keep the fastest, and remember it on disk for this problem's bucket.
+  bool autotune = false;
+  /// The kernel cache directory; empty: $FMHAJIT_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/fmhajit, else ~/.cache/fmhajit (docs/cache.md).
+  std::string cacheDir;
+};
+
+/// One kernel launch of a plan.
+struct PlanStep {
+  std::string kernel;    ///< the kernel's encoded name (docs/names.md)
+  std::string role;      ///< "forward", "split-KV forward", "combine", ...
+  int64_t workItems = 0; ///< host work items, or GPU blocks
+  std::string grid;      ///< what the work items are, in words
+  int64_t workspaceOffset = 0, workspaceBytes = 0;
+  std::string why; ///< why this kernel, in one line
+};
+
+/// What autotuning measured for one candidate.
+struct CandidateTiming {
+  std::string kernel;
+  double ms = 0; ///< median time of one call
+};
+
+namespace detail {
+struct PlanState;
+struct PlanAccess;
+} // namespace detail
+
+/// The kernels chosen for a problem, compiled and loaded when
+/// Options::load was set. Copies share the same kernels.
+class Plan {
+public:
+  /// An empty plan; run() refuses it.
+  Plan();
+  ~Plan();
+  Plan(const Plan &);
+  Plan &operator=(const Plan &);
+
+  /// The launches of one run(), in order.
+  const std::vector<PlanStep> &steps() const;
+  /// Bytes of Tensors::workspace one run() needs (0: none).
+  int64_t workspaceBytes() const;
+  /// The target the kernels are compiled for.
+  const std::string &target() const;
+  Device device() const;
+  /// Whether run() can execute this plan (Options::load was set).
+  bool loaded() const;
+  /// Each dispatcher rule's outcome, one line each.
+  const std::vector<std::string> &decisions() const;
+  /// Autotuning's measurements, fastest first (empty without autotune, or
+  /// when a stored winner was reused).
+  const std::vector<CandidateTiming> &timings() const;
+  /// The whole plan as text: problem, kernels, grids, workspace, and why.
+  std::string describe() const;
+
+private:
+  friend struct detail::PlanAccess;
+  std::shared_ptr<const detail::PlanState> state;
+};
+
+/// Chooses the kernels for \p problem and, with Options::load, compiles and
+/// loads them. Fails with InvalidArgument naming what to change when the
+/// problem is inconsistent or not supported by the target.
+Result<Plan> plan(const Problem &problem, const Options &options = {});
+
+/// Runs \p plan on \p tensors: on the host it returns when the outputs are
+/// written; on a GPU it is asynchronous on the stream.
+Status run(const Plan &plan, const Tensors &tensors);
+
+/// Compiles every kernel of \p profile ("smoke", "prefill", "decode", ...:
+/// specs/profiles) for \p target into the kernel cache of \p cacheDir
+/// (empty: as in Options), so that later plans find them compiled.
+Status warmup(const std::string &profile, const std::string &target,
+              const std::string &cacheDir = "");
+
+} // namespace fmhajit::api

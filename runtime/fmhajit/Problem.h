@@ -1,0 +1,101 @@
+//===- fmhajit/Problem.h - One attention call, described by its user ------===//
+//
+// A Problem says what to compute: shapes, dtypes, where each tensor's
+// elements are, the score modifiers, the device. A Tensors says where this
+// call's memory is. plan() turns a Problem into kernels; run() feeds them a
+// Tensors. Nothing here names a kernel: fmhajit chooses (see Fmhajit.h).
+//
+// Tensor shapes are logical; the last dim is always contiguous:
+//   Q [batch, seqlenQ, headsQ, headDim]     K [batch, seqlenK, headsKv, headDim]
+//   O [batch, seqlenQ, headsQ, headDimV]    V [batch, seqlenK, headsKv, headDimV]
+//   LSE (fp32, packed) [batch, headsQ, seqlenQ]
+// Under varlen (cuSeqlensQ/K given) sequences are packed end to end:
+//   Q [totalQ, headsQ, headDim] ... and LSE [headsQ, totalQ].
+// Semantics (i, j: query and key index in a sequence of Sq queries and Sk
+// keys; diag = i + Sk - Sq):  s = scale * q.k;  softcap: s = c*tanh(s/c);
+// alibi: s -= slope_h * |diag - j|;  causal: j <= i;  causal bottom-right:
+// j <= diag;  window: diag - left <= j <= diag + right (-1: unbounded);
+// query head h reads K/V head h / (headsQ / headsKv).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace fmhajit::api {
+
+enum class Device { Host, Cuda, Hip };
+
+enum class DType { F32, F16, BF16, F8E4M3, F8E5M2 };
+
+enum class Mask {
+  None,
+  Causal,            ///< j <= i (top-left aligned)
+  CausalBottomRight, ///< j <= i + Sk - Sq
+  Window,            ///< sliding window: windowLeft / windowRight
+};
+
+enum class Layout {
+  BSHD,    ///< [batch, seq, heads, dim], packed (varlen: [total, heads, dim])
+  BHSD,    ///< [batch, heads, seq, dim], packed (varlen: [heads, total, dim])
+  Strided, ///< the element strides given in TensorLayout
+};
+
+/// Where the elements of one tensor are. Strides count elements; the last
+/// dim is contiguous. Under varlen the batch stride is unused.
+struct TensorLayout {
+  Layout layout = Layout::BSHD;
+  int64_t batchStride = 0, seqStride = 0, headStride = 0; ///< Strided only
+
+  static TensorLayout bshd() { return {}; }
+  static TensorLayout bhsd() { return {Layout::BHSD, 0, 0, 0}; }
+  static TensorLayout strided(int64_t batch, int64_t seq, int64_t head) {
+    return {Layout::Strided, batch, seq, head};
+  }
+};
+
+/// One forward attention call.
+struct Problem {
+  int64_t batch = 1;   ///< sequences; under varlen, cuSeqlensQ.size() - 1
+  int64_t headsQ = 1;  ///< query and output heads
+  int64_t headsKv = 0; ///< K/V heads, dividing headsQ (GQA/MQA); 0: headsQ
+  int64_t seqlenQ = 1; ///< every sequence's query length (not under varlen)
+  int64_t seqlenK = 0; ///< every sequence's key length; 0: seqlenQ
+  /// Varlen: cumulative lengths [batch + 1], starting at 0 (host copies;
+  /// plan() reads them to size the grid).
+  std::vector<int32_t> cuSeqlensQ, cuSeqlensK;
+  int64_t headDim = 128; ///< Q/K head dim
+  int64_t headDimV = 0;  ///< V/O head dim; 0: headDim
+  DType dtype = DType::BF16;
+  std::optional<DType> outDtype; ///< O's dtype; unset: dtype (fp8: bf16)
+  TensorLayout q, k, v, o;
+  Mask mask = Mask::None;
+  int64_t windowLeft = -1, windowRight = -1; ///< Mask::Window; -1 unbounded
+  float softcap = 0;                         ///< c in c*tanh(s/c); 0: off
+  bool alibi = false;
+  std::vector<float> alibiSlopes; ///< one per query head; empty: ALiBi's own
+  float scale = 0;                ///< softmax scale; 0: 1/sqrt(headDim)
+  bool wantLse = false;           ///< also write the log-sum-exp of each row
+  Device device = Device::Host;
+  void *stream = nullptr; ///< CUDA: the CUstream to launch on (null: default)
+};
+
+/// The memory of one call: host pointers for Device::Host, device pointers
+/// otherwise. Only the caller's memory is read and written.
+struct Tensors {
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  void *o = nullptr;
+  float *lse = nullptr; ///< required when the problem wants LSE
+  /// Varlen on a GPU: device copies of the problem's cuSeqlensQ/K. On the
+  /// host, null takes the plan's copies.
+  const int32_t *cuSeqlensQ = nullptr, *cuSeqlensK = nullptr;
+  /// ALiBi on a GPU: a device copy of the [headsQ] slopes. On the host,
+  /// null takes the problem's (or ALiBi's default) slopes.
+  const float *alibiSlopes = nullptr;
+  void *workspace = nullptr; ///< Plan::workspaceBytes() bytes, when not 0
+  void *stream = nullptr;    ///< GPU: null takes the problem's stream
+};
+
+} // namespace fmhajit::api

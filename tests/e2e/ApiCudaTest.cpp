@@ -1,0 +1,113 @@
+//===- ApiCudaTest.cpp - The public API on a CUDA GPU ---------------------===//
+//
+// The same contract as ApiTest.cpp with Device::Cuda: device pointers in
+// Tensors (cu_seqlens and ALiBi slopes included), the GPU's own target, the
+// mma pipeline when K/V rows are 16-byte aligned and simt when they are
+// not, and autotuning timed with CUDA events. Skipped without a driver.
+//
+//===----------------------------------------------------------------------===//
+#include "tests/e2e/ApiTesting.h"
+#include "gtest/gtest.h"
+
+using namespace fmhajit::e2e;
+namespace api = fmhajit::api;
+using api::DType;
+using api::Mask;
+using api::Problem;
+using api::TensorLayout;
+
+namespace {
+
+/// Why the GPU tests skip, or empty where a GPU plan can be made.
+std::string noGpuReason() {
+  Problem p;
+  p.device = api::Device::Cuda;
+  api::Options options;
+  options.load = false;
+  api::Result<api::Plan> plan = api::plan(p, options);
+  return plan.ok() ? "" : plan.status().message();
+}
+
+#define REQUIRE_GPU()                                                                              \
+  if (std::string why = noGpuReason(); !why.empty())                                               \
+  GTEST_SKIP() << why
+
+Problem gpuProblem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq, int64_t sk,
+                   int64_t d, DType dtype) {
+  Problem p;
+  p.batch = batch, p.headsQ = headsQ, p.headsKv = headsKv;
+  p.seqlenQ = sq, p.seqlenK = sk, p.headDim = d, p.dtype = dtype;
+  p.device = api::Device::Cuda;
+  return p;
+}
+
+struct GpuCase {
+  std::string label;
+  Problem problem;
+  std::string pipeline; ///< the pipeline the plan must pick, "_mma_" or "_simt_"
+};
+
+void PrintTo(const GpuCase &c, std::ostream *os) { *os << c.label; }
+
+class ApiCuda : public ::testing::TestWithParam<GpuCase> {};
+
+TEST_P(ApiCuda, MatchesReference) {
+  REQUIRE_GPU();
+  ApiCheck check = checkApi(GetParam().problem);
+  ASSERT_FALSE(check.plan.steps().empty());
+  EXPECT_NE(check.plan.steps().front().kernel.find(GetParam().pipeline), std::string::npos)
+      << check.plan.describe();
+}
+
+std::vector<GpuCase> gpuCases() {
+  Problem bshd = gpuProblem(2, 8, 2, 300, 300, 128, DType::BF16);
+  bshd.mask = Mask::Causal;
+  bshd.wantLse = true;
+  Problem bhsd = gpuProblem(2, 4, 4, 40, 130, 64, DType::F16);
+  bhsd.q = bhsd.k = bhsd.v = bhsd.o = TensorLayout::bhsd();
+  // K/V rows 2 bytes off 16: mma cannot copy them, simt can.
+  Problem odd = gpuProblem(1, 2, 2, 33, 70, 64, DType::BF16);
+  odd.k = TensorLayout::strided(0, 2 * 64 + 1, 64);
+  odd.v = TensorLayout::strided(0, 2 * 64 + 1, 64);
+  Problem fp32 = gpuProblem(1, 4, 1, 50, 50, 64, DType::F32);
+  fp32.mask = Mask::Window;
+  fp32.windowLeft = 8, fp32.windowRight = 2;
+  Problem varlen = gpuProblem(3, 4, 2, 0, 0, 64, DType::BF16);
+  varlen.cuSeqlensQ = {0, 5, 77, 78};
+  varlen.cuSeqlensK = {0, 100, 180, 181};
+  varlen.mask = Mask::CausalBottomRight;
+  Problem alibi = gpuProblem(1, 4, 4, 64, 64, 128, DType::BF16);
+  alibi.alibi = true;
+  alibi.softcap = 30;
+  return {{"BshdGqaCausalLse", bshd, "_mma_"},        {"Bhsd", bhsd, "_mma_"},
+          {"MisalignedKvIsSimt", odd, "_simt_"},      {"Fp32Window", fp32, "_simt_"},
+          {"VarlenDeviceCuSeqlens", varlen, "_mma_"}, {"AlibiSoftcap", alibi, "_mma_"}};
+}
+INSTANTIATE_TEST_SUITE_P(Gpu, ApiCuda, ::testing::ValuesIn(gpuCases()),
+                         [](const auto &info) { return info.param.label; });
+
+TEST(ApiCudaRun, VarlenNeedsDeviceCuSeqlens) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(2, 2, 2, 0, 0, 64, DType::BF16);
+  p.cuSeqlensQ = p.cuSeqlensK = {0, 3, 9};
+  api::Options options;
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::plan(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  int dummy[4];
+  api::Status s = api::run(*plan, {dummy, dummy, dummy, dummy});
+  EXPECT_NE(s.message().find("Tensors::cuSeqlensQ and cuSeqlensK"), std::string::npos)
+      << s.message();
+}
+
+TEST(ApiCudaAutotune, TimesWithEvents) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(1, 4, 4, 200, 200, 64, DType::BF16);
+  api::Options options;
+  options.autotune = true;
+  options.cacheDir = apiCacheDir();
+  ApiCheck check = checkApi(p, options);
+  EXPECT_GE(check.plan.timings().size(), 2u) << check.plan.describe();
+}
+
+} // namespace

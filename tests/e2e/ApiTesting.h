@@ -1,0 +1,32 @@
+//===- ApiTesting.h - Running the public API against the reference -------===//
+//
+// Makes seeded random inputs for an api::Problem in its own layouts (any
+// strides: the buffers span what the strides address, padding included),
+// plans and runs it through the public API only, gathers O back into the
+// packed layout and compares it (and LSE) with the float64 reference.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "fmhajit/Fmhajit.h"
+#include "runtime/Compare.h"
+#include <cstdint>
+#include <string>
+
+namespace fmhajit::e2e {
+
+/// A kernel cache directory for this test process, removed at exit.
+const std::string &apiCacheDir();
+
+/// What one checked run found.
+struct ApiCheck {
+  api::Plan plan;
+  CompareResult compare;
+};
+
+/// Plans \p problem with \p options (cacheDir set to apiCacheDir() when
+/// empty), runs it on fresh inputs with poisoned outputs and compares with
+/// the reference. Fails the calling test on any error.
+ApiCheck checkApi(const api::Problem &problem, api::Options options = {}, uint64_t seed = 1);
+
+} // namespace fmhajit::e2e

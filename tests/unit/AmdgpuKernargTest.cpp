@@ -1,0 +1,132 @@
+//===- AmdgpuKernargTest.cpp - The kernarg layout HIP copies, checked -----===//
+//
+// HIP copies the bytes the runtime packs (one FwdParams, HipKernel::launch)
+// into the kernarg segment the code object declares, and the kernel reads
+// each field at the offset AMDGPU's data layout gives the IR struct. All
+// three must agree, for every target and pipeline, or a kernel reads
+// garbage pointers: this compiles real code objects and reads their
+// metadata back (llvm::msgpack over the ELF note, AmdgpuCodeObject.h).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/AmdgpuCodeObject.h"
+#include "compiler/KernelCompiler.h"
+#include "ir/KernelAbi.h"
+#include "ir/KernelAbiIR.h"
+#include "runtime/HipKernel.h"
+#include "specs/EncodedName.h"
+#include "specs/SpecParser.h"
+#include "specs/Validate.h"
+#include "llvm/IR/DataLayout.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/TargetParser/Triple.h"
+#include "gtest/gtest.h"
+#include <cstddef>
+
+using namespace fmhajit;
+
+namespace {
+
+/// Where the runtime puts each field: offsetof, by FwdParamsIndex.
+struct FieldOffset {
+  FwdParamsIndex index;
+  size_t offset;
+};
+#define FIELD(index, member) FieldOffset{index, offsetof(FwdParams, member)}
+const FieldOffset kFieldOffsets[] = {
+    FIELD(kQ, q), FIELD(kK, k), FIELD(kV, v), FIELD(kO, o), FIELD(kLse, lse),
+    FIELD(kCuSeqlensQ, cuSeqlensQ), FIELD(kCuSeqlensK, cuSeqlensK),
+    FIELD(kAlibiSlopes, alibiSlopes), FIELD(kQStrides, qStrides), FIELD(kKStrides, kStrides),
+    FIELD(kVStrides, vStrides), FIELD(kOStrides, oStrides), FIELD(kBatch, batch),
+    FIELD(kHeadsQ, headsQ), FIELD(kHeadsKv, headsKv), FIELD(kSeqlenQ, seqlenQ),
+    FIELD(kSeqlenK, seqlenK), FIELD(kNumQTiles, numQTiles), FIELD(kScale, scale),
+    FIELD(kSoftcap, softcap), FIELD(kWindowLeft, windowLeft), FIELD(kWindowRight, windowRight),
+    FIELD(kOAccum, oAccum), FIELD(kLseAccum, lseAccum), FIELD(kBlockTable, blockTable),
+    FIELD(kCacheSeqlens, cacheSeqlens), FIELD(kKNew, kNew), FIELD(kVNew, vNew),
+    FIELD(kRotaryCos, rotaryCos), FIELD(kRotarySin, rotarySin),
+    FIELD(kKNewStrides, kNewStrides), FIELD(kVNewStrides, vNewStrides),
+    FIELD(kNumSplits, numSplits), FIELD(kMaxPagesPerSeq, maxPagesPerSeq),
+    FIELD(kLog2PageSize, log2PageSize), FIELD(kRotaryDim, rotaryDim),
+    FIELD(kRotaryInterleaved, rotaryInterleaved)};
+#undef FIELD
+
+KernelSpec resolved(llvm::StringRef text) {
+  auto parsed = parseSpec(text);
+  EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  auto spec = validateSpec(*parsed);
+  EXPECT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+  return *spec;
+}
+
+TEST(AmdgpuKernarg, EveryFieldIsListed) {
+  EXPECT_EQ(std::size(kFieldOffsets), std::size(kFwdParamsFields));
+}
+
+// The kernel reads field i at the IR struct's offset under AMDGPU's data
+// layout; the runtime writes it at offsetof.
+TEST(AmdgpuKernarg, IrStructMatchesFwdParams) {
+  llvm::LLVMContext ctx;
+  llvm::DataLayout layout(llvm::Triple("amdgcn-amd-amdhsa").computeDataLayout());
+  const llvm::StructLayout *ir = layout.getStructLayout(fwdParamsType(ctx));
+  for (const FieldOffset &f : kFieldOffsets)
+    EXPECT_EQ(ir->getElementOffset(f.index), f.offset) << "field " << f.index;
+  EXPECT_EQ(ir->getSizeInBytes(), sizeof(FwdParams));
+  EXPECT_EQ(ir->getAlignment().value(), alignof(FwdParams));
+}
+
+class AmdgpuCodeObjectMetadata : public ::testing::TestWithParam<const char *> {};
+
+// The code object declares one by-value argument covering the whole
+// FwdParams, and a kernarg segment of exactly its size and alignment.
+TEST_P(AmdgpuCodeObjectMetadata, KernargSegmentIsOneFwdParams) {
+  KernelSpec spec = resolved(GetParam());
+  auto object = compileToStage(spec, Stage::Obj);
+  ASSERT_TRUE(bool(object)) << llvm::toString(object.takeError());
+  auto kernels = readCodeObjectKernels(*object);
+  ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+  ASSERT_EQ(kernels->size(), 1u);
+  const CodeObjectKernel &k = kernels->front();
+  EXPECT_EQ(k.name, encodeName(spec));
+  EXPECT_EQ(k.symbol, encodeName(spec) + ".kd");
+  EXPECT_EQ(k.kernargSegmentSize, sizeof(FwdParams));
+  EXPECT_EQ(k.kernargSegmentAlign, alignof(FwdParams));
+  ASSERT_EQ(k.args.size(), 1u);
+  EXPECT_EQ(k.args[0].offset, 0u);
+  EXPECT_EQ(k.args[0].size, sizeof(FwdParams));
+  EXPECT_EQ(k.args[0].valueKind, "by_value");
+  // The rest of what HIP schedules by: the tiles' LDS, the wave, no spills.
+  const ArchInfo &arch = *findArch(spec.target);
+  EXPECT_EQ(k.groupSegmentFixedSize, tileFootprintBytes(spec, arch));
+  EXPECT_EQ(k.wavefrontSize, arch.waveSize);
+  EXPECT_EQ(k.maxFlatWorkgroupSize, spec.warps * arch.waveSize);
+  EXPECT_EQ(k.privateSegmentFixedSize, 0u);
+  EXPECT_EQ(k.vgprSpillCount, 0u);
+  EXPECT_EQ(k.sgprSpillCount, 0u);
+  // And the runtime's own check accepts it.
+  auto checked = checkKernelAbi(*object, encodeName(spec));
+  EXPECT_TRUE(bool(checked)) << llvm::toString(checked.takeError());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Targets, AmdgpuCodeObjectMetadata,
+    ::testing::Values("dtype=bf16,d=128,target=gfx90a", "dtype=fp16,d=64,target=gfx942",
+                      "dtype=bf16,d=256,mask=causal,lse=1,target=gfx950",
+                      "dtype=fp16,d=128,mask=window,target=gfx1100",
+                      "dtype=bf16,d=96,softcap=1,target=gfx1201",
+                      "dtype=fp32,d=128,pipeline=simt,target=gfx942",
+                      "dtype=bf16,d=128,pipeline=simt,target=gfx1100"));
+
+TEST(AmdgpuCodeObject, RuntimeRejectsAnotherKernelOrNoCodeObject) {
+  KernelSpec spec = resolved("dtype=bf16,d=64,target=gfx942");
+  auto object = compileToStage(spec, Stage::Obj);
+  ASSERT_TRUE(bool(object)) << llvm::toString(object.takeError());
+  auto missing = checkKernelAbi(*object, "fmha_not_this_one");
+  ASSERT_FALSE(bool(missing));
+  EXPECT_NE(llvm::toString(missing.takeError()).find("declares no kernel named"),
+            std::string::npos);
+  auto garbage = readCodeObjectKernels("not an ELF file");
+  ASSERT_FALSE(bool(garbage));
+  EXPECT_NE(llvm::toString(garbage.takeError()).find("not a valid AMDGPU code object"),
+            std::string::npos);
+}
+
+} // namespace

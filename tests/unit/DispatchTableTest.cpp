@@ -1,0 +1,107 @@
+//===- DispatchTableTest.cpp - specs/dispatch/*.json and the registry -----===//
+//
+// The dispatch data is sane: every target has a table (the embedded files
+// name real targets, each once), every tile a table can choose validates for
+// each dtype its pipeline takes and each head dim, rows are reachable, and
+// every target's registry expands and finds each feature set it holds.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/DispatchTable.h"
+#include "runtime/Registry.h"
+#include "specs/ArchTable.h"
+#include "specs/EmbeddedData.h"
+#include "specs/EncodedName.h"
+#include "specs/Keys.h"
+#include "specs/Validate.h"
+#include "gtest/gtest.h"
+
+using namespace fmhajit;
+
+namespace {
+
+std::vector<std::string> archNames() {
+  std::vector<std::string> names;
+  for (const ArchInfo &a : allArchs())
+    names.push_back(a.name);
+  return names;
+}
+
+class DispatchData : public ::testing::TestWithParam<std::string> {
+protected:
+  const ArchInfo &arch() const { return *findArch(GetParam()); }
+  const DispatchTable &table() const { return DispatchTable::forTarget(GetParam()); }
+};
+
+TEST_P(DispatchData, EveryTargetHasAFile) {
+  EXPECT_FALSE(table().file.empty()) << GetParam() << " is in no specs/dispatch file";
+  EXPECT_FALSE(table().profiles.empty());
+}
+
+TEST_P(DispatchData, EveryChoosableTileValidates) {
+  for (Pipeline p : arch().autoOrder)
+    for (DType t : arch().pipeline(p)->dtypes)
+      for (unsigned d : arch().headDims)
+        for (const Tile &tile : table().tilesFor(arch(), p, d)) {
+          KernelSpec s;
+          s.dtype = t, s.d = d, s.pipeline = p, s.target = GetParam();
+          s.bm = tile.bm, s.bn = tile.bn, s.warps = tile.warps, s.stages = tile.stages;
+          llvm::Expected<KernelSpec> r = validateSpec(s);
+          EXPECT_TRUE(bool(r)) << GetParam() << " " << keyOf(p).str() << " " << keyOf(t).str()
+                               << " d=" << d << " " << tile.str() << ": "
+                               << (r ? "" : llvm::toString(r.takeError()));
+          if (!r)
+            llvm::consumeError(r.takeError());
+        }
+}
+
+// Rows are tried in order: a row that an earlier one always wins over is
+// dead data.
+TEST_P(DispatchData, EveryRowIsReachable) {
+  for (const auto &[pipeline, rows] : table().tiles)
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        EXPECT_FALSE(rows[j].maxSeqlenQ >= rows[i].maxSeqlenQ && rows[j].maxD >= rows[i].maxD)
+            << GetParam() << " " << keyOf(pipeline).str() << ": row " << i << " is hidden by row "
+            << j;
+}
+
+TEST_P(DispatchData, RegistryExpandsAndIndexesByFeatures) {
+  llvm::Expected<const Registry &> r = Registry::forTarget(GetParam());
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  ASSERT_FALSE(r->candidates().empty());
+  for (const KernelSpec &s : r->candidates()) {
+    std::vector<KernelSpec> same = r->matching(featureKey(s));
+    EXPECT_NE(std::find(same.begin(), same.end(), s), same.end()) << encodeName(s);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTargets, DispatchData, ::testing::ValuesIn(archNames()),
+                         [](const auto &info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(DispatchTable, HostBucketsFollowTheQueryLength) {
+  const ArchInfo &host = *findArch("host");
+  const DispatchTable &t = DispatchTable::forTarget("host");
+  auto bm = [&](int64_t sq) { return t.choose(host, Pipeline::Vector, 128, sq)->tile.bm; };
+  EXPECT_EQ(bm(1), 16u);
+  EXPECT_EQ(bm(16), 16u);
+  EXPECT_EQ(bm(17), 32u);
+  EXPECT_EQ(bm(32), 32u);
+  EXPECT_EQ(bm(33), 64u);
+  EXPECT_EQ(bm(1 << 20), 64u);
+}
+
+TEST(DispatchTable, TilesForAreWhatChooseReturns) {
+  const ArchInfo &arch = *findArch("sm_90a");
+  const DispatchTable &t = DispatchTable::forTarget("sm_90a");
+  std::vector<Tile> tiles = t.tilesFor(arch, Pipeline::Mma, 64);
+  ASSERT_EQ(tiles.size(), 2u);
+  EXPECT_EQ(tiles[0].str(), "m64n64w4s1");
+  EXPECT_EQ(tiles[1].str(), "m128n64w8s1");
+  EXPECT_EQ(t.tilesFor(arch, Pipeline::Mma, 256).size(), 1u);
+}
+
+} // namespace
