@@ -326,7 +326,9 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   // the last tile the request names the current tile with no valid rows: it
   // reads nothing, and every iteration issues the same copies.
   auto keysAt = [&](Value *j0) { return minI(i32(spec.bn), b.CreateSub(s.sk, j0)); };
-  auto kvRows = [&](FwdParamsIndex tensor, FwdParamsIndex strides, PagedRows paging,
+  // `paging` by reference: the GlobalRows returned keeps a function_ref to
+  // it, which must outlive the load that uses it.
+  auto kvRows = [&](FwdParamsIndex tensor, FwdParamsIndex strides, PagedRows &paging,
                     Value *j0) -> GlobalRows {
     GlobalRows rows{nullptr, nullptr, spec.dtype};
     if (paged) {

@@ -39,7 +39,8 @@ struct RowVec {
 };
 
 /// Where a row of a tile starts, for rows that are not evenly spaced: the
-/// address of source row \p row (i64, 0 = the tile's first row).
+/// address of source row \p row (i64, 0 = the tile's first row). A
+/// function_ref: the callable must outlive the load that uses it.
 using RowAddressFn =
     llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b, llvm::Value *row)>;
 

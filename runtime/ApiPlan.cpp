@@ -32,7 +32,7 @@ struct Planning {
   LoweredProblem lowered;
   KernelCache *cache = nullptr;
   unsigned threads = 1; ///< resolved host worker count
-  DispatchQuery query;
+  DispatchQuery query = {};
   std::shared_ptr<PlanState> state = std::make_shared<PlanState>();
 };
 } // namespace

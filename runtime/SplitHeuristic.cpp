@@ -1,5 +1,7 @@
 //===- SplitHeuristic.cpp - How many parts to cut a key range into --------===//
 #include "runtime/SplitHeuristic.h"
+#include "specs/ArchTable.h"
+#include "llvm/Support/MathExtras.h"
 #include <algorithm>
 
 using namespace fmhajit;
@@ -23,10 +25,23 @@ unsigned fmhajit::chooseNumSplits(int64_t items, int64_t keyTiles, unsigned work
   return 1;
 }
 
+unsigned fmhajit::chooseHostNumSplits(int64_t items, int64_t seqlenK, unsigned workers) {
+  int64_t minKeys = items < int64_t(workers) ? kHostMinSplitKeysIdle : kHostMinSplitKeys;
+  if (workers <= 1 || items <= 0 || seqlenK < minKeys)
+    return 1;
+  int64_t wanted = (kHostItemsPerWorker * workers + items - 1) / items;
+  int64_t n = int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(wanted, 1))));
+  int64_t cap = std::min<int64_t>(kMaxSplits, seqlenK / kHostMinKeysPerSplit);
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(n, cap)));
+}
+
 unsigned fmhajit::chooseNumSplits(const KernelSpec &spec, const AttentionProblem &problem,
                                   unsigned workers) {
   int64_t qTiles = (problem.maxSeqlenQ() + spec.bm - 1) / spec.bm;
   int64_t items = problem.batch * problem.headsQ * qTiles;
+  const ArchInfo *arch = findArch(spec.target);
+  if (!arch || arch->backend == Backend::Host)
+    return chooseHostNumSplits(items, problem.maxSeqlenK(), workers);
   int64_t keyTiles = (problem.maxSeqlenK() + spec.bn - 1) / spec.bn;
   return chooseNumSplits(items, keyTiles, workers);
 }

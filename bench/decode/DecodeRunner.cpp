@@ -27,6 +27,18 @@ double DecodeResult::bestSeconds() const {
   return best;
 }
 
+double DecodeResult::bestSplitSeconds() const {
+  double best = INFINITY;
+  for (const SplitTiming &s : splits)
+    best = std::min(best, s.timing.medianSeconds);
+  return best;
+}
+
+bool DecodeResult::choiceWithin5Percent() const {
+  double other = ruleSplits > 1 ? single.medianSeconds : bestSplitSeconds();
+  return ruleSeconds() <= 1.05 * other;
+}
+
 unsigned DecodeResult::bestSplits() const {
   unsigned best = 1;
   double time = single.medianSeconds;

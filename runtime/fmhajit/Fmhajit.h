@@ -77,7 +77,8 @@ public:
 
   /// The launches of one run(), in order.
   const std::vector<PlanStep> &steps() const;
-  /// Bytes of Tensors::workspace one run() needs (0: none).
+  /// Bytes of Tensors::workspace one run() needs (0: none). On the host a
+  /// null Tensors::workspace takes a per-thread buffer fmhajit keeps.
   int64_t workspaceBytes() const;
   /// The target the kernels are compiled for.
   const std::string &target() const;

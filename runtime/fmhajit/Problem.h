@@ -83,7 +83,7 @@ struct Problem {
 };
 
 /// The memory of one call: host pointers for Device::Host, device pointers
-/// otherwise. Only the caller's memory is read and written.
+/// otherwise. Outputs are written to the caller's memory only.
 struct Tensors {
   const void *q = nullptr, *k = nullptr, *v = nullptr;
   void *o = nullptr;
@@ -94,8 +94,10 @@ struct Tensors {
   /// ALiBi on a GPU: a device copy of the [headsQ] slopes. On the host,
   /// null takes the problem's (or ALiBi's default) slopes.
   const float *alibiSlopes = nullptr;
-  void *workspace = nullptr; ///< Plan::workspaceBytes() bytes, when not 0
-  void *stream = nullptr;    ///< GPU: null takes the problem's stream
+  /// Plan::workspaceBytes() bytes, when not 0 (device memory on a GPU; on
+  /// the host, null takes a per-thread buffer fmhajit keeps).
+  void *workspace = nullptr;
+  void *stream = nullptr; ///< GPU: null takes the problem's stream
 };
 
 } // namespace fmhajit::api

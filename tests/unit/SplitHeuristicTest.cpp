@@ -43,8 +43,39 @@ INSTANTIATE_TEST_SUITE_P(Table, SplitRule, ::testing::ValuesIn(kCases),
                            return std::string(info.param.label);
                          });
 
-TEST(SplitRule, ReadsTheProblem) {
-  KernelSpec spec;
+struct HostCase {
+  const char *label;
+  int64_t items, seqlenK;
+  unsigned workers, expected;
+};
+
+class HostSplitRule : public ::testing::TestWithParam<HostCase> {};
+
+TEST_P(HostSplitRule, ChoosesDocumentedCount) {
+  const HostCase &c = GetParam();
+  EXPECT_EQ(chooseHostNumSplits(c.items, c.seqlenK, c.workers), c.expected);
+}
+
+const HostCase kHostCases[] = {
+    {"OneThreadNeverSplits", 8, 131072, 1, 1},
+    {"ShortKeysNeverSplit", 8, 2047, 16, 1},
+    {"IdleThreadsSplitSooner", 8, 2048, 16, 2},   // 64 wanted, 2048 / 1024 = 2
+    {"BusyThreadsWaitLonger", 16, 2048, 16, 1},
+    {"BusyThreadsAtTheThreshold", 16, 4096, 16, 4},
+    {"ThirtyTwoItemsPerThread", 8, 131072, 16, 64}, // 32 * 16 / 8 = 64
+    {"RoundsUpToAPowerOfTwo", 24, 131072, 16, 32}, // 32 * 16 / 24 -> 22 -> 32
+    {"TwoThreads", 8, 65536, 2, 8},
+    {"ManyItemsDoNotSplit", 512, 65536, 16, 1},
+    {"CappedByKeysPerPart", 1, 20000, 16, 19},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, HostSplitRule, ::testing::ValuesIn(kHostCases),
+                         [](const ::testing::TestParamInfo<HostCase> &info) {
+                           return std::string(info.param.label);
+                         });
+
+TEST(SplitRule, FollowsTheSpecsBackend) {
+  KernelSpec spec; // target=host
   spec.bm = 16;
   spec.bn = 64;
   AttentionProblem p;
@@ -52,9 +83,13 @@ TEST(SplitRule, ReadsTheProblem) {
   p.headsQ = 8;
   p.seqlenQ = 1;
   p.seqlenK = 65536; // 1024 key tiles
-  EXPECT_EQ(chooseNumSplits(spec, p, 16), 2u) << "8 items on 16 workers";
-  EXPECT_EQ(chooseNumSplits(spec, p, 2), 1u) << "8 items already fill 2 workers";
+  EXPECT_EQ(chooseNumSplits(spec, p, 16), 64u) << "host: 32 items per thread";
+  EXPECT_EQ(chooseNumSplits(spec, p, 2), 8u);
   p.seqlenQ = 64; // 4 query tiles per head: 32 items
-  EXPECT_EQ(chooseNumSplits(spec, p, 16), 1u);
+  EXPECT_EQ(chooseNumSplits(spec, p, 16), 16u);
+  spec.target = "sm_90a";
+  EXPECT_EQ(chooseNumSplits(spec, p, 132), 4u) << "GPU: 32 items on 132 SMs";
+  p.seqlenQ = 1;
+  EXPECT_EQ(chooseNumSplits(spec, p, 132), 15u) << "GPU: 8 items on 132 SMs";
 }
 } // namespace
