@@ -41,35 +41,28 @@ class AmdgpuTargetInfo : public GpuTargetInfo {
 public:
   using GpuTargetInfo::GpuTargetInfo;
 
-  Function *emitKernel(Module &m, StringRef name, StructType *params,
-                       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
-    LLVMContext &ctx = m.getContext();
+  unsigned paramAddressSpace() const override { return 4; } // constant: kernargs
+
+  void declareKernel(Function &fn, StructType *params) override {
+    Module &m = *fn.getParent();
     // Known now, so that allocas land in the private address space (5).
     m.setTargetTriple(Triple(arch.triple));
     m.setDataLayout(m.getTargetTriple().computeDataLayout());
     // Code object v5: what ROCm 5.x and 6.x load (LLVM 22 defaults to v6).
     if (!m.getModuleFlag("amdhsa_code_object_version"))
       m.addModuleFlag(Module::Error, "amdhsa_code_object_version", kCodeObjectVersion);
-    auto *type = FunctionType::get(Type::getVoidTy(ctx), {PointerType::get(ctx, 4)}, false);
-    Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
-    fn->setCallingConv(CallingConv::AMDGPU_KERNEL);
-    fn->addParamAttr(0, Attribute::getWithByRefType(ctx, params));
-    fn->addParamAttr(0, Attribute::getWithAlignment(ctx, Align(8)));
-    fn->addParamAttr(0, Attribute::NoAlias);
-    fn->addFnAttr("amdgpu-flat-work-group-size", "1," + std::to_string(numThreads()));
-    fn->addFnAttr("uniform-work-group-size", "true");
-    fn->addFnAttr("target-cpu", arch.cpu);
-    fn->addFnAttr("target-features", waveSize() == 64 ? "+wavefrontsize64" : "+wavefrontsize32");
-    fn->addFnAttr("denormal-fp-math-f32", "preserve-sign,preserve-sign");
+    fn.setCallingConv(CallingConv::AMDGPU_KERNEL);
+    fn.addParamAttr(0, Attribute::getWithByRefType(fn.getContext(), params));
+    fn.addParamAttr(0, Attribute::NoAlias);
+    fn.addFnAttr("amdgpu-flat-work-group-size", "1," + std::to_string(numThreads()));
+    fn.addFnAttr("uniform-work-group-size", "true");
+    fn.addFnAttr("target-cpu", arch.cpu);
+    fn.addFnAttr("target-features", waveSize() == 64 ? "+wavefrontsize64" : "+wavefrontsize32");
+    fn.addFnAttr("denormal-fp-math-f32", "preserve-sign,preserve-sign");
     // RDNA has 256 VGPRs a lane, which the default scheduler overfills on
     // WMMA kernels (d=80 spilled on gfx1100); the min-register one does not.
     if (spec.pipeline == Pipeline::Wmma)
-      fn->addFnAttr("amdgpu-sched-strategy", "iterative-minreg");
-    fn->addFnAttr(Attribute::NoUnwind);
-    IRBuilder<> b(BasicBlock::Create(ctx, "entry", fn));
-    emitBlockWorkItem(b, fn->getArg(0), body);
-    b.CreateRetVoid();
-    return fn;
+      fn.addFnAttr("amdgpu-sched-strategy", "iterative-minreg");
   }
 
   Value *threadId(IRBuilderBase &b) override {

@@ -33,7 +33,21 @@ public:
   llvm::Value *itemThread(llvm::IRBuilderBase &b) override { return threadId(b); }
   unsigned itemThreads() const override { return numThreads(); }
 
+  /// Creates kernel \p name with one parameter pointing at the FwdParams,
+  /// lets the target declare its conventions (declareKernel), and emits the
+  /// body for this block's work item.
+  llvm::Function *
+  emitKernel(llvm::Module &m, llvm::StringRef name, llvm::StructType *params,
+             llvm::function_ref<void(llvm::IRBuilderBase &, llvm::Value *,
+                                     llvm::Value *)>
+                 body) final;
+
 protected:
+  /// The address space of the kernel's parameter pointer.
+  virtual unsigned paramAddressSpace() const { return 0; }
+  /// Sets the calling convention and attributes of a new kernel (and any
+  /// module-level settings the target needs).
+  virtual void declareKernel(llvm::Function &fn, llvm::StructType *params) = 0;
   /// Emits the body for this block's work item, counted from the end so the
   /// heaviest causal tiles start first: item = total - 1 - blockId.
   void emitBlockWorkItem(llvm::IRBuilderBase &b, llvm::Value *params,

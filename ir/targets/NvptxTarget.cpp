@@ -22,23 +22,13 @@ class NvptxTargetInfo : public GpuTargetInfo {
 public:
   using GpuTargetInfo::GpuTargetInfo;
 
-  Function *emitKernel(Module &m, StringRef name, StructType *params,
-                       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
-    LLVMContext &ctx = m.getContext();
-    auto *type = FunctionType::get(Type::getVoidTy(ctx), {PointerType::get(ctx, 0)}, false);
-    Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
-    fn->setCallingConv(CallingConv::PTX_Kernel);
-    fn->addParamAttr(0, Attribute::getWithByValType(ctx, params));
-    fn->addParamAttr(0, Attribute::getWithAlignment(ctx, Align(8)));
-    fn->addFnAttr("nvvm.maxntid", std::to_string(numThreads()));
+  void declareKernel(Function &fn, StructType *params) override {
+    fn.setCallingConv(CallingConv::PTX_Kernel);
+    fn.addParamAttr(0, Attribute::getWithByValType(fn.getContext(), params));
+    fn.addFnAttr("nvvm.maxntid", std::to_string(numThreads()));
     // One block per SM is enough: without this ptxas may cap registers to
     // fit more blocks and spill the accumulators instead.
-    fn->addFnAttr("nvvm.minctasm", "1");
-    fn->addFnAttr(Attribute::NoUnwind);
-    IRBuilder<> b(BasicBlock::Create(ctx, "entry", fn));
-    emitBlockWorkItem(b, fn->getArg(0), body);
-    b.CreateRetVoid();
-    return fn;
+    fn.addFnAttr("nvvm.minctasm", "1");
   }
 
   Value *threadId(IRBuilderBase &b) override {
