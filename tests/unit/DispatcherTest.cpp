@@ -50,7 +50,9 @@ TEST_P(Dispatcher, PicksTheDocumentedKernel) {
   std::string trace;
   for (const RuleOutcome &r : d->rules)
     trace += r.rule + ": " + r.outcome + "\n";
-  for (const auto &[rule, words] : c.reasons) {
+  for (const auto &reason : c.reasons) {
+    const auto &rule = reason.first;
+    const auto &words = reason.second;
     auto it = std::find_if(d->rules.begin(), d->rules.end(),
                            [&](const RuleOutcome &r) { return r.rule == rule; });
     ASSERT_NE(it, d->rules.end()) << "no outcome for rule " << rule << "\n" << trace;
