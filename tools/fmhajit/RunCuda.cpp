@@ -13,52 +13,13 @@
 #include "runtime/CudaResources.h"
 #include "specs/EncodedName.h"
 #include "tools/fmhajit/Commands.h"
+#include "tools/fmhajit/GpuTiming.h"
 #include "tools/fmhajit/RunCommand.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
 #include <algorithm>
-#include <chrono>
 
 using namespace fmhajit;
-using Clock = std::chrono::steady_clock;
-
-/// Launches before timing: the first pays for lazy module loading and
-/// clocks ramping up.
-static constexpr unsigned kWarmups = 3;
-/// Without --iters: at least this many timed launches, and ~0.2 s of them.
-static constexpr unsigned kMinIterations = 10;
-static constexpr double kTimingBudgetMs = 200;
-
-/// The median of the kernel's event-timed launches; \p ran gets how many.
-static llvm::Expected<double> medianMs(CudaDriver &driver, const CudaKernel &kernel,
-                                       const FwdParams &params, const CudaStream &stream,
-                                       unsigned iterations, unsigned &ran) {
-  auto timer = CudaTimer::create(driver);
-  if (!timer)
-    return timer.takeError();
-  for (unsigned i = 0; i < kWarmups; ++i)
-    if (llvm::Error err = kernel.launch(params, stream.get()))
-      return std::move(err);
-  if (llvm::Error err = stream.synchronize())
-    return std::move(err);
-  std::vector<double> times;
-  Clock::time_point begin = Clock::now();
-  auto more = [&](unsigned i) {
-    if (iterations)
-      return i < iterations;
-    double spent = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
-    return i < kMinIterations || spent < kTimingBudgetMs;
-  };
-  for (unsigned i = 0; more(i); ++i) {
-    auto ms = kernel.launchTimed(params, stream.get(), *timer);
-    if (!ms)
-      return ms.takeError();
-    times.push_back(*ms);
-  }
-  ran = static_cast<unsigned>(times.size());
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
-}
 
 static void printKernel(const CudaDriver &driver, const CudaKernel &kernel,
                         int64_t blocks, llvm::raw_ostream &os) {
@@ -121,7 +82,10 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   if (llvm::Error err = saveOutputs(opt, data, os))
     return reportErrors(std::move(err));
   unsigned ran = 0;
-  auto ms = medianMs(*driver, *kernel, params, *stream, opt.iterations, ran);
+  auto timer = CudaTimer::create(*driver);
+  if (!timer)
+    return reportErrors(timer.takeError());
+  auto ms = medianLaunchMs(*kernel, params, *stream, *timer, opt.iterations, ran);
   if (!ms)
     return reportErrors(ms.takeError());
   double flops = forwardFlops(opt);
