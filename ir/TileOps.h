@@ -87,9 +87,10 @@ public:
   virtual void map(Tile &t, ElementFn fn) = 0;
   /// t[r][c] = fn(t[r][c], row[r]).
   virtual void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) = 0;
-  /// out[r] = max over c of t[r][c] / sum over c.
-  virtual void rowMax(const Tile &t, RowVec &out) = 0;
-  virtual void rowSum(const Tile &t, RowVec &out) = 0;
+  void rowMax(const Tile &t, RowVec &out) { reduceRows(t, out, /*isMax=*/true); }
+  void rowSum(const Tile &t, RowVec &out) { reduceRows(t, out, /*isMax=*/false); }
+  /// out[r] = max (isMax) or sum of t[r][c] over c: rowMax and rowSum.
+  virtual void reduceRows(const Tile &t, RowVec &out, bool isMax) = 0;
   /// out[r] = fn(in[0][r], in[1][r], ...); out may be one of in.
   virtual void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in, RowFn fn) = 0;
   /// Stores the first \p valid rows of \p t, converted to dst.dtype.

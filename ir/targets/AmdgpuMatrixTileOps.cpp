@@ -115,8 +115,7 @@ public:
   void mma(Tile &acc, const Tile &a, const Tile &bt) override;
   void map(Tile &t, ElementFn fn) override;
   void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
-  void rowMax(const Tile &t, RowVec &out) override { reduceRows(t, out, true); }
-  void rowSum(const Tile &t, RowVec &out) override { reduceRows(t, out, false); }
+  void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, Value *dst, Value *valid) override;
@@ -176,7 +175,6 @@ private:
   Value *loadChunk(const GlobalRows &src, Value *row, Value *c, Value *valid);
   void scoresProduct(Tile &acc, const Tile &q, const Tile &kT);
   void outputProduct(Tile &acc, const Tile &p, const Tile &v);
-  void reduceRows(const Tile &t, RowVec &out, bool isMax);
 
   IRBuilderBase &b;
   GpuTargetInfo &target;

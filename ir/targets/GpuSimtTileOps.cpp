@@ -97,8 +97,7 @@ public:
   void mma(Tile &acc, const Tile &a, const Tile &bt) override;
   void map(Tile &t, ElementFn fn) override;
   void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
-  void rowMax(const Tile &t, RowVec &out) override { reduceRows(t, out, true); }
-  void rowSum(const Tile &t, RowVec &out) override { reduceRows(t, out, false); }
+  void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, Value *dst, Value *valid) override;
@@ -134,7 +133,6 @@ private:
           body(i, j, b.CreateAdd(row0, b.getInt32(i)), b.CreateAdd(col0, b.getInt32(j * g.tx)));
     });
   }
-  void reduceRows(const Tile &t, RowVec &out, bool isMax);
 
   IRBuilderBase &b;
   GpuTargetInfo &target;

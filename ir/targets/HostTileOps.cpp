@@ -73,8 +73,7 @@ public:
   void mma(Tile &acc, const Tile &a, const Tile &bt) override;
   void map(Tile &t, ElementFn fn) override;
   void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
-  void rowMax(const Tile &t, RowVec &out) override { reduceRows(t, out, true); }
-  void rowSum(const Tile &t, RowVec &out) override { reduceRows(t, out, false); }
+  void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, Value *dst, Value *valid) override;
@@ -93,7 +92,6 @@ private:
       coords.push_back(b.getInt32(chunk * lanes + l));
     return ConstantVector::get(coords);
   }
-  void reduceRows(const Tile &t, RowVec &out, bool isMax);
   Value *narrow(Value *x, DType dtype, FixedVectorType *to);
   void loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale);
   void zeroRow(const Tile &t, Value *r);

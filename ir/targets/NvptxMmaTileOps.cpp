@@ -86,8 +86,7 @@ public:
   void mma(Tile &acc, const Tile &a, const Tile &bt) override;
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
-  void rowMax(const Tile &tile, RowVec &out) override { reduceRows(tile, out, true); }
-  void rowSum(const Tile &tile, RowVec &out) override { reduceRows(tile, out, false); }
+  void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, Value *dst, Value *valid) override;
@@ -137,7 +136,6 @@ private:
   SmallVector<Value *, 4> probabilityFragments(const Tile &s, unsigned i, unsigned kk);
   void mmaStep(Value *const a[4], Value *b0, Value *b1, Value *const c[4], Value *out[4]);
   Value *packPair(Value *lo, Value *hi);
-  void reduceRows(const Tile &tile, RowVec &out, bool isMax);
 
   IRBuilderBase &b;
   GpuTargetInfo &target;
