@@ -311,6 +311,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
   ops->load(q, {rowsOf(kQ, kQStrides, s.b, qRow, s.h, spec.dtype), p.stride(kQStrides, 1), spec.dtype},
             rows, qScale);
+  ops->limitQueryRows(rows);
   ops->fill(m, -INFINITY);
   ops->fill(l, 0.0f);
   ops->fill(out, 0.0f);

@@ -102,6 +102,10 @@ public:
   virtual void sync(Tile &t) {}
   /// Completes loads still in flight (targets that copy asynchronously).
   virtual void drain() {}
+  /// Only the first \p rows (i32) query rows of the tiles that follow are
+  /// ever stored: a target may skip work on the rest (whose values are then
+  /// unspecified). The host does, so a short query costs little in a tall tile.
+  virtual void limitQueryRows(llvm::Value *rows) {}
 };
 
 /// \p scalar broadcast to \p like's vector width (or \p scalar if \p like is

@@ -16,35 +16,35 @@ using namespace fmhajit::bench;
 double DecodeResult::ruleSeconds() const {
   for (const SplitTiming &s : splits)
     if (s.numSplits == ruleSplits)
-      return s.timing.medianSeconds;
-  return single.medianSeconds;
+      return s.timing.bestSeconds;
+  return single.bestSeconds;
 }
 
 double DecodeResult::bestSeconds() const {
-  double best = single.medianSeconds;
+  double best = single.bestSeconds;
   for (const SplitTiming &s : splits)
-    best = std::min(best, s.timing.medianSeconds);
+    best = std::min(best, s.timing.bestSeconds);
   return best;
 }
 
 double DecodeResult::bestSplitSeconds() const {
   double best = INFINITY;
   for (const SplitTiming &s : splits)
-    best = std::min(best, s.timing.medianSeconds);
+    best = std::min(best, s.timing.bestSeconds);
   return best;
 }
 
 bool DecodeResult::choiceWithin5Percent() const {
-  double other = ruleSplits > 1 ? single.medianSeconds : bestSplitSeconds();
+  double other = ruleSplits > 1 ? single.bestSeconds : bestSplitSeconds();
   return ruleSeconds() <= 1.05 * other;
 }
 
 unsigned DecodeResult::bestSplits() const {
   unsigned best = 1;
-  double time = single.medianSeconds;
+  double time = single.bestSeconds;
   for (const SplitTiming &s : splits)
-    if (s.timing.medianSeconds < time) {
-      time = s.timing.medianSeconds;
+    if (s.timing.bestSeconds < time) {
+      time = s.timing.bestSeconds;
       best = s.numSplits;
     }
   return best;
@@ -120,7 +120,7 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
   result.ruleSplits = chooseNumSplits(*splitSpec, p, executor.threads());
 
   FwdParams singleParams = makeFwdParams(*singleSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.single.data()});
-  result.single = timeMedian([&] { single->run(singleParams, executor); }, policy);
+  result.single = timeRuns([&] { single->run(singleParams, executor); }, policy);
 
   if (result.ruleSplits > 1 && !llvm::is_contained(candidates, result.ruleSplits))
     candidates.push_back(result.ruleSplits);
@@ -136,7 +136,7 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
                                          n, {data.oAccum.data(), data.lseAccum.data()});
     SplitTiming t;
     t.numSplits = n;
-    t.timing = timeMedian([&] { split->run(params, executor); }, policy);
+    t.timing = timeRuns([&] { split->run(params, executor); }, policy);
     t.relL2 = relL2(data.split, data.single);
     result.splits.push_back(t);
   }

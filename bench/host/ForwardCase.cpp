@@ -40,13 +40,13 @@ std::vector<ForwardCase> fmhajit::bench::forwardCases(bool quick, unsigned allTh
 }
 
 double ForwardResult::fmhajitGflops() const {
-  return fmhajit.medianSeconds > 0 ? config.flops() / fmhajit.medianSeconds / 1e9 : 0;
+  return fmhajit.bestSeconds > 0 ? config.flops() / fmhajit.bestSeconds / 1e9 : 0;
 }
 
 double ForwardResult::peerGflops() const {
-  return peer.medianSeconds > 0 ? config.flops() / peer.medianSeconds / 1e9 : 0;
+  return peer.bestSeconds > 0 ? config.flops() / peer.bestSeconds / 1e9 : 0;
 }
 
 double ForwardResult::speedup() const {
-  return fmhajit.medianSeconds > 0 ? peer.medianSeconds / fmhajit.medianSeconds : 0;
+  return fmhajit.bestSeconds > 0 ? peer.bestSeconds / fmhajit.bestSeconds : 0;
 }

@@ -33,13 +33,13 @@ struct ForwardCase {
 /// couple of small ones in quick mode.
 std::vector<ForwardCase> forwardCases(bool quick, unsigned allThreads);
 
-/// What running one case found. Times are medians in seconds.
+/// What running one case found. Times are best-of-runs, in seconds.
 struct ForwardResult {
   ForwardCase config;
   std::string kernel; ///< fmhajit's encoded name
   Timing fmhajit, peer;
   PeerThreading peerMode = PeerThreading::Serial; ///< the faster one, kept
-  double peerOtherSeconds = 0;                    ///< median of the mode not kept (0: one mode)
+  double peerOtherSeconds = 0;                    ///< best time of the mode not kept (0: one mode)
   double relL2 = 0;                               ///< ||o_fmhajit - o_peer|| / ||o_peer||
   double tolerance = 0;
   bool checked = false; ///< relL2 <= tolerance

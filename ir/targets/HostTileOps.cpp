@@ -77,6 +77,7 @@ public:
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, Value *dst, Value *valid) override;
+  void limitQueryRows(Value *rows) override { queryRows = rows; }
 
 private:
   Value *splat(float v) {
@@ -96,9 +97,15 @@ private:
   void loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale);
   void zeroRow(const Tile &t, Value *r);
 
+  /// End of the micro-kernel's loop over \p extent (i64) of \p acc: a
+  /// dimension of query rows stops at the first whole \p step past the
+  /// live ones.
+  Value *liveExtent(const Tile &acc, bool queryDim, unsigned extent, unsigned step);
+
   IRBuilderBase &b;
   unsigned lanes;
   FixedVectorType *vec;
+  Value *queryRows = nullptr; ///< i32; null: every row is live
 };
 } // namespace
 
@@ -172,8 +179,12 @@ void HostTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
   // B'[k][n] row-major: a^T (a's buffer) for a transposed acc, else bt's.
   Value *bBase = layout.transposed ? a.storage : bt.storage;
   unsigned C = blockColumns(N / lanes, lanes);
-  emitFor(b, b.getInt64(0), b.getInt64(M), b.getInt64(kBlockRows), "mma.m", [&](Value *m0) {
-    emitFor(b, b.getInt64(0), b.getInt64(N), b.getInt64(C * lanes), "mma.n", [&](Value *n0) {
+  // Query rows are acc's physical columns when it is transposed (S^T).
+  Value *mEnd = liveExtent(acc, !layout.transposed, M, kBlockRows);
+  Value *nEnd = liveExtent(acc, layout.transposed, N, C * lanes);
+  // n outer: the K x C*L panel of B stays in L1 while A's rows stream by.
+  emitFor(b, b.getInt64(0), nEnd, b.getInt64(C * lanes), "mma.n", [&](Value *n0) {
+    emitFor(b, b.getInt64(0), mEnd, b.getInt64(kBlockRows), "mma.m", [&](Value *m0) {
       auto accIndex = [&](unsigned r, unsigned c) {
         return b.CreateAdd(b.CreateMul(b.CreateAdd(m0, b.getInt64(r)), b.getInt64(N)),
                            b.CreateAdd(n0, b.getInt64(c * lanes)));
@@ -204,6 +215,16 @@ void HostTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
           storeVec(acc.storage, accIndex(r, c), sums[r * C + c]);
     });
   });
+}
+
+Value *HostTileOps::liveExtent(const Tile &acc, bool queryDim, unsigned extent, unsigned step) {
+  bool holdsQueries = acc.role == TileRole::Scores || acc.role == TileRole::Output;
+  if (!queryRows || !queryDim || !holdsQueries)
+    return b.getInt64(extent);
+  Value *rows = b.CreateZExt(queryRows, b.getInt64Ty());
+  Value *rounded = b.CreateMul(b.CreateUDiv(b.CreateAdd(rows, b.getInt64(step - 1)), b.getInt64(step)),
+                               b.getInt64(step));
+  return b.CreateBinaryIntrinsic(Intrinsic::umin, rounded, b.getInt64(extent));
 }
 
 void HostTileOps::map(Tile &t, ElementFn fn) {

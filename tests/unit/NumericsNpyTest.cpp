@@ -173,7 +173,7 @@ TEST(RunBundle, VarlenAlibiLse) {
   llvm::json::Object m = readMeta(dir.file("out/run/meta.json"));
   EXPECT_EQ(m.size(), 13u);
   EXPECT_EQ(*m.getString("name"), "fmha_fwd_fp32_d64_window_alibi_sc_lse_vl"
-                                  "_m128n64w1s1_vector_host");
+                                  "_m192n64w1s1_vector_host");
   EXPECT_EQ(*m.getString("dtype"), "fp32");
   EXPECT_EQ(*m.getString("mask"), "window");
   EXPECT_EQ(*m.getInteger("heads_q"), 4);
