@@ -31,6 +31,7 @@
 #include "specs/Validate.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include <cmath>
 
@@ -131,8 +132,17 @@ private:
     Value *index = b.CreateAdd(b.CreateMul(key, b.getInt32(width + kPadElements)), col);
     return b.CreateInBoundsGEP(b.getInt16Ty(), tile.storage, index);
   }
+  /// This lane's ldmatrix address in \p tile, at (\p key, \p col) of the
+  /// fragment at the tile's origin, hidden from LICM (see fragmentBase).
+  Value *fragmentBase(const Tile &tile, Value *key, Value *col);
+  /// \p base moved by a constant (\p keys, \p cols) of \p tile.
+  Value *fragmentAt(const Tile &tile, Value *base, unsigned keys, unsigned cols) {
+    unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
+    return b.CreateConstInBoundsGEP1_32(b.getInt16Ty(), base, keys * (width + kPadElements) + cols);
+  }
+  Value *ldmatrix(Value *address, bool transposed, Value *out[4]);
   void waitFor(const Tile &tile);
-  SmallVector<Value *, 4> queryFragments(const Tile &q, unsigned i, unsigned kk);
+  SmallVector<Value *, 4> queryFragments(const Tile &q, Value *base, unsigned i, unsigned kk);
   SmallVector<Value *, 4> probabilityFragments(const Tile &s, unsigned i, unsigned kk);
   void mmaStep(Value *const a[4], Value *b0, Value *b1, Value *const c[4], Value *out[4]);
   Value *packPair(Value *lo, Value *hi);
@@ -214,18 +224,38 @@ Value *NvptxMmaTileOps::packPair(Value *lo, Value *hi) {
   return b.CreateBitCast(b.CreateFPTrunc(pair, FixedVectorType::get(elem, 2)), b.getInt32Ty());
 }
 
+// Every fragment of a tile is one lane-dependent address plus a constant.
+// Computed once, LICM would hoist each of the dozens of sums out of the
+// loop, and each would hold a register for the whole loop (ptxas spilled at
+// d=128). An opaque copy made where the tile is read keeps one base live
+// instead, and the constants fold into ldmatrix's [reg+imm] addressing.
+Value *NvptxMmaTileOps::fragmentBase(const Tile &tile, Value *key, Value *col) {
+  Value *address = sharedAt(tile, key, col);
+  unsigned bits = b.GetInsertBlock()->getDataLayout().getPointerSizeInBits(3);
+  Type *ptrTy = address->getType();
+  auto *copy = InlineAsm::get(FunctionType::get(ptrTy, {ptrTy}, false),
+                              bits == 32 ? "mov.b32 $0, $1;" : "mov.b64 $0, $1;",
+                              bits == 32 ? "=r,r" : "=l,l", /*hasSideEffects=*/true);
+  return b.CreateCall(copy, {address});
+}
+
+Value *NvptxMmaTileOps::ldmatrix(Value *address, bool transposed, Value *out[4]) {
+  Value *frags = b.CreateIntrinsic(transposed ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                                              : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16,
+                                   {PointerType::get(b.getContext(), 3)}, {address});
+  for (unsigned r = 0; r < 4; ++r)
+    out[r] = b.CreateExtractValue(frags, r);
+  return frags;
+}
+
 // Q's A fragments (16 x 16 at the rows of m-tile i, the columns of step kk):
 // matrix m of ldmatrix.x4 covers rows (m & 1) * 8 and columns (m >> 1) * 8,
-// so lane l names row l & 15 and column (l >> 4) * 8.
-SmallVector<Value *, 4> NvptxMmaTileOps::queryFragments(const Tile &q, unsigned i, unsigned kk) {
-  Value *row = b.CreateAdd(warpRow0, b.CreateAdd(b.getInt32(i * 16), b.CreateAnd(lane, b.getInt32(15))));
-  Value *col = b.CreateAdd(b.getInt32(kk * 16), b.CreateShl(b.CreateLShr(lane, b.getInt32(4)), 3));
-  Value *frags = b.CreateIntrinsic(Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16,
-                                   {PointerType::get(b.getContext(), 3)}, {sharedAt(q, row, col)});
-  SmallVector<Value *, 4> out;
-  for (unsigned r = 0; r < 4; ++r)
-    out.push_back(b.CreateExtractValue(frags, r));
-  return out;
+// so lane l names row l & 15 and column (l >> 4) * 8 (\p base, at i = kk = 0).
+SmallVector<Value *, 4> NvptxMmaTileOps::queryFragments(const Tile &q, Value *base, unsigned i,
+                                                        unsigned kk) {
+  Value *out[4];
+  ldmatrix(fragmentAt(q, base, i * 16, kk * 16), /*transposed=*/false, out);
+  return {out[0], out[1], out[2], out[3]};
 }
 
 // P's A fragments come from S's accumulators: step kk covers n-tiles 2kk and
@@ -254,28 +284,27 @@ void NvptxMmaTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
   SmallVector<Value *, 128> sums(accCount(acc));
   for (unsigned e = 0; e < sums.size(); ++e)
     sums[e] = scores ? f32(0) : b.CreateLoad(b.getFloatTy(), slot(acc.storage, e));
+  Value *queryBase = nullptr;
+  if (scores) {
+    Value *row = b.CreateAdd(warpRow0, b.CreateAnd(lane, b.getInt32(15)));
+    queryBase = fragmentBase(a, row, b.CreateShl(b.CreateLShr(lane, b.getInt32(4)), 3));
+  }
+  // B fragments, 16 keys x 16 columns per ldmatrix.x4: lane l names key
+  // (l & 7) + 8 * ((l >> 4) for K, (l >> 3) & 1 for V) and column 8 times
+  // the other bit.
+  Value *sub8 = b.CreateAnd(lane, b.getInt32(7));
+  Value *which = b.CreateShl(b.CreateAnd(b.CreateLShr(lane, b.getInt32(3)), b.getInt32(1)), 3);
+  Value *upper = b.CreateShl(b.CreateLShr(lane, b.getInt32(4)), 3);
+  Value *keyBase = scores ? fragmentBase(bt, b.CreateAdd(upper, sub8), which)  // K rows: key n, col k
+                          : fragmentBase(bt, b.CreateAdd(which, sub8), upper); // V rows: key k, col n
   for (unsigned kk = 0; kk < kSteps; ++kk) {
     SmallVector<Value *, 4> aFrag[8];
     for (unsigned i = 0; i < mTiles; ++i)
-      aFrag[i] = scores ? queryFragments(a, i, kk) : probabilityFragments(a, i, kk);
+      aFrag[i] = scores ? queryFragments(a, queryBase, i, kk) : probabilityFragments(a, i, kk);
     for (unsigned np = 0; np < nPairs; ++np) {
-      Value *key, *col;
-      Value *sub8 = b.CreateAnd(lane, b.getInt32(7));
-      Value *which = b.CreateAnd(b.CreateLShr(lane, b.getInt32(3)), b.getInt32(1));
-      Value *upper = b.CreateLShr(lane, b.getInt32(4));
-      if (scores) { // K rows: key = n, col = k
-        key = b.CreateAdd(b.getInt32(np * 16), b.CreateAdd(b.CreateShl(upper, 3), sub8));
-        col = b.CreateAdd(b.getInt32(kk * 16), b.CreateShl(which, 3));
-      } else { // V rows: key = k, col = n
-        key = b.CreateAdd(b.getInt32(kk * 16), b.CreateAdd(b.CreateShl(which, 3), sub8));
-        col = b.CreateAdd(b.getInt32(np * 16), b.CreateShl(upper, 3));
-      }
-      Value *frags = b.CreateIntrinsic(scores ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16
-                                              : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16,
-                                       {PointerType::get(b.getContext(), 3)}, {sharedAt(bt, key, col)});
       Value *bReg[4];
-      for (unsigned r = 0; r < 4; ++r)
-        bReg[r] = b.CreateExtractValue(frags, r);
+      ldmatrix(scores ? fragmentAt(bt, keyBase, np * 16, kk * 16) : fragmentAt(bt, keyBase, kk * 16, np * 16),
+               /*transposed=*/!scores, bReg);
       for (unsigned i = 0; i < mTiles; ++i)
         for (unsigned half = 0; half < 2; ++half) {
           unsigned j = 2 * np + half;
