@@ -82,6 +82,11 @@ static llvm::Expected<Dispatch> chooseSingle(Planning &p, const Registry &regist
   auto chosen = dispatch(p.query, registry, table);
   if (!chosen || !p.options.autotune)
     return chosen;
+  if (p.lowered.pagedCache) {
+    p.state->decisions.push_back("autotune: not for paged K/V (scratch tensors have no block "
+                                 "table to time against): the dispatcher's pick");
+    return chosen;
+  }
   if (llvm::Error err = applyTuning(p, *chosen))
     return std::move(err);
   return dispatch(p.query, registry, table);
@@ -108,7 +113,8 @@ static llvm::Expected<PlanLayout> choose(Planning &p) {
   auto split = chooseSplit(p.lowered, *single, p.query, *registry, table, p.threads, notes);
   if (!split)
     return split.takeError();
-  if (*split)
+  // A paged plan's split kernel is its single pick: its rules are above.
+  if (*split && (*split)->split.chosen.family == Family::FwdSplitKv)
     recordRules(*p.state, (*split)->split, "split-KV ");
   for (const std::string &note : notes)
     p.state->decisions.push_back("plan: " + note);
@@ -118,8 +124,8 @@ static llvm::Expected<PlanLayout> choose(Planning &p) {
 static void recordLayout(Planning &p, const PlanLayout &layout) {
   PlanState &s = *p.state;
   for (const StepLayout &step : layout.steps)
-    s.steps.push_back({encodeName(step.spec), step.role, step.workItems, step.grid,
-                       step.workspaceOffset, step.workspaceBytes, step.why});
+    s.steps.push_back({encodeName(step.spec), step.role, step.workItems, step.keySplits,
+                       step.grid, step.workspaceOffset, step.workspaceBytes, step.why});
   s.workspaceBytes = layout.workspaceBytes;
   s.target = p.lowered.features.target;
   s.device = p.lowered.device;
@@ -129,6 +135,7 @@ static void recordLayout(Planning &p, const PlanLayout &layout) {
   s.needsWorkspace = gpu && layout.workspaceBytes > 0;
   s.needsCuSeqlens = gpu && p.lowered.features.varlen;
   s.needsSlopes = gpu && p.lowered.features.bias == Bias::Alibi;
+  s.needsBlockTable = p.lowered.pagedCache.has_value();
 }
 
 static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {
@@ -194,7 +201,10 @@ const std::vector<PlanStep> &Plan::steps() const { return stateOf(*this).steps; 
 int64_t Plan::workspaceBytes() const { return stateOf(*this).workspaceBytes; }
 const std::string &Plan::target() const { return stateOf(*this).target; }
 Device Plan::device() const { return stateOf(*this).device; }
-bool Plan::loaded() const { return !stateOf(*this).runners.empty(); }
+bool Plan::loaded() const {
+  const PlanState &s = stateOf(*this);
+  return !s.runners.empty() || s.appender;
+}
 const std::vector<std::string> &Plan::decisions() const { return stateOf(*this).decisions; }
 const std::vector<CandidateTiming> &Plan::timings() const { return stateOf(*this).timings; }
 std::string Plan::describe() const {

@@ -29,6 +29,9 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
   if (s.needsSlopes && !t.alibiSlopes)
     return invalid("an ALiBi plan on a GPU reads its slopes from device memory: set "
                    "Tensors::alibiSlopes to [headsQ] floats on the device");
+  if (s.needsBlockTable && !t.blockTable)
+    return invalid("a paged plan reads its block table: set Tensors::blockTable to the "
+                   "[batch, maxPagesPerSeq] int32 page indices");
   return Status();
 }
 
@@ -36,6 +39,9 @@ Status api::run(const Plan &plan, const Tensors &tensors) {
   const detail::PlanState *s = detail::PlanAccess::state(plan);
   if (!s)
     return invalid("the plan is empty: make one with fmhajit::api::plan()");
+  if (s->isAppend)
+    return invalid("this plan appends to a K/V cache: call fmhajit::api::append(plan, "
+                   "AppendTensors) to run it");
   if (s->runners.empty())
     return invalid("the plan was made with Options::load = false, so no kernel is loaded: "
                    "plan again with Options::load = true");

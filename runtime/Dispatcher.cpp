@@ -159,7 +159,8 @@ static void ruleTuned(Narrowing &n) {
 
 static void ruleDecode(Narrowing &n) {
   const std::optional<DecodeRule> &rule = n.table.decode;
-  if (!rule || n.query.features.family != Family::Fwd)
+  Family family = n.query.features.family;
+  if (!rule || (family != Family::Fwd && family != Family::FwdPaged))
     return;
   const DispatchQuery &q = n.query;
   n.result.decodeShaped = q.seqlenQ <= rule->maxSeqlenQ && q.seqlenK >= rule->minSeqlenK;

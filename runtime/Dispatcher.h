@@ -18,9 +18,9 @@
 //               from the table's tile, then by name; the first wins.
 //
 // Then an autotuned winner stored for this problem bucket, when it is
-// still a rule-1 candidate, replaces rule 3's pick; and a problem with few
-// queries and many keys is marked decode-shaped (the plan builder decides
-// what to do with that).
+// still a rule-1 candidate, replaces rule 3's pick; and a forward problem
+// (fwd or fwd_paged) with few queries and many keys is marked decode-shaped
+// (the plan builder decides what to do with that).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

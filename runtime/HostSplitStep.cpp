@@ -5,22 +5,22 @@
 
 using namespace fmhajit;
 
-// A per-thread buffer, not one per plan: plans may run on several threads
-// at once, and a thread runs one plan at a time.
-static uint8_t *threadWorkspace(int64_t bytes) {
+uint8_t *fmhajit::hostWorkspace(int64_t bytes) {
   thread_local std::vector<uint8_t> buffer;
   if (buffer.size() < size_t(bytes))
     buffer.resize(size_t(bytes));
   return buffer.data();
 }
 
+SplitKvWorkspace fmhajit::splitWorkspaceAt(uint8_t *base, const SplitWorkspaceLayout &layout) {
+  return {reinterpret_cast<float *>(base + layout.oAccumOffset),
+          reinterpret_cast<float *>(base + layout.lseAccumOffset)};
+}
+
 llvm::Error HostSplitStep::run(const api::Tensors &t) const {
-  uint8_t *base =
-      t.workspace ? static_cast<uint8_t *>(t.workspace) : threadWorkspace(workspace.bytes);
+  uint8_t *base = t.workspace ? static_cast<uint8_t *>(t.workspace) : hostWorkspace(workspace.bytes);
   FwdParams p = binding.bind(t);
-  setSplits(p, unsigned(p.numSplits),
-            {reinterpret_cast<float *>(base + workspace.oAccumOffset),
-             reinterpret_cast<float *>(base + workspace.lseAccumOffset)});
+  setSplits(p, unsigned(p.numSplits), splitWorkspaceAt(base, workspace));
   kernels.run(p, *executor);
   return llvm::Error::success();
 }

@@ -3,6 +3,7 @@
 #include "runtime/CudaForwardStep.h"
 #include "runtime/HostForwardStep.h"
 #include "runtime/HostKernel.h"
+#include "runtime/HostPagedStep.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -40,10 +41,16 @@ static std::string whyText(const Dispatch &d) {
                         : "made for this problem (no registry kernel has its features)";
 }
 
+static const char *forwardRole(const LoweredProblem &l, bool split) {
+  if (l.pagedCache)
+    return split ? "paged split-KV forward" : "paged forward";
+  return split ? "split-KV forward" : "forward";
+}
+
 static void layoutSingle(const LoweredProblem &l, const Dispatch &d, PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
-  addStep(layout, {d.chosen, "forward", a.batch * a.headsQ * queryTiles(a, d.chosen),
-                   gridText(a, d.chosen, 1), 0, 0, whyText(d)});
+  addStep(layout, {d.chosen, forwardRole(l, false), a.batch * a.headsQ * queryTiles(a, d.chosen),
+                   1, gridText(a, d.chosen, 1), 0, 0, whyText(d)});
 }
 
 // The partials sit in one slice that the split launch writes and the
@@ -53,15 +60,15 @@ static void layoutSplit(const LoweredProblem &l, const SplitChoice &s, PlanLayou
   SplitKvWorkspaceSize floats = splitKvWorkspaceSize(s.split.chosen, a, s.numSplits);
   int64_t lseOffset = alignWorkspace(floats.oAccum * int64_t(sizeof(float)));
   int64_t bytes = lseOffset + floats.lseAccum * int64_t(sizeof(float));
-  addStep(layout, {s.split.chosen, "split-KV forward",
-                   a.batch * a.headsQ * queryTiles(a, s.split.chosen) * s.numSplits,
+  addStep(layout, {s.split.chosen, forwardRole(l, true),
+                   a.batch * a.headsQ * queryTiles(a, s.split.chosen) * s.numSplits, s.numSplits,
                    gridText(a, s.split.chosen, s.numSplits), 0, bytes,
                    whyText(s.split) + "; writes fp32 partial O and LSE of " +
                        std::to_string(s.numSplits) + " key ranges"});
   const StepLayout &first = layout.steps.back();
   layout.splitWorkspace = {first.workspaceOffset, first.workspaceOffset + lseOffset,
                            layout.workspaceBytes};
-  addStep(layout, {s.combine, "combine", a.batch * a.headsQ * queryTiles(a, s.combine),
+  addStep(layout, {s.combine, "combine", a.batch * a.headsQ * queryTiles(a, s.combine), 1,
                    gridText(a, s.combine, 1), 0, 0,
                    "merges the partials of step " + std::to_string(layout.steps.size())});
 }
@@ -107,6 +114,26 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSplit(const Pla
                                                layout.splitWorkspace, sharedHostExecutor(threads));
 }
 
+// fwd_paged with the plan's part count (one: no combine runs), the pools'
+// strides from the lowering and the paged fields; the block table, the
+// lengths and the partials are bound per run.
+static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostPaged(const PlanLayout &layout,
+                                                                       const LoweredProblem &l,
+                                                                       KernelCache &cache,
+                                                                       unsigned threads) {
+  const KernelSpec &spec = layout.steps.front().spec;
+  auto kernels = HostSplitKv::load(spec, cache);
+  if (!kernels)
+    return kernels.takeError();
+  FwdParams params = makeFwdParams(spec, l.problem, ForwardBuffers{}, l.strides);
+  params.maxPagesPerSeq = int32_t(l.pagedCache->maxPagesPerSeq);
+  params.log2PageSize = int32_t(l.pagedCache->log2PageSize());
+  setSplits(params, layout.split ? layout.split->numSplits : 1, {});
+  return std::make_unique<const HostPagedStep>(std::move(*kernels), hostBinding(params, l),
+                                               layout.splitWorkspace, sharedHostExecutor(threads),
+                                               *l.pagedCache, l.seqlensK);
+}
+
 static llvm::Expected<std::unique_ptr<const StepRunner>>
 loadCudaSingle(const StepLayout &step, const LoweredProblem &l, KernelCache &cache) {
   auto kernel = CudaKernel::load(step.spec, cache);
@@ -123,6 +150,13 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadRunner(const PlanLa
                                                                     unsigned threads) {
   const KernelSpec &spec = layout.steps.front().spec;
   const ArchInfo &arch = *findArch(spec.target);
+  if (l.pagedCache && arch.backend == Backend::Host)
+    return loadHostPaged(layout, l, cache, threads);
+  if (l.pagedCache)
+    return makeError(ErrorKind::Unsupported,
+                     "paged K/V plans launch on the host only in this build (" + arch.name +
+                         " compiles fwd_paged, but run() has no launch for it yet): plan "
+                         "with Options::load = false to see the choice");
   if (layout.split && arch.backend == Backend::Host)
     return loadHostSplit(layout, l, cache, threads);
   if (!layout.split && arch.backend == Backend::Host)

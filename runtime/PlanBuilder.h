@@ -1,10 +1,11 @@
 //===- PlanBuilder.h - From the dispatcher's choice to launches -----------===//
 //
 // A plan is a list of launches sharing one workspace. Single-pass forward
-// is one launch; split-KV (SplitPlanner.h) is two:
+// (fwd, or fwd_paged over a paged cache) is one launch; split-KV
+// (SplitPlanner.h) is two:
 //
 //   fwd_splitkv      grid batch x heads_q x query tiles x splits, writing
-//                    fp32 partial O and partial LSE into the workspace
+//   (or fwd_paged)   fp32 partial O and partial LSE into the workspace
 //   splitkv_combine  grid batch x heads_q x query tiles, merging them into
 //                    O (and LSE)
 //
@@ -36,6 +37,7 @@ struct StepLayout {
   KernelSpec spec;
   std::string role;
   int64_t workItems = 0;
+  int64_t keySplits = 1;
   std::string grid;
   int64_t workspaceOffset = 0, workspaceBytes = 0;
   std::string why;

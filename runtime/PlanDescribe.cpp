@@ -43,10 +43,19 @@ static std::string modifiers(const LoweredProblem &l) {
   return text;
 }
 
+static std::string pagedLengths(const LoweredProblem &l) {
+  const KvCacheLayout &c = *l.pagedCache;
+  return "seqlen q " + std::to_string(l.problem.seqlenQ) + " / k per sequence (longest " +
+         std::to_string(l.problem.seqlenK) + "), paged K/V: " + std::to_string(c.numPages) +
+         " pages of " + std::to_string(c.pageSize) + " rows, up to " +
+         std::to_string(c.maxPagesPerSeq) + " per sequence";
+}
+
 std::string fmhajit::describeProblem(const LoweredProblem &l) {
   const AttentionProblem &a = l.problem;
   const KernelSpec &f = l.features;
-  return "batch " + std::to_string(a.batch) + ", " + heads(a) + ", " + lengths(a) + ", d " +
+  return "batch " + std::to_string(a.batch) + ", " + heads(a) + ", " +
+         (l.pagedCache ? pagedLengths(l) : lengths(a)) + ", d " +
          std::to_string(f.d) + " / dv " + std::to_string(f.headDimV()) + ", " +
          keyOf(f.dtype).str() + " -> " + keyOf(f.outType()).str() + ", " + modifiers(l) +
          ", layouts q " + layoutName(l.qLayout) + " k " + layoutName(l.kLayout) + " v " +

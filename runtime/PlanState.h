@@ -4,6 +4,7 @@
 // the user sees them (PlanStep), and, when loaded, one StepRunner per
 // launch bound to its compiled kernel with every argument but the caller's
 // pointers already in place, so run() is a few checks and the launches.
+// An append plan holds one AppendRunner instead, which append() runs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -24,6 +25,14 @@ public:
   virtual llvm::Error run(const api::Tensors &tensors) const = 0;
 };
 
+/// The launch of a loaded append plan (plan(AppendProblem)).
+class AppendRunner {
+public:
+  virtual ~AppendRunner() = default;
+  /// Appends on \p tensors, which append() has checked.
+  virtual llvm::Error run(const api::AppendTensors &tensors) const = 0;
+};
+
 } // namespace fmhajit
 
 namespace fmhajit::api::detail {
@@ -33,6 +42,9 @@ struct PlanState {
   /// The loaded launches, in order (a runner may cover several steps);
   /// empty when not loaded.
   std::vector<std::unique_ptr<const fmhajit::StepRunner>> runners;
+  /// An append plan: whether it is one, and its loaded launch (else null).
+  bool isAppend = false;
+  std::unique_ptr<const fmhajit::AppendRunner> appender;
   int64_t workspaceBytes = 0;
   std::string target;
   Device device = Device::Host;
@@ -45,6 +57,8 @@ struct PlanState {
   bool needsWorkspace = false; ///< a GPU plan with workspace (the host has its own)
   bool needsCuSeqlens = false; ///< a GPU varlen plan: device cu_seqlens
   bool needsSlopes = false;    ///< a GPU ALiBi plan: device slopes
+  bool needsBlockTable = false; ///< paged K/V: Tensors/AppendTensors::blockTable
+  bool needsQ = false;          ///< an append that rotates Q: q and qOut
 };
 
 /// The one way in and out of a Plan's state.

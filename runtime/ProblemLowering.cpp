@@ -1,5 +1,6 @@
 //===- ProblemLowering.cpp - A public Problem in the library's terms ------===//
 #include "runtime/ProblemLowering.h"
+#include "runtime/PagedLowering.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
@@ -60,22 +61,21 @@ static std::string joinDims(const std::vector<unsigned> &dims) {
   return llvm::join(parts, ", ");
 }
 
-// Head dims and dtypes in the Problem's words, before validateSpec would
-// report them in a spec's.
-static void checkTypesAndDims(const api::Problem &p, const ArchInfo &arch, ErrorList &errors) {
+void fmhajit::checkTypesAndDims(int64_t headDim, int64_t headDimV, api::DType dtype,
+                                const ArchInfo &arch, ErrorList &errors) {
   auto checkDim = [&](const char *field, int64_t d) {
     if (d < 1 || d > 1024 || !arch.hasHeadDim(unsigned(d)))
       errors.add(ErrorKind::Usage, Twine(field) + " " + Twine(d) + " is not supported on " +
                                        arch.name + "; use one of " + joinDims(arch.headDims));
   };
-  checkDim("headDim", p.headDim);
-  if (p.headDimV != 0)
-    checkDim("headDimV", p.headDimV);
-  if (!arch.hasDType(toDType(p.dtype))) {
+  checkDim("headDim", headDim);
+  if (headDimV != 0)
+    checkDim("headDimV", headDimV);
+  if (!arch.hasDType(toDType(dtype))) {
     std::vector<std::string> names;
     for (DType t : arch.dtypes)
       names.push_back(keyOf(t).str());
-    errors.add(ErrorKind::Usage, "dtype " + keyOf(toDType(p.dtype)) + " is not supported on " +
+    errors.add(ErrorKind::Usage, "dtype " + keyOf(toDType(dtype)) + " is not supported on " +
                                      arch.name + "; use " + llvm::join(names, ", "));
   }
 }
@@ -124,7 +124,7 @@ static std::vector<int64_t> lengthsOf(const std::vector<int32_t> &cu) {
 
 static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   KernelSpec s;
-  s.family = Family::Fwd;
+  s.family = p.pagesKv.enabled() ? Family::FwdPaged : Family::Fwd;
   s.dtype = toDType(p.dtype);
   if (p.outDtype)
     s.out = toDType(*p.outDtype);
@@ -145,7 +145,7 @@ static AttentionProblem attentionProblemOf(const api::Problem &p, const KernelSp
   a.headsQ = p.headsQ;
   a.headsKv = p.headsKv ? p.headsKv : p.headsQ;
   a.seqlenQ = p.seqlenQ;
-  a.seqlenK = p.seqlenK ? p.seqlenK : p.seqlenQ;
+  a.seqlenK = p.pagesKv.enabled() ? longestSeqlenK(p) : p.seqlenK ? p.seqlenK : p.seqlenQ;
   a.seqlensQ = lengthsOf(p.cuSeqlensQ);
   a.seqlensK = lengthsOf(p.cuSeqlensK);
   a.scale = p.scale;
@@ -156,14 +156,20 @@ static AttentionProblem attentionProblemOf(const api::Problem &p, const KernelSp
   return a;
 }
 
+// Under paged K/V, K and V are the pools: a "batch" of pages of rows.
 static void setShapes(LoweredProblem &l) {
   const AttentionProblem &a = l.problem;
   bool varlen = a.isVarlen();
   int64_t batch = varlen ? 1 : a.batch;
   int64_t sq = varlen ? a.totalQ() : a.seqlenQ, sk = varlen ? a.totalK() : a.seqlenK;
+  int64_t kvBatch = batch;
+  if (l.pagedCache) {
+    kvBatch = l.pagedCache->numPages;
+    sk = l.pagedCache->pageSize;
+  }
   l.qShape = {batch, sq, a.headsQ, a.d, varlen};
-  l.kShape = {batch, sk, a.headsKv, a.d, varlen};
-  l.vShape = {batch, sk, a.headsKv, a.dv, varlen};
+  l.kShape = {kvBatch, sk, a.headsKv, a.d, varlen};
+  l.vShape = {kvBatch, sk, a.headsKv, a.dv, varlen};
   l.oShape = {batch, sq, a.headsQ, a.dv, varlen};
 }
 
@@ -179,12 +185,17 @@ llvm::Expected<LoweredProblem> fmhajit::lowerProblem(const api::Problem &p,
   const ArchInfo *arch = findArch(target);
   assert(arch && "the caller resolves the target");
   ErrorList errors;
-  checkTypesAndDims(p, *arch, errors);
+  checkTypesAndDims(p.headDim, p.headDimV, p.dtype, *arch, errors);
   checkCuSeqlens(p, errors);
   checkScores(p, errors);
+  checkPagedKv(p, errors);
   if (!errors.empty())
     return errors.take();
   LoweredProblem l;
+  if (p.pagesKv.enabled()) {
+    l.pagedCache = pagedLayoutOf(p);
+    l.seqlensK = p.seqlensK;
+  }
   auto features = validateSpec(featuresOf(p, target));
   if (!features)
     return features.takeError();

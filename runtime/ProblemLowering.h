@@ -1,8 +1,9 @@
 //===- ProblemLowering.h - A public Problem in the library's terms --------===//
 //
 // plan() works on a LoweredProblem: the feature part of a KernelSpec (what
-// any kernel for the problem must compute: family, dtypes, head dims, mask,
-// bias, softcap, LSE, varlen; no pipeline or tile yet), the run-time
+// any kernel for the problem must compute: family (fwd, or fwd_paged for a
+// paged K/V cache), dtypes, head dims, mask, bias, softcap, LSE, varlen; no
+// pipeline or tile yet), the run-time
 // AttentionProblem the kernels and the reference share, and every tensor's
 // element strides. lowerProblem() checks everything first and reports every
 // problem at once, each naming the Problem field and what to change.
@@ -12,17 +13,21 @@
 
 #include "fmhajit/Problem.h"
 #include "runtime/AttentionProblem.h"
+#include "runtime/KvCache.h"
 #include "runtime/HostKernel.h"
 #include "runtime/TensorLayouts.h"
+#include "specs/ArchTable.h"
+#include "specs/Errors.h"
 #include "specs/KernelSpec.h"
 #include "llvm/Support/Error.h"
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace fmhajit {
 
 struct LoweredProblem {
-  KernelSpec features;      ///< family fwd, feature fields and target
+  KernelSpec features;      ///< family fwd or fwd_paged, features, target
   AttentionProblem problem; ///< validated against features
   ForwardStrides strides;
   TensorShape qShape, kShape, vShape, oShape;
@@ -34,12 +39,21 @@ struct LoweredProblem {
   void *stream = nullptr;
   std::vector<int32_t> cuSeqlensQ, cuSeqlensK; ///< host copies, under varlen
   std::vector<float> alibiSlopes;              ///< resolved, under ALiBi
+  /// Paged K/V (family fwd_paged): the pools' layout (K/V shapes and
+  /// strides are the pools') and each sequence's keys.
+  std::optional<KvCacheLayout> pagedCache;
+  std::vector<int32_t> seqlensK;
 };
 
 DType toDType(api::DType type);
 Mask toMask(api::Mask mask);
 /// "host", "cuda" or "hip".
 const char *deviceName(api::Device device);
+
+/// Head dims (\p headDimV 0: none given) and the dtype in the public
+/// structs' words, before validateSpec would report them in a spec's.
+void checkTypesAndDims(int64_t headDim, int64_t headDimV, api::DType dtype, const ArchInfo &arch,
+                       ErrorList &errors);
 
 /// Checks \p problem for \p target (a known target of the problem's
 /// device) and lowers it.

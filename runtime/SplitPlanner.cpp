@@ -8,6 +8,19 @@
 
 using namespace fmhajit;
 
+// fwd_paged cuts its key ranges itself (numSplits at run time), so its own
+// pick is the split kernel; fwd asks the dispatcher for fwd_splitkv.
+static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single, const DispatchQuery &query,
+                                              const Registry &registry,
+                                              const DispatchTable &table) {
+  if (single.chosen.family == Family::FwdPaged)
+    return single;
+  DispatchQuery splitQuery = query;
+  splitQuery.features.family = Family::FwdSplitKv;
+  splitQuery.tunedWinner.reset(); // autotuning measures the single pass
+  return dispatch(splitQuery, registry, table);
+}
+
 llvm::Expected<std::optional<SplitChoice>>
 fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single, const DispatchQuery &query,
                      const Registry &registry, const DispatchTable &table, unsigned workers,
@@ -19,10 +32,7 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single, const Disp
                     " are not in this build yet: single pass");
     return std::nullopt;
   }
-  DispatchQuery splitQuery = query;
-  splitQuery.features.family = Family::FwdSplitKv;
-  splitQuery.tunedWinner.reset(); // autotuning measures the single pass
-  auto split = dispatch(splitQuery, registry, table);
+  auto split = splitDispatch(single, query, registry, table);
   if (!split)
     return split.takeError();
   unsigned n = chooseNumSplits(split->chosen, l.problem, workers);

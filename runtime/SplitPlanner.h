@@ -5,7 +5,9 @@
 // is right at any shape:
 //   - the target's backend can launch split-KV (the host, for now);
 //   - the dispatcher finds a fwd_splitkv kernel for the problem's features
-//     (the same three rules, on family fwd_splitkv);
+//     (the same three rules, on family fwd_splitkv); a paged problem's
+//     fwd_paged kernel takes the part count at run time, so it is its own
+//     split kernel;
 //   - chooseNumSplits (SplitHeuristic.h) gives more than one part for the
 //     machine's workers: host threads.
 // The combine kernel is combineSpecFor's. Every outcome is a note.
@@ -24,7 +26,7 @@
 namespace fmhajit {
 
 struct SplitChoice {
-  Dispatch split;     ///< the fwd_splitkv kernel and its rules
+  Dispatch split;     ///< the fwd_splitkv (or fwd_paged) kernel and its rules
   KernelSpec combine; ///< the splitkv_combine kernel
   unsigned numSplits = 1;
 };

@@ -1,9 +1,10 @@
-//===- DecodeRunner.cpp - One decode row: single-pass against split-KV ----===//
+//===- DecodeRunner.cpp - One decode row: the dispatcher's plan against all -===//
 #include "bench/decode/DecodeRunner.h"
+#include "fmhajit/Fmhajit.h"
 #include "runtime/Compare.h"
 #include "runtime/HostKernel.h"
 #include "runtime/HostTensor.h"
-#include "runtime/SplitHeuristic.h"
+#include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
 #include "llvm/ADT/STLExtras.h"
@@ -13,30 +14,15 @@
 using namespace fmhajit;
 using namespace fmhajit::bench;
 
-double DecodeResult::ruleSeconds() const {
-  for (const SplitTiming &s : splits)
-    if (s.numSplits == ruleSplits)
-      return s.timing.bestSeconds;
-  return single.bestSeconds;
-}
-
 double DecodeResult::bestSeconds() const {
-  double best = single.bestSeconds;
+  double best = std::min(single.bestSeconds, plan.bestSeconds);
   for (const SplitTiming &s : splits)
     best = std::min(best, s.timing.bestSeconds);
   return best;
 }
 
-double DecodeResult::bestSplitSeconds() const {
-  double best = INFINITY;
-  for (const SplitTiming &s : splits)
-    best = std::min(best, s.timing.bestSeconds);
-  return best;
-}
-
-bool DecodeResult::choiceWithin5Percent() const {
-  double other = ruleSplits > 1 ? single.bestSeconds : bestSplitSeconds();
-  return ruleSeconds() <= 1.05 * other;
+bool DecodeResult::planWithin5Percent() const {
+  return plan.bestSeconds <= 1.05 * bestSeconds();
 }
 
 unsigned DecodeResult::bestSplits() const {
@@ -51,7 +37,8 @@ unsigned DecodeResult::bestSplits() const {
 }
 
 bool DecodeResult::outputsAgree() const {
-  return llvm::all_of(splits, [](const SplitTiming &s) { return s.relL2 <= 2e-2; });
+  return planRelL2 <= 2e-2 &&
+         llvm::all_of(splits, [](const SplitTiming &s) { return s.relL2 <= 2e-2; });
 }
 
 std::string fmhajit::bench::decodeSpecText(const char *family, unsigned d) {
@@ -68,13 +55,14 @@ static llvm::Expected<KernelSpec> resolve(const std::string &text) {
 namespace {
 /// The row's buffers: Q, K, V, and an O per run to compare.
 struct DecodeData {
-  HostTensor q, k, v, single, split;
+  HostTensor q, k, v, single, split, planned;
   std::vector<float> oAccum, lseAccum;
 
   DecodeData(const AttentionProblem &p)
       : q(DType::BF16, numElements(p.qShape())), k(DType::BF16, numElements(p.kShape())),
         v(DType::BF16, numElements(p.vShape())), single(DType::BF16, numElements(p.oShape())),
-        split(DType::BF16, numElements(p.oShape())) {
+        split(DType::BF16, numElements(p.oShape())),
+        planned(DType::BF16, numElements(p.oShape())) {
     q.fillNormal(1);
     k.fillNormal(2);
     v.fillNormal(3);
@@ -87,6 +75,28 @@ double relL2(const HostTensor &a, const HostTensor &b) {
   return compareOutputs(x, ref, {}, {}, DType::BF16).relL2;
 }
 } // namespace
+
+// The problem as a user describes it: BSHD, bf16, every default left.
+static api::Problem publicProblem(const DecodeShape &shape) {
+  api::Problem p;
+  p.batch = shape.batch;
+  p.headsQ = shape.headsQ;
+  p.headsKv = shape.headsKv;
+  p.seqlenQ = 1;
+  p.seqlenK = shape.seqlenK;
+  p.headDim = shape.d;
+  p.dtype = api::DType::BF16;
+  return p;
+}
+
+static llvm::Expected<api::Plan> planRow(const DecodeShape &shape, unsigned threads) {
+  api::Options options;
+  options.threads = threads;
+  api::Result<api::Plan> plan = api::plan(publicProblem(shape), options);
+  if (!plan.ok())
+    return makeError(ErrorKind::Usage, "api::plan: " + plan.status().toString());
+  return *plan;
+}
 
 llvm::Expected<DecodeResult>
 fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> candidates,
@@ -117,13 +127,25 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
   DecodeResult result;
   result.shape = shape;
   result.threads = executor.threads();
-  result.ruleSplits = chooseNumSplits(*splitSpec, p, executor.threads());
+  auto plan = planRow(shape, executor.threads());
+  if (!plan)
+    return plan.takeError();
+  result.planSplits = unsigned(plan->steps().front().keySplits);
+  result.planKernel = plan->steps().front().kernel;
 
   FwdParams singleParams = makeFwdParams(*singleSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.single.data()});
   result.single = timeRuns([&] { single->run(singleParams, executor); }, policy);
 
-  if (result.ruleSplits > 1 && !llvm::is_contained(candidates, result.ruleSplits))
-    candidates.push_back(result.ruleSplits);
+  data.planned.poison();
+  api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(), data.planned.data()};
+  api::Status status;
+  result.plan = timeRuns([&] { status = api::run(*plan, tensors); }, policy);
+  if (!status.ok())
+    return makeError(ErrorKind::Usage, "api::run: " + status.toString());
+  result.planRelL2 = relL2(data.planned, data.single);
+
+  if (result.planSplits > 1 && !llvm::is_contained(candidates, result.planSplits))
+    candidates.push_back(result.planSplits);
   llvm::sort(candidates);
   for (unsigned n : candidates) {
     if (n <= 1)

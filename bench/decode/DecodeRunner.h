@@ -1,13 +1,16 @@
-//===- DecodeRunner.h - One decode row: single-pass against split-KV ------===//
+//===- DecodeRunner.h - One decode row: the dispatcher's plan against all ---===//
 //
 // A decode row is one problem (batch, Hq, Hkv, Sq = 1, Sk, d) with seeded
-// bf16 inputs, timed on the same HostExecutor and the same buffers as
-//   - the single-pass kernel (family fwd) and
+// bf16 inputs, timed on the same buffers and thread count as
+//   - the single-pass kernel (family fwd),
 //   - split-KV (fwd_splitkv + splitkv_combine) at each candidate part
-//     count, chooseNumSplits' own count among them,
-// so every figure of the row is measured in the same run. Each split run's
-// O is compared with the single-pass O (relative L2), which catches a
-// broken combine before its speed is reported.
+//     count, and
+//   - what api::plan() chooses for the problem (the dispatcher and
+//     SplitPlanner, as a user gets it), run through api::run(),
+// so every figure of the row is measured in the same run. The plan's
+// choice passes when it is the fastest of them or within 5% of the
+// fastest. Each output is compared with the single-pass O (relative L2),
+// which catches a broken combine before its speed is reported.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -37,33 +40,33 @@ struct SplitTiming {
 struct DecodeResult {
   DecodeShape shape;
   unsigned threads = 1;
-  Timing single;                 ///< the fwd kernel
+  Timing single;                   ///< the fwd kernel
   std::vector<SplitTiming> splits; ///< in increasing part count
-  unsigned ruleSplits = 1;       ///< chooseNumSplits' count (1: single pass)
+  /// What api::plan() chose: its key splits (1: single pass), its first
+  /// kernel, and api::run() of the plan timed like the others.
+  unsigned planSplits = 1;
+  std::string planKernel;
+  Timing plan;
+  double planRelL2 = 0; ///< the plan's O against the single-pass kernel's
 
-  /// The time of the rule's choice: single-pass when it chose 1.
-  double ruleSeconds() const;
-  /// The fastest time of the row, single-pass or any split count.
+  /// The fastest time of the row: single-pass, any split count, the plan.
   double bestSeconds() const;
-  /// The part count of the fastest time (1: single pass).
+  /// The part count of the fastest direct run (1: single pass).
   unsigned bestSplits() const;
-  /// The fastest split time of the row, over every count timed.
-  double bestSplitSeconds() const;
-  /// The test, split-KV against single-pass: the rule's choice is
-  /// the faster of the two, or within 5% of the other. The other is the
-  /// single pass when the rule splits, and the best split count when it
-  /// does not (the strongest split contender).
-  bool choiceWithin5Percent() const;
-  /// Every split run matched the single-pass output.
+  /// The test: the plan's choice is the fastest of the row, or
+  /// within 5% of it.
+  bool planWithin5Percent() const;
+  /// Every split run and the plan's run matched the single-pass output.
   bool outputsAgree() const;
 };
 
 /// The two specs a decode row runs: `family=<family>,dtype=bf16,d=<d>,bm=16`.
 std::string decodeSpecText(const char *family, unsigned d);
 
-/// Runs one row: loads the kernels through \p cache, then times the
-/// single-pass kernel and every count of \p candidates (the rule's count is
-/// added when missing) with \p policy.
+/// Runs one row: loads the kernels through \p cache, plans the problem
+/// through api::plan() (the process's kernel cache, \p executor's thread
+/// count), then times the single-pass kernel, every count of \p candidates
+/// (the plan's count is added when missing) and the plan with \p policy.
 llvm::Expected<DecodeResult> runDecodeRow(const DecodeShape &shape,
                                           std::vector<unsigned> candidates,
                                           HostExecutor &executor, KernelCache &cache,

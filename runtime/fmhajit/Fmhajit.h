@@ -7,6 +7,9 @@
 //   if (!plan) { report(plan.status().message()); return; }
 //   fmhajit::api::Status s = fmhajit::api::run(*plan, {q, k, v, o});
 //
+// Appends to a K/V cache (Append.h) are planned the same way and run with
+// append(): a decode step is append(appendPlan, ...) then run(plan, ...).
+//
 // plan() picks the kernel(s) by the dispatcher's documented rules (exact
 // feature match, the target's tile table by head dim and query length, then
 // the pipeline priority; docs/api.md), compiles them through the kernel
@@ -18,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "fmhajit/Append.h"
 #include "fmhajit/Problem.h"
 #include "fmhajit/Status.h"
 #include <cstdint>
@@ -49,6 +53,7 @@ struct PlanStep {
   std::string kernel;    ///< the kernel's encoded name (docs/names.md)
   std::string role;      ///< "forward", "split-KV forward", "combine", ...
   int64_t workItems = 0; ///< host work items, or GPU blocks
+  int64_t keySplits = 1; ///< parts each query tile's keys are cut into (split-KV)
   std::string grid;      ///< what the work items are, in words
   int64_t workspaceOffset = 0, workspaceBytes = 0;
   std::string why; ///< why this kernel, in one line
@@ -106,6 +111,14 @@ Result<Plan> plan(const Problem &problem, const Options &options = {});
 /// Runs \p plan on \p tensors: on the host it returns when the outputs are
 /// written; on a GPU it is asynchronous on the stream.
 Status run(const Plan &plan, const Tensors &tensors);
+
+/// Chooses and (with Options::load) loads the append_kv kernel for
+/// \p problem. Fails with InvalidArgument naming what to change.
+Result<Plan> plan(const AppendProblem &problem, const Options &options = {});
+
+/// Runs an append plan on \p tensors; returns when the rows are written.
+/// A plan of a Problem is refused here, as an append plan is by run().
+Status append(const Plan &plan, const AppendTensors &tensors);
 
 /// Compiles every kernel of \p profile ("smoke", "prefill", "decode", ...:
 /// specs/profiles) for \p target into the kernel cache of \p cacheDir

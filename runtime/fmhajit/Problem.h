@@ -16,6 +16,12 @@
 // alibi: s -= slope_h * |diag - j|;  causal: j <= i;  causal bottom-right:
 // j <= diag;  window: diag - left <= j <= diag + right (-1: unbounded);
 // query head h reads K/V head h / (headsQ / headsKv).
+// Paged K/V (PagedKv set): K and V are page pools instead, and sequence b
+// has seqlensK[b] keys (its own Sk above), key j being row j % pageSize of
+// page blockTable[b][j / pageSize]:
+//   K pool [numPages, pageSize, headsKv, headDim]   (packed)
+//   V pool [numPages, pageSize, headsKv, headDimV]  block table int32
+//   [batch, maxPagesPerSeq]
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -56,6 +62,17 @@ struct TensorLayout {
   }
 };
 
+/// A paged K/V cache (vLLM's PagedAttention): fixed-size pages drawn from
+/// one pool per tensor, each sequence's pages listed in a block table, so
+/// caches grow a page at a time without moving rows.
+struct PagedKv {
+  int64_t pageSize = 0;       ///< rows per page, a power of two; 0: not paged
+  int64_t numPages = 0;       ///< pages in each of the K and V pools
+  int64_t maxPagesPerSeq = 0; ///< the block table's row length
+
+  bool enabled() const { return pageSize != 0; }
+};
+
 /// One forward attention call.
 struct Problem {
   int64_t batch = 1;   ///< sequences; under varlen, cuSeqlensQ.size() - 1
@@ -66,6 +83,13 @@ struct Problem {
   /// Varlen: cumulative lengths [batch + 1], starting at 0 (host copies;
   /// plan() reads them to size the grid).
   std::vector<int32_t> cuSeqlensQ, cuSeqlensK;
+  /// K and V in a paged cache (pagesKv.enabled()): then seqlensK, not
+  /// seqlenK, gives the keys, and K/V layouts stay BSHD (the pools').
+  PagedKv pagesKv;
+  /// Paged: keys of each sequence [batch], each >= 1 and at most
+  /// maxPagesPerSeq * pageSize (host copy: plan() sizes the split by it;
+  /// Tensors::seqlensK may give the current ones at run time).
+  std::vector<int32_t> seqlensK;
   int64_t headDim = 128; ///< Q/K head dim
   int64_t headDimV = 0;  ///< V/O head dim; 0: headDim
   DType dtype = DType::BF16;
@@ -85,6 +109,7 @@ struct Problem {
 /// The memory of one call: host pointers for Device::Host, device pointers
 /// otherwise. Outputs are written to the caller's memory only.
 struct Tensors {
+  /// Q, K, V, O; under paged K/V, k and v are the K and V page pools.
   const void *q = nullptr, *k = nullptr, *v = nullptr;
   void *o = nullptr;
   float *lse = nullptr; ///< required when the problem wants LSE
@@ -94,6 +119,12 @@ struct Tensors {
   /// ALiBi on a GPU: a device copy of the [headsQ] slopes. On the host,
   /// null takes the problem's (or ALiBi's default) slopes.
   const float *alibiSlopes = nullptr;
+  /// Paged K/V: the [batch, maxPagesPerSeq] int32 block table (required).
+  const int32_t *blockTable = nullptr;
+  /// Paged K/V: each sequence's keys [batch], int32. On the host null
+  /// takes the problem's seqlensK; given, it may differ from them (a cache
+  /// that grew since plan()) within maxPagesPerSeq * pageSize rows.
+  const int32_t *seqlensK = nullptr;
   /// Plan::workspaceBytes() bytes, when not 0 (device memory on a GPU; on
   /// the host, null takes a per-thread buffer fmhajit keeps).
   void *workspace = nullptr;

@@ -16,7 +16,8 @@ static const OptionSpec kPlanFlags[] = {
     {"dv", true},       {"dtype", true},     {"out", true},      {"mask", true},
     {"window", true},   {"softcap", true},   {"alibi", false},   {"lse", false},
     {"scale", true},    {"layout", true},    {"device", true},   {"target", true},
-    {"threads", true},  {"autotune", false}, {"load", false}};
+    {"threads", true},  {"autotune", false}, {"load", false},   {"page-size", true},
+    {"cache-len", true}};
 
 static constexpr int64_t kMaxLength = int64_t(1) << 30;
 
@@ -60,6 +61,39 @@ static void readVarlen(const Args &args, api::Problem &p, ErrorList &errors) {
   }
   if (!p.cuSeqlensQ.empty())
     p.batch = int64_t(p.cuSeqlensQ.size()) - 1;
+}
+
+// A paged cache as `fmhajit run` builds one: --cache-len gives each
+// sequence's keys (and the batch), the pool holds exactly their pages.
+static void readPaged(const Args &args, api::Problem &p, ErrorList &errors) {
+  auto page = args.getInt("page-size", 1, kMaxLength);
+  if (!page) {
+    errors.add(page.takeError());
+    return;
+  }
+  std::optional<std::string> text = args.get("cache-len");
+  if (!*page && !text)
+    return;
+  if (!*page || !text) {
+    errors.add(ErrorKind::Usage, "--page-size and --cache-len go together: a paged cache needs "
+                                 "its page size and each sequence's keys");
+    return;
+  }
+  p.pagesKv.pageSize = **page;
+  llvm::SmallVector<StringRef, 16> parts;
+  StringRef(*text).split(parts, ',');
+  for (StringRef part : parts) {
+    int64_t len = 0;
+    if (part.trim().getAsInteger(10, len) || len < 1 || len > INT32_MAX) {
+      errors.add(ErrorKind::Usage, "--cache-len " + *text + ": expected comma-separated lengths >= 1");
+      return;
+    }
+    int64_t pages = (len + p.pagesKv.pageSize - 1) / p.pagesKv.pageSize;
+    p.seqlensK.push_back(int32_t(len));
+    p.pagesKv.numPages += pages;
+    p.pagesKv.maxPagesPerSeq = std::max(p.pagesKv.maxPagesPerSeq, pages);
+  }
+  p.batch = int64_t(p.seqlensK.size());
 }
 
 template <typename E>
@@ -181,6 +215,7 @@ llvm::Expected<PlanRequest> fmhajit::parsePlanOptions(llvm::ArrayRef<const char 
   ErrorList errors;
   readInts(*args, r.problem, errors);
   readVarlen(*args, r.problem, errors);
+  readPaged(*args, r.problem, errors);
   readFeatures(*args, r.problem, errors);
   readPlacement(*args, r, errors);
   if (!errors.empty())
