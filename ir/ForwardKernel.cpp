@@ -78,8 +78,7 @@ private:
   void restrictToSplit(const WorkItem &s, Value *&kvBegin, Value *&kvEnd);
   void applyScoreMods(Tile &scores, const WorkItem &s, const Band &band,
                       Value *j0, Value *rows);
-  void emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m, RowVec &l,
-                         Value *scoreScale);
+  void emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m, RowVec &l);
   void emitEpilogue(const WorkItem &s, Tile &out, RowVec &m, RowVec &l,
                     Value *rows);
   void storeOutputs(const WorkItem &s, Tile &out, RowVec &lse, Value *rows);
@@ -195,30 +194,21 @@ void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
   });
 }
 
-// m and l are in log2 units of scaled scores. \p scoreScale (null: the
-// scores are scaled already) is the factor still owed to \p scores: it is
-// positive, so the row max of raw scores times it is the row max of scaled
-// ones, and P = exp2(s * scale - m) is one fma per score.
 void ForwardEmitter::emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m,
-                                       RowVec &l, Value *scoreScale) {
+                                       RowVec &l) {
   RowVec mNew = ops->makeRowVec(spec.bm, "m.new");
   RowVec alpha = ops->makeRowVec(spec.bm, "alpha");
   RowVec sum = ops->makeRowVec(spec.bm, "rowsum");
   ops->rowMax(scores, mNew);
   ops->mapRows(mNew, {&m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
-    Value *tileMax = scoreScale ? b.CreateFMul(v[1], splatLike(b, scoreScale, v[1])) : v[1];
-    return b.CreateMaxNum(v[0], tileMax);
+    return b.CreateMaxNum(v[0], v[1]);
   });
   ops->mapRows(alpha, {&m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     return target.exp2(b, b.CreateFSub(v[0], finiteOrZero(v[1])));
   });
   ops->mapRows(m, {&mNew}, [](IRBuilderBase &, ArrayRef<Value *> v) { return v[0]; });
   ops->mapWithRow(scores, m, [&](IRBuilderBase &b, Value *x, Value *row) { // P
-    Value *rowMax = finiteOrZero(row);
-    if (!scoreScale)
-      return target.exp2(b, b.CreateFSub(x, rowMax));
-    return target.exp2(b, b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()},
-                                            {x, splatLike(b, scoreScale, x), b.CreateFNeg(rowMax)}));
+    return target.exp2(b, b.CreateFSub(x, finiteOrZero(row)));
   });
   ops->rowSum(scores, sum);
   ops->mapRows(l, {&l, &alpha, &sum}, [](IRBuilderBase &b, ArrayRef<Value *> v) {
@@ -316,16 +306,11 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   Tile out = ops->makeTile(TileRole::Output, spec.bm, spec.dv, "o");
   RowVec m = ops->makeRowVec(spec.bm, "m"), l = ops->makeRowVec(spec.bm, "l");
 
-  // Softcap and ALiBi modify scaled scores, so Q carries the scale (log2e
-  // too, unless softcap's tanh comes first); otherwise the softmax applies
-  // it, folded into the fma that feeds exp2.
   Value *scale = p.get(kScale);
-  bool modsNeedScaled = spec.softcap || spec.bias == Bias::Alibi;
   Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
-  Value *scoreScale = modsNeedScaled ? nullptr : qScale;
   Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
   ops->load(q, {rowsOf(kQ, kQStrides, s.b, qRow, s.h, spec.dtype), p.stride(kQStrides, 1), spec.dtype},
-            rows, modsNeedScaled ? qScale : nullptr);
+            rows, qScale);
   ops->limitQueryRows(rows);
   ops->fill(m, -INFINITY);
   ops->fill(l, 0.0f);
@@ -369,7 +354,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
     Value *more = b.CreateICmpSLT(next, kvEnd);
     ops->load(kT, kvRows(kK, kKStrides, pagedK, b.CreateSelect(more, next, j0)),
               b.CreateSelect(more, keysAt(next), i32(0)), nullptr);
-    emitOnlineSoftmax(scores, out, m, l, scoreScale);
+    emitOnlineSoftmax(scores, out, m, l);
     ops->mma(out, scores, v);
   });
   ops->drain();

@@ -180,10 +180,9 @@ llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   checkHeadDims(*this, spec, errs);
   checkVarlen(*this, spec, errs);
   checkLengths(*this, errs);
-  // Kernels take the row max of unscaled scores, which needs scale > 0.
-  if (!std::isfinite(scale) || scale < 0)
+  if (!std::isfinite(scale))
     errs.add(ErrorKind::Usage,
-             "scale " + show(scale) + " must be finite and > 0 (0 for 1/sqrt(d))");
+             "scale " + show(scale) + " must be finite (0 for 1/sqrt(d))");
   checkSoftcap(*this, spec, errs);
   checkWindow(*this, spec, errs);
   checkAlibi(*this, spec, errs);
