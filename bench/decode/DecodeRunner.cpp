@@ -10,6 +10,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 using namespace fmhajit;
 using namespace fmhajit::bench;
@@ -56,7 +57,6 @@ namespace {
 /// The row's buffers: Q, K, V, and an O per run to compare.
 struct DecodeData {
   HostTensor q, k, v, single, split, planned;
-  std::vector<float> oAccum, lseAccum;
 
   DecodeData(const AttentionProblem &p)
       : q(DType::BF16, numElements(p.qShape())), k(DType::BF16, numElements(p.kShape())),
@@ -67,6 +67,13 @@ struct DecodeData {
     k.fillNormal(2);
     v.fillNormal(3);
   }
+};
+
+/// One split count's workspace and launch parameters.
+struct SplitRun {
+  unsigned numSplits;
+  std::vector<float> oAccum, lseAccum;
+  FwdParams params;
 };
 
 double relL2(const HostTensor &a, const HostTensor &b) {
@@ -134,33 +141,38 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
   result.planKernel = plan->steps().front().kernel;
 
   FwdParams singleParams = makeFwdParams(*singleSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.single.data()});
-  result.single = timeRuns([&] { single->run(singleParams, executor); }, policy);
-
   data.planned.poison();
   api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(), data.planned.data()};
   api::Status status;
-  result.plan = timeRuns([&] { status = api::run(*plan, tensors); }, policy);
-  if (!status.ok())
-    return makeError(ErrorKind::Usage, "api::run: " + status.toString());
-  result.planRelL2 = relL2(data.planned, data.single);
 
   if (result.planSplits > 1 && !llvm::is_contained(candidates, result.planSplits))
     candidates.push_back(result.planSplits);
   llvm::sort(candidates);
-  for (unsigned n : candidates) {
-    if (n <= 1)
-      continue;
-    SplitKvWorkspaceSize size = splitKvWorkspaceSize(*splitSpec, p, n);
-    data.oAccum.assign(size.oAccum, NAN);
-    data.lseAccum.assign(size.lseAccum, NAN);
-    data.split.poison();
-    FwdParams params = makeSplitKvParams(*splitSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.split.data()},
-                                         n, {data.oAccum.data(), data.lseAccum.data()});
-    SplitTiming t;
-    t.numSplits = n;
-    t.timing = timeRuns([&] { split->run(params, executor); }, policy);
-    t.relL2 = relL2(data.split, data.single);
-    result.splits.push_back(t);
+  std::vector<SplitRun> runs;
+  for (unsigned n : candidates)
+    if (n > 1) {
+      SplitKvWorkspaceSize size = splitKvWorkspaceSize(*splitSpec, p, n);
+      runs.push_back({n, std::vector<float>(size.oAccum, NAN), std::vector<float>(size.lseAccum, NAN), {}});
+    }
+  for (SplitRun &r : runs) // after the vector stops growing: params point into it
+    r.params = makeSplitKvParams(*splitSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.split.data()},
+                                 r.numSplits, {r.oAccum.data(), r.lseAccum.data()});
+
+  std::vector<std::function<void()>> contenders = {
+      [&] { single->run(singleParams, executor); },
+      [&] { status = api::run(*plan, tensors); }};
+  for (SplitRun &r : runs)
+    contenders.push_back([&] { split->run(r.params, executor); });
+  std::vector<Timing> times = timeInterleaved(contenders, policy);
+  if (!status.ok())
+    return makeError(ErrorKind::Usage, "api::run: " + status.toString());
+  result.single = times[0];
+  result.plan = times[1];
+  result.planRelL2 = relL2(data.planned, data.single);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    data.split.poison(); // each count's own output, checked once more
+    split->run(runs[i].params, executor);
+    result.splits.push_back({runs[i].numSplits, times[2 + i], relL2(data.split, data.single)});
   }
   return result;
 }

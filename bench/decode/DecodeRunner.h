@@ -66,7 +66,8 @@ std::string decodeSpecText(const char *family, unsigned d);
 /// Runs one row: loads the kernels through \p cache, plans the problem
 /// through api::plan() (the process's kernel cache, \p executor's thread
 /// count), then times the single-pass kernel, every count of \p candidates
-/// (the plan's count is added when missing) and the plan with \p policy.
+/// (the plan's count is added when missing) and the plan, in turns
+/// (timeInterleaved, \p policy's budget for the whole row).
 llvm::Expected<DecodeResult> runDecodeRow(const DecodeShape &shape,
                                           std::vector<unsigned> candidates,
                                           HostExecutor &executor, KernelCache &cache,

@@ -131,9 +131,10 @@ int main(int argc, char **argv) {
     candidates = {2, 4};
   }
   // Calls of a millisecond or two on a thread pool jitter by tens of
-  // percent: many runs per count, so that the best run is steady.
+  // percent: many rounds per row, each running every contender once, so
+  // that the best run of each is steady and drift falls on all alike.
   TimingPolicy policy;
-  policy.budgetSeconds = quick ? 0.2 : 0.6;
+  policy.budgetSeconds = quick ? 0.5 : 4.0;
   policy.minRuns = quick ? 3 : 15;
   policy.maxRuns = quick ? 9 : 400;
   std::vector<DecodeResult> rows;

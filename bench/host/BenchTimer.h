@@ -45,4 +45,12 @@ struct Timing {
 /// returns the best and the median time of the timed runs.
 Timing timeRuns(const std::function<void()> &fn, const TimingPolicy &policy);
 
+/// Times each of \p fns like timeRuns, but in turns: one warm-up call each,
+/// then rounds that call every function once, so that a change in the
+/// machine's speed (a neighbour's load, a frequency step) falls on all of
+/// them alike instead of on whichever ran at that moment. The warm-ups'
+/// total decides the rounds that fit \p policy's budget.
+std::vector<Timing> timeInterleaved(const std::vector<std::function<void()>> &fns,
+                                    const TimingPolicy &policy);
+
 } // namespace fmhajit::bench
