@@ -6,6 +6,7 @@
 #include "specs/Errors.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
+#include <functional>
 
 using namespace fmhajit;
 using namespace fmhajit::bench;
@@ -28,10 +29,7 @@ static double relativeL2(const HostTensor &o, const HostTensor &ref) {
   return std::isfinite(rel) ? rel : INFINITY; // NaN left in o counts as failing
 }
 
-// Times the peer in each threading mode that applies and keeps the faster.
-static void timePeer(const ForwardCase &c, const HostTensor &q, const HostTensor &k,
-                     const HostTensor &v, HostTensor &o, const TimingPolicy &policy,
-                     ForwardResult &result) {
+static PeerProblem peerProblem(const ForwardCase &c) {
   PeerProblem problem;
   problem.batch = c.batch;
   problem.heads = c.heads;
@@ -40,20 +38,7 @@ static void timePeer(const ForwardCase &c, const HostTensor &q, const HostTensor
   problem.causal = c.causal;
   problem.scale = float(1.0 / std::sqrt(double(c.d)));
   problem.dtype = c.dtype;
-  UnfusedAttention peer(problem, c.threads);
-  std::vector<PeerThreading> modes = {PeerThreading::Serial};
-  if (c.threads > 1)
-    modes = {PeerThreading::BlocksParallel, PeerThreading::BlasThreaded};
-  for (PeerThreading mode : modes) {
-    Timing t = timeRuns([&] { peer.run(q.data(), k.data(), v.data(), o.data(), mode); }, policy);
-    if (!result.peer.runs || t.bestSeconds < result.peer.bestSeconds) {
-      result.peerOtherSeconds = result.peer.bestSeconds;
-      result.peer = t;
-      result.peerMode = mode;
-    } else {
-      result.peerOtherSeconds = t.bestSeconds;
-    }
-  }
+  return problem;
 }
 
 ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &cache,
@@ -76,9 +61,27 @@ ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &
   o.poison();
   peerO.poison();
   HostExecutor executor(c.threads);
-  result.fmhajit =
-      timeRuns([&] { runner->run(q.data(), k.data(), v.data(), o.data(), executor); }, policy);
-  timePeer(c, q, k, v, peerO, policy, result);
+  UnfusedAttention peer(peerProblem(c), c.threads);
+  std::vector<PeerThreading> modes = {PeerThreading::Serial};
+  if (c.threads > 1)
+    modes = {PeerThreading::BlocksParallel, PeerThreading::BlasThreaded};
+  // fmhajit and each peer mode in turns, so the machine's drift falls on all.
+  std::vector<std::function<void()>> contenders = {
+      [&] { runner->run(q.data(), k.data(), v.data(), o.data(), executor); }};
+  for (PeerThreading mode : modes)
+    contenders.push_back([&, mode] { peer.run(q.data(), k.data(), v.data(), peerO.data(), mode); });
+  std::vector<Timing> times = timeInterleaved(contenders, policy);
+  result.fmhajit = times[0];
+  for (size_t i = 0; i < modes.size(); ++i) { // keep the faster peer mode
+    const Timing &t = times[1 + i];
+    if (!result.peer.runs || t.bestSeconds < result.peer.bestSeconds) {
+      result.peerOtherSeconds = result.peer.bestSeconds;
+      result.peer = t;
+      result.peerMode = modes[i];
+    } else {
+      result.peerOtherSeconds = t.bestSeconds;
+    }
+  }
   result.relL2 = relativeL2(o, peerO);
   result.checked = result.relL2 <= result.tolerance;
   return result;

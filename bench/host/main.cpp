@@ -71,7 +71,9 @@ static int measureForward(BenchReport &report, const std::vector<ForwardCase> &c
     llvm::errs() << "error: " << errorText(cache.takeError()) << "\n";
     return 1;
   }
-  TimingPolicy policy;
+  // A row's contenders (fmhajit, the peer's modes) run in turns for about
+  // 3 s: up to 25 rounds, whose best runs are steady on a shared machine.
+  TimingPolicy policy{3.0, 3, 25};
   if (quick)
     policy = {0.2, 2, 5};
   printForwardHeader(llvm::outs());
