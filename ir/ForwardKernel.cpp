@@ -78,7 +78,9 @@ private:
   void restrictToSplit(const WorkItem &s, Value *&kvBegin, Value *&kvEnd);
   void applyScoreMods(Tile &scores, const WorkItem &s, const Band &band,
                       Value *j0, Value *rows);
-  void emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m, RowVec &l);
+  /// Turns \p scores into P and updates m and l; returns the factor O's
+  /// rows must be rescaled by before P V is added.
+  RowVec emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l);
   void emitEpilogue(const WorkItem &s, Tile &out, RowVec &m, RowVec &l,
                     Value *rows);
   void storeOutputs(const WorkItem &s, Tile &out, RowVec &lse, Value *rows);
@@ -194,8 +196,7 @@ void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
   });
 }
 
-void ForwardEmitter::emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m,
-                                       RowVec &l) {
+RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
   RowVec mNew = ops->makeRowVec(spec.bm, "m.new");
   RowVec alpha = ops->makeRowVec(spec.bm, "alpha");
   RowVec sum = ops->makeRowVec(spec.bm, "rowsum");
@@ -214,9 +215,7 @@ void ForwardEmitter::emitOnlineSoftmax(Tile &scores, Tile &out, RowVec &m,
   ops->mapRows(l, {&l, &alpha, &sum}, [](IRBuilderBase &b, ArrayRef<Value *> v) {
     return b.CreateFAdd(b.CreateFMul(v[0], v[1]), v[2]);
   });
-  ops->mapWithRow(out, alpha, [](IRBuilderBase &b, Value *x, Value *row) {
-    return b.CreateFMul(x, row);
-  });
+  return alpha;
 }
 
 void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
@@ -354,8 +353,8 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
     Value *more = b.CreateICmpSLT(next, kvEnd);
     ops->load(kT, kvRows(kK, kKStrides, pagedK, b.CreateSelect(more, next, j0)),
               b.CreateSelect(more, keysAt(next), i32(0)), nullptr);
-    emitOnlineSoftmax(scores, out, m, l);
-    ops->mma(out, scores, v);
+    RowVec alpha = emitOnlineSoftmax(scores, m, l);
+    ops->mmaRescaled(out, alpha, scores, v);
   });
   ops->drain();
   emitEpilogue(s, out, m, l, rows);

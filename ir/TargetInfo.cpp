@@ -10,6 +10,11 @@ using namespace llvm;
 TargetInfo::~TargetInfo() = default;
 TileOps::~TileOps() = default;
 
+void TileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &b) {
+  mapWithRow(acc, accScale, [](IRBuilderBase &b, Value *x, Value *scale) { return b.CreateFMul(x, scale); });
+  mma(acc, a, b);
+}
+
 Value *TargetInfo::log2(IRBuilderBase &b, Value *x) {
   return b.CreateUnaryIntrinsic(Intrinsic::log2, x);
 }

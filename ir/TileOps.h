@@ -83,6 +83,10 @@ public:
                     llvm::Value *scale) = 0;
   /// acc += a * b.
   virtual void mma(Tile &acc, const Tile &a, const Tile &b) = 0;
+  /// acc = acc * accScale[r] (row by row) + a * b: the online softmax's
+  /// rescale of O and its product. Here as a pass and an mma; a target whose
+  /// accumulators live in memory folds the scale into the product's loads.
+  virtual void mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &b);
   /// t[r][c] = fn(r, c, t[r][c]).
   virtual void map(Tile &t, ElementFn fn) = 0;
   /// t[r][c] = fn(t[r][c], row[r]).

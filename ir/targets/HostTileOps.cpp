@@ -70,7 +70,8 @@ public:
   }
 
   void load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) override;
-  void mma(Tile &acc, const Tile &a, const Tile &bt) override;
+  void mma(Tile &acc, const Tile &a, const Tile &bt) override { product(acc, a, bt, nullptr); }
+  void mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &bt) override;
   void map(Tile &t, ElementFn fn) override;
   void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
   void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
@@ -94,6 +95,8 @@ private:
     return ConstantVector::get(coords);
   }
   Value *narrow(Value *x, DType dtype, FixedVectorType *to);
+  /// acc (times \p accScale[row] as it is loaded, when given) += a * bt.
+  void product(Tile &acc, const Tile &a, const Tile &bt, const RowVec *accScale);
   void loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale);
   void zeroRow(const Tile &t, Value *r);
 
@@ -162,7 +165,16 @@ void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Value *scal
   });
 }
 
-void HostTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
+// O's rows are physical rows: the micro-kernel scales each accumulator row
+// as it loads it, sparing a pass over O. S^T's rows are physical columns,
+// which only the generic pass handles.
+void HostTileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &bt) {
+  if (layoutOf(acc).transposed)
+    return TileOps::mmaRescaled(acc, accScale, a, bt);
+  product(acc, a, bt, &accScale);
+}
+
+void HostTileOps::product(Tile &acc, const Tile &a, const Tile &bt, const RowVec *accScale) {
   Layout layout = layoutOf(acc);
   unsigned M = layout.physRows, N = layout.physCols, K = a.cols;
   // A'(m, k) = transposed acc ? bt(k, m) : a(m, k), at m*strideM + k*strideK.
@@ -190,9 +202,15 @@ void HostTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
                            b.CreateAdd(n0, b.getInt64(c * lanes)));
       };
       SmallVector<Value *, 16> init;
-      for (unsigned r = 0; r < kBlockRows; ++r)
-        for (unsigned c = 0; c < C; ++c)
-          init.push_back(loadVec(acc.storage, accIndex(r, c)));
+      for (unsigned r = 0; r < kBlockRows; ++r) {
+        Value *rowScale = accScale ? b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(),
+                                         at(accScale->storage, b.CreateAdd(m0, b.getInt64(r)))))
+                                   : nullptr;
+        for (unsigned c = 0; c < C; ++c) {
+          Value *x = loadVec(acc.storage, accIndex(r, c));
+          init.push_back(rowScale ? b.CreateFMul(x, rowScale) : x);
+        }
+      }
       auto sums = emitForCarried(b, b.getInt64(0), b.getInt64(K), b.getInt64(1), "mma.k", init,
                                  [&](Value *k, ArrayRef<Value *> cur) {
         SmallVector<Value *, 8> bRow;
