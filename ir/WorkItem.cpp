@@ -17,14 +17,15 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ParamsReader &p,
                                  const KernelSpec &spec, Value *w,
                                  WorkItemShape shape) {
   WorkItem s;
-  if (shape.split) {
-    Value *n = b.CreateSExt(numSplits(b, p), b.getInt64Ty());
-    s.split = b.CreateTrunc(b.CreateSRem(w, n), b.getInt32Ty(), "split");
-    w = b.CreateSDiv(w, n);
-  }
   Value *numQTiles = b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty());
   Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
   Value *headsKv = b.CreateSExt(p.get(kHeadsKv), b.getInt64Ty());
+  if (shape.split) { // the part is the slowest index: see WorkItem.h
+    Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
+    Value *perSplit = b.CreateMul(b.CreateMul(batch, headsQ), numQTiles, "items.per.split");
+    s.split = b.CreateTrunc(b.CreateSDiv(w, perSplit), b.getInt32Ty(), "split");
+    w = b.CreateSRem(w, perSplit);
+  }
   Value *qTile = b.CreateSRem(w, numQTiles, "qtile");
   Value *bh = b.CreateSDiv(w, numQTiles);
   s.h = b.CreateSRem(bh, headsQ, "h");

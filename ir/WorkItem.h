@@ -1,7 +1,10 @@
 //===- WorkItem.h - Which query tile a work item owns, and where it lives -===//
 //
 // Every family's kernel is entered once per work item (ir/KernelAbi.h):
-//   w = (((b * headsQ) + h) * numQTiles + t) * numSplits + split
+//   w = ((split * batch + b) * headsQ + h) * numQTiles + t
+// The part of the key range is the slowest index, so the query heads of one
+// GQA group, whose items follow each other, read the same part of K/V in
+// turn while it is still in cache (a host thread's L2, a GPU's L2).
 // and each needs the same answers: which sequence and head, its lengths
 // (dense, varlen through cu_seqlens, or paged through cacheSeqlens), where
 // its rows start in the packed tensors, and where its LSE rows go. They live
@@ -32,7 +35,7 @@ struct WorkItemShape {
 };
 
 /// Decomposes work item \p w (i64) of \p spec's kernel:
-///   split = w % n; w /= n (n = max(1, numSplits), when shape.split)
+///   split = w / (batch * headsQ * numQTiles); w %= that (when shape.split)
 ///   t = w % numQTiles; h = (w / numQTiles) % headsQ; b = w / numQTiles / headsQ
 ///   hk = h / (headsQ / headsKv); i0 = t * bm
 ///   sq, sk = seqlenQ, seqlenK | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]

@@ -16,11 +16,15 @@
 //   if seqlenK < kHostMinSplitKeys (kHostMinSplitKeysIdle when items <
 //     workers, so that threads sit idle): 1, since the combine's extra
 //     dispatch costs more than the parts recover
-//   n = the power of two >= kHostItemsPerWorker * workers / items, at most
-//   kMaxSplits and seqlenK / kHostMinKeysPerSplit
-// (bench/decode on 16 and 8 threads: the choice is the faster of split and
-// single-pass, or within 5%, on 45 of 48 rows; the misses are sub-ms rows
-// where neighbouring counts differ by less than the timing noise.)
+//   n = the power of two >= kHostItemsPerWorker * workers / items (with
+//   several threads) and, for GQA (several query heads per K/V head), >= the
+//   parts whose K and V fit kHostCachedPartBytes, any thread count: the
+//   group's heads then read each part from cache; at most kMaxSplits and
+//   seqlenK / kHostMinKeysPerSplit
+// (bench/decode, before the cache term and the part-outermost item order,
+// on 16 and 8 threads: the choice was the faster of split and single-pass,
+// or within 5%, on 45 of 48 rows. With both, on 2 threads, Hq=8, Hkv=1:
+// 8 of 8 rows, and splits reach 1.2-1.35x the single pass from 64k keys.)
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -44,6 +48,10 @@ inline constexpr int64_t kHostMinSplitKeysIdle = 2048;
 inline constexpr int64_t kHostMinKeysPerSplit = 1024;
 /// Host: work items to aim for per thread.
 inline constexpr int64_t kHostItemsPerWorker = 32;
+/// Host: K and V bytes of one part that a core's cache should hold, so that
+/// the query heads of a GQA group, which read the part one after another
+/// (ir/WorkItem.h puts the part outermost), find it there: about L2.
+inline constexpr int64_t kHostCachedPartBytes = int64_t(1) << 20;
 
 /// The split count for \p problem (seqlenK: the longest key sequence) run
 /// with \p spec's tiles on \p workers parallel workers (host threads, or the
@@ -56,7 +64,10 @@ unsigned chooseNumSplits(const KernelSpec &spec, const AttentionProblem &problem
 /// \p keyTiles key tiles each.
 unsigned chooseNumSplits(int64_t items, int64_t keyTiles, unsigned workers);
 
-/// The host rule on the raw counts: \p items work items over \p seqlenK keys.
-unsigned chooseHostNumSplits(int64_t items, int64_t seqlenK, unsigned workers);
+/// The host rule on the raw counts: \p items work items over \p seqlenK keys,
+/// \p groupSize query heads per K/V head, \p kvRowBytes bytes of K and V
+/// per key (0: leave cache reuse out).
+unsigned chooseHostNumSplits(int64_t items, int64_t seqlenK, unsigned workers,
+                             int64_t groupSize = 1, int64_t kvRowBytes = 0);
 
 } // namespace fmhajit

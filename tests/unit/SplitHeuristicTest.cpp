@@ -56,6 +56,17 @@ TEST_P(HostSplitRule, ChoosesDocumentedCount) {
   EXPECT_EQ(chooseHostNumSplits(c.items, c.seqlenK, c.workers), c.expected);
 }
 
+// bf16 d=128: 512 bytes of K and V per key, so a 1 MiB part holds 2048 keys.
+TEST(HostSplitRule, GqaPartsFitTheCache) {
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 2, 8, 512), 32u); // 65536 / 2048, over 8 for balance
+  EXPECT_EQ(chooseHostNumSplits(8, 8192, 2, 8, 512), 8u);   // balance wants more than 4
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 2, 1, 512), 8u);  // no group: balance alone
+  EXPECT_EQ(chooseHostNumSplits(8, 2048, 2, 8, 512), 1u);   // short keys never split
+  EXPECT_EQ(chooseHostNumSplits(8, 1 << 20, 2, 8, 512), 64u); // at most kMaxSplits
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 1, 8, 512), 32u);  // one thread gains from the cache too
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 1, 1, 512), 1u);   // but not from balance
+}
+
 const HostCase kHostCases[] = {
     {"OneThreadNeverSplits", 8, 131072, 1, 1},
     {"ShortKeysNeverSplit", 8, 2047, 16, 1},
@@ -84,9 +95,12 @@ TEST(SplitRule, FollowsTheSpecsBackend) {
   p.seqlenQ = 1;
   p.seqlenK = 65536; // 1024 key tiles
   EXPECT_EQ(chooseNumSplits(spec, p, 16), 64u) << "host: 32 items per thread";
-  EXPECT_EQ(chooseNumSplits(spec, p, 2), 8u);
+  EXPECT_EQ(chooseNumSplits(spec, p, 2), 32u) << "host: GQA 8:1, 2048-key parts fit the cache";
   p.seqlenQ = 64; // 4 query tiles per head: 32 items
+  EXPECT_EQ(chooseNumSplits(spec, p, 16), 32u);
+  p.headsKv = 8; // no group shares a part: balance alone
   EXPECT_EQ(chooseNumSplits(spec, p, 16), 16u);
+  p.headsKv = 1;
   spec.target = "sm_90a";
   EXPECT_EQ(chooseNumSplits(spec, p, 132), 4u) << "GPU: 32 items on 132 SMs";
   p.seqlenQ = 1;
