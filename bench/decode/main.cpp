@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
   }
   HostExecutor executor(threads);
   std::vector<int64_t> lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
-  std::vector<unsigned> candidates = {2, 4, 8, 16, 32};
+  std::vector<unsigned> candidates = {2, 4, 8, 16, 32, 64}; // up to kMaxSplits
   if (quick) {
     lengths = {1024, 4096};
     candidates = {2, 4};
