@@ -27,13 +27,16 @@ static int64_t queryTiles(const AttentionProblem &a, const KernelSpec &spec) {
   return (a.maxSeqlenQ() + spec.bm - 1) / spec.bm;
 }
 
+// Slowest index first, as the work items are numbered (ir/WorkItem.h).
 static std::string gridText(const AttentionProblem &a, const KernelSpec &spec, unsigned splits) {
   std::string text = std::to_string(a.batch) + " x " + std::to_string(a.headsQ) + " x " +
                      std::to_string(queryTiles(a, spec));
-  if (splits > 1)
-    text += " x " + std::to_string(splits);
-  return text + " (batch x heads_q x query tiles of " + std::to_string(spec.bm) +
-         (splits > 1 ? " x key splits)" : ")");
+  std::string what = "batch x heads_q x query tiles of " + std::to_string(spec.bm);
+  if (splits > 1) {
+    text = std::to_string(splits) + " x " + text;
+    what = "key splits x " + what;
+  }
+  return text + " (" + what + ")";
 }
 
 static std::string whyText(const Dispatch &d) {
