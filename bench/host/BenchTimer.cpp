@@ -36,17 +36,5 @@ std::vector<Timing> fmhajit::bench::timeInterleaved(const std::vector<std::funct
 }
 
 Timing fmhajit::bench::timeRuns(const std::function<void()> &fn, const TimingPolicy &policy) {
-  Clock::time_point start = Clock::now();
-  fn();
-  double warmup = std::max(secondsSince(start), 1e-9);
-  double fits = std::floor(policy.budgetSeconds / warmup);
-  unsigned runs =
-      static_cast<unsigned>(std::clamp(fits, double(policy.minRuns), double(policy.maxRuns)));
-  std::vector<double> times;
-  for (unsigned i = 0; i < runs; ++i) {
-    start = Clock::now();
-    fn();
-    times.push_back(secondsSince(start));
-  }
-  return {*std::min_element(times.begin(), times.end()), median(times), runs};
+  return timeInterleaved({fn}, policy).front();
 }
