@@ -1,5 +1,6 @@
 //===- HostForwardStep.cpp - A plan's launches on the host ----------------===//
 #include "runtime/HostForwardStep.h"
+#include "llvm/Support/Threading.h"
 #include <map>
 #include <mutex>
 
@@ -9,9 +10,11 @@ std::shared_ptr<HostExecutor> fmhajit::sharedHostExecutor(unsigned threads) {
   static std::mutex mutex;
   static std::map<unsigned, std::shared_ptr<HostExecutor>> executors;
   std::lock_guard<std::mutex> lock(mutex);
-  std::shared_ptr<HostExecutor> &slot = executors[threads];
+  // Keyed by the resolved count, so 0 and the machine's count share a pool.
+  unsigned workers = threads ? threads : llvm::hardware_concurrency().compute_thread_count();
+  std::shared_ptr<HostExecutor> &slot = executors[workers];
   if (!slot)
-    slot = std::make_shared<HostExecutor>(threads);
+    slot = std::make_shared<HostExecutor>(workers);
   return slot;
 }
 

@@ -12,7 +12,6 @@
 //===----------------------------------------------------------------------===//
 #include "bench/decode/DecodeRunner.h"
 #include "runtime/HostForwardStep.h"
-#include "llvm/Support/Threading.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -128,8 +127,7 @@ int main(int argc, char **argv) {
   // The pool api::run uses for this thread count, so that the plan and the
   // direct runs share it: each contender would otherwise wake a pool that
   // slept while the others ran, which is the pool's cost, not the choice's.
-  unsigned workers = threads ? unsigned(threads) : llvm::hardware_concurrency().compute_thread_count();
-  HostExecutor &executor = *sharedHostExecutor(workers);
+  HostExecutor &executor = *sharedHostExecutor(threads);
   std::vector<int64_t> lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
   std::vector<unsigned> candidates = {2, 4, 8, 16, 32, 64}; // up to kMaxSplits
   if (quick) {
