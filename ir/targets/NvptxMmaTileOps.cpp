@@ -140,7 +140,7 @@ private:
     unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
     return b.CreateConstInBoundsGEP1_32(b.getInt16Ty(), base, keys * (width + kPadElements) + cols);
   }
-  Value *ldmatrix(Value *address, bool transposed, Value *out[4]);
+  void ldmatrix(Value *address, bool transposed, Value *out[4]);
   void waitFor(const Tile &tile);
   SmallVector<Value *, 4> queryFragments(const Tile &q, Value *base, unsigned i, unsigned kk);
   SmallVector<Value *, 4> probabilityFragments(const Tile &s, unsigned i, unsigned kk);
@@ -239,13 +239,12 @@ Value *NvptxMmaTileOps::fragmentBase(const Tile &tile, Value *key, Value *col) {
   return b.CreateCall(copy, {address});
 }
 
-Value *NvptxMmaTileOps::ldmatrix(Value *address, bool transposed, Value *out[4]) {
+void NvptxMmaTileOps::ldmatrix(Value *address, bool transposed, Value *out[4]) {
   Value *frags = b.CreateIntrinsic(transposed ? Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
                                               : Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16,
                                    {PointerType::get(b.getContext(), 3)}, {address});
   for (unsigned r = 0; r < 4; ++r)
     out[r] = b.CreateExtractValue(frags, r);
-  return frags;
 }
 
 // Q's A fragments (16 x 16 at the rows of m-tile i, the columns of step kk):
