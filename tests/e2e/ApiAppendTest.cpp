@@ -118,13 +118,7 @@ void PrintTo(const BadAppend &c, std::ostream *os) { *os << c.label; }
 class ApiAppendRefuses : public ::testing::TestWithParam<BadAppend> {};
 
 TEST_P(ApiAppendRefuses, WithAStatus) {
-  api::Options options;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(GetParam().problem, options);
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.status().code(), StatusCode::InvalidArgument) << plan.status().toString();
-  EXPECT_NE(plan.status().message().find(GetParam().says), std::string::npos)
-      << plan.status().message();
+  expectPlanRefused(GetParam().problem, StatusCode::InvalidArgument, GetParam().says);
 }
 
 std::vector<BadAppend> badAppends() {

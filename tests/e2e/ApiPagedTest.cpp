@@ -124,13 +124,7 @@ void PrintTo(const BadPaged &c, std::ostream *os) { *os << c.label; }
 class ApiPagedRefuses : public ::testing::TestWithParam<BadPaged> {};
 
 TEST_P(ApiPagedRefuses, WithAStatus) {
-  api::Options options;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(GetParam().problem, options);
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.status().code(), StatusCode::InvalidArgument) << plan.status().toString();
-  EXPECT_NE(plan.status().message().find(GetParam().says), std::string::npos)
-      << plan.status().message();
+  expectPlanRefused(GetParam().problem, StatusCode::InvalidArgument, GetParam().says);
 }
 
 std::vector<BadPaged> badPaged() {

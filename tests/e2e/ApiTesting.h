@@ -10,6 +10,7 @@
 
 #include "fmhajit/Fmhajit.h"
 #include "runtime/Compare.h"
+#include <gtest/gtest.h>
 #include <cstdint>
 #include <string>
 
@@ -28,5 +29,18 @@ struct ApiCheck {
 /// empty), runs it on fresh inputs with poisoned outputs and compares with
 /// the reference. Fails the calling test on any error.
 ApiCheck checkApi(const api::Problem &problem, api::Options options = {}, uint64_t seed = 1);
+
+/// Plans \p problem (an api::Problem or api::AppendProblem) with \p options
+/// (cacheDir set to apiCacheDir()) and expects a refusal: status \p code
+/// with \p says in its message.
+template <typename AnyProblem>
+void expectPlanRefused(const AnyProblem &problem, api::StatusCode code, const std::string &says,
+                       api::Options options = {}) {
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::plan(problem, options);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), code) << plan.status().toString();
+  EXPECT_NE(plan.status().message().find(says), std::string::npos) << plan.status().message();
+}
 
 } // namespace fmhajit::e2e
