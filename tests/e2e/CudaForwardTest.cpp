@@ -100,29 +100,9 @@ std::string caseName(const ::testing::TestParamInfo<CudaCase> &info) {
 
 //===-- Dtypes x head dims ------------------------------------------------===//
 
-std::vector<ForwardCase> dtypeHeadDimGrid() {
-  const char *dtypes[] = {"fp16", "bf16", "fp32"};
-  const char *dims[] = {"d=64", "d=128", "d=256", "d=192,dv=128"};
-  const char *masks[] = {"none", "causal", "causal_br", "window"};
-  const int64_t kvHeads[] = {4, 2, 1}; // of 4 query heads: ratio 1, 2, MQA
-  std::vector<ForwardCase> cases;
-  unsigned i = 0;
-  for (const char *dtype : dtypes)
-    for (const char *dim : dims) {
-      const char *mask = masks[i % 4];
-      bool lse = i % 3 != 1;
-      std::string spec = std::string("family=fwd,dtype=") + dtype + "," + dim +
-                         ",mask=" + mask + (lse ? ",lse=1" : "");
-      Shape shape = i % 2 ? Shape::dense(1, 4, kvHeads[i % 3], 197, 150)
-                          : Shape::dense(2, 4, kvHeads[i % 3], 150, 197);
-      shape.window(i % 8 < 4 ? 16 : 7, i % 8 < 4 ? -1 : 3);
-      cases.push_back({std::string(dtype) + "_" + dim + "_" + mask + (lse ? "_lse" : ""),
-                       spec, shape, i + 1});
-      ++i;
-    }
-  return cases;
-}
-CUDA_TABLE(DTypesAndHeadDims, dtypeHeadDimGrid());
+CUDA_TABLE(DTypesAndHeadDims, dtypeHeadDimGrid({"fp16", "bf16", "fp32"},
+                                               {"d=64", "d=128", "d=256", "d=192,dv=128"}, 150,
+                                               197));
 
 //===-- Masks -------------------------------------------------------------===//
 

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/ArrayRef.h"
+
 #include "compiler/KernelCache.h"
 #include "runtime/AttentionProblem.h"
 #include "runtime/Compare.h"
@@ -143,6 +145,13 @@ struct ForwardCase {
   Shape shape;
   uint64_t seed = 1;
 };
+
+/// Every dtype x head dim pair once, each with the next mask (none, causal,
+/// causal_br, window), K/V heads 4, 2, 1 of 4 query heads and lse on two
+/// of three; sequences of \p shortLen and \p longLen, Sq and Sk swapping.
+std::vector<ForwardCase> dtypeHeadDimGrid(llvm::ArrayRef<const char *> dtypes,
+                                          llvm::ArrayRef<const char *> dims, int64_t shortLen,
+                                          int64_t longLen);
 
 /// "<label>" made a valid test name (letters, digits, '_').
 std::string testName(const std::string &label);

@@ -47,31 +47,11 @@ std::string caseName(const ::testing::TestParamInfo<ForwardCase> &info) {
 // The full dtype x head-dim grid (27 kernels), each point also taking one
 // mask, lse on or off and one GQA ratio, rotated so that every value of
 // those meets every dtype; lengths alternate Sq < Sk and Sq > Sk.
-std::vector<ForwardCase> dtypeHeadDimGrid() {
-  const char *dtypes[] = {"fp32", "fp16", "bf16"};
-  const char *dims[] = {"d=32",  "d=64",  "d=80",  "d=96",        "d=128",
-                        "d=160", "d=192", "d=256", "d=192,dv=128"};
-  const char *masks[] = {"none", "causal", "causal_br", "window"};
-  const int64_t kvHeads[] = {4, 2, 1}; // of 4 query heads: ratio 1, 2, MQA
-  std::vector<ForwardCase> cases;
-  unsigned i = 0;
-  for (const char *dtype : dtypes)
-    for (const char *dim : dims) {
-      const char *mask = masks[i % 4];
-      bool lse = i % 3 != 1;
-      std::string spec = std::string("family=fwd,dtype=") + dtype + "," + dim +
-                         ",mask=" + mask + (lse ? ",lse=1" : "");
-      Shape shape = i % 2 ? Shape::dense(1, 4, kvHeads[i % 3], 97, 70)
-                          : Shape::dense(2, 4, kvHeads[i % 3], 70, 97);
-      shape.window(i % 8 < 4 ? 16 : 7, i % 8 < 4 ? -1 : 3);
-      cases.push_back(
-          {std::string(dtype) + "_" + dim + "_" + mask + (lse ? "_lse" : ""),
-           spec, shape, i + 1});
-      ++i;
-    }
-  return cases;
-}
-FWD_TABLE(DTypesAndHeadDims, dtypeHeadDimGrid());
+FWD_TABLE(DTypesAndHeadDims,
+          dtypeHeadDimGrid({"fp32", "fp16", "bf16"},
+                           {"d=32", "d=64", "d=80", "d=96", "d=128", "d=160", "d=192", "d=256",
+                            "d=192,dv=128"},
+                           70, 97));
 
 //===-- Masks -------------------------------------------------------------===//
 
