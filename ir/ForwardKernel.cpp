@@ -208,10 +208,9 @@ RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
     return target.exp2(b, b.CreateFSub(v[0], finiteOrZero(v[1])));
   });
   ops->mapRows(m, {&mNew}, [](IRBuilderBase &, ArrayRef<Value *> v) { return v[0]; });
-  ops->mapWithRow(scores, m, [&](IRBuilderBase &b, Value *x, Value *row) { // P
+  ops->mapWithRowThenSum(scores, m, [&](IRBuilderBase &b, Value *x, Value *row) { // P
     return target.exp2(b, b.CreateFSub(x, finiteOrZero(row)));
-  });
-  ops->rowSum(scores, sum);
+  }, sum);
   ops->mapRows(l, {&l, &alpha, &sum}, [](IRBuilderBase &b, ArrayRef<Value *> v) {
     return b.CreateFAdd(b.CreateFMul(v[0], v[1]), v[2]);
   });
@@ -345,8 +344,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   emitFor(b, kvBegin, kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
     ops->sync(kT);
     ops->load(v, kvRows(kV, kVStrides, pagedV, j0), keysAt(j0), nullptr);
-    ops->fill(scores, 0.0f);
-    ops->mma(scores, q, kT);
+    ops->matmul(scores, q, kT);
     applyScoreMods(scores, s, mask, j0, rows);
     ops->sync(v);
     Value *next = b.CreateAdd(j0, i32(spec.bn));

@@ -15,6 +15,16 @@ void TileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, cons
   mma(acc, a, b);
 }
 
+void TileOps::matmul(Tile &acc, const Tile &a, const Tile &b) {
+  fill(acc, 0.0f);
+  mma(acc, a, b);
+}
+
+void TileOps::mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn, RowVec &sum) {
+  mapWithRow(t, row, fn);
+  rowSum(t, sum);
+}
+
 Value *TargetInfo::log2(IRBuilderBase &b, Value *x) {
   return b.CreateUnaryIntrinsic(Intrinsic::log2, x);
 }

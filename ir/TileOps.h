@@ -83,6 +83,10 @@ public:
                     llvm::Value *scale) = 0;
   /// acc += a * b.
   virtual void mma(Tile &acc, const Tile &a, const Tile &b) = 0;
+  /// acc = a * b, ignoring what acc held. Here as a fill and an mma; a
+  /// target whose accumulators live in memory starts them at zero in
+  /// registers instead, sparing a pass that writes the tile and reads it back.
+  virtual void matmul(Tile &acc, const Tile &a, const Tile &b);
   /// acc = acc * accScale[r] (row by row) + a * b: the online softmax's
   /// rescale of O and its product. Here as a pass and an mma; a target whose
   /// accumulators live in memory folds the scale into the product's loads.
@@ -91,6 +95,10 @@ public:
   virtual void map(Tile &t, ElementFn fn) = 0;
   /// t[r][c] = fn(t[r][c], row[r]).
   virtual void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) = 0;
+  /// mapWithRow, then sum[r] = the sum of t's new row r: the softmax's exp2
+  /// and rowSum. Here as two passes; a target that keeps tiles in memory
+  /// sums as it maps.
+  virtual void mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn, RowVec &sum);
   void rowMax(const Tile &t, RowVec &out) { reduceRows(t, out, /*isMax=*/true); }
   void rowSum(const Tile &t, RowVec &out) { reduceRows(t, out, /*isMax=*/false); }
   /// out[r] = max (isMax) or sum of t[r][c] over c: rowMax and rowSum.

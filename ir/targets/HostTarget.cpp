@@ -10,6 +10,7 @@
 #include "ir/Loops.h"
 #include "ir/targets/HostTileOps.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/TargetParser/Host.h"
 
 using namespace fmhajit;
@@ -42,11 +43,16 @@ public:
   }
 
   // 2^x = 2^n * 2^f with n = round(x), f in [-1/2, 1/2]; 2^f by its Taylor
-  // series to degree 6 (truncation ~2e-7 relative); 2^n by building the
-  // float's exponent bits. Below -126 the result is exactly 0.
+  // series to degree 6 (truncation ~2e-7 relative). 2^n: AVX-512's vscalefps
+  // multiplies by it in one instruction (and overflows to inf past 127);
+  // elsewhere the float's exponent bits are built from n. Below -126 the
+  // result is exactly 0, so no denormal reaches the products.
   Value *exp2(IRBuilderBase &b, Value *x) override {
     auto c = [&](double v) { return splatLike(b, ConstantFP::get(b.getFloatTy(), v), x); };
-    Value *clamped = b.CreateMinNum(b.CreateMaxNum(x, c(-126.0)), c(127.0));
+    bool scalef = hasScalef(x);
+    Value *clamped = b.CreateMaxNum(x, c(-126.0));
+    if (!scalef)
+      clamped = b.CreateMinNum(clamped, c(127.0));
     Value *n = b.CreateUnaryIntrinsic(Intrinsic::roundeven, clamped);
     Value *f = b.CreateFSub(clamped, n);
     static const double kCoeffs[] = {1.5403530393381606e-4, 1.3333558146428443e-3,
@@ -55,10 +61,7 @@ public:
     Value *poly = c(kCoeffs[0]);
     for (double k : ArrayRef<double>(kCoeffs).drop_front())
       poly = b.CreateIntrinsic(Intrinsic::fmuladd, {poly->getType()}, {poly, f, c(k)});
-    Value *ni = b.CreateFPToSI(n, x->getType()->getWithNewType(b.getInt32Ty()));
-    Value *bits = b.CreateShl(b.CreateAdd(ni, splatLike(b, b.getInt32(127), ni)),
-                              splatLike(b, b.getInt32(23), ni));
-    Value *scaled = b.CreateFMul(poly, b.CreateBitCast(bits, x->getType()));
+    Value *scaled = scalef ? scaleByPowerOf2(b, poly, n) : multiplyByPowerOf2(b, poly, n);
     return b.CreateSelect(b.CreateFCmpOLT(x, c(-126.0)), c(0.0), scaled);
   }
 
@@ -93,6 +96,26 @@ public:
   }
 
 private:
+  /// vscalefps applies: AVX-512 and a whole 512-bit vector.
+  bool hasScalef(Value *x) const {
+    auto *vt = dyn_cast<FixedVectorType>(x->getType());
+    return lanes == 16 && vt && vt->getNumElements() == 16;
+  }
+  /// p * 2^n by vscalefps (n integral).
+  static Value *scaleByPowerOf2(IRBuilderBase &b, Value *p, Value *n) {
+    constexpr unsigned kCurrentRounding = 4;
+    return b.CreateIntrinsic(Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                             {p, n, PoisonValue::get(p->getType()), b.getInt16(0xFFFF),
+                              b.getInt32(kCurrentRounding)});
+  }
+  /// p * 2^n for integral n in [-126, 127], by building 2^n's exponent bits.
+  static Value *multiplyByPowerOf2(IRBuilderBase &b, Value *p, Value *n) {
+    Value *ni = b.CreateFPToSI(n, n->getType()->getWithNewType(b.getInt32Ty()));
+    Value *bits = b.CreateShl(b.CreateAdd(ni, splatLike(b, b.getInt32(127), ni)),
+                              splatLike(b, b.getInt32(23), ni));
+    return b.CreateFMul(p, b.CreateBitCast(bits, p->getType()));
+  }
+
   unsigned lanes;
 };
 } // namespace
