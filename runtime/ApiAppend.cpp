@@ -11,6 +11,7 @@
 #include "runtime/ApiContext.h"
 #include "runtime/ApiStatus.h"
 #include "runtime/AppendLowering.h"
+#include "runtime/CudaAppendStep.h"
 #include "runtime/Dispatcher.h"
 #include "runtime/DispatchTable.h"
 #include "runtime/HostAppendStep.h"
@@ -55,15 +56,18 @@ static llvm::Expected<Dispatch> chooseAppend(const LoweredAppend &l) {
 }
 
 static llvm::Error loadAppend(PlanState &s, const LoweredAppend &l, const KernelSpec &spec,
-                              const Options &options) {
-  if (findArch(spec.target)->backend != Backend::Host)
-    return makeError(ErrorKind::Unsupported,
-                     "append plans launch on the host only in this build (" + spec.target +
-                         " compiles append_kv, but append() has no launch for it yet): plan "
-                         "with Options::load = false to see the choice");
+                              const Options &options, void *stream) {
   auto cache = kernelCacheFor(options.cacheDir);
   if (!cache)
     return cache.takeError();
+  s.loadText = "loaded through the kernel cache in " + cache->directory();
+  if (findArch(spec.target)->backend == Backend::Nvptx) {
+    auto step = CudaAppendStep::load(spec, l, *cache, stream);
+    if (!step)
+      return step.takeError();
+    s.appender = std::move(*step);
+    return llvm::Error::success();
+  }
   auto kernel = HostKernel::load(spec, *cache);
   if (!kernel)
     return kernel.takeError();
@@ -74,7 +78,6 @@ static llvm::Error loadAppend(PlanState &s, const LoweredAppend &l, const Kernel
   s.appender = std::make_unique<const HostAppendStep>(std::move(*kernel), l.problem, l.seqlens,
                                                       std::move(tables),
                                                       sharedHostExecutor(options.threads));
-  s.loadText = "loaded through the kernel cache in " + cache->directory();
   return llvm::Error::success();
 }
 
@@ -95,12 +98,13 @@ static llvm::Expected<Plan> buildAppendPlan(const AppendProblem &problem, const 
   s->device = problem.device;
   s->problemText = describeAppend(*lowered);
   s->needsBlockTable = lowered->problem.cache.isPaged();
+  s->needsDeviceLengths = problem.device != Device::Host;
   s->needsQ = lowered->problem.rotateQ;
   for (const RuleOutcome &r : chosen->rules)
     s->decisions.push_back(r.rule + ": " + r.outcome);
   s->loadText = "not loaded (Options::load = false): append() refuses this plan";
   if (options.load)
-    if (llvm::Error err = loadAppend(*s, *lowered, chosen->chosen, options))
+    if (llvm::Error err = loadAppend(*s, *lowered, chosen->chosen, options, problem.stream))
       return std::move(err);
   return PlanAccess::make(std::move(s));
 }
@@ -121,6 +125,9 @@ static Status checkTensors(const PlanState &s, const AppendTensors &t) {
   if (s.needsQ && (!t.q || !t.qOut))
     return invalid("the problem rotates Q: set AppendTensors::q and qOut ([batch, newTokens, "
                    "headsQ, headDim]; qOut may be q)");
+  if (s.needsDeviceLengths && !t.seqlens)
+    return invalid("an append on a GPU reads each sequence's current length from device "
+                   "memory: set AppendTensors::seqlens to [batch] int32 on the device");
   if (bool(t.rotaryCos) != bool(t.rotarySin))
     return invalid("give both AppendTensors::rotaryCos and rotarySin, or neither (the plan's "
                    "tables)");

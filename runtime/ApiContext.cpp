@@ -69,6 +69,17 @@ llvm::Expected<std::string> fmhajit::resolveTarget(api::Device device,
   return requested;
 }
 
+unsigned fmhajit::splitWorkers(api::Device device, unsigned hostThreads) {
+  if (device == api::Device::Host)
+    return hostThreads;
+  auto driver = CudaDriver::get();
+  if (!driver) {
+    llvm::consumeError(driver.takeError());
+    return 0;
+  }
+  return unsigned(driver->device().smCount);
+}
+
 llvm::Expected<KernelCache &> fmhajit::kernelCacheFor(const std::string &dir) {
   if (dir.empty())
     return KernelCache::global();

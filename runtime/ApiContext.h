@@ -17,6 +17,11 @@ namespace fmhajit {
 /// device), else "host" on the host and the GPU's own target on CUDA.
 llvm::Expected<std::string> resolveTarget(api::Device device, const std::string &requested);
 
+/// The workers a split-KV plan spreads its items over: \p hostThreads on
+/// the host, the GPU's SMs on CUDA; 0 when unknown (a GPU plan made
+/// without a driver).
+unsigned splitWorkers(api::Device device, unsigned hostThreads);
+
 /// The kernel cache of \p dir, one per directory per process; an empty
 /// \p dir is KernelCache::global() (the environment's directory).
 llvm::Expected<KernelCache &> kernelCacheFor(const std::string &dir);

@@ -110,7 +110,8 @@ static llvm::Expected<PlanLayout> choose(Planning &p) {
     return single.takeError();
   recordRules(*p.state, *single, "");
   std::vector<std::string> notes;
-  auto split = chooseSplit(p.lowered, *single, p.query, *registry, table, p.threads, notes);
+  auto split = chooseSplit(p.lowered, *single, p.query, *registry, table,
+                           splitWorkers(p.lowered.device, p.threads), notes);
   if (!split)
     return split.takeError();
   // A paged plan's split kernel is its single pick: its rules are above.
@@ -136,6 +137,7 @@ static void recordLayout(Planning &p, const PlanLayout &layout) {
   s.needsCuSeqlens = gpu && p.lowered.features.varlen;
   s.needsSlopes = gpu && p.lowered.features.bias == Bias::Alibi;
   s.needsBlockTable = p.lowered.pagedCache.has_value();
+  s.needsDeviceLengths = gpu && s.needsBlockTable;
 }
 
 static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {

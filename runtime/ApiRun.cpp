@@ -32,6 +32,9 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
   if (s.needsBlockTable && !t.blockTable)
     return invalid("a paged plan reads its block table: set Tensors::blockTable to the "
                    "[batch, maxPagesPerSeq] int32 page indices");
+  if (s.needsDeviceLengths && !t.seqlensK)
+    return invalid("a paged plan on a GPU reads each sequence's key count from device "
+                   "memory: set Tensors::seqlensK to [batch] int32 on the device");
   return Status();
 }
 

@@ -1,4 +1,4 @@
-//===- CudaForwardStep.cpp - A plan's forward launch on a CUDA GPU --------===//
+//===- CudaForwardStep.cpp - A plan's launches on a CUDA GPU --------------===//
 #include "runtime/CudaForwardStep.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -22,6 +22,14 @@ llvm::Error CudaForwardStep::run(const api::Tensors &t) const {
   p.cuSeqlensQ = t.cuSeqlensQ;
   p.cuSeqlensK = t.cuSeqlensK;
   p.alibiSlopes = t.alibiSlopes;
-  void *s = t.stream ? t.stream : stream;
-  return kernel.launch(p, static_cast<cuda::CUstream>(s));
+  p.blockTable = t.blockTable; // read by fwd_paged only
+  p.cacheSeqlens = t.seqlensK;
+  if (combine)
+    setSplits(p, unsigned(p.numSplits), splitWorkspaceAt(t.workspace, workspace));
+  auto *s = static_cast<cuda::CUstream>(t.stream ? t.stream : stream);
+  if (llvm::Error err = kernel.launch(p, s))
+    return err;
+  if (!combine)
+    return llvm::Error::success();
+  return combine->launch(makeCombineParams(combine->spec(), p), s);
 }

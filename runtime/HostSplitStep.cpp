@@ -12,11 +12,6 @@ uint8_t *fmhajit::hostWorkspace(int64_t bytes) {
   return buffer.data();
 }
 
-SplitKvWorkspace fmhajit::splitWorkspaceAt(uint8_t *base, const SplitWorkspaceLayout &layout) {
-  return {reinterpret_cast<float *>(base + layout.oAccumOffset),
-          reinterpret_cast<float *>(base + layout.lseAccumOffset)};
-}
-
 llvm::Error HostSplitStep::run(const api::Tensors &t) const {
   uint8_t *base = t.workspace ? static_cast<uint8_t *>(t.workspace) : hostWorkspace(workspace.bytes);
   FwdParams p = binding.bind(t);

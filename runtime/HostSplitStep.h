@@ -6,19 +6,10 @@
 
 namespace fmhajit {
 
-/// Where the split-KV partials go in a plan's workspace.
-struct SplitWorkspaceLayout {
-  int64_t oAccumOffset = 0, lseAccumOffset = 0; ///< bytes from the start
-  int64_t bytes = 0;                            ///< the whole workspace
-};
-
 /// A buffer of at least \p bytes for this thread, kept between calls: the
 /// workspace of host runs whose caller passes none. Per thread, not per
 /// plan: plans may run on several threads at once, a thread one at a time.
 uint8_t *hostWorkspace(int64_t bytes);
-
-/// The partials' pointers in the workspace at \p base.
-SplitKvWorkspace splitWorkspaceAt(uint8_t *base, const SplitWorkspaceLayout &layout);
 
 /// fwd_splitkv then splitkv_combine (SplitKv.h) as one runner: the two
 /// launches of a split plan share the partials in the workspace. On the

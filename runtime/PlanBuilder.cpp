@@ -87,18 +87,33 @@ PlanLayout fmhajit::layoutPlan(const LoweredProblem &problem, const Dispatch &si
   return layout;
 }
 
+// The launch's FwdParams but the caller's pointers: a split or paged
+// kernel's part count (one when the plan does not cut key ranges) and a
+// paged plan's page fields.
+static FwdParams planParams(const PlanLayout &layout, const LoweredProblem &l) {
+  const KernelSpec &spec = layout.steps.front().spec;
+  FwdParams params = makeFwdParams(spec, l.problem, ForwardBuffers{}, l.strides);
+  if (hasSplitWorkItems(spec.family))
+    setSplits(params, layout.split ? layout.split->numSplits : 1, {});
+  if (l.pagedCache) {
+    params.maxPagesPerSeq = int32_t(l.pagedCache->maxPagesPerSeq);
+    params.log2PageSize = int32_t(l.pagedCache->log2PageSize());
+  }
+  return params;
+}
+
 static HostBinding hostBinding(const FwdParams &params, const LoweredProblem &l) {
   return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
 }
 
-static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSingle(const StepLayout &step,
+static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSingle(const PlanLayout &layout,
                                                                         const LoweredProblem &l,
                                                                         KernelCache &cache,
                                                                         unsigned threads) {
-  auto kernel = HostKernel::load(step.spec, cache);
+  auto kernel = HostKernel::load(layout.steps.front().spec, cache);
   if (!kernel)
     return kernel.takeError();
-  FwdParams params = makeFwdParams(step.spec, l.problem, ForwardBuffers{}, l.strides);
+  FwdParams params = planParams(layout, l);
   return std::make_unique<const HostForwardStep>(kernel->entry(), hostBinding(params, l),
                                                  sharedHostExecutor(threads), workItems(params));
 }
@@ -111,8 +126,7 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSplit(const Pla
   auto kernels = HostSplitKv::load(s.split.chosen, cache);
   if (!kernels)
     return kernels.takeError();
-  FwdParams params = makeFwdParams(s.split.chosen, l.problem, ForwardBuffers{}, l.strides);
-  setSplits(params, s.numSplits, {});
+  FwdParams params = planParams(layout, l);
   return std::make_unique<const HostSplitStep>(std::move(*kernels), hostBinding(params, l),
                                                layout.splitWorkspace, sharedHostExecutor(threads));
 }
@@ -128,23 +142,30 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostPaged(const Pla
   auto kernels = HostSplitKv::load(spec, cache);
   if (!kernels)
     return kernels.takeError();
-  FwdParams params = makeFwdParams(spec, l.problem, ForwardBuffers{}, l.strides);
-  params.maxPagesPerSeq = int32_t(l.pagedCache->maxPagesPerSeq);
-  params.log2PageSize = int32_t(l.pagedCache->log2PageSize());
-  setSplits(params, layout.split ? layout.split->numSplits : 1, {});
+  FwdParams params = planParams(layout, l);
   return std::make_unique<const HostPagedStep>(std::move(*kernels), hostBinding(params, l),
                                                layout.splitWorkspace, sharedHostExecutor(threads),
                                                *l.pagedCache, l.seqlensK);
 }
 
-static llvm::Expected<std::unique_ptr<const StepRunner>>
-loadCudaSingle(const StepLayout &step, const LoweredProblem &l, KernelCache &cache) {
-  auto kernel = CudaKernel::load(step.spec, cache);
+// The forward kernel, with the combine when the plan cuts key ranges.
+static llvm::Expected<std::unique_ptr<const StepRunner>> loadCuda(const PlanLayout &layout,
+                                                                  const LoweredProblem &l,
+                                                                  KernelCache &cache) {
+  const KernelSpec &spec = layout.steps.front().spec;
+  auto kernel = CudaKernel::load(spec, cache);
   if (!kernel)
     return kernel.takeError();
-  FwdParams params = makeFwdParams(step.spec, l.problem, ForwardBuffers{}, l.strides);
-  return std::make_unique<const CudaForwardStep>(std::move(*kernel), params, l.stream,
-                                                 kvRowAlignmentNeeded(step.spec));
+  std::optional<CudaKernel> combine;
+  if (layout.split) {
+    auto loaded = CudaKernel::load(layout.split->combine, cache);
+    if (!loaded)
+      return loaded.takeError();
+    combine = std::move(*loaded);
+  }
+  return std::make_unique<const CudaForwardStep>(std::move(*kernel), std::move(combine),
+                                                 planParams(layout, l), l.stream,
+                                                 kvRowAlignmentNeeded(spec), layout.splitWorkspace);
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>> loadRunner(const PlanLayout &layout,
@@ -153,19 +174,14 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadRunner(const PlanLa
                                                                     unsigned threads) {
   const KernelSpec &spec = layout.steps.front().spec;
   const ArchInfo &arch = *findArch(spec.target);
+  if (arch.backend == Backend::Nvptx)
+    return loadCuda(layout, l, cache);
   if (l.pagedCache && arch.backend == Backend::Host)
     return loadHostPaged(layout, l, cache, threads);
-  if (l.pagedCache)
-    return makeError(ErrorKind::Unsupported,
-                     "paged K/V plans launch on the host only in this build (" + arch.name +
-                         " compiles fwd_paged, but run() has no launch for it yet): plan "
-                         "with Options::load = false to see the choice");
   if (layout.split && arch.backend == Backend::Host)
     return loadHostSplit(layout, l, cache, threads);
-  if (!layout.split && arch.backend == Backend::Host)
-    return loadHostSingle(layout.steps.front(), l, cache, threads);
-  if (!layout.split && arch.backend == Backend::Nvptx)
-    return loadCudaSingle(layout.steps.front(), l, cache);
+  if (arch.backend == Backend::Host)
+    return loadHostSingle(layout, l, cache, threads);
   return makeError(ErrorKind::Unsupported, "kernel " + encodeName(spec) + " (family " +
                                                keyOf(spec.family) + " on " + arch.name +
                                                ") cannot be launched by this build yet");

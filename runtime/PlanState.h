@@ -58,6 +58,9 @@ struct PlanState {
   bool needsCuSeqlens = false; ///< a GPU varlen plan: device cu_seqlens
   bool needsSlopes = false;    ///< a GPU ALiBi plan: device slopes
   bool needsBlockTable = false; ///< paged K/V: Tensors/AppendTensors::blockTable
+  /// A GPU plan with paged K/V (Tensors::seqlensK), or a GPU append
+  /// (AppendTensors::seqlens): the lengths the kernel reads, in device memory.
+  bool needsDeviceLengths = false;
   bool needsQ = false;          ///< an append that rotates Q: q and qOut
 };
 

@@ -73,3 +73,9 @@ void HostSplitKv::run(const FwdParams &params, HostExecutor &executor) const {
   if (params.numSplits > 1)
     combine.run(makeCombineParams(combine.spec(), params), executor);
 }
+
+SplitKvWorkspace fmhajit::splitWorkspaceAt(void *base, const SplitWorkspaceLayout &layout) {
+  auto *bytes = static_cast<uint8_t *>(base);
+  return {reinterpret_cast<float *>(bytes + layout.oAccumOffset),
+          reinterpret_cast<float *>(bytes + layout.lseAccumOffset)};
+}

@@ -36,6 +36,15 @@ struct SplitKvWorkspaceSize {
   int64_t oAccum = 0, lseAccum = 0;
 };
 
+/// Where the partials go in a plan's workspace.
+struct SplitWorkspaceLayout {
+  int64_t oAccumOffset = 0, lseAccumOffset = 0; ///< bytes from the start
+  int64_t bytes = 0;                            ///< the whole workspace
+};
+
+/// The partials' pointers in the workspace at \p base.
+SplitKvWorkspace splitWorkspaceAt(void *base, const SplitWorkspaceLayout &layout);
+
 /// The workspace \p numSplits parts of \p problem need (zero for one part).
 SplitKvWorkspaceSize splitKvWorkspaceSize(const KernelSpec &spec,
                                           const AttentionProblem &problem,

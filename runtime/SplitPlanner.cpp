@@ -27,9 +27,10 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single, const Disp
                      std::vector<std::string> &notes) {
   if (!single.decodeShaped)
     return std::nullopt;
-  if (findArch(l.features.target)->backend != Backend::Host) {
-    notes.push_back("decode-shaped, but split-KV launches on " + l.features.target +
-                    " are not in this build yet: single pass");
+  bool host = findArch(l.features.target)->backend == Backend::Host;
+  if (workers == 0) {
+    notes.push_back("decode-shaped, but split-KV is sized by the GPU's SM count, which needs "
+                    "its driver: single pass");
     return std::nullopt;
   }
   auto split = splitDispatch(single, query, registry, table);
@@ -37,7 +38,8 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single, const Disp
     return split.takeError();
   unsigned n = chooseNumSplits(split->chosen, l.problem, workers);
   std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +
-                       std::to_string(workers) + " worker" + (workers == 1 ? "" : "s");
+                       std::to_string(workers) + (host ? " worker" : " SM") +
+                       (workers == 1 ? "" : "s");
   if (n <= 1) {
     notes.push_back("decode-shaped, but " + counts +
                     " (the work items already fill them, or the key range is too short to "

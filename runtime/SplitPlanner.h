@@ -3,13 +3,15 @@
 // A problem the dispatcher marks decode-shaped (few queries, many keys)
 // runs split-KV when all of these hold, else the single-pass kernel, which
 // is right at any shape:
-//   - the target's backend can launch split-KV (the host, for now);
+//   - the workers are known: host threads, or the GPU's SMs (from its
+//     driver; a GPU plan made without one stays single-pass);
 //   - the dispatcher finds a fwd_splitkv kernel for the problem's features
 //     (the same three rules, on family fwd_splitkv); a paged problem's
 //     fwd_paged kernel takes the part count at run time, so it is its own
 //     split kernel;
 //   - chooseNumSplits (SplitHeuristic.h) gives more than one part for the
-//     machine's workers: host threads.
+//     workers (the host's rule counts cache reuse too; a GPU's is
+//     FlashAttention-2's wave-efficiency rule).
 // The combine kernel is combineSpecFor's. Every outcome is a note.
 //
 //===----------------------------------------------------------------------===//
@@ -32,7 +34,7 @@ struct SplitChoice {
 };
 
 /// The split plan for \p problem, whose single-pass dispatch is \p single,
-/// or none; \p notes gets why.
+/// or none; \p notes gets why. \p workers: splitWorkers (0: unknown).
 llvm::Expected<std::optional<SplitChoice>>
 chooseSplit(const LoweredProblem &problem, const Dispatch &single, const DispatchQuery &query,
             const Registry &registry, const DispatchTable &table, unsigned workers,

@@ -30,8 +30,13 @@ struct BenchReport {
 
   /// The peak measured with \p threads threads, or null.
   const FmaPeak *peakFor(unsigned threads) const;
-  /// \p gflops as a fraction of the peak at \p threads; 0 without a peak.
-  double fractionOfPeak(double gflops, unsigned threads) const;
+  /// The peak a row is judged against: the higher of the run's peak at its
+  /// thread count and the one measured in the row's own turns (either can
+  /// catch the machine slow; neither can make it faster); 0 without one.
+  double peakGflops(const ForwardResult &row) const;
+  /// \p gflops, one of \p row's rates, as a fraction of peakGflops(row);
+  /// 0 without a peak.
+  double fractionOfPeak(const ForwardResult &row, double gflops) const;
 };
 
 /// One of the goals, judged on this run.

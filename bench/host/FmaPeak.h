@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cstdint>
+
 namespace fmhajit::bench {
 
 /// One measured FMA peak.
@@ -20,6 +22,25 @@ struct FmaPeak {
 
 /// The widest FMA width this CPU runs: 512, 256, or 0 without FMA.
 unsigned fmaWidthBits();
+
+/// A fixed amount of FMA-chain work on \p threads threads at once, sized
+/// to take about \p seconds: run() it in turns with a kernel (BenchTimer's
+/// timeInterleaved) and the kernel's fraction of peak compares two
+/// functions timed under the same conditions.
+class FmaWork {
+public:
+  /// Needs fmaWidthBits() != 0.
+  FmaWork(unsigned threads, double seconds);
+  /// Runs the work once on fresh threads, all released together.
+  void run() const;
+  /// The work's rate when one run takes \p seconds.
+  double gflops(double seconds) const { return flops / seconds / 1e9; }
+
+private:
+  unsigned threads, widthBits;
+  uint64_t iterations;
+  double flops;
+};
 
 /// Measures the peak of \p threads threads running FMA chains concurrently,
 /// each for about \p seconds, and keeps the best of \p repeats (anything

@@ -43,6 +43,9 @@ struct ForwardResult {
   double relL2 = 0;                               ///< ||o_fmhajit - o_peer|| / ||o_peer||
   double tolerance = 0;
   bool checked = false; ///< relL2 <= tolerance
+  /// The FMA peak at the case's thread count measured in the same turns as
+  /// fmhajit and the peer (0: not measured).
+  double peakGflops = 0;
   std::string error;    ///< set when the case could not run
 
   double fmhajitGflops() const;

@@ -1,5 +1,6 @@
 //===- Goals.cpp - The issue's goals, judged on one run -------------------===//
 #include "bench/host/BenchReport.h"
+#include <algorithm>
 
 using namespace fmhajit;
 using namespace fmhajit::bench;
@@ -11,9 +12,14 @@ const FmaPeak *BenchReport::peakFor(unsigned threads) const {
   return nullptr;
 }
 
-double BenchReport::fractionOfPeak(double gflops, unsigned threads) const {
-  const FmaPeak *peak = peakFor(threads);
-  return peak ? gflops / peak->gflops : 0;
+double BenchReport::peakGflops(const ForwardResult &row) const {
+  const FmaPeak *runPeak = peakFor(row.config.threads);
+  return std::max(row.peakGflops, runPeak ? runPeak->gflops : 0.0);
+}
+
+double BenchReport::fractionOfPeak(const ForwardResult &row, double gflops) const {
+  double peak = peakGflops(row);
+  return peak > 0 ? gflops / peak : 0;
 }
 
 static Goal makeGoal(std::string name, std::string unit, bool atMost, double limit) {
@@ -47,7 +53,7 @@ std::vector<Goal> fmhajit::bench::evaluateGoals(const BenchReport &report) {
   Goal peer =
       makeGoal("fp32 d=128 S=2048 no mask, 1 thread: speedup over OpenBLAS peer", "x", false, 1.0);
   if (const ForwardResult *r = goalCase(report)) {
-    judge(peak, report.fractionOfPeak(r->fmhajitGflops(), 1));
+    judge(peak, report.fractionOfPeak(*r, r->fmhajitGflops()));
     judge(peer, r->speedup());
     for (Goal *g : {&peak, &peer})
       if (!r->checked) {

@@ -58,16 +58,18 @@ static Value forwardJson(const ForwardResult &r, const BenchReport &report) {
     return Value(std::move(o));
   }
   Object fmhajit =
-      timingJson(r.fmhajit, r.fmhajitGflops(), report.fractionOfPeak(r.fmhajitGflops(), c.threads));
+      timingJson(r.fmhajit, r.fmhajitGflops(), report.fractionOfPeak(r, r.fmhajitGflops()));
   fmhajit["kernel"] = r.kernel;
   Object peer =
-      timingJson(r.peer, r.peerGflops(), report.fractionOfPeak(r.peerGflops(), c.threads));
+      timingJson(r.peer, r.peerGflops(), report.fractionOfPeak(r, r.peerGflops()));
   peer["threading"] = threadingName(r.peerMode);
   if (r.peerOtherSeconds > 0)
     peer["other_threading_ms"] = r.peerOtherSeconds * 1e3;
   o["fmhajit"] = std::move(fmhajit);
   o["peer"] = std::move(peer);
   o["speedup"] = finiteOrNull(r.speedup());
+  o["peak_gflops"] = report.peakGflops(r);
+  o["peak_gflops_in_turns"] = r.peakGflops;
   o["check"] =
       Object{{"rel_l2", finiteOrNull(r.relL2)}, {"tolerance", r.tolerance}, {"pass", r.checked}};
   return Value(std::move(o));

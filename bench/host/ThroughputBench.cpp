@@ -42,7 +42,7 @@ static PeerProblem peerProblem(const ForwardCase &c) {
 }
 
 ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &cache,
-                                             const TimingPolicy &policy) {
+                                             const TimingPolicy &policy, const FmaWork *peak) {
   ForwardResult result;
   result.config = c;
   result.tolerance = agreementTolerance(c.dtype);
@@ -65,12 +65,17 @@ ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &
   std::vector<PeerThreading> modes = {PeerThreading::Serial};
   if (c.threads > 1)
     modes = {PeerThreading::BlocksParallel, PeerThreading::BlasThreaded};
-  // fmhajit and each peer mode in turns, so the machine's drift falls on all.
+  // fmhajit, each peer mode and the FMA peak in turns, so the machine's
+  // drift falls on all.
   std::vector<std::function<void()>> contenders = {
       [&] { runner->run(q.data(), k.data(), v.data(), o.data(), executor); }};
   for (PeerThreading mode : modes)
     contenders.push_back([&, mode] { peer.run(q.data(), k.data(), v.data(), peerO.data(), mode); });
+  if (peak)
+    contenders.push_back([&] { peak->run(); });
   std::vector<Timing> times = timeInterleaved(contenders, policy);
+  if (peak)
+    result.peakGflops = peak->gflops(times.back().bestSeconds);
   result.fmhajit = times[0];
   for (size_t i = 0; i < modes.size(); ++i) { // keep the faster peer mode
     const Timing &t = times[1 + i];

@@ -19,6 +19,7 @@
 #include "llvm/Support/Threading.h"
 #include "llvm/TargetParser/Host.h"
 #include <algorithm>
+#include <map>
 
 using namespace fmhajit;
 using namespace fmhajit::bench;
@@ -71,14 +72,22 @@ static int measureForward(BenchReport &report, const std::vector<ForwardCase> &c
     llvm::errs() << "error: " << errorText(cache.takeError()) << "\n";
     return 1;
   }
-  // A row's contenders (fmhajit, the peer's modes) run in turns for about
-  // 3 s: up to 25 rounds, whose best runs are steady on a shared machine.
-  TimingPolicy policy{3.0, 3, 25};
+  // A row's contenders (fmhajit, the peer's modes, the FMA peak) run in
+  // turns for about 4 s: up to 25 rounds, whose best runs are steady on a
+  // shared machine.
+  TimingPolicy policy{4.0, 3, 25};
   if (quick)
     policy = {0.2, 2, 5};
+  // FMA work per thread count, timed in each row's turns.
+  std::map<unsigned, FmaWork> peakWork;
+  if (fmaWidthBits())
+    for (const ForwardCase &c : cases)
+      peakWork.try_emplace(c.threads, c.threads, quick ? 0.01 : 0.05);
   printForwardHeader(llvm::outs());
   for (const ForwardCase &c : cases) {
-    report.forward.push_back(runForwardCase(c, *cache, policy));
+    auto work = peakWork.find(c.threads);
+    report.forward.push_back(
+        runForwardCase(c, *cache, policy, work == peakWork.end() ? nullptr : &work->second));
     printForwardRow(llvm::outs(), report.forward.back(), report);
     llvm::outs().flush();
   }

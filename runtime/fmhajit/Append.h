@@ -55,7 +55,7 @@ struct AppendProblem {
   float rotaryBase = 10000.0f; ///< RoPE's frequency base (the plan's tables)
   bool rotateQ = false;       ///< also rotate Q into AppendTensors::qOut
   Device device = Device::Host;
-  void *stream = nullptr; ///< reserved for GPU appends (host only for now)
+  void *stream = nullptr; ///< CUDA: the CUstream to launch on (null: default)
 };
 
 /// The memory of one append (host pointers on Device::Host).
@@ -63,13 +63,16 @@ struct AppendTensors {
   const void *kNew = nullptr, *vNew = nullptr; ///< the rows to append
   void *kCache = nullptr, *vCache = nullptr;   ///< pools, or [batch, capacity, ...]
   const int32_t *blockTable = nullptr; ///< paged: [batch, maxPagesPerSeq] (required)
-  /// [batch] rows before the append; null takes the problem's seqlens.
+  /// [batch] rows before the append; on the host null takes the problem's
+  /// seqlens; on a GPU a device copy (required). The host checks that every
+  /// row written lies in the cache; a GPU launch cannot read them first.
   const int32_t *seqlens = nullptr;
   const void *q = nullptr; ///< rotateQ: Q to rotate (required then)
   void *qOut = nullptr;    ///< rotateQ: where rotated Q goes (may be q)
   /// cos/sin tables, fp32 [positions, rotaryDim / 2] covering every row the
   /// cache holds; null takes the plan's, built from rotaryBase.
   const float *rotaryCos = nullptr, *rotarySin = nullptr;
+  void *stream = nullptr; ///< GPU: null takes the problem's stream
 };
 
 } // namespace fmhajit::api

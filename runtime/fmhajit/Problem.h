@@ -123,7 +123,9 @@ struct Tensors {
   const int32_t *blockTable = nullptr;
   /// Paged K/V: each sequence's keys [batch], int32. On the host null
   /// takes the problem's seqlensK; given, it may differ from them (a cache
-  /// that grew since plan()) within maxPagesPerSeq * pageSize rows.
+  /// that grew since plan()) within maxPagesPerSeq * pageSize rows. On a
+  /// GPU, a device copy (required). The host checks the block table and
+  /// these lengths before launching; a GPU launch cannot read them first.
   const int32_t *seqlensK = nullptr;
   /// Plan::workspaceBytes() bytes, when not 0 (device memory on a GPU; on
   /// the host, null takes a per-thread buffer fmhajit keeps).

@@ -20,30 +20,6 @@ using api::StatusCode;
 
 namespace {
 
-AppendProblem append(std::vector<int32_t> lens, int64_t newTokens, int64_t pageSize,
-                     Rotary rotary, int64_t d = 128, DType dtype = DType::BF16) {
-  AppendProblem p;
-  p.batch = int64_t(lens.size());
-  p.headsKv = 2;
-  p.headsQ = 8;
-  p.newTokens = newTokens;
-  p.headDim = d;
-  p.dtype = dtype;
-  p.rotary = rotary;
-  int64_t longest = 0;
-  for (int32_t len : lens)
-    longest = std::max<int64_t>(longest, len + newTokens);
-  if (pageSize) {
-    p.pagesKv.pageSize = pageSize;
-    p.pagesKv.maxPagesPerSeq = (longest + pageSize - 1) / pageSize + 1;
-    p.pagesKv.numPages = p.pagesKv.maxPagesPerSeq * p.batch + 1;
-  } else {
-    p.capacity = longest + 5;
-  }
-  p.seqlens = std::move(lens);
-  return p;
-}
-
 struct AppendCase {
   std::string label;
   AppendProblem problem;
@@ -62,16 +38,16 @@ TEST_P(ApiAppendMatchesReference, PlanAndAppend) {
 }
 
 std::vector<AppendCase> appendCases() {
-  AppendProblem contiguous = append({0, 15, 33}, 1, 0, Rotary::None);
-  AppendProblem half = append({0, 15, 33}, 1, 16, Rotary::Half);
+  AppendProblem contiguous = appendProblem({0, 15, 33}, 1, 0, Rotary::None);
+  AppendProblem half = appendProblem({0, 15, 33}, 1, 16, Rotary::Half);
   half.rotateQ = true;
-  AppendProblem interleaved = append({5, 64, 200}, 1, 64, Rotary::Interleaved);
-  AppendProblem partial = append({3, 100}, 70, 16, Rotary::Half, 64, DType::F16);
+  AppendProblem interleaved = appendProblem({5, 64, 200}, 1, 64, Rotary::Interleaved);
+  AppendProblem partial = appendProblem({3, 100}, 70, 16, Rotary::Half, 64, DType::F16);
   partial.rotaryDim = 32;
   partial.rotateQ = true;
-  AppendProblem contiguousRope = append({7, 0}, 70, 0, Rotary::Interleaved, 64, DType::F32);
+  AppendProblem contiguousRope = appendProblem({7, 0}, 70, 0, Rotary::Interleaved, 64, DType::F32);
   contiguousRope.rotaryDim = 48;
-  AppendProblem tables = append({9, 31}, 2, 256, Rotary::Half);
+  AppendProblem tables = appendProblem({9, 31}, 2, 256, Rotary::Half);
   tables.rotateQ = true;
   tables.rotaryBase = 500000.0f;
   return {{"ContiguousNoRotary", contiguous},
@@ -87,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, ApiAppendMatchesReference, ::testing::ValuesIn(a
 // A decode step: append one token to each sequence of a paged cache, then
 // attend over the grown cache with a split plan, through the API only.
 TEST(ApiAppendDecodeStep, AttentionReadsTheAppendedRows) {
-  AppendProblem a = append({4999, 2}, 1, 16, Rotary::Half);
+  AppendProblem a = appendProblem({4999, 2}, 1, 16, Rotary::Half);
   a.headsQ = 16;
   AppendOutcome out = checkApiAppend(a, false, 6);
   ASSERT_TRUE(out.check.pass);
@@ -122,7 +98,7 @@ TEST_P(ApiAppendRefuses, WithAStatus) {
 }
 
 std::vector<BadAppend> badAppends() {
-  AppendProblem base = append({10, 20}, 1, 16, Rotary::Half);
+  AppendProblem base = appendProblem({10, 20}, 1, 16, Rotary::Half);
   AppendProblem odd = base;
   odd.rotaryDim = 33;
   AppendProblem full = base;
@@ -152,7 +128,7 @@ TEST(ApiAppendRefuses, WrongEntryAndMissingTensors) {
   api::Options options;
   options.threads = 2;
   options.cacheDir = apiCacheDir();
-  AppendProblem a = append({10, 20}, 1, 16, Rotary::Half);
+  AppendProblem a = appendProblem({10, 20}, 1, 16, Rotary::Half);
   a.rotateQ = true;
   api::Result<api::Plan> appendPlan = api::plan(a, options);
   ASSERT_TRUE(appendPlan.ok()) << appendPlan.status().toString();

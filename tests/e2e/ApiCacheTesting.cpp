@@ -5,6 +5,7 @@
 #include "runtime/KvCacheData.h"
 #include "runtime/PagedLowering.h"
 #include "runtime/ProblemLowering.h"
+#include "tests/e2e/DeviceCopies.h"
 #include "gtest/gtest.h"
 #include <cmath>
 
@@ -17,11 +18,55 @@ static std::vector<int64_t> widen(const std::vector<int32_t> &lengths) {
 
 static DType dtypeOf(const api::Problem &p) { return toDType(p.dtype); }
 
+/// "" for success, else the status as text.
+static std::string errorText(const api::Status &s) { return s.ok() ? "" : s.toString(); }
+
 // A run that did not happen has not passed.
 static CompareResult notRun() {
   CompareResult r;
   r.pass = false;
   return r;
+}
+
+api::Problem e2e::pagedProblem(int64_t headsQ, int64_t headsKv, int64_t sq, int64_t d,
+                               api::DType dtype, std::vector<int32_t> lens, int64_t pageSize) {
+  api::Problem p;
+  p.batch = int64_t(lens.size());
+  p.headsQ = headsQ, p.headsKv = headsKv, p.seqlenQ = sq, p.headDim = d, p.dtype = dtype;
+  p.pagesKv.pageSize = pageSize;
+  p.pagesKv.numPages = 2;
+  for (int32_t len : lens) {
+    int64_t pages = (len + pageSize - 1) / pageSize;
+    p.pagesKv.numPages += pages;
+    p.pagesKv.maxPagesPerSeq = std::max(p.pagesKv.maxPagesPerSeq, pages + 1);
+  }
+  p.seqlensK = std::move(lens);
+  return p;
+}
+
+api::AppendProblem e2e::appendProblem(std::vector<int32_t> lens, int64_t newTokens,
+                                      int64_t pageSize, api::Rotary rotary, int64_t d,
+                                      api::DType dtype) {
+  api::AppendProblem p;
+  p.batch = int64_t(lens.size());
+  p.headsKv = 2;
+  p.headsQ = 8;
+  p.newTokens = newTokens;
+  p.headDim = d;
+  p.dtype = dtype;
+  p.rotary = rotary;
+  int64_t longest = 0;
+  for (int32_t len : lens)
+    longest = std::max<int64_t>(longest, len + newTokens);
+  if (pageSize) {
+    p.pagesKv.pageSize = pageSize;
+    p.pagesKv.maxPagesPerSeq = (longest + pageSize - 1) / pageSize + 1;
+    p.pagesKv.numPages = p.pagesKv.maxPagesPerSeq * p.batch + 1;
+  } else {
+    p.capacity = longest + 5;
+  }
+  p.seqlens = std::move(lens);
+  return p;
 }
 
 PagedPools e2e::makePools(const api::Problem &p, uint64_t seed) {
@@ -34,6 +79,30 @@ PagedPools e2e::makePools(const api::Problem &p, uint64_t seed) {
             seed + 1);
   fillCache(pools.vPool, layout, pools.blockTable, widen(p.seqlensK), headsKv, dv, seed + 2);
   return pools;
+}
+
+// The GPU run of a paged plan: device copies of the host Tensors \p t
+// (block table and lengths included) and the workspace; O and LSE back.
+static std::string runPagedOnCuda(const api::Plan &plan, const api::Tensors &host,
+                                  const HostTensor &q, HostTensor &o, std::vector<float> &lse,
+                                  const PagedPools &pools, const std::vector<int32_t> &lengths) {
+  DeviceCopies gpu;
+  api::Tensors t = host;
+  t.q = gpu.upload(host.q, q.sizeInBytes(), "q");
+  t.k = gpu.upload(host.k, pools.kPool.sizeInBytes(), "k pool");
+  t.v = gpu.upload(host.v, pools.vPool.sizeInBytes(), "v pool");
+  t.o = gpu.upload(host.o, o.sizeInBytes(), "o");
+  t.lse = gpu.upload<float>(host.lse, lse.size() * 4, "lse");
+  t.blockTable = gpu.upload<const int32_t>(host.blockTable, pools.blockTable.size() * 4, "table");
+  t.seqlensK = gpu.upload<const int32_t>(host.seqlensK, lengths.size() * 4, "seqlens_k");
+  t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
+  if (!gpu.error().empty())
+    return gpu.error();
+  if (api::Status s = api::run(plan, t); !s.ok())
+    return s.toString();
+  gpu.download(t.o, o.data(), o.sizeInBytes());
+  gpu.download(t.lse, lse.data(), lse.size() * 4);
+  return gpu.error();
 }
 
 CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Problem &problem,
@@ -56,9 +125,11 @@ CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Pr
                  lse.empty() ? nullptr : lse.data()};
   t.blockTable = pools.blockTable.data();
   t.seqlensK = lengths.data();
-  api::Status s = api::run(plan, t);
-  EXPECT_TRUE(s.ok()) << s.toString();
-  if (!s.ok())
+  std::string error = plan.device() == api::Device::Cuda
+                          ? runPagedOnCuda(plan, t, q, o, lse, pools, lengths)
+                          : errorText(api::run(plan, t));
+  EXPECT_EQ(error, "");
+  if (!error.empty())
     return notRun();
   ReferenceOutput ref = referencePaged(f, paged, q.toFloat(), pools.kPool.toFloat(),
                                        pools.vPool.toFloat(), pools.blockTable);
@@ -112,6 +183,38 @@ struct AppendBuffers {
 };
 } // namespace
 
+// The GPU append: device copies of \p host's buffers (and of the lengths,
+// which a GPU append reads from device memory); caches and Q back.
+static std::string appendOnCuda(const api::Plan &plan, const api::AppendTensors &host,
+                                AppendBuffers &b, const RotaryTables &tables,
+                                const std::vector<int32_t> &lengths) {
+  DeviceCopies gpu;
+  api::AppendTensors t = host;
+  t.kNew = gpu.upload(host.kNew, b.kNew.sizeInBytes(), "k_new");
+  t.vNew = gpu.upload(host.vNew, b.vNew.sizeInBytes(), "v_new");
+  t.kCache = gpu.upload(host.kCache, b.caches.kPool.sizeInBytes(), "k cache");
+  t.vCache = gpu.upload(host.vCache, b.caches.vPool.sizeInBytes(), "v cache");
+  t.blockTable = gpu.upload<const int32_t>(host.blockTable, b.blockTable.size() * 4, "table");
+  t.seqlens = gpu.upload<const int32_t>(lengths.data(), lengths.size() * 4, "seqlens");
+  if (host.q) {
+    t.q = gpu.upload(host.q, b.q.sizeInBytes(), "q");
+    t.qOut = gpu.upload(host.qOut, b.qOut.sizeInBytes(), "q_out");
+  }
+  if (host.rotaryCos) {
+    t.rotaryCos = gpu.upload<const float>(tables.cos.data(), tables.cos.size() * 4, "cos");
+    t.rotarySin = gpu.upload<const float>(tables.sin.data(), tables.sin.size() * 4, "sin");
+  }
+  if (!gpu.error().empty())
+    return gpu.error();
+  if (api::Status s = api::append(plan, t); !s.ok())
+    return s.toString();
+  gpu.download(t.kCache, b.caches.kPool.data(), b.caches.kPool.sizeInBytes());
+  gpu.download(t.vCache, b.caches.vPool.data(), b.caches.vPool.sizeInBytes());
+  if (t.qOut)
+    gpu.download(t.qOut, b.qOut.data(), b.qOut.sizeInBytes());
+  return gpu.error();
+}
+
 AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool callerTables,
                                   uint64_t seed) {
   api::Options options;
@@ -120,7 +223,8 @@ AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool caller
   AppendOutcome out;
   api::Result<api::Plan> plan = api::plan(problem, options);
   EXPECT_TRUE(plan.ok()) << plan.status().toString();
-  llvm::Expected<LoweredAppend> l = lowerAppend(problem, "host");
+  llvm::Expected<LoweredAppend> l =
+      lowerAppend(problem, plan.ok() ? plan->target() : std::string("host"));
   EXPECT_TRUE(bool(l)) << llvm::toString(l.takeError());
   if (!plan.ok() || !l)
     return out;
@@ -137,9 +241,11 @@ AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool caller
     t.q = b.q.data(), t.qOut = b.qOut.data();
   if (callerTables)
     t.rotaryCos = tables.cos.data(), t.rotarySin = tables.sin.data();
-  api::Status s = api::append(*plan, t);
-  EXPECT_TRUE(s.ok()) << s.toString();
-  if (!s.ok())
+  std::string error = plan->device() == api::Device::Cuda
+                          ? appendOnCuda(*plan, t, b, tables, problem.seqlens)
+                          : errorText(api::append(*plan, t));
+  EXPECT_EQ(error, "");
+  if (!error.empty())
     return out;
   AppendKvReference ref = referenceAppendKv(p, tables, kBefore, vBefore, b.blockTable,
                                             b.kNew.toFloat(), b.vNew.toFloat(), b.q.toFloat());

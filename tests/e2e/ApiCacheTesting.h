@@ -20,6 +20,18 @@
 
 namespace fmhajit::e2e {
 
+/// A paged problem on the host whose pool holds every sequence's pages
+/// (\p lens keys each) plus two spare.
+api::Problem pagedProblem(int64_t headsQ, int64_t headsKv, int64_t sq, int64_t d, api::DType dtype,
+                          std::vector<int32_t> lens, int64_t pageSize);
+
+/// An append on the host of \p newTokens rows to caches holding \p lens
+/// rows (8 query heads over 2 K/V heads): paged with room for one more page
+/// per sequence when \p pageSize, else contiguous with 5 rows to spare.
+api::AppendProblem appendProblem(std::vector<int32_t> lens, int64_t newTokens, int64_t pageSize,
+                                 api::Rotary rotary, int64_t d = 128,
+                                 api::DType dtype = api::DType::BF16);
+
 /// The pools and block table of a paged api::Problem (BSHD Q and O).
 struct PagedPools {
   HostTensor kPool{DType::F32, 0}, vPool{DType::F32, 0};

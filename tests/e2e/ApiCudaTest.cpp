@@ -3,10 +3,14 @@
 // The same contract as ApiTest.cpp with Device::Cuda: device pointers in
 // Tensors (cu_seqlens and ALiBi slopes included), the GPU's own target, the
 // mma pipeline when K/V rows are 16-byte aligned and simt when they are
-// not, and autotuning timed with CUDA events. Skipped without a driver.
+// not, and autotuning timed with CUDA events. Then the multi-stage plans:
+// decode split over the GPU's SMs with the combine after it (workspace in
+// device memory), paged K/V with the block table and lengths on the
+// device, and appends (contiguous and paged, rotary) as in
+// ApiPagedTest/ApiAppendTest. Skipped without a driver.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/e2e/ApiTesting.h"
+#include "tests/e2e/ApiCacheTesting.h"
 #include "gtest/gtest.h"
 
 using namespace fmhajit::e2e;
@@ -108,6 +112,112 @@ TEST(ApiCudaAutotune, TimesWithEvents) {
   options.cacheDir = apiCacheDir();
   ApiCheck check = checkApi(p, options);
   EXPECT_GE(check.plan.timings().size(), 2u) << check.plan.describe();
+}
+
+// Decode, GQA 8:1: 8 work items cannot fill the SMs, so the plan cuts the
+// 8000 keys into parts and combines them.
+TEST(ApiCudaSplit, DecodeSplitsOverSms) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(1, 8, 1, 1, 8000, 128, DType::BF16);
+  p.wantLse = true;
+  ApiCheck check = checkApi(p);
+  ASSERT_EQ(check.plan.steps().size(), 2u) << check.plan.describe();
+  EXPECT_EQ(check.plan.steps()[0].role, "split-KV forward");
+  EXPECT_GT(check.plan.steps()[0].keySplits, 1);
+  EXPECT_EQ(check.plan.steps()[1].role, "combine");
+  EXPECT_GT(check.plan.workspaceBytes(), 0);
+}
+
+Problem onGpu(Problem p) {
+  p.device = api::Device::Cuda;
+  return p;
+}
+
+struct GpuPagedCase {
+  std::string label;
+  Problem problem;
+};
+
+void PrintTo(const GpuPagedCase &c, std::ostream *os) { *os << c.label; }
+
+class ApiCudaPaged : public ::testing::TestWithParam<GpuPagedCase> {};
+
+TEST_P(ApiCudaPaged, MatchesReference) {
+  REQUIRE_GPU();
+  ApiCheck check = checkApiPaged(GetParam().problem, {}, 5);
+  ASSERT_FALSE(check.plan.steps().empty());
+  EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"), std::string::npos)
+      << check.plan.describe();
+}
+
+std::vector<GpuPagedCase> gpuPagedCases() {
+  Problem decode = onGpu(pagedProblem(16, 2, 1, 128, DType::BF16, {1, 17, 300, 64, 1000}, 16));
+  decode.wantLse = true;
+  Problem causal = onGpu(pagedProblem(4, 2, 5, 64, DType::F16, {3, 100, 257}, 64));
+  causal.mask = Mask::CausalBottomRight;
+  Problem long8k = onGpu(pagedProblem(8, 1, 1, 128, DType::BF16, {9000, 5}, 16));
+  return {{"DecodeGqaLse", decode}, {"CausalBrFp16", causal}, {"LongBesideShort", long8k}};
+}
+INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaPaged, ::testing::ValuesIn(gpuPagedCases()),
+                         [](const auto &info) { return info.param.label; });
+
+TEST(ApiCudaPagedRun, NeedsDeviceLengths) {
+  REQUIRE_GPU();
+  Problem p = onGpu(pagedProblem(4, 1, 1, 64, DType::BF16, {40, 20}, 16));
+  api::Options options;
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::plan(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  int dummy[4];
+  api::Tensors t{dummy, dummy, dummy, dummy};
+  t.blockTable = dummy;
+  api::Status s = api::run(*plan, t);
+  EXPECT_NE(s.message().find("Tensors::seqlensK"), std::string::npos) << s.message();
+}
+
+struct GpuAppendCase {
+  std::string label;
+  api::AppendProblem problem;
+};
+
+void PrintTo(const GpuAppendCase &c, std::ostream *os) { *os << c.label; }
+
+class ApiCudaAppend : public ::testing::TestWithParam<GpuAppendCase> {};
+
+TEST_P(ApiCudaAppend, MatchesReference) {
+  REQUIRE_GPU();
+  AppendOutcome out = checkApiAppend(GetParam().problem, false, 6);
+  ASSERT_EQ(out.plan.steps().size(), 1u);
+  EXPECT_NE(out.plan.target().find("sm_"), std::string::npos) << out.plan.describe();
+}
+
+std::vector<GpuAppendCase> gpuAppendCases() {
+  auto gpu = [](api::AppendProblem p) {
+    p.device = api::Device::Cuda;
+    return p;
+  };
+  api::AppendProblem contiguous = gpu(appendProblem({0, 15, 33}, 1, 0, api::Rotary::None));
+  api::AppendProblem pagedHalfQ = gpu(appendProblem({0, 15, 33}, 1, 16, api::Rotary::Half));
+  pagedHalfQ.rotateQ = true;
+  api::AppendProblem interleaved =
+      gpu(appendProblem({3, 100}, 70, 16, api::Rotary::Interleaved, 64, DType::F16));
+  return {{"Contiguous", contiguous}, {"PagedHalfRotaryQ", pagedHalfQ},
+          {"PagedInterleaved70Rows", interleaved}};
+}
+INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaAppend, ::testing::ValuesIn(gpuAppendCases()),
+                         [](const auto &info) { return info.param.label; });
+
+TEST(ApiCudaAppendRun, NeedsDeviceLengths) {
+  REQUIRE_GPU();
+  api::AppendProblem p = appendProblem({10, 20}, 1, 0, api::Rotary::None);
+  p.device = api::Device::Cuda;
+  api::Options options;
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::plan(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  int dummy[4];
+  api::Status s = api::append(*plan, {dummy, dummy, dummy, dummy});
+  EXPECT_NE(s.message().find("AppendTensors::seqlens"), std::string::npos) << s.message();
 }
 
 } // namespace

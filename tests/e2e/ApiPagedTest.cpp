@@ -21,23 +21,6 @@ using api::StatusCode;
 
 namespace {
 
-/// A paged problem whose pool holds every sequence's pages plus two spare.
-Problem paged(int64_t headsQ, int64_t headsKv, int64_t sq, int64_t d, DType dtype,
-              std::vector<int32_t> lens, int64_t pageSize) {
-  Problem p;
-  p.batch = int64_t(lens.size());
-  p.headsQ = headsQ, p.headsKv = headsKv, p.seqlenQ = sq, p.headDim = d, p.dtype = dtype;
-  p.pagesKv.pageSize = pageSize;
-  p.pagesKv.numPages = 2;
-  for (int32_t len : lens) {
-    int64_t pages = (len + pageSize - 1) / pageSize;
-    p.pagesKv.numPages += pages;
-    p.pagesKv.maxPagesPerSeq = std::max(p.pagesKv.maxPagesPerSeq, pages + 1);
-  }
-  p.seqlensK = std::move(lens);
-  return p;
-}
-
 struct PagedCase {
   std::string label;
   Problem problem;
@@ -57,15 +40,15 @@ TEST_P(ApiPagedMatchesReference, PlanAndRun) {
 }
 
 std::vector<PagedCase> pagedCases() {
-  Problem decode = paged(16, 2, 1, 128, DType::BF16, {1, 17, 300, 64, 1000}, 16);
+  Problem decode = pagedProblem(16, 2, 1, 128, DType::BF16, {1, 17, 300, 64, 1000}, 16);
   decode.wantLse = true;
-  Problem causal = paged(4, 2, 5, 64, DType::F16, {3, 100, 257}, 64);
+  Problem causal = pagedProblem(4, 2, 5, 64, DType::F16, {3, 100, 257}, 64);
   causal.mask = Mask::CausalBottomRight; // the 3-key sequence's first rows see no key
   causal.wantLse = true;
-  Problem window = paged(4, 4, 7, 64, DType::F32, {500, 129}, 4);
+  Problem window = pagedProblem(4, 4, 7, 64, DType::F32, {500, 129}, 4);
   window.mask = Mask::Window;
   window.windowLeft = 100, window.windowRight = 0;
-  Problem scores = paged(8, 1, 2, 128, DType::BF16, {33, 400}, 16);
+  Problem scores = pagedProblem(8, 1, 2, 128, DType::BF16, {33, 400}, 16);
   scores.softcap = 30.0f;
   scores.alibi = true;
   scores.mask = Mask::CausalBottomRight;
@@ -82,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, ApiPagedMatchesReference, ::testing::ValuesIn(pa
 // The 5-key sequence fills one part and leaves seven empty (O = 0, LSE =
 // -inf partials the combine must skip); both end mid-page.
 TEST(ApiPagedDecode, SplitPlanWithEmptyParts) {
-  Problem p = paged(8, 1, 1, 128, DType::BF16, {9000, 5}, 16);
+  Problem p = pagedProblem(8, 1, 1, 128, DType::BF16, {9000, 5}, 16);
   p.wantLse = true;
   api::Options options;
   options.threads = 8;
@@ -99,7 +82,7 @@ TEST(ApiPagedDecode, SplitPlanWithEmptyParts) {
 // One plan serves a cache that grows: Tensors::seqlensK gives this call's
 // lengths (within the pages), which the kernel reads at run time.
 TEST(ApiPagedDecode, RunsWithTheCallersLengths) {
-  Problem p = paged(4, 2, 1, 64, DType::F32, {40, 200}, 16);
+  Problem p = pagedProblem(4, 2, 1, 64, DType::F32, {40, 200}, 16);
   api::Options options;
   options.threads = 2;
   options.cacheDir = apiCacheDir();
@@ -128,7 +111,7 @@ TEST_P(ApiPagedRefuses, WithAStatus) {
 }
 
 std::vector<BadPaged> badPaged() {
-  Problem base = paged(4, 1, 1, 128, DType::BF16, {100, 30}, 16);
+  Problem base = pagedProblem(4, 1, 1, 128, DType::BF16, {100, 30}, 16);
   Problem notPow2 = base;
   notPow2.pagesKv.pageSize = 24;
   Problem tooLong = base;
@@ -158,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Problems, ApiPagedRefuses, ::testing::ValuesIn(badPaged
 // run() checks what the kernel would follow: the table must be there, and
 // the pages and lengths it reads must lie in the pools.
 TEST(ApiPagedRefuses, BadTensorsAtRunTime) {
-  Problem p = paged(2, 1, 1, 64, DType::F32, {20, 40}, 16);
+  Problem p = pagedProblem(2, 1, 1, 64, DType::F32, {20, 40}, 16);
   api::Options options;
   options.threads = 2;
   options.cacheDir = apiCacheDir();

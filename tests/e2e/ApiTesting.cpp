@@ -1,7 +1,6 @@
 //===- ApiTesting.cpp - Running the public API against the reference -----===//
 #include "tests/e2e/ApiTesting.h"
-#include "runtime/CudaDriver.h"
-#include "runtime/CudaResources.h"
+#include "tests/e2e/DeviceCopies.h"
 #include "runtime/HostTensor.h"
 #include "runtime/ProblemLowering.h"
 #include "runtime/Reference.h"
@@ -61,51 +60,29 @@ static std::string runOnHost(const api::Plan &plan, LaidOut &q, LaidOut &k, Laid
 }
 
 // The CUDA path: device copies of every buffer (cu_seqlens and slopes
-// too: a GPU plan reads them from device memory), run on the legacy
-// stream, and O and LSE copied back (cuMemcpyDtoH waits for the kernel).
+// too: a GPU plan reads them from device memory) and the plan's workspace,
+// run on the legacy stream, and O and LSE copied back (cuMemcpyDtoH waits
+// for the kernels).
 static std::string runOnCuda(const api::Plan &plan, const LoweredProblem &l, LaidOut &q, LaidOut &k,
                              LaidOut &v, LaidOut &o, std::vector<float> &lse) {
-  auto driver = CudaDriver::get();
-  if (!driver)
-    return llvm::toString(driver.takeError());
-  std::string error;
-  auto upload = [&](const void *data, size_t bytes, const char *what) {
-    if (!bytes)
-      return DeviceBuffer();
-    auto b = DeviceBuffer::upload(*driver, data, bytes, what);
-    if (b)
-      return std::move(*b);
-    error += llvm::toString(b.takeError());
-    return DeviceBuffer();
-  };
-  DeviceBuffer dq = upload(q.data.data(), q.data.sizeInBytes(), "q"),
-               dk = upload(k.data.data(), k.data.sizeInBytes(), "k"),
-               dv = upload(v.data.data(), v.data.sizeInBytes(), "v"),
-               dout = upload(o.data.data(), o.data.sizeInBytes(), "o"),
-               dlse = upload(lse.data(), lse.size() * 4, "lse"),
-               cuQ = upload(l.cuSeqlensQ.data(), l.cuSeqlensQ.size() * 4, "cu_seqlens_q"),
-               cuK = upload(l.cuSeqlensK.data(), l.cuSeqlensK.size() * 4, "cu_seqlens_k"),
-               slopes = upload(l.alibiSlopes.data(), l.alibiSlopes.size() * 4, "slopes");
-  if (!error.empty())
-    return error;
-  auto ptr = [](const DeviceBuffer &b) { return b.size() ? b.pointer() : nullptr; };
-  api::Tensors t{ptr(dq),
-                 ptr(dk),
-                 ptr(dv),
-                 ptr(dout),
-                 static_cast<float *>(ptr(dlse)),
-                 static_cast<const int32_t *>(ptr(cuQ)),
-                 static_cast<const int32_t *>(ptr(cuK)),
-                 static_cast<const float *>(ptr(slopes))};
+  DeviceCopies gpu;
+  api::Tensors t{gpu.upload(q.data.data(), q.data.sizeInBytes(), "q"),
+                 gpu.upload(k.data.data(), k.data.sizeInBytes(), "k"),
+                 gpu.upload(v.data.data(), v.data.sizeInBytes(), "v"),
+                 gpu.upload(o.data.data(), o.data.sizeInBytes(), "o"),
+                 gpu.upload<float>(lse.data(), lse.size() * 4, "lse"),
+                 gpu.upload<const int32_t>(l.cuSeqlensQ.data(), l.cuSeqlensQ.size() * 4, "cu_seqlens_q"),
+                 gpu.upload<const int32_t>(l.cuSeqlensK.data(), l.cuSeqlensK.size() * 4, "cu_seqlens_k"),
+                 gpu.upload<const float>(l.alibiSlopes.data(), l.alibiSlopes.size() * 4, "slopes")};
+  t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
+  if (!gpu.error().empty())
+    return gpu.error();
   api::Status s = api::run(plan, t);
   if (!s.ok())
     return s.toString();
-  if (llvm::Error err = dout.copyTo(o.data.data(), o.data.sizeInBytes()))
-    return llvm::toString(std::move(err));
-  if (!lse.empty())
-    if (llvm::Error err = dlse.copyTo(lse.data(), lse.size() * 4))
-      return llvm::toString(std::move(err));
-  return "";
+  gpu.download(t.o, o.data.data(), o.data.sizeInBytes());
+  gpu.download(t.lse, lse.data(), lse.size() * 4);
+  return gpu.error();
 }
 
 ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options, uint64_t seed) {
