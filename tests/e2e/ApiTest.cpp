@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tests/e2e/ApiTesting.h"
+#include "runtime/CudaDriver.h"
 #include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"
 
@@ -126,6 +127,26 @@ TEST(ApiDecode, SplitKvMatchesReference) {
   EXPECT_EQ(check.plan.steps()[0].role, "split-KV forward");
   EXPECT_EQ(check.plan.steps()[1].role, "combine");
   EXPECT_GT(check.plan.workspaceBytes(), 0);
+}
+
+// A GPU plan made on a machine without the GPU cannot know its SM count,
+// which sizes GPU split-KV: it stays one pass and says why.
+TEST(ApiDecode, GpuPlanWithoutDriverStaysSinglePass) {
+  auto driver = fmhajit::CudaDriver::get();
+  if (driver)
+    GTEST_SKIP() << "a CUDA driver is present: ApiCudaSplit covers this machine";
+  llvm::consumeError(driver.takeError());
+  Problem p = dense(1, 8, 1, 1, 8000, 128, DType::BF16);
+  p.device = api::Device::Cuda;
+  api::Options options;
+  options.load = false;
+  options.target = "sm_90a";
+  api::Result<api::Plan> plan = api::plan(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  ASSERT_EQ(plan->steps().size(), 1u) << plan->describe();
+  EXPECT_NE(plan->describe().find("sized by the GPU's SM count, which needs its driver"),
+            std::string::npos)
+      << plan->describe();
 }
 
 //===-- Errors: a Status that says what to change -------------------------===//
