@@ -1,5 +1,6 @@
 //===- CudaKernel.cpp - A compiled, loaded CUDA forward kernel ------------===//
 #include "runtime/CudaKernel.h"
+#include "runtime/LoadedModules.h"
 #include "compiler/KernelCompiler.h"
 #include "runtime/CudaModule.h"
 #include "runtime/CudaResources.h"
@@ -73,30 +74,7 @@ static llvm::Error checkParamSize(llvm::StringRef ptx, llvm::StringRef name) {
   return llvm::Error::success();
 }
 
-namespace {
-/// Modules this process has loaded, by kernel name. Never destroyed: at
-/// exit the driver may already be shutting down, and unloading is moot.
-struct ModuleRegistry {
-  std::mutex mutex;
-  llvm::StringMap<std::shared_ptr<const CudaModule>> modules;
-
-  static ModuleRegistry &get() {
-    static ModuleRegistry *registry = new ModuleRegistry;
-    return *registry;
-  }
-  std::shared_ptr<const CudaModule> find(llvm::StringRef name) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return modules.lookup(name);
-  }
-  /// Keeps \p module unless another thread got there first; returns the
-  /// one kept.
-  std::shared_ptr<const CudaModule> insert(llvm::StringRef name,
-                                           std::shared_ptr<const CudaModule> module) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return modules.try_emplace(name, std::move(module)).first->second;
-  }
-};
-} // namespace
+using ModuleRegistry = LoadedModules<CudaModule>;
 
 /// Compiles (or finds) the PTX of \p spec and loads it, unless this process
 /// has loaded it already; fills the timing fields of \p stats.

@@ -3,22 +3,39 @@
 // The host makes the inputs (seeded HostTensors, cu_seqlens, ALiBi slopes);
 // DeviceForwardData allocates their device twins from the problem's packed
 // shapes (ForwardSizes), uploads the inputs, poisons the outputs with NaN
-// on the device and copies O and LSE back. It is written once over a
+// on the device and copies O and LSE back. Sizes come from (spec, problem),
+// so host and device agree by construction. It is written once over a
 // runtime and its buffer type: Buffer::create(runtime, bytes, what),
 // Buffer::upload(runtime, data, bytes, what), pointer(), size(),
-// poison(DType), copyTo(data, bytes) (HipBuffer; CUDA's DeviceBuffer has
-// the same shape).
+// poison(DType), copyTo(data, bytes): CUDA's DeviceBuffer
+// (CudaForwardData.h) and HIP's HipBuffer.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/CudaForwardData.h" // ForwardSizes
+#include "runtime/AttentionProblem.h"
 #include "runtime/HostKernel.h"
 #include "specs/Errors.h"
 #include "llvm/Support/Error.h"
 #include <tuple>
 
 namespace fmhajit {
+
+/// Bytes of each buffer of a forward call of \p spec on \p problem (zero for
+/// those the spec does not use).
+struct ForwardSizes {
+  size_t q = 0, k = 0, v = 0, o = 0, lse = 0;
+  size_t cuSeqlensQ = 0, cuSeqlensK = 0, alibiSlopes = 0;
+
+  static ForwardSizes of(const KernelSpec &spec, const AttentionProblem &problem);
+  size_t total() const;
+};
+
+/// An error when the tensors of (\p spec, \p problem) exceed \p deviceBytes
+/// of \p deviceName's memory. Callers check before making the host copies:
+/// a problem too large for the GPU would first exhaust host memory.
+llvm::Error checkForwardFits(const KernelSpec &spec, const AttentionProblem &problem,
+                             size_t deviceBytes, const std::string &deviceName);
 
 template <typename Runtime, typename Buffer> class DeviceForwardData {
 public:

@@ -1,5 +1,6 @@
 //===- HipKernel.cpp - A compiled, loaded HIP forward kernel --------------===//
 #include "runtime/HipKernel.h"
+#include "runtime/LoadedModules.h"
 #include "compiler/KernelCompiler.h"
 #include "runtime/HostKernel.h"
 #include "specs/ArchTable.h"
@@ -53,29 +54,7 @@ private:
 };
 } // namespace fmhajit
 
-namespace {
-/// Modules this process has loaded, by kernel name; never destroyed (at
-/// exit HIP may already be shutting down).
-struct ModuleRegistry {
-  std::mutex mutex;
-  llvm::StringMap<std::shared_ptr<const HipModule>> modules;
-
-  static ModuleRegistry &get() {
-    static ModuleRegistry *registry = new ModuleRegistry;
-    return *registry;
-  }
-  std::shared_ptr<const HipModule> find(llvm::StringRef name) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return modules.lookup(name);
-  }
-  /// Keeps \p module unless another thread got there first.
-  std::shared_ptr<const HipModule> insert(llvm::StringRef name,
-                                          std::shared_ptr<const HipModule> module) {
-    std::lock_guard<std::mutex> lock(mutex);
-    return modules.try_emplace(name, std::move(module)).first->second;
-  }
-};
-} // namespace
+using ModuleRegistry = LoadedModules<HipModule>;
 
 llvm::Expected<CodeObjectKernel> fmhajit::checkKernelAbi(llvm::StringRef codeObject,
                                                         llvm::StringRef name) {

@@ -59,7 +59,7 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
     return reportErrors(cache.takeError());
   // Before anything is allocated: a problem too large for the GPU would
   // otherwise first exhaust host memory making its inputs.
-  if (llvm::Error err = CudaForwardData::checkFits(*driver, opt.spec, opt.problem))
+  if (llvm::Error err = checkFitsOnGpu(*driver, opt.spec, opt.problem))
     return reportErrors(std::move(err));
   auto kernel = CudaKernel::load(opt.spec, *cache);
   if (!kernel)

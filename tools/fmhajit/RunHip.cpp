@@ -39,18 +39,6 @@ static void printKernel(const HipRuntime &hip, const HipKernel &kernel, int64_t 
      << res.privateSegmentFixedSize << " B scratch\n";
 }
 
-// Before anything is allocated: a problem too large for the GPU would
-// otherwise first exhaust host memory making its inputs.
-static llvm::Error checkFits(const HipRuntime &hip, const RunOptions &opt) {
-  size_t total = ForwardSizes::of(opt.spec, opt.problem).total();
-  if (total <= hip.device().totalMemory)
-    return llvm::Error::success();
-  return makeError(ErrorKind::Usage,
-                   "the problem's tensors need " + llvm::Twine(total >> 20) + " MiB but " +
-                       hip.device().name + " has " +
-                       llvm::Twine(hip.device().totalMemory >> 20) +
-                       " MiB; use a smaller batch, fewer heads or shorter sequences");
-}
 
 static llvm::Error checkAmdTarget(const KernelSpec &spec) {
   if (findArch(spec.target)->backend == Backend::Amdgpu)
@@ -66,7 +54,10 @@ int fmhajit::runOnHip(const RunOptions &opt) {
   auto hip = HipRuntime::get();
   if (!hip)
     return reportErrors(hip.takeError());
-  if (llvm::Error err = checkFits(*hip, opt))
+  // Before anything is allocated: a problem too large for the GPU would
+  // otherwise first exhaust host memory making its inputs.
+  if (llvm::Error err = checkForwardFits(opt.spec, opt.problem, hip->device().totalMemory,
+                                         hip->device().name))
     return reportErrors(std::move(err));
   auto cache = KernelCache::global();
   if (!cache)
