@@ -83,9 +83,9 @@ double relL2(const HostTensor &a, const HostTensor &b) {
 }
 } // namespace
 
-// The problem as a user describes it: BSHD, bf16, every default left.
-static api::Problem publicProblem(const DecodeShape &shape) {
+api::Problem fmhajit::bench::decodeProblem(const DecodeShape &shape, api::Device device) {
   api::Problem p;
+  p.device = device;
   p.batch = shape.batch;
   p.headsQ = shape.headsQ;
   p.headsKv = shape.headsKv;
@@ -96,10 +96,21 @@ static api::Problem publicProblem(const DecodeShape &shape) {
   return p;
 }
 
+AttentionProblem fmhajit::bench::decodeAttentionProblem(const DecodeShape &shape,
+                                                       const KernelSpec &spec) {
+  AttentionProblem p = AttentionProblem::forSpec(spec);
+  p.batch = shape.batch;
+  p.headsQ = shape.headsQ;
+  p.headsKv = shape.headsKv;
+  p.seqlenQ = 1;
+  p.seqlenK = shape.seqlenK;
+  return p;
+}
+
 static llvm::Expected<api::Plan> planRow(const DecodeShape &shape, unsigned threads) {
   api::Options options;
   options.threads = threads;
-  api::Result<api::Plan> plan = api::plan(publicProblem(shape), options);
+  api::Result<api::Plan> plan = api::plan(decodeProblem(shape, api::Device::Host), options);
   if (!plan.ok())
     return makeError(ErrorKind::Usage, "api::plan: " + plan.status().toString());
   return *plan;
@@ -122,12 +133,7 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
   if (!split)
     return split.takeError();
 
-  AttentionProblem p = AttentionProblem::forSpec(*singleSpec);
-  p.batch = shape.batch;
-  p.headsQ = shape.headsQ;
-  p.headsKv = shape.headsKv;
-  p.seqlenQ = 1;
-  p.seqlenK = shape.seqlenK;
+  AttentionProblem p = decodeAttentionProblem(shape, *singleSpec);
   if (llvm::Error err = p.validate(*singleSpec))
     return std::move(err);
   DecodeData data(p);

@@ -17,6 +17,8 @@
 
 #include "bench/host/BenchTimer.h"
 #include "compiler/KernelCache.h"
+#include "fmhajit/Fmhajit.h"
+#include "runtime/AttentionProblem.h"
 #include "runtime/HostExecutor.h"
 #include "runtime/SplitKv.h"
 #include "llvm/Support/Error.h"
@@ -63,6 +65,12 @@ struct DecodeResult {
 /// The two specs a decode row runs: `family=<family>,dtype=bf16,d=<d>,bm=16`.
 std::string decodeSpecText(const char *family, unsigned d);
 
+/// The row's problem as a user describes it: BSHD, bf16, every default left.
+api::Problem decodeProblem(const DecodeShape &shape, api::Device device);
+
+/// The row's problem for \p spec's kernels (Sq = 1), validated by callers.
+AttentionProblem decodeAttentionProblem(const DecodeShape &shape, const KernelSpec &spec);
+
 /// Runs one row: loads the kernels through \p cache, plans the problem
 /// through api::plan() (the process's kernel cache, \p executor's thread
 /// count), then times the single-pass kernel, every count of \p candidates
@@ -72,5 +80,12 @@ llvm::Expected<DecodeResult> runDecodeRow(const DecodeShape &shape,
                                           std::vector<unsigned> candidates,
                                           HostExecutor &executor, KernelCache &cache,
                                           const TimingPolicy &policy);
+
+/// The same row on the CUDA GPU (GpuDecodeRunner.cpp): the plan is
+/// api::plan()'s for Device::Cuda, the single-pass and split kernels take
+/// its tile, and DecodeResult::threads is the GPU's SM count.
+llvm::Expected<DecodeResult> runGpuDecodeRow(const DecodeShape &shape,
+                                             std::vector<unsigned> candidates, KernelCache &cache,
+                                             const TimingPolicy &policy);
 
 } // namespace fmhajit::bench

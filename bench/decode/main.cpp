@@ -1,6 +1,7 @@
 //===- main.cpp - fmhajit-bench-decode: is the dispatcher's choice fastest? -===//
 //
-// Decode on the host: Sq = 1, Sk from 1k to 128k, GQA 8:1, d = 128, bf16.
+// Decode on the host (or, with --device cuda, on the GPU): Sq = 1, Sk from
+// 1k to 128k, GQA 8:1, d = 128, bf16.
 // Every row times the single-pass kernel, split-KV at several part counts
 // and the plan api::plan() makes for the problem (run through api::run),
 // on the same inputs and threads, then says whether the plan's choice is
@@ -38,13 +39,17 @@ static llvm::cl::opt<unsigned> headsQ("heads-q", llvm::cl::desc("query heads"), 
                                       llvm::cl::cat(category));
 static llvm::cl::opt<unsigned> headsKv("heads-kv", llvm::cl::desc("K/V heads (8:1 by default)"),
                                        llvm::cl::init(1), llvm::cl::cat(category));
+static llvm::cl::opt<std::string> device("device",
+                                         llvm::cl::desc("host, or cuda for the NVIDIA GPU"),
+                                         llvm::cl::init("host"), llvm::cl::cat(category));
 static llvm::cl::opt<unsigned> batch("num-seqs", llvm::cl::desc("sequences"), llvm::cl::init(1),
                                      llvm::cl::cat(category));
 
 static void printHeader(llvm::raw_ostream &os, const DecodeResult &first) {
   os << "decode: Sq=1, d=" << first.shape.d << ", bf16, batch " << first.shape.batch << ", Hq="
      << first.shape.headsQ << ", Hkv=" << first.shape.headsKv << ", " << first.threads
-     << " threads; best-of-runs ms; plan = what api::plan() runs\n"
+     << (device == "cuda" ? " SMs" : " threads")
+     << "; best-of-runs ms; plan = what api::plan() runs\n"
      << llvm::format("%8s %9s", "Sk", "single");
   for (const SplitTiming &s : first.splits)
     os << llvm::format(" %9s", ("n=" + std::to_string(s.numSplits)).c_str());
@@ -102,6 +107,7 @@ static llvm::Error writeJson(const std::vector<DecodeResult> &rows) {
                           {"batch", s.batch},
                           {"heads_q", s.headsQ},
                           {"heads_kv", s.headsKv},
+                          {"device", device.getValue()},
                           {"threads", rows.front().threads},
                           {"split_spec", decodeSpecText("fwd_splitkv", s.d)},
                           {"single_spec", decodeSpecText("fwd", s.d)},
@@ -127,6 +133,10 @@ int main(int argc, char **argv) {
   // The pool api::run uses for this thread count, so that the plan and the
   // direct runs share it: each contender would otherwise wake a pool that
   // slept while the others ran, which is the pool's cost, not the choice's.
+  if (device != "host" && device != "cuda") {
+    llvm::errs() << "error: --device " << device << ": use host or cuda\n";
+    return 2;
+  }
   HostExecutor &executor = *sharedHostExecutor(threads);
   std::vector<int64_t> lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
   std::vector<unsigned> candidates = {2, 4, 8, 16, 32, 64}; // up to kMaxSplits
@@ -145,7 +155,8 @@ int main(int argc, char **argv) {
   bool agree = true;
   for (int64_t sk : lengths) {
     DecodeShape shape{int64_t(batch), int64_t(headsQ), int64_t(headsKv), sk, 128};
-    auto row = runDecodeRow(shape, candidates, executor, *cache, policy);
+    auto row = device == "cuda" ? runGpuDecodeRow(shape, candidates, *cache, policy)
+                                : runDecodeRow(shape, candidates, executor, *cache, policy);
     if (!row) {
       llvm::errs() << "error: " << llvm::toString(row.takeError()) << "\n";
       return 1;

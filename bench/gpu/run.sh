@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # The GPU machine's one call: unpack the binaries built here (bench/gpu/pack.sh),
 # (1) run the GPU end-to-end tests, (2) check a few kernels from the CLI,
-# (3) run the benchmark against PyTorch SDPA. Logs and JSON go to $OUT.
+# (3) run the benchmark against PyTorch SDPA; `decode` times split-KV decode
+# and the plan's choice on the GPU (bench/decode). Logs and JSON go to $OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
-for b in fmhajit fmhajit_e2e_tests; do
+for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
   [ -f "$root/dist/$b.xz" ] && xz -dc "$root/dist/$b.xz" > /tmp/fj/$b && chmod +x /tmp/fj/$b
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache
 if [ "$mode" = all ] || [ "$mode" = e2e ]; then
   FMHAJIT_BINARY=/tmp/fj/fmhajit /tmp/fj/fmhajit_e2e_tests --gtest_filter='*Cuda*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
+fi
+if [ "$mode" = decode ]; then
+  /tmp/fj/fmhajit-bench-decode --device cuda --json "$out/bench-decode-gpu.json" "$@" 2>&1 | tee "$out/decode.log"
+  exit 0
 fi
 if [ "$mode" != bench ]; then
   for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a \

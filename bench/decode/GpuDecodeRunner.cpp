@@ -1,0 +1,193 @@
+//===- GpuDecodeRunner.cpp - One decode row on a CUDA GPU -----------------===//
+//
+// The host row's contenders on the GPU, on device copies of the same
+// seeded inputs: the single-pass kernel, split-KV (fwd_splitkv and the
+// combine on one stream) at each part count, and api::run() of the plan
+// api::plan() makes for Device::Cuda (sized by the GPU's SMs). The split
+// and single-pass kernels take the plan's tile: its first step's kernel,
+// as a fwd or fwd_splitkv spec. Each contender is its launches and a
+// stream synchronize, timed by the wall clock in turns like the host's, so
+// the split's second launch costs what it costs a user.
+//
+//===----------------------------------------------------------------------===//
+#include "bench/decode/DecodeRunner.h"
+#include "fmhajit/Fmhajit.h"
+#include "runtime/Compare.h"
+#include "runtime/CudaKernel.h"
+#include "runtime/CudaResources.h"
+#include "runtime/HostTensor.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Validate.h"
+#include "llvm/ADT/STLExtras.h"
+#include <functional>
+
+using namespace fmhajit;
+using namespace fmhajit::bench;
+
+namespace {
+/// Device buffers, each made once and kept for the row.
+struct Device {
+  CudaDriver &driver;
+  std::vector<DeviceBuffer> buffers;
+
+  llvm::Expected<void *> make(const HostTensor *from, size_t bytes, const char *what) {
+    auto b = from ? DeviceBuffer::upload(driver, from->data(), bytes, what)
+                  : DeviceBuffer::create(driver, bytes, what);
+    if (!b)
+      return b.takeError();
+    buffers.push_back(std::move(*b));
+    return buffers.back().pointer();
+  }
+};
+
+/// \p spec with another family, resolved again (a fwd tile as fwd_splitkv).
+llvm::Expected<KernelSpec> withFamily(KernelSpec spec, Family family) {
+  spec.family = family;
+  return validateSpec(spec);
+}
+
+double relL2To(const HostTensor &o, const HostTensor &ref) {
+  std::vector<float> y = ref.toFloat();
+  return compareOutputs(o.toFloat(), std::vector<double>(y.begin(), y.end()), {}, {},
+                        DType::BF16)
+      .relL2;
+}
+} // namespace
+
+llvm::Expected<DecodeResult>
+fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> candidates,
+                                KernelCache &cache, const TimingPolicy &policy) {
+  auto driver = CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+  api::Options options;
+  api::Result<api::Plan> plan = api::plan(decodeProblem(shape, api::Device::Cuda), options);
+  if (!plan.ok())
+    return makeError(ErrorKind::Usage, "api::plan: " + plan.status().toString());
+  auto planned = decodeName(plan->steps().front().kernel);
+  if (!planned)
+    return planned.takeError();
+  auto singleSpec = withFamily(*planned, Family::Fwd);
+  auto splitSpec = withFamily(*planned, Family::FwdSplitKv);
+  if (!singleSpec || !splitSpec)
+    return llvm::joinErrors(singleSpec.takeError(), splitSpec.takeError());
+  auto combineSpec = combineSpecFor(*splitSpec);
+  if (!combineSpec)
+    return combineSpec.takeError();
+  auto single = CudaKernel::load(*singleSpec, cache);
+  auto split = CudaKernel::load(*splitSpec, cache);
+  auto combine = CudaKernel::load(*combineSpec, cache);
+  if (!single || !split || !combine)
+    return llvm::joinErrors(llvm::joinErrors(single.takeError(), split.takeError()),
+                            combine.takeError());
+
+  AttentionProblem p = decodeAttentionProblem(shape, *singleSpec);
+  if (llvm::Error err = p.validate(*singleSpec))
+    return std::move(err);
+  HostTensor q(DType::BF16, numElements(p.qShape())), k(DType::BF16, numElements(p.kShape())),
+      v(DType::BF16, numElements(p.vShape())), o(DType::BF16, numElements(p.oShape())),
+      ref(DType::BF16, numElements(p.oShape()));
+  q.fillNormal(1);
+  k.fillNormal(2);
+  v.fillNormal(3);
+  o.poison();
+  Device dev{*driver, {}};
+  auto dq = dev.make(&q, q.sizeInBytes(), "q");
+  auto dk = dev.make(&k, k.sizeInBytes(), "k");
+  auto dv = dev.make(&v, v.sizeInBytes(), "v");
+  auto dSingle = dev.make(&o, o.sizeInBytes(), "o (single)");
+  auto dSplit = dev.make(&o, o.sizeInBytes(), "o (split)");
+  auto dPlan = dev.make(&o, o.sizeInBytes(), "o (plan)");
+  auto dWork = dev.make(nullptr, size_t(std::max<int64_t>(plan->workspaceBytes(), 4)), "workspace");
+  for (llvm::Expected<void *> *b : {&dq, &dk, &dv, &dSingle, &dSplit, &dPlan, &dWork})
+    if (!*b)
+      return b->takeError();
+  auto stream = CudaStream::create(*driver);
+  if (!stream)
+    return stream.takeError();
+
+  DecodeResult result;
+  result.shape = shape;
+  result.threads = unsigned(driver->device().smCount);
+  result.planSplits = unsigned(plan->steps().front().keySplits);
+  result.planKernel = plan->steps().front().kernel;
+  if (result.planSplits > 1 && !llvm::is_contained(candidates, result.planSplits))
+    candidates.push_back(result.planSplits);
+  llvm::sort(candidates);
+  llvm::erase_if(candidates, [](unsigned n) { return n < 2; });
+
+  FwdParams singleParams = makeFwdParams(*singleSpec, p, {*dq, *dk, *dv, *dSingle});
+  api::Tensors tensors{*dq, *dk, *dv, *dPlan};
+  tensors.workspace = *dWork;
+  tensors.stream = stream->get();
+  struct SplitRun {
+    unsigned n;
+    FwdParams split, combine;
+  };
+  std::vector<SplitRun> runs;
+  for (unsigned n : candidates) {
+    SplitKvWorkspaceSize size = splitKvWorkspaceSize(*splitSpec, p, n);
+    auto oAccum = dev.make(nullptr, size_t(size.oAccum) * 4, "o_accum");
+    auto lseAccum = dev.make(nullptr, size_t(size.lseAccum) * 4, "lse_accum");
+    if (!oAccum || !lseAccum)
+      return llvm::joinErrors(oAccum.takeError(), lseAccum.takeError());
+    FwdParams sp = makeSplitKvParams(*splitSpec, p, {*dq, *dk, *dv, *dSplit}, n,
+                                     {static_cast<float *>(*oAccum), static_cast<float *>(*lseAccum)});
+    runs.push_back({n, sp, makeCombineParams(*combineSpec, sp)});
+  }
+
+  llvm::Error failed = llvm::Error::success();
+  auto check = [&](llvm::Error err) {
+    if (err && !failed)
+      failed = std::move(err);
+    else
+      llvm::consumeError(std::move(err));
+  };
+  auto finish = [&] { check(stream->synchronize()); };
+  std::vector<std::function<void()>> contenders = {
+      [&] { check(single->launch(singleParams, stream->get())), finish(); },
+      [&] {
+        api::Status s = api::run(*plan, tensors);
+        if (!s.ok())
+          check(makeError(ErrorKind::Driver, "api::run: " + s.toString()));
+        finish();
+      }};
+  for (SplitRun &r : runs)
+    contenders.push_back([&] {
+      check(split->launch(r.split, stream->get()));
+      check(combine->launch(r.combine, stream->get()));
+      finish();
+    });
+  std::vector<Timing> times = timeInterleaved(contenders, policy);
+  if (failed)
+    return std::move(failed);
+  llvm::consumeError(std::move(failed));
+  result.single = times[0];
+  result.plan = times[1];
+
+  // Outputs: the single pass is the reference of the row.
+  auto download = [&](void *from, HostTensor &to) {
+    for (const DeviceBuffer &b : dev.buffers)
+      if (b.pointer() == from)
+        return b.copyTo(to.data(), to.sizeInBytes());
+    return makeError(ErrorKind::Driver, "no such device buffer");
+  };
+  if (llvm::Error err = download(*dSingle, ref))
+    return std::move(err);
+  if (llvm::Error err = download(*dPlan, o))
+    return std::move(err);
+  result.planRelL2 = relL2To(o, ref);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (llvm::Error err = split->launch(runs[i].split, stream->get()))
+      return std::move(err);
+    if (llvm::Error err = combine->launch(runs[i].combine, stream->get()))
+      return std::move(err);
+    if (llvm::Error err = stream->synchronize())
+      return std::move(err);
+    if (llvm::Error err = download(*dSplit, o))
+      return std::move(err);
+    result.splits.push_back({runs[i].n, times[2 + i], relL2To(o, ref)});
+  }
+  return result;
+}
