@@ -3,26 +3,19 @@
 #include "specs/ArchTable.h"
 #include "llvm/Support/MathExtras.h"
 #include <algorithm>
+#include <cmath>
 
 using namespace fmhajit;
 
 unsigned fmhajit::chooseNumSplits(int64_t items, int64_t keyTiles, unsigned workers) {
-  if (workers <= 1 || items <= 0 || 5 * items >= 4 * int64_t(workers))
+  if (workers == 0 || items <= 0)
     return 1;
-  int64_t maxSplits = std::min<int64_t>(kMaxSplits, keyTiles / kMinTilesPerSplit);
-  if (maxSplits <= 1)
+  auto wanted = int64_t(std::ceil(kGpuBlocksPerSm * double(workers) / double(items)));
+  if (wanted <= 1)
     return 1;
-  auto efficiency = [&](int64_t n) {
-    int64_t waves = (items * n + workers - 1) / workers;
-    return double(items * n) / double(waves * workers);
-  };
-  double best = 0;
-  for (int64_t n = 1; n <= maxSplits; ++n)
-    best = std::max(best, efficiency(n));
-  for (int64_t n = 1; n <= maxSplits; ++n)
-    if (efficiency(n) >= 0.85 * best)
-      return static_cast<unsigned>(n);
-  return 1;
+  int64_t n = int64_t(llvm::PowerOf2Ceil(uint64_t(wanted)));
+  int64_t cap = std::min<int64_t>(kMaxSplits, keyTiles);
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(n, cap)));
 }
 
 unsigned fmhajit::chooseHostNumSplits(int64_t items, int64_t seqlenK, unsigned workers,

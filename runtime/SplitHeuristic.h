@@ -4,11 +4,16 @@
 // machine only (items = batch * headsQ * ceil(seqlenQ / bm), the work items
 // of one pass; workers = host threads or GPU multiprocessors):
 //
-// GPU (FlashAttention's num_splits_heuristic, with a floor on keys per part):
-//   if items >= 0.8 * workers: 1 (every multiprocessor is busy already)
-//   maxSplits = min(kMaxSplits, ceil(seqlenK / bn) / kMinTilesPerSplit)
-//   efficiency(n) = items * n / (ceil(items * n / workers) * workers)
-//   the smallest n <= maxSplits with efficiency(n) >= 0.85 * the best
+// GPU (measured by bench/decode --device cuda on an H100, docs/results.md):
+// decode reads K and V once, so it is bound by memory bandwidth, and more
+// blocks in flight keep more loads going until about kGpuBlocksPerSm per
+// multiprocessor:
+//   n = the power of two >= kGpuBlocksPerSm * workers / items (1 when the
+//   items alone reach it), at most kMaxSplits and the key tiles (a part
+//   keeps one tile at least)
+// (FlashAttention-2's wave-filling rule, used before, stopped at ~0.9 blocks
+// per SM: 1.1-1.5x slower than the best count at 2k-128k keys, and at batch
+// 4 x 32 heads it did not split where 2 parts ran 1.5x faster.)
 //
 // Host (measured by bench/decode, docs/bench.md): threads claim items one at
 // a time, so finer items balance threads that start late or run slower, as
@@ -34,10 +39,8 @@
 
 namespace fmhajit {
 
-/// Fewest key tiles a part may get on a GPU: below it the fixed cost of a
-/// part (its Q tile, partial writes, its share of the combine) outweighs
-/// the gain.
-inline constexpr unsigned kMinTilesPerSplit = 4;
+/// GPU: the blocks per multiprocessor split-KV aims for.
+inline constexpr double kGpuBlocksPerSm = 1.5;
 /// Most parts the rules choose.
 inline constexpr unsigned kMaxSplits = 64;
 /// Host: no split below this many keys when every thread has an item...
@@ -61,7 +64,8 @@ unsigned chooseNumSplits(const KernelSpec &spec, const AttentionProblem &problem
                          unsigned workers);
 
 /// The GPU rule on the raw counts: \p items work items of one pass over
-/// \p keyTiles key tiles each.
+/// \p keyTiles key tiles each, on \p workers multiprocessors (0: unknown,
+/// no split).
 unsigned chooseNumSplits(int64_t items, int64_t keyTiles, unsigned workers);
 
 /// The host rule on the raw counts: \p items work items over \p seqlenK keys,

@@ -1,9 +1,8 @@
 //===- SplitHeuristicTest.cpp - chooseNumSplits' documented rule ----------===//
 //
-// The rule of SplitHeuristic.h as a table: busy machines never split, short
-// key ranges never split (each part keeps kMinTilesPerSplit tiles), and
-// otherwise the smallest count that keeps the waves about as full as the
-// best count does.
+// The rules of SplitHeuristic.h as tables. GPU: enough parts for
+// kGpuBlocksPerSm blocks per multiprocessor, a power of two, no more than
+// the key tiles or kMaxSplits; busy GPUs and unknown ones never split.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/SplitHeuristic.h"
@@ -26,16 +25,15 @@ TEST_P(SplitRule, ChoosesDocumentedCount) {
 }
 
 const RuleCase kCases[] = {
-    {"OneWorkerNeverSplits", 1, 2048, 1, 1},
-    {"BusyMachineNeverSplits", 32, 2048, 16, 1},
-    {"EightyPercentBusyIsBusy", 13, 2048, 16, 1},
-    {"HalfBusyDoubles", 8, 2048, 16, 2},
-    {"OneItemNearlyFillsSixteen", 1, 2048, 16, 14}, // 14/16 >= 0.85
-    {"ThreeItemsOnSixteen", 3, 2048, 16, 5},
-    {"ShortKeysNeverSplit", 1, 7, 16, 1},
-    {"KeysBoundTheCount", 1, 12, 16, 3},
-    {"NoMoreThanMaxSplits", 1, 100000, 1024, 55}, // 55 >= 0.85 * 64
-    {"TwoThreadsOneItem", 1, 64, 2, 2},
+    {"UnknownGpuNeverSplits", 8, 2048, 0, 1},
+    {"BusyGpuNeverSplits", 256, 2048, 132, 1},
+    {"BlockAndAHalfPerSmIsEnough", 198, 2048, 132, 1},
+    {"EightHeadsOnH100", 8, 2048, 132, 32},  // 198 / 8 = 24.75 -> 32
+    {"BatchFourGqaOnH100", 128, 2048, 132, 2}, // 1.55 -> 2
+    {"PowerOfTwoAbove", 3, 2048, 16, 8},      // 24 / 3 = 8
+    {"KeysBoundTheCount", 8, 12, 132, 12},
+    {"OneTileNeverSplits", 8, 1, 132, 1},
+    {"NoMoreThanMaxSplits", 1, 100000, 1024, 64},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, SplitRule, ::testing::ValuesIn(kCases),
@@ -102,8 +100,8 @@ TEST(SplitRule, FollowsTheSpecsBackend) {
   EXPECT_EQ(chooseNumSplits(spec, p, 16), 16u);
   p.headsKv = 1;
   spec.target = "sm_90a";
-  EXPECT_EQ(chooseNumSplits(spec, p, 132), 4u) << "GPU: 32 items on 132 SMs";
+  EXPECT_EQ(chooseNumSplits(spec, p, 132), 8u) << "GPU: 32 items on 132 SMs";
   p.seqlenQ = 1;
-  EXPECT_EQ(chooseNumSplits(spec, p, 132), 15u) << "GPU: 8 items on 132 SMs";
+  EXPECT_EQ(chooseNumSplits(spec, p, 132), 32u) << "GPU: 8 items on 132 SMs";
 }
 } // namespace
