@@ -18,7 +18,9 @@ int fmhajit::runFamily(const RunOptions &opt) {
   if (opt.device != "host")
     return reportErrors(makeError(ErrorKind::Unsupported,
                                   "family " + keyOf(opt.spec.family) +
-                                      " runs on the host only for now; drop --device " + opt.device));
+                                      " runs on the host only in `fmhajit run` for now (the C++ "
+                                      "API launches it on CUDA: docs/api.md); drop --device " +
+                                      opt.device));
   auto cache = KernelCache::global();
   if (!cache)
     return reportErrors(cache.takeError());
