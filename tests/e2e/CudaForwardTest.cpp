@@ -226,6 +226,28 @@ TEST(CudaRun, ChecksAndTimesOnTheGpu) {
     EXPECT_NE(text.find(line), std::string::npos) << "no '" << line << "' in:\n" << text;
 }
 
+// fwd_splitkv from the CLI: the split kernel and the combine on the GPU, the
+// part count chosen for its SMs or given, checked against the reference.
+TEST(CudaRun, SplitKvChecksOnTheGpu) {
+  if (!CudaForwardRunner::shared())
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  for (const char *parts : {"", "3"}) {
+    std::vector<std::string> args = {"run", "family=fwd_splitkv,dtype=bf16,d=128,lse=1",
+                                     "--device", "cuda", "--heads", "8", "--heads-kv", "1",
+                                     "--seqlen-q", "1", "--seqlen-k", "5000", "--check",
+                                     "--iters", "3"};
+    if (*parts)
+      args.insert(args.end(), {"--num-splits", parts});
+    auto [rc, text] = runFmhajit(args);
+    EXPECT_EQ(rc, 0) << text;
+    std::string splits = *parts ? "splits   3 (--num-splits)" : " SMs)";
+    for (const std::string &line : {std::string("kernel   fmha_fwdsplitkv_bf16_d128_lse"), splits,
+                                     std::string("combine  fmha_splitkvcombine_"),
+                                     std::string("check    PASS"), std::string("time     ")})
+      EXPECT_NE(text.find(line), std::string::npos) << "no '" << line << "' in:\n" << text;
+  }
+}
+
 // No target in the spec: the GPU's own target, defaults resolved for it.
 TEST(CudaRun, PicksTheDeviceTarget) {
   CudaForwardRunner *runner = CudaForwardRunner::shared();

@@ -4,6 +4,9 @@
 // path, copied to the GPU; outputs poisoned with NaN on the device; one
 // checked run copied back and compared with the float64 host reference;
 // then CUDA-event timing (warm-up, then the median of N launches).
+// fwd_splitkv runs as a call does: the split kernel, then (with more than
+// one part, --num-splits or chooseNumSplits for the GPU's SMs) the combine
+// on the same stream, both inside each timed launch.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/KernelCache.h"
@@ -11,13 +14,16 @@
 #include "runtime/CudaForwardData.h"
 #include "runtime/CudaKernel.h"
 #include "runtime/CudaResources.h"
+#include "runtime/SplitKv.h"
 #include "specs/EncodedName.h"
 #include "tools/fmhajit/Commands.h"
 #include "tools/fmhajit/GpuTiming.h"
 #include "tools/fmhajit/RunCommand.h"
+#include "tools/fmhajit/RunFamilies.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
 #include <algorithm>
+#include <optional>
 
 using namespace fmhajit;
 
@@ -37,8 +43,59 @@ static void printKernel(const CudaDriver &driver, const CudaKernel &kernel,
      << res.localBytes << " B local\n";
 }
 
+namespace {
+/// The kernel and, when a split call has several parts, the combine after
+/// it: one launch as medianLaunchMs times it.
+struct Launch {
+  const CudaKernel &kernel;
+  const std::optional<CudaKernel> &combine;
+
+  llvm::Error launch(const FwdParams &params, cuda::CUstream stream) const {
+    if (llvm::Error err = kernel.launch(params, stream))
+      return err;
+    if (!combine)
+      return llvm::Error::success();
+    return combine->launch(makeCombineParams(combine->spec(), params), stream);
+  }
+  llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream,
+                                    CudaTimer &timer) const {
+    if (!combine)
+      return kernel.launchTimed(params, stream, timer);
+    if (llvm::Error err = timer.start(stream))
+      return std::move(err);
+    if (llvm::Error err = launch(params, stream))
+      return std::move(err);
+    if (llvm::Error err = timer.stop(stream))
+      return std::move(err);
+    return timer.elapsedMs();
+  }
+};
+
+/// A split call's partials on the device (none with one part).
+struct Partials {
+  DeviceBuffer oAccum, lseAccum;
+
+  static llvm::Expected<Partials> make(CudaDriver &driver, const RunOptions &opt, unsigned parts) {
+    Partials p;
+    SplitKvWorkspaceSize size = splitKvWorkspaceSize(opt.spec, opt.problem, parts);
+    auto o = DeviceBuffer::create(driver, size_t(size.oAccum) * sizeof(float), "o_accum");
+    if (!o)
+      return o.takeError();
+    auto lse = DeviceBuffer::create(driver, size_t(size.lseAccum) * sizeof(float), "lse_accum");
+    if (!lse)
+      return lse.takeError();
+    p.oAccum = std::move(*o);
+    p.lseAccum = std::move(*lse);
+    return std::move(p);
+  }
+  SplitKvWorkspace pointers() const {
+    return {static_cast<float *>(oAccum.pointer()), static_cast<float *>(lseAccum.pointer())};
+  }
+};
+} // namespace
+
 // One checked run on poisoned device outputs, copied back into \p data.
-static llvm::Error runChecked(const CudaKernel &kernel, const FwdParams &params,
+static llvm::Error runChecked(const Launch &kernel, const FwdParams &params,
                               const CudaStream &stream, const CudaForwardData &device,
                               RunData &data) {
   if (llvm::Error err = kernel.launch(params, stream.get()))
@@ -64,6 +121,19 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   auto kernel = CudaKernel::load(opt.spec, *cache);
   if (!kernel)
     return reportErrors(kernel.takeError());
+  llvm::raw_ostream &os = llvm::outs();
+  bool split = opt.spec.family == Family::FwdSplitKv;
+  unsigned parts = split ? resolveNumSplits(opt, opt.problem, driver->device().smCount, os) : 0;
+  std::optional<CudaKernel> combine;
+  if (parts > 1) {
+    auto combineSpec = combineSpecFor(opt.spec);
+    if (!combineSpec)
+      return reportErrors(combineSpec.takeError());
+    auto loaded = CudaKernel::load(*combineSpec, *cache);
+    if (!loaded)
+      return reportErrors(loaded.takeError());
+    combine = std::move(*loaded);
+  }
 
   RunData data(opt);
   auto device = CudaForwardData::upload(*driver, opt.spec, opt.problem, data.buffers());
@@ -72,12 +142,19 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   auto stream = CudaStream::create(*driver);
   if (!stream)
     return reportErrors(stream.takeError());
-  FwdParams params = makeFwdParams(opt.spec, opt.problem, device->buffers());
-  if (llvm::Error err = runChecked(*kernel, params, *stream, *device, data))
+  auto partials = Partials::make(*driver, opt, std::max(parts, 1u));
+  if (!partials)
+    return reportErrors(partials.takeError());
+  FwdParams params = split ? makeSplitKvParams(opt.spec, opt.problem, device->buffers(), parts,
+                                               partials->pointers())
+                           : makeFwdParams(opt.spec, opt.problem, device->buffers());
+  Launch launch{*kernel, combine};
+  if (llvm::Error err = runChecked(launch, params, *stream, *device, data))
     return reportErrors(std::move(err));
 
-  llvm::raw_ostream &os = llvm::outs();
-  printKernel(*driver, *kernel, workItems(params), os);
+  printKernel(*driver, *kernel, workItems(opt.spec, params), os);
+  if (combine)
+    os << "combine  " << encodeName(combine->spec()) << "\n";
   bool pass = !opt.check || checkOutputs(opt, data, os);
   if (llvm::Error err = saveOutputs(opt, data, os))
     return reportErrors(std::move(err));
@@ -85,7 +162,7 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   auto timer = CudaTimer::create(*driver);
   if (!timer)
     return reportErrors(timer.takeError());
-  auto ms = medianLaunchMs(*kernel, params, *stream, *timer, opt.iterations, ran);
+  auto ms = medianLaunchMs(launch, params, *stream, *timer, opt.iterations, ran);
   if (!ms)
     return reportErrors(ms.takeError());
   double flops = forwardFlops(opt);

@@ -1,6 +1,7 @@
 //===- RunFamilies.cpp - `fmhajit run` for the multi-stage families -------===//
 #include "tools/fmhajit/RunFamilies.h"
 #include "runtime/SplitHeuristic.h"
+#include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
@@ -15,11 +16,14 @@ using namespace fmhajit;
 using Clock = std::chrono::steady_clock;
 
 int fmhajit::runFamily(const RunOptions &opt) {
+  if (opt.device == "cuda" && opt.spec.family == Family::FwdSplitKv)
+    return runOnCuda(opt);
   if (opt.device != "host")
     return reportErrors(makeError(ErrorKind::Unsupported,
                                   "family " + keyOf(opt.spec.family) +
                                       " runs on the host only in `fmhajit run` for now (the C++ "
-                                      "API launches it on CUDA: docs/api.md); drop --device " +
+                                      "API launches it on CUDA: docs/api.md; fwd_splitkv runs "
+                                      "here too); drop --device " +
                                       opt.device));
   auto cache = KernelCache::global();
   if (!cache)
@@ -46,8 +50,9 @@ unsigned fmhajit::resolveNumSplits(const RunOptions &opt, const AttentionProblem
     return opt.family.numSplits;
   }
   unsigned n = chooseNumSplits(opt.spec, problem, threads);
-  os << "splits   " << n << " (chooseNumSplits for " << threads
-     << (threads == 1 ? " thread)\n" : " threads)\n");
+  bool gpu = findArch(opt.spec.target)->backend != Backend::Host;
+  os << "splits   " << n << " (chooseNumSplits for " << threads << (gpu ? " SM" : " thread")
+     << (threads == 1 ? ")\n" : "s)\n");
   return n;
 }
 

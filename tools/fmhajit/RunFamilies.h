@@ -31,6 +31,8 @@ int runAppendKv(const RunOptions &opt, KernelCache &cache); ///< RunAppendKv.cpp
 
 /// --num-splits, or chooseNumSplits(spec, problem, threads); prints the
 /// `splits` line.
+/// \p threads: the workers, host threads or a GPU's SMs (the spec's target
+/// says which).
 unsigned resolveNumSplits(const RunOptions &opt, const AttentionProblem &problem,
                           unsigned threads, llvm::raw_ostream &os);
 
