@@ -1,6 +1,7 @@
 //===- CudaKernel.cpp - A compiled, loaded CUDA forward kernel ------------===//
 #include "runtime/CudaKernel.h"
 #include "runtime/LoadedModules.h"
+#include "runtime/TimedLaunch.h"
 #include "compiler/KernelCompiler.h"
 #include "runtime/CudaModule.h"
 #include "runtime/CudaResources.h"
@@ -177,11 +178,5 @@ llvm::Expected<float> CudaKernel::launchTimed(const FwdParams &params, CUstream 
 
 llvm::Expected<float> CudaKernel::launchTimed(const FwdParams &params, CUstream stream,
                                               CudaTimer &timer) const {
-  if (llvm::Error err = timer.start(stream))
-    return std::move(err);
-  if (llvm::Error err = launch(params, stream))
-    return std::move(err);
-  if (llvm::Error err = timer.stop(stream))
-    return std::move(err);
-  return timer.elapsedMs();
+  return timedLaunch(timer, stream, [&] { return launch(params, stream); });
 }

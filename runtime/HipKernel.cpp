@@ -1,6 +1,7 @@
 //===- HipKernel.cpp - A compiled, loaded HIP forward kernel --------------===//
 #include "runtime/HipKernel.h"
 #include "runtime/LoadedModules.h"
+#include "runtime/TimedLaunch.h"
 #include "compiler/KernelCompiler.h"
 #include "runtime/HostKernel.h"
 #include "specs/ArchTable.h"
@@ -135,11 +136,5 @@ llvm::Error HipKernel::launch(const FwdParams &params, hipStream_t stream) const
 
 llvm::Expected<float> HipKernel::launchTimed(const FwdParams &params, hipStream_t stream,
                                              HipTimer &timer) const {
-  if (llvm::Error err = timer.start(stream))
-    return std::move(err);
-  if (llvm::Error err = launch(params, stream))
-    return std::move(err);
-  if (llvm::Error err = timer.stop(stream))
-    return std::move(err);
-  return timer.elapsedMs();
+  return timedLaunch(timer, stream, [&] { return launch(params, stream); });
 }

@@ -15,6 +15,7 @@
 #include "runtime/CudaKernel.h"
 #include "runtime/CudaResources.h"
 #include "runtime/SplitKv.h"
+#include "runtime/TimedLaunch.h"
 #include "specs/EncodedName.h"
 #include "tools/fmhajit/Commands.h"
 #include "tools/fmhajit/GpuTiming.h"
@@ -59,15 +60,7 @@ struct Launch {
   }
   llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream,
                                     CudaTimer &timer) const {
-    if (!combine)
-      return kernel.launchTimed(params, stream, timer);
-    if (llvm::Error err = timer.start(stream))
-      return std::move(err);
-    if (llvm::Error err = launch(params, stream))
-      return std::move(err);
-    if (llvm::Error err = timer.stop(stream))
-      return std::move(err);
-    return timer.elapsedMs();
+    return timedLaunch(timer, stream, [&] { return launch(params, stream); });
   }
 };
 
