@@ -11,7 +11,7 @@ llvm::Error CudaForwardStep::run(const api::Tensors &t) const {
   if (misaligned(t.k) || misaligned(t.v))
     return makeError(ErrorKind::Usage,
                      "Tensors::k and Tensors::v must start on " + llvm::Twine(kvAlignment) +
-                         "-byte boundaries for kernel " + encodeName(kernel.spec()) +
+                         "-byte boundaries for kernel " + encodeName(kernels.kernel.spec()) +
                          " (it copies K/V rows in 16-byte pieces)");
   FwdParams p = params;
   p.q = t.q;
@@ -24,12 +24,7 @@ llvm::Error CudaForwardStep::run(const api::Tensors &t) const {
   p.alibiSlopes = t.alibiSlopes;
   p.blockTable = t.blockTable; // read by fwd_paged only
   p.cacheSeqlens = t.seqlensK;
-  if (combine)
+  if (kernels.combine)
     setSplits(p, unsigned(p.numSplits), splitWorkspaceAt(t.workspace, workspace));
-  auto *s = static_cast<cuda::CUstream>(t.stream ? t.stream : stream);
-  if (llvm::Error err = kernel.launch(p, s))
-    return err;
-  if (!combine)
-    return llvm::Error::success();
-  return combine->launch(makeCombineParams(combine->spec(), p), s);
+  return kernels.launch(p, static_cast<cuda::CUstream>(t.stream ? t.stream : stream));
 }

@@ -12,30 +12,28 @@
 #pragma once
 
 #include "ir/KernelAbi.h"
-#include "runtime/CudaKernel.h"
+#include "runtime/CudaForwardLaunch.h"
 #include "runtime/PlanState.h"
 #include "runtime/SplitKv.h"
-#include <optional>
 
 namespace fmhajit {
 
 class CudaForwardStep : public StepRunner {
 public:
   /// \p params: everything but the caller's pointers (numSplits set for a
-  /// split plan). \p combine: the combine, for a plan with several parts.
+  /// split plan). \p kernels: the combine too, for a plan with several parts.
   /// \p kvAlignment: the bytes K and V must start on (16 for pipeline mma,
   /// whose cp.async copies K/V rows 16 bytes at a time).
-  CudaForwardStep(CudaKernel kernel, std::optional<CudaKernel> combine, const FwdParams &params,
-                  void *stream, unsigned kvAlignment, SplitWorkspaceLayout workspace)
-      : kernel(std::move(kernel)), combine(std::move(combine)), params(params), stream(stream),
-        kvAlignment(kvAlignment), workspace(workspace) {}
+  CudaForwardStep(CudaForwardLaunch kernels, const FwdParams &params, void *stream,
+                  unsigned kvAlignment, SplitWorkspaceLayout workspace)
+      : kernels(std::move(kernels)), params(params), stream(stream), kvAlignment(kvAlignment),
+        workspace(workspace) {}
 
   /// Launches on Tensors::stream, else the problem's stream; asynchronous.
   llvm::Error run(const api::Tensors &tensors) const override;
 
 private:
-  CudaKernel kernel;
-  std::optional<CudaKernel> combine;
+  CudaForwardLaunch kernels;
   FwdParams params;
   void *stream;
   unsigned kvAlignment;

@@ -163,7 +163,8 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadCuda(const PlanLayo
       return loaded.takeError();
     combine = std::move(*loaded);
   }
-  return std::make_unique<const CudaForwardStep>(std::move(*kernel), std::move(combine),
+  return std::make_unique<const CudaForwardStep>(CudaForwardLaunch{std::move(*kernel),
+                                                                   std::move(combine)},
                                                  planParams(layout, l), l.stream,
                                                  kvRowAlignmentNeeded(spec), layout.splitWorkspace);
 }

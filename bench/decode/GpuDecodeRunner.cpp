@@ -13,8 +13,9 @@
 #include "bench/decode/DecodeRunner.h"
 #include "fmhajit/Fmhajit.h"
 #include "runtime/Compare.h"
-#include "runtime/CudaKernel.h"
+#include "runtime/CudaForwardLaunch.h"
 #include "runtime/CudaResources.h"
+#include "runtime/DeviceCopies.h"
 #include "runtime/HostTensor.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -26,21 +27,6 @@ using namespace fmhajit;
 using namespace fmhajit::bench;
 
 namespace {
-/// Device buffers, each made once and kept for the row.
-struct Device {
-  CudaDriver &driver;
-  std::vector<DeviceBuffer> buffers;
-
-  llvm::Expected<void *> make(const HostTensor *from, size_t bytes, const char *what) {
-    auto b = from ? DeviceBuffer::upload(driver, from->data(), bytes, what)
-                  : DeviceBuffer::create(driver, bytes, what);
-    if (!b)
-      return b.takeError();
-    buffers.push_back(std::move(*b));
-    return buffers.back().pointer();
-  }
-};
-
 /// \p spec with another family, resolved again (a fwd tile as fwd_splitkv).
 llvm::Expected<KernelSpec> withFamily(KernelSpec spec, Family family) {
   spec.family = family;
@@ -81,6 +67,7 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   if (!single || !split || !combine)
     return llvm::joinErrors(llvm::joinErrors(single.takeError(), split.takeError()),
                             combine.takeError());
+  CudaForwardLaunch splitLaunch{std::move(*split), std::move(*combine)};
 
   AttentionProblem p = decodeAttentionProblem(shape, *singleSpec);
   if (llvm::Error err = p.validate(*singleSpec))
@@ -92,17 +79,14 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   k.fillNormal(2);
   v.fillNormal(3);
   o.poison();
-  Device dev{*driver, {}};
-  auto dq = dev.make(&q, q.sizeInBytes(), "q");
-  auto dk = dev.make(&k, k.sizeInBytes(), "k");
-  auto dv = dev.make(&v, v.sizeInBytes(), "v");
-  auto dSingle = dev.make(&o, o.sizeInBytes(), "o (single)");
-  auto dSplit = dev.make(&o, o.sizeInBytes(), "o (split)");
-  auto dPlan = dev.make(&o, o.sizeInBytes(), "o (plan)");
-  auto dWork = dev.make(nullptr, size_t(std::max<int64_t>(plan->workspaceBytes(), 4)), "workspace");
-  for (llvm::Expected<void *> *b : {&dq, &dk, &dv, &dSingle, &dSplit, &dPlan, &dWork})
-    if (!*b)
-      return b->takeError();
+  DeviceCopies dev;
+  void *dq = dev.upload(q.data(), q.sizeInBytes(), "q");
+  void *dk = dev.upload(k.data(), k.sizeInBytes(), "k");
+  void *dv = dev.upload(v.data(), v.sizeInBytes(), "v");
+  void *dSingle = dev.upload(o.data(), o.sizeInBytes(), "o (single)");
+  void *dSplit = dev.upload(o.data(), o.sizeInBytes(), "o (split)");
+  void *dPlan = dev.upload(o.data(), o.sizeInBytes(), "o (plan)");
+  void *dWork = dev.allocate(size_t(plan->workspaceBytes()), "workspace");
   auto stream = CudaStream::create(*driver);
   if (!stream)
     return stream.takeError();
@@ -117,25 +101,23 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   llvm::sort(candidates);
   llvm::erase_if(candidates, [](unsigned n) { return n < 2; });
 
-  FwdParams singleParams = makeFwdParams(*singleSpec, p, {*dq, *dk, *dv, *dSingle});
-  api::Tensors tensors{*dq, *dk, *dv, *dPlan};
-  tensors.workspace = *dWork;
+  FwdParams singleParams = makeFwdParams(*singleSpec, p, {dq, dk, dv, dSingle});
+  api::Tensors tensors{dq, dk, dv, dPlan};
+  tensors.workspace = dWork;
   tensors.stream = stream->get();
   struct SplitRun {
     unsigned n;
-    FwdParams split, combine;
+    FwdParams params;
   };
   std::vector<SplitRun> runs;
   for (unsigned n : candidates) {
     SplitKvWorkspaceSize size = splitKvWorkspaceSize(*splitSpec, p, n);
-    auto oAccum = dev.make(nullptr, size_t(size.oAccum) * 4, "o_accum");
-    auto lseAccum = dev.make(nullptr, size_t(size.lseAccum) * 4, "lse_accum");
-    if (!oAccum || !lseAccum)
-      return llvm::joinErrors(oAccum.takeError(), lseAccum.takeError());
-    FwdParams sp = makeSplitKvParams(*splitSpec, p, {*dq, *dk, *dv, *dSplit}, n,
-                                     {static_cast<float *>(*oAccum), static_cast<float *>(*lseAccum)});
-    runs.push_back({n, sp, makeCombineParams(*combineSpec, sp)});
+    SplitKvWorkspace partials{dev.allocate<float>(size_t(size.oAccum) * 4, "o_accum"),
+                              dev.allocate<float>(size_t(size.lseAccum) * 4, "lse_accum")};
+    runs.push_back({n, makeSplitKvParams(*splitSpec, p, {dq, dk, dv, dSplit}, n, partials)});
   }
+  if (!dev.error().empty())
+    return makeError(ErrorKind::Driver, dev.error());
 
   llvm::Error failed = llvm::Error::success();
   auto check = [&](llvm::Error err) {
@@ -154,11 +136,7 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
         finish();
       }};
   for (SplitRun &r : runs)
-    contenders.push_back([&] {
-      check(split->launch(r.split, stream->get()));
-      check(combine->launch(r.combine, stream->get()));
-      finish();
-    });
+    contenders.push_back([&] { check(splitLaunch.launch(r.params, stream->get())), finish(); });
   std::vector<Timing> times = timeInterleaved(contenders, policy);
   if (failed)
     return std::move(failed);
@@ -167,25 +145,22 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   result.plan = times[1];
 
   // Outputs: the single pass is the reference of the row.
-  auto download = [&](void *from, HostTensor &to) {
-    for (const DeviceBuffer &b : dev.buffers)
-      if (b.pointer() == from)
-        return b.copyTo(to.data(), to.sizeInBytes());
-    return makeError(ErrorKind::Driver, "no such device buffer");
+  auto download = [&](const void *from, HostTensor &to) -> llvm::Error {
+    dev.download(from, to.data(), to.sizeInBytes());
+    return dev.error().empty() ? llvm::Error::success()
+                               : makeError(ErrorKind::Driver, dev.error());
   };
-  if (llvm::Error err = download(*dSingle, ref))
+  if (llvm::Error err = download(dSingle, ref))
     return std::move(err);
-  if (llvm::Error err = download(*dPlan, o))
+  if (llvm::Error err = download(dPlan, o))
     return std::move(err);
   result.planRelL2 = relL2To(o, ref);
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (llvm::Error err = split->launch(runs[i].split, stream->get()))
-      return std::move(err);
-    if (llvm::Error err = combine->launch(runs[i].combine, stream->get()))
+    if (llvm::Error err = splitLaunch.launch(runs[i].params, stream->get()))
       return std::move(err);
     if (llvm::Error err = stream->synchronize())
       return std::move(err);
-    if (llvm::Error err = download(*dSplit, o))
+    if (llvm::Error err = download(dSplit, o))
       return std::move(err);
     result.splits.push_back({runs[i].n, times[2 + i], relL2To(o, ref)});
   }

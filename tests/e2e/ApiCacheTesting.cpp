@@ -5,7 +5,7 @@
 #include "runtime/KvCacheData.h"
 #include "runtime/PagedLowering.h"
 #include "runtime/ProblemLowering.h"
-#include "tests/e2e/DeviceCopies.h"
+#include "runtime/DeviceCopies.h"
 #include "gtest/gtest.h"
 #include <cmath>
 

@@ -1,6 +1,6 @@
 //===- ApiTesting.cpp - Running the public API against the reference -----===//
 #include "tests/e2e/ApiTesting.h"
-#include "tests/e2e/DeviceCopies.h"
+#include "runtime/DeviceCopies.h"
 #include "runtime/HostTensor.h"
 #include "runtime/ProblemLowering.h"
 #include "runtime/Reference.h"

@@ -12,11 +12,13 @@
 #include "compiler/KernelCache.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/CudaForwardData.h"
+#include "runtime/CudaForwardLaunch.h"
 #include "runtime/CudaKernel.h"
 #include "runtime/CudaResources.h"
+#include "runtime/DeviceCopies.h"
 #include "runtime/SplitKv.h"
-#include "runtime/TimedLaunch.h"
 #include "specs/EncodedName.h"
+#include "specs/Errors.h"
 #include "tools/fmhajit/Commands.h"
 #include "tools/fmhajit/GpuTiming.h"
 #include "tools/fmhajit/RunCommand.h"
@@ -24,7 +26,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
 #include <algorithm>
-#include <optional>
 
 using namespace fmhajit;
 
@@ -44,51 +45,8 @@ static void printKernel(const CudaDriver &driver, const CudaKernel &kernel,
      << res.localBytes << " B local\n";
 }
 
-namespace {
-/// The kernel and, when a split call has several parts, the combine after
-/// it: one launch as medianLaunchMs times it.
-struct Launch {
-  const CudaKernel &kernel;
-  const std::optional<CudaKernel> &combine;
-
-  llvm::Error launch(const FwdParams &params, cuda::CUstream stream) const {
-    if (llvm::Error err = kernel.launch(params, stream))
-      return err;
-    if (!combine)
-      return llvm::Error::success();
-    return combine->launch(makeCombineParams(combine->spec(), params), stream);
-  }
-  llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream,
-                                    CudaTimer &timer) const {
-    return timedLaunch(timer, stream, [&] { return launch(params, stream); });
-  }
-};
-
-/// A split call's partials on the device (none with one part).
-struct Partials {
-  DeviceBuffer oAccum, lseAccum;
-
-  static llvm::Expected<Partials> make(CudaDriver &driver, const RunOptions &opt, unsigned parts) {
-    Partials p;
-    SplitKvWorkspaceSize size = splitKvWorkspaceSize(opt.spec, opt.problem, parts);
-    auto o = DeviceBuffer::create(driver, size_t(size.oAccum) * sizeof(float), "o_accum");
-    if (!o)
-      return o.takeError();
-    auto lse = DeviceBuffer::create(driver, size_t(size.lseAccum) * sizeof(float), "lse_accum");
-    if (!lse)
-      return lse.takeError();
-    p.oAccum = std::move(*o);
-    p.lseAccum = std::move(*lse);
-    return std::move(p);
-  }
-  SplitKvWorkspace pointers() const {
-    return {static_cast<float *>(oAccum.pointer()), static_cast<float *>(lseAccum.pointer())};
-  }
-};
-} // namespace
-
 // One checked run on poisoned device outputs, copied back into \p data.
-static llvm::Error runChecked(const Launch &kernel, const FwdParams &params,
+static llvm::Error runChecked(const CudaForwardLaunch &kernel, const FwdParams &params,
                               const CudaStream &stream, const CudaForwardData &device,
                               RunData &data) {
   if (llvm::Error err = kernel.launch(params, stream.get()))
@@ -117,15 +75,15 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   llvm::raw_ostream &os = llvm::outs();
   bool split = opt.spec.family == Family::FwdSplitKv;
   unsigned parts = split ? resolveNumSplits(opt, opt.problem, driver->device().smCount, os) : 0;
-  std::optional<CudaKernel> combine;
+  CudaForwardLaunch launch{std::move(*kernel), std::nullopt};
   if (parts > 1) {
     auto combineSpec = combineSpecFor(opt.spec);
     if (!combineSpec)
       return reportErrors(combineSpec.takeError());
-    auto loaded = CudaKernel::load(*combineSpec, *cache);
-    if (!loaded)
-      return reportErrors(loaded.takeError());
-    combine = std::move(*loaded);
+    auto combine = CudaKernel::load(*combineSpec, *cache);
+    if (!combine)
+      return reportErrors(combine.takeError());
+    launch.combine = std::move(*combine);
   }
 
   RunData data(opt);
@@ -135,19 +93,25 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   auto stream = CudaStream::create(*driver);
   if (!stream)
     return reportErrors(stream.takeError());
-  auto partials = Partials::make(*driver, opt, std::max(parts, 1u));
-  if (!partials)
-    return reportErrors(partials.takeError());
+  // The partials of several parts (one part writes O itself).
+  DeviceCopies partials;
+  SplitKvWorkspace workspace;
+  if (parts > 1) {
+    SplitKvWorkspaceSize size = splitKvWorkspaceSize(opt.spec, opt.problem, parts);
+    workspace = {partials.allocate<float>(size_t(size.oAccum) * sizeof(float), "o_accum"),
+                 partials.allocate<float>(size_t(size.lseAccum) * sizeof(float), "lse_accum")};
+    if (!partials.error().empty())
+      return reportErrors(makeError(ErrorKind::Driver, partials.error()));
+  }
   FwdParams params = split ? makeSplitKvParams(opt.spec, opt.problem, device->buffers(), parts,
-                                               partials->pointers())
+                                               workspace)
                            : makeFwdParams(opt.spec, opt.problem, device->buffers());
-  Launch launch{*kernel, combine};
   if (llvm::Error err = runChecked(launch, params, *stream, *device, data))
     return reportErrors(std::move(err));
 
-  printKernel(*driver, *kernel, workItems(opt.spec, params), os);
-  if (combine)
-    os << "combine  " << encodeName(combine->spec()) << "\n";
+  printKernel(*driver, launch.kernel, workItems(opt.spec, params), os);
+  if (launch.combine)
+    os << "combine  " << encodeName(launch.combine->spec()) << "\n";
   bool pass = !opt.check || checkOutputs(opt, data, os);
   if (llvm::Error err = saveOutputs(opt, data, os))
     return reportErrors(std::move(err));

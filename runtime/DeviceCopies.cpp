@@ -1,8 +1,7 @@
-//===- DeviceCopies.cpp - Device twins of a test's host buffers -----------===//
-#include "tests/e2e/DeviceCopies.h"
+//===- DeviceCopies.cpp - Device twins of host buffers, made in a row -----===//
+#include "runtime/DeviceCopies.h"
 
 using namespace fmhajit;
-using namespace fmhajit::e2e;
 
 DeviceCopies::DeviceCopies() {
   auto d = CudaDriver::get();

@@ -1,9 +1,10 @@
-//===- DeviceCopies.h - Device twins of a test's host buffers -------------===//
+//===- DeviceCopies.h - Device twins of host buffers, made in a row -------===//
 //
 // A GPU run through the public API takes device pointers for everything
 // (inputs, outputs, tables, lengths, workspace). DeviceCopies uploads host
 // buffers, allocates the rest, and keeps the first failure as text, so a
-// test makes its copies in a row and checks error() once.
+// caller (a test, a benchmark) makes its copies in a row and checks
+// error() once. The buffers live as long as the DeviceCopies.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -13,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace fmhajit::e2e {
+namespace fmhajit {
 
 class DeviceCopies {
 public:
@@ -24,7 +25,9 @@ public:
     return static_cast<T *>(make(data, bytes, what));
   }
   /// \p bytes of device memory, contents unspecified; null for 0 bytes.
-  void *allocate(size_t bytes, const char *what) { return make(nullptr, bytes, what); }
+  template <typename T = void> T *allocate(size_t bytes, const char *what) {
+    return static_cast<T *>(make(nullptr, bytes, what));
+  }
   /// Copies \p bytes from \p device (one of ours) into \p host; a failure
   /// joins error().
   void download(const void *device, void *host, size_t bytes);
@@ -40,4 +43,4 @@ private:
   std::string firstError;
 };
 
-} // namespace fmhajit::e2e
+} // namespace fmhajit
