@@ -19,13 +19,12 @@ llvm::Error HostAppendStep::checkCache(const int32_t *blockTable, const int32_t 
                                              " rows per sequence (and be >= 0)");
     if (!cache.isPaged())
       continue;
-    const int32_t *pages = blockTable + b * cache.maxPagesPerSeq;
-    for (int64_t slot = lengths[b] / cache.pageSize; slot * cache.pageSize < after; ++slot)
-      if (pages[slot] < 0 || pages[slot] >= cache.numPages)
-        return makeError(ErrorKind::Usage,
-                         "AppendTensors::blockTable[" + Twine(b) + "][" + Twine(slot) + "] = " +
-                             Twine(pages[slot]) + " is not a page of the pools (0 to " +
-                             Twine(cache.numPages - 1) + ")");
+    if (std::optional<int64_t> slot = cache.badPageSlot(blockTable, b, lengths[b], after))
+      return makeError(ErrorKind::Usage,
+                       "AppendTensors::blockTable[" + Twine(b) + "][" + Twine(*slot) + "] = " +
+                           Twine(blockTable[b * cache.maxPagesPerSeq + *slot]) +
+                           " is not a page of the pools (0 to " + Twine(cache.numPages - 1) +
+                           ")");
   }
   return llvm::Error::success();
 }

@@ -14,13 +14,12 @@ llvm::Error HostPagedStep::checkCache(const int32_t *blockTable, const int32_t *
                                              ": a sequence's keys must be from 1 to "
                                              "maxPagesPerSeq x pageSize = " +
                                              Twine(rows));
-    const int32_t *pages = blockTable + b * cache.maxPagesPerSeq;
-    for (int64_t slot = 0; slot * cache.pageSize < len; ++slot)
-      if (pages[slot] < 0 || pages[slot] >= cache.numPages)
-        return makeError(ErrorKind::Usage,
-                         "Tensors::blockTable[" + Twine(b) + "][" + Twine(slot) + "] = " +
-                             Twine(pages[slot]) + " is not a page of the pools (0 to " +
-                             Twine(cache.numPages - 1) + ")");
+    if (std::optional<int64_t> slot = cache.badPageSlot(blockTable, int64_t(b), 0, len))
+      return makeError(ErrorKind::Usage,
+                       "Tensors::blockTable[" + Twine(b) + "][" + Twine(*slot) + "] = " +
+                           Twine(blockTable[b * cache.maxPagesPerSeq + *slot]) +
+                           " is not a page of the pools (0 to " + Twine(cache.numPages - 1) +
+                           ")");
   }
   return llvm::Error::success();
 }

@@ -83,15 +83,21 @@ static void checkBlockTable(const KvCacheLayout &l, int64_t batch,
     return;
   }
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t slot = 0; slot * l.pageSize < lengths[b]; ++slot) {
-      int32_t page = table[b * l.maxPagesPerSeq + slot];
-      if (page < 0 || page >= l.numPages) {
-        errs.add(ErrorKind::Usage, "block table entry [" + Twine(b) + "][" + Twine(slot) +
-                                       "] = " + Twine(page) + " is not a page index (0 to " +
-                                       Twine(l.numPages - 1) + ")");
-        return;
-      }
+    if (std::optional<int64_t> slot = l.badPageSlot(table.data(), b, 0, lengths[b])) {
+      errs.add(ErrorKind::Usage, "block table entry [" + Twine(b) + "][" + Twine(*slot) +
+                                     "] = " + Twine(table[b * l.maxPagesPerSeq + *slot]) +
+                                     " is not a page index (0 to " + Twine(l.numPages - 1) + ")");
+      return;
     }
+}
+
+std::optional<int64_t> KvCacheLayout::badPageSlot(const int32_t *blockTable, int64_t b,
+                                                  int64_t firstRow, int64_t endRow) const {
+  const int32_t *pages = blockTable + b * maxPagesPerSeq;
+  for (int64_t slot = firstRow / pageSize; slot * pageSize < endRow; ++slot)
+    if (pages[slot] < 0 || pages[slot] >= numPages)
+      return slot;
+  return std::nullopt;
 }
 
 llvm::Error fmhajit::validateKvCache(const KvCacheLayout &l, int64_t batch,

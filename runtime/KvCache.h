@@ -21,6 +21,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace fmhajit {
@@ -50,6 +51,11 @@ struct KvCacheLayout {
   /// headsKv * dim elements (reads \p blockTable when paged).
   int64_t cacheRow(llvm::ArrayRef<int32_t> blockTable, int64_t b,
                    int64_t row) const;
+  /// Of the block-table slots that rows [firstRow, endRow) of sequence
+  /// \p b use (paged), the first whose page is not in [0, numPages); none
+  /// when every one is.
+  std::optional<int64_t> badPageSlot(const int32_t *blockTable, int64_t b, int64_t firstRow,
+                                     int64_t endRow) const;
 };
 
 /// Checks \p layout against \p batch sequences that must hold \p lengths
