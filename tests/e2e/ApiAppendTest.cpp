@@ -73,9 +73,8 @@ TEST(ApiAppendDecodeStep, AttentionReadsTheAppendedRows) {
   p.seqlensK = {5000, 3};
   api::Options options;
   options.threads = 8;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(p, options);
-  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::optional<api::Plan> plan = planChecked(p, options);
+  ASSERT_TRUE(plan);
   EXPECT_EQ(plan->steps().size(), 2u) << plan->describe();
   fmhajit::CompareResult r = runPagedAgainstReference(*plan, p, out.caches, {}, 6);
   EXPECT_TRUE(r.pass) << r.summary() << "\n" << plan->describe();

@@ -138,12 +138,9 @@ CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Pr
 }
 
 ApiCheck e2e::checkApiPaged(const api::Problem &problem, api::Options options, uint64_t seed) {
-  if (options.cacheDir.empty())
-    options.cacheDir = apiCacheDir();
   ApiCheck check;
-  api::Result<api::Plan> plan = api::plan(problem, options);
-  EXPECT_TRUE(plan.ok()) << plan.status().toString();
-  if (!plan.ok())
+  std::optional<api::Plan> plan = planChecked(problem, options);
+  if (!plan)
     return check;
   check.plan = *plan;
   check.compare = runPagedAgainstReference(*plan, problem, makePools(problem, seed), {}, seed);
@@ -219,14 +216,13 @@ AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool caller
                                   uint64_t seed) {
   api::Options options;
   options.threads = 2;
-  options.cacheDir = apiCacheDir();
   AppendOutcome out;
-  api::Result<api::Plan> plan = api::plan(problem, options);
-  EXPECT_TRUE(plan.ok()) << plan.status().toString();
-  llvm::Expected<LoweredAppend> l =
-      lowerAppend(problem, plan.ok() ? plan->target() : std::string("host"));
+  std::optional<api::Plan> plan = planChecked(problem, options);
+  if (!plan)
+    return out;
+  llvm::Expected<LoweredAppend> l = lowerAppend(problem, plan->target());
   EXPECT_TRUE(bool(l)) << llvm::toString(l.takeError());
-  if (!plan.ok() || !l)
+  if (!l)
     return out;
   out.plan = *plan;
   const AppendKvProblem &p = l->problem;

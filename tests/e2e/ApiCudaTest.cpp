@@ -94,10 +94,8 @@ TEST(ApiCudaRun, VarlenNeedsDeviceCuSeqlens) {
   REQUIRE_GPU();
   Problem p = gpuProblem(2, 2, 2, 0, 0, 64, DType::BF16);
   p.cuSeqlensQ = p.cuSeqlensK = {0, 3, 9};
-  api::Options options;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(p, options);
-  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::optional<api::Plan> plan = planChecked(p);
+  ASSERT_TRUE(plan);
   int dummy[4];
   api::Status s = api::run(*plan, {dummy, dummy, dummy, dummy});
   EXPECT_NE(s.message().find("Tensors::cuSeqlensQ and cuSeqlensK"), std::string::npos)
@@ -164,10 +162,8 @@ INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaPaged, ::testing::ValuesIn(gpuPagedCases())
 TEST(ApiCudaPagedRun, NeedsDeviceLengths) {
   REQUIRE_GPU();
   Problem p = onGpu(pagedProblem(4, 1, 1, 64, DType::BF16, {40, 20}, 16));
-  api::Options options;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(p, options);
-  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::optional<api::Plan> plan = planChecked(p);
+  ASSERT_TRUE(plan);
   int dummy[4];
   api::Tensors t{dummy, dummy, dummy, dummy};
   t.blockTable = dummy;
@@ -211,10 +207,8 @@ TEST(ApiCudaAppendRun, NeedsDeviceLengths) {
   REQUIRE_GPU();
   api::AppendProblem p = appendProblem({10, 20}, 1, 0, api::Rotary::None);
   p.device = api::Device::Cuda;
-  api::Options options;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(p, options);
-  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::optional<api::Plan> plan = planChecked(p);
+  ASSERT_TRUE(plan);
   int dummy[4];
   api::Status s = api::append(*plan, {dummy, dummy, dummy, dummy});
   EXPECT_NE(s.message().find("AppendTensors::seqlens"), std::string::npos) << s.message();

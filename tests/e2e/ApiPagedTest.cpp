@@ -85,9 +85,8 @@ TEST(ApiPagedDecode, RunsWithTheCallersLengths) {
   Problem p = pagedProblem(4, 2, 1, 64, DType::F32, {40, 200}, 16);
   api::Options options;
   options.threads = 2;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(p, options);
-  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::optional<api::Plan> plan = planChecked(p, options);
+  ASSERT_TRUE(plan);
   PagedPools pools = makePools(p, 9);
   // Fewer keys than planned: rows past them are data, but must not be read.
   fmhajit::CompareResult r = runPagedAgainstReference(*plan, p, pools, {17, 131}, 9);
@@ -144,9 +143,8 @@ TEST(ApiPagedRefuses, BadTensorsAtRunTime) {
   Problem p = pagedProblem(2, 1, 1, 64, DType::F32, {20, 40}, 16);
   api::Options options;
   options.threads = 2;
-  options.cacheDir = apiCacheDir();
-  api::Result<api::Plan> plan = api::plan(p, options);
-  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::optional<api::Plan> plan = planChecked(p, options);
+  ASSERT_TRUE(plan);
   PagedPools pools = makePools(p, 2);
   std::vector<float> q(2 * 64), o(2 * 2 * 64);
   api::Tensors t{q.data(), pools.kPool.data(), pools.vPool.data(), o.data()};

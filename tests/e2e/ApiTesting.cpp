@@ -86,12 +86,9 @@ static std::string runOnCuda(const api::Plan &plan, const LoweredProblem &l, Lai
 }
 
 ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options, uint64_t seed) {
-  if (options.cacheDir.empty())
-    options.cacheDir = apiCacheDir();
   ApiCheck check;
-  api::Result<api::Plan> plan = api::plan(problem, options);
-  EXPECT_TRUE(plan.ok()) << plan.status().toString();
-  if (!plan.ok())
+  std::optional<api::Plan> plan = planChecked(problem, options);
+  if (!plan)
     return check;
   check.plan = *plan;
   llvm::Expected<LoweredProblem> l = lowerProblem(problem, plan->target());

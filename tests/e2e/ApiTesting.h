@@ -12,6 +12,7 @@
 #include "runtime/Compare.h"
 #include <gtest/gtest.h>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace fmhajit::e2e {
@@ -29,6 +30,20 @@ struct ApiCheck {
 /// empty), runs it on fresh inputs with poisoned outputs and compares with
 /// the reference. Fails the calling test on any error.
 ApiCheck checkApi(const api::Problem &problem, api::Options options = {}, uint64_t seed = 1);
+
+/// plan(\p problem, \p options) (an api::Problem or api::AppendProblem),
+/// cacheDir set to apiCacheDir() when empty; a refusal fails the calling
+/// test and gives nothing.
+template <typename AnyProblem>
+std::optional<api::Plan> planChecked(const AnyProblem &problem, api::Options options = {}) {
+  if (options.cacheDir.empty())
+    options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::plan(problem, options);
+  EXPECT_TRUE(plan.ok()) << plan.status().toString();
+  if (!plan.ok())
+    return std::nullopt;
+  return *plan;
+}
 
 /// Plans \p problem (an api::Problem or api::AppendProblem) with \p options
 /// (cacheDir set to apiCacheDir()) and expects a refusal: status \p code
