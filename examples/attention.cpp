@@ -3,12 +3,12 @@
 // A causal grouped-query attention (8 query heads sharing 2 K/V heads) on
 // the host, with every tensor in BHSD layout ([batch, heads, seq, dim]),
 // planned and run through fmhajit/Fmhajit.h, then checked against the
-// float64 reference (runtime/Reference.h, which reads packed BSHD).
+// float64 reference (runtime/numerics/Reference.h, which reads packed BSHD).
 // docs/api.md walks through it. Exit code 0 when the check passes.
 //
 //===----------------------------------------------------------------------===//
 #include "fmhajit/Fmhajit.h"
-#include "runtime/Reference.h"
+#include "runtime/numerics/Reference.h"
 #include <cmath>
 #include <cstdio>
 #include <random>

@@ -2,8 +2,8 @@
 #include "bench/api/ApiOverhead.h"
 #include "compiler/KernelCache.h"
 #include "fmhajit/Fmhajit.h"
-#include "runtime/HostExecutor.h"
-#include "runtime/HostKernel.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/device/HostKernel.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include <algorithm>

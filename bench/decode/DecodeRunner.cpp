@@ -1,9 +1,9 @@
 //===- DecodeRunner.cpp - One decode row: the dispatcher's plan against all -===//
 #include "bench/decode/DecodeRunner.h"
 #include "fmhajit/Fmhajit.h"
-#include "runtime/Compare.h"
-#include "runtime/HostKernel.h"
-#include "runtime/HostTensor.h"
+#include "runtime/numerics/Compare.h"
+#include "runtime/device/HostKernel.h"
+#include "runtime/numerics/HostTensor.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"

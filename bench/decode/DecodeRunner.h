@@ -18,9 +18,9 @@
 #include "bench/host/BenchTimer.h"
 #include "compiler/KernelCache.h"
 #include "fmhajit/Fmhajit.h"
-#include "runtime/AttentionProblem.h"
-#include "runtime/HostExecutor.h"
-#include "runtime/SplitKv.h"
+#include "runtime/numerics/AttentionProblem.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/device/SplitKv.h"
 #include "llvm/Support/Error.h"
 #include <string>
 #include <vector>

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bench/decode/DecodeRunner.h"
-#include "runtime/HostForwardStep.h"
+#include "runtime/api/HostForwardStep.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

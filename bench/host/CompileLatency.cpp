@@ -2,7 +2,7 @@
 #include "bench/host/CompileLatency.h"
 #include "bench/host/BenchTimer.h"
 #include "compiler/KernelCache.h"
-#include "runtime/HostKernel.h"
+#include "runtime/device/HostKernel.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"

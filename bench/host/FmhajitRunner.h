@@ -3,9 +3,9 @@
 
 #include "bench/host/ForwardCase.h"
 #include "compiler/KernelCache.h"
-#include "runtime/AttentionProblem.h"
-#include "runtime/HostExecutor.h"
-#include "runtime/HostKernel.h"
+#include "runtime/numerics/AttentionProblem.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/device/HostKernel.h"
 #include "llvm/Support/Error.h"
 #include <string>
 

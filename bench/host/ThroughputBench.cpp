@@ -1,8 +1,8 @@
 //===- ThroughputBench.cpp - Timing fmhajit against the peer on one case --===//
 #include "bench/host/ThroughputBench.h"
 #include "bench/host/FmhajitRunner.h"
-#include "runtime/HostExecutor.h"
-#include "runtime/HostTensor.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/numerics/HostTensor.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>

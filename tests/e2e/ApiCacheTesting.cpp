@@ -1,11 +1,11 @@
 //===- ApiCacheTesting.cpp - The public API on K/V caches -----------------===//
 #include "tests/e2e/ApiCacheTesting.h"
-#include "runtime/AppendLowering.h"
-#include "runtime/FamilyReference.h"
-#include "runtime/KvCacheData.h"
-#include "runtime/PagedLowering.h"
-#include "runtime/ProblemLowering.h"
-#include "runtime/DeviceCopies.h"
+#include "runtime/api/AppendLowering.h"
+#include "runtime/numerics/FamilyReference.h"
+#include "runtime/numerics/KvCacheData.h"
+#include "runtime/api/PagedLowering.h"
+#include "runtime/api/ProblemLowering.h"
+#include "runtime/device/DeviceCopies.h"
 #include "gtest/gtest.h"
 #include <cmath>
 

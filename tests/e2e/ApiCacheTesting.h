@@ -1,19 +1,19 @@
 //===- ApiCacheTesting.h - The public API on K/V caches, against references ===//
 //
 // The paged and append counterparts of ApiTesting.h: seeded caches as
-// runtime/KvCacheData.h builds them (each sequence's pages in a random
+// runtime/numerics/KvCacheData.h builds them (each sequence's pages in a random
 // order from the pool, partial last pages, NaN in every row no sequence
 // uses, so a stray read shows in O), outputs poisoned, then plan() and
 // run() / append() through fmhajit/Fmhajit.h only, checked against the
-// float64 references of runtime/FamilyReference.h.
+// float64 references of runtime/numerics/FamilyReference.h.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "fmhajit/Fmhajit.h"
-#include "runtime/AppendKvCompare.h"
-#include "runtime/HostTensor.h"
-#include "runtime/KvCache.h"
+#include "runtime/numerics/AppendKvCompare.h"
+#include "runtime/numerics/HostTensor.h"
+#include "runtime/numerics/KvCache.h"
 #include "tests/e2e/ApiTesting.h"
 #include <cstdint>
 #include <vector>

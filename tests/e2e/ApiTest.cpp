@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tests/e2e/ApiTesting.h"
-#include "runtime/CudaDriver.h"
+#include "runtime/device/CudaDriver.h"
 #include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"
 

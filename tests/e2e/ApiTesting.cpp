@@ -1,9 +1,9 @@
 //===- ApiTesting.cpp - Running the public API against the reference -----===//
 #include "tests/e2e/ApiTesting.h"
-#include "runtime/DeviceCopies.h"
-#include "runtime/HostTensor.h"
-#include "runtime/ProblemLowering.h"
-#include "runtime/Reference.h"
+#include "runtime/device/DeviceCopies.h"
+#include "runtime/numerics/HostTensor.h"
+#include "runtime/api/ProblemLowering.h"
+#include "runtime/numerics/Reference.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "fmhajit/Fmhajit.h"
-#include "runtime/Compare.h"
+#include "runtime/numerics/Compare.h"
 #include <gtest/gtest.h>
 #include <cstdint>
 #include <optional>

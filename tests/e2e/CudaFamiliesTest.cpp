@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaForwardRunner.h"
 #include "FamilyHarness.h"
-#include "runtime/CudaForwardData.h"
+#include "runtime/device/CudaForwardData.h"
 #include "specs/EncodedName.h"
 #include "gtest/gtest.h"
 #include <cmath>

@@ -1,6 +1,6 @@
 //===- CudaForwardRunner.cpp - The CUDA backend of the e2e harness --------===//
 #include "CudaForwardRunner.h"
-#include "runtime/CudaForwardData.h"
+#include "runtime/device/CudaForwardData.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -10,8 +10,8 @@
 #pragma once
 
 #include "ForwardHarness.h"
-#include "runtime/CudaKernel.h"
-#include "runtime/CudaResources.h"
+#include "runtime/device/CudaKernel.h"
+#include "runtime/device/CudaResources.h"
 #include <memory>
 #include <optional>
 #include <string>

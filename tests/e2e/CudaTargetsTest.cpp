@@ -5,8 +5,8 @@
 // that a missing libcuda is one ErrorKind::Driver error, not a crash.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/CudaDriver.h"
-#include "runtime/CudaTargets.h"
+#include "runtime/device/CudaDriver.h"
+#include "runtime/device/CudaTargets.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include "gtest/gtest.h"

@@ -1,6 +1,6 @@
 //===- FamilyHarness.cpp - Running the multi-stage families in e2e tests --===//
 #include "FamilyHarness.h"
-#include "runtime/KvCacheData.h"
+#include "runtime/numerics/KvCacheData.h"
 #include "specs/Errors.h"
 #include <cmath>
 

@@ -4,18 +4,18 @@
 // split kernel and its combine with a given number of parts (so split-KV is
 // checked by checkForward against the forward reference, on ForwardData),
 // and the data and checks of paged attention and append_kv cases, built
-// with runtime/KvCacheData.h (pages shuffled, unused rows NaN). Kernels load
+// with runtime/numerics/KvCacheData.h (pages shuffled, unused rows NaN). Kernels load
 // through the shared HostForwardRunner's cache.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ForwardHarness.h"
-#include "runtime/AppendKvCompare.h"
-#include "runtime/FamilyReference.h"
-#include "runtime/KvCache.h"
-#include "runtime/PagedKv.h"
-#include "runtime/SplitKv.h"
+#include "runtime/numerics/AppendKvCompare.h"
+#include "runtime/numerics/FamilyReference.h"
+#include "runtime/numerics/KvCache.h"
+#include "runtime/device/PagedKv.h"
+#include "runtime/device/SplitKv.h"
 #include <cstdint>
 #include <vector>
 

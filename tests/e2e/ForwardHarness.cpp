@@ -1,6 +1,6 @@
 //===- ForwardHarness.cpp - Run one forward case and check it -------------===//
 #include "ForwardHarness.h"
-#include "runtime/Reference.h"
+#include "runtime/numerics/Reference.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"

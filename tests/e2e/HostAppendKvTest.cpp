@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FamilyHarness.h"
-#include "runtime/HalfPrecision.h"
+#include "runtime/numerics/HalfPrecision.h"
 #include "specs/EncodedName.h"
 #include "gtest/gtest.h"
 #include <algorithm>

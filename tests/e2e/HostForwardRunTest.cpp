@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ForwardHarness.h"
-#include "runtime/Reference.h"
+#include "runtime/numerics/Reference.h"
 #include "specs/EncodedName.h"
 #include "gtest/gtest.h"
 #include <cmath>

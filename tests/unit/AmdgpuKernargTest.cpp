@@ -12,7 +12,7 @@
 #include "compiler/KernelCompiler.h"
 #include "ir/KernelAbi.h"
 #include "ir/KernelAbiIR.h"
-#include "runtime/HipKernel.h"
+#include "runtime/device/HipKernel.h"
 #include "specs/EncodedName.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"

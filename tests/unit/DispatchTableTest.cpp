@@ -6,8 +6,8 @@
 // every target's registry expands and finds each feature set it holds.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/DispatchTable.h"
-#include "runtime/Registry.h"
+#include "runtime/api/DispatchTable.h"
+#include "runtime/api/Registry.h"
 #include "specs/ArchTable.h"
 #include "specs/EmbeddedData.h"
 #include "specs/EncodedName.h"

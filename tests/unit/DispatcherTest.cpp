@@ -3,12 +3,12 @@
 // Each row is a problem (the feature part as spec text, the longest query
 // and key lengths, an optional stored autotune winner) and what the
 // dispatcher must do with it: the kernel it picks and words each rule's
-// outcome must contain. The rules are documented in runtime/Dispatcher.h
+// outcome must contain. The rules are documented in runtime/api/Dispatcher.h
 // and docs/api.md; the tile buckets are data in specs/dispatch/*.json.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Dispatcher.h"
-#include "runtime/Registry.h"
+#include "runtime/api/Dispatcher.h"
+#include "runtime/api/Registry.h"
 #include "specs/EncodedName.h"
 #include "specs/SpecParser.h"
 #include "gtest/gtest.h"

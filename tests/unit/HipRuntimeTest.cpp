@@ -1,5 +1,5 @@
 //===- HipRuntimeTest.cpp - HIP, loaded at run time or clearly absent -----===//
-#include "runtime/HipRuntime.h"
+#include "runtime/device/HipRuntime.h"
 #include "specs/Errors.h"
 #include "gtest/gtest.h"
 

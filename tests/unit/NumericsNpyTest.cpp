@@ -1,6 +1,6 @@
 //===- NumericsNpyTest.cpp - .npy files and `run --save` bundles ----------===//
-#include "runtime/Npy.h"
-#include "runtime/RunBundle.h"
+#include "runtime/numerics/Npy.h"
+#include "runtime/numerics/RunBundle.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"

@@ -5,8 +5,8 @@
 // random cases check that batching, GQA and varlen only change addressing.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/HostTensor.h"
-#include "runtime/Reference.h"
+#include "runtime/numerics/HostTensor.h"
+#include "runtime/numerics/Reference.h"
 #include "gtest/gtest.h"
 #include <cmath>
 #include <limits>

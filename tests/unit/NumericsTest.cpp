@@ -6,11 +6,11 @@
 // bundle are tested in NumericsReferenceTest.cpp and NumericsNpyTest.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/AttentionProblem.h"
-#include "runtime/Compare.h"
-#include "runtime/HalfPrecision.h"
-#include "runtime/HostTensor.h"
-#include "runtime/Tolerance.h"
+#include "runtime/numerics/AttentionProblem.h"
+#include "runtime/numerics/Compare.h"
+#include "runtime/numerics/HalfPrecision.h"
+#include "runtime/numerics/HostTensor.h"
+#include "runtime/numerics/Tolerance.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/bit.h"
 #include "gtest/gtest.h"

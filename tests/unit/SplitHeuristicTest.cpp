@@ -5,7 +5,7 @@
 // the key tiles or kMaxSplits; busy GPUs and unknown ones never split.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/SplitHeuristic.h"
+#include "runtime/api/SplitHeuristic.h"
 #include "gtest/gtest.h"
 
 using namespace fmhajit;

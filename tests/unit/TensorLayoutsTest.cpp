@@ -1,5 +1,5 @@
 //===- TensorLayoutsTest.cpp - Public layouts as element strides ----------===//
-#include "runtime/TensorLayouts.h"
+#include "runtime/api/TensorLayouts.h"
 #include "gtest/gtest.h"
 
 using namespace fmhajit;

@@ -7,12 +7,12 @@
 // bits (AppendKvCompare.h). Timed calls rewrite the same rows.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/AppendKvCompare.h"
-#include "runtime/FamilyReference.h"
-#include "runtime/HostExecutor.h"
-#include "runtime/KvCacheData.h"
-#include "runtime/PagedKv.h"
-#include "runtime/RunBundle.h"
+#include "runtime/numerics/AppendKvCompare.h"
+#include "runtime/numerics/FamilyReference.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/numerics/KvCacheData.h"
+#include "runtime/device/PagedKv.h"
+#include "runtime/numerics/RunBundle.h"
 #include "specs/EncodedName.h"
 #include "tools/fmhajit/Commands.h"
 #include "tools/fmhajit/RunFamilies.h"

@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/HostKernel.h"
-#include "runtime/HostTensor.h"
+#include "runtime/device/HostKernel.h"
+#include "runtime/numerics/HostTensor.h"
 #include "tools/fmhajit/RunOptions.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"

@@ -1,6 +1,6 @@
 //===- RunFamilies.cpp - `fmhajit run` for the multi-stage families -------===//
 #include "tools/fmhajit/RunFamilies.h"
-#include "runtime/SplitHeuristic.h"
+#include "runtime/api/SplitHeuristic.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"

@@ -9,8 +9,8 @@
 #pragma once
 
 #include "compiler/KernelCache.h"
-#include "runtime/HostKernel.h"
-#include "runtime/SplitKv.h"
+#include "runtime/device/HostKernel.h"
+#include "runtime/device/SplitKv.h"
 #include "tools/fmhajit/RunOptions.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"

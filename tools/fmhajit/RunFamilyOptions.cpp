@@ -7,7 +7,7 @@
 // enough pages for every sequence plus one spare (docs/families.md).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/SplitHeuristic.h"
+#include "runtime/api/SplitHeuristic.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
 #include "tools/fmhajit/Args.h"

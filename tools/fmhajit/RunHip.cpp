@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/KernelCache.h"
-#include "runtime/DeviceForwardData.h"
-#include "runtime/HipKernel.h"
-#include "runtime/HipResources.h"
+#include "runtime/device/DeviceForwardData.h"
+#include "runtime/device/HipKernel.h"
+#include "runtime/device/HipResources.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "tools/fmhajit/Commands.h"

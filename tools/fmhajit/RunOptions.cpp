@@ -1,6 +1,6 @@
 //===- RunOptions.cpp - The flags of `fmhajit run` ------------------------===//
 #include "tools/fmhajit/RunOptions.h"
-#include "runtime/CudaDriver.h"
+#include "runtime/device/CudaDriver.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"

@@ -1,9 +1,9 @@
 //===- RunOptions.h - The flags of `fmhajit run` --------------------------===//
 #pragma once
 
-#include "runtime/AttentionProblem.h"
-#include "runtime/KvCache.h"
-#include "runtime/Rotary.h"
+#include "runtime/numerics/AttentionProblem.h"
+#include "runtime/numerics/KvCache.h"
+#include "runtime/numerics/Rotary.h"
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"

@@ -6,12 +6,12 @@
 // against referencePaged: the pages gathered, then the forward reference.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Compare.h"
-#include "runtime/FamilyReference.h"
-#include "runtime/HostExecutor.h"
-#include "runtime/KvCacheData.h"
-#include "runtime/PagedKv.h"
-#include "runtime/RunBundle.h"
+#include "runtime/numerics/Compare.h"
+#include "runtime/numerics/FamilyReference.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/numerics/KvCacheData.h"
+#include "runtime/device/PagedKv.h"
+#include "runtime/numerics/RunBundle.h"
 #include "tools/fmhajit/Commands.h"
 #include "tools/fmhajit/RunFamilies.h"
 #include <cmath>

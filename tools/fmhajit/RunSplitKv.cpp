@@ -7,11 +7,11 @@
 // every part empty) and is checked against referenceCombine.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Compare.h"
-#include "runtime/FamilyReference.h"
-#include "runtime/HostExecutor.h"
-#include "runtime/HostTensor.h"
-#include "runtime/RunBundle.h"
+#include "runtime/numerics/Compare.h"
+#include "runtime/numerics/FamilyReference.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/numerics/HostTensor.h"
+#include "runtime/numerics/RunBundle.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "tools/fmhajit/Commands.h"

@@ -3,8 +3,8 @@
 
 Reads q.npy, k.npy, v.npy, o.npy (and lse.npy when present) and meta.json,
 evaluates softmax(score) V in float64 with the mask, softcap, ALiBi and GQA
-rules of runtime/AttentionProblem.h, and compares with the saved outputs at
-the tolerance of the output dtype (runtime/Tolerance.cpp). Pure Python, so
+rules of runtime/numerics/AttentionProblem.h, and compares with the saved outputs at
+the tolerance of the output dtype (runtime/numerics/Tolerance.cpp). Pure Python, so
 it needs no NumPy: the bundle's promise is that any tool can do this.
 
 usage: recompute_attention.py DIR    (exit 0 and "MATCH", or 1 and "MISMATCH")

@@ -1,0 +1,100 @@
+//===- ApiContext.cpp - What the public entry points look up --------------===//
+#include "runtime/api/ApiContext.h"
+#include "runtime/device/CudaDriver.h"
+#include "runtime/api/ProblemLowering.h"
+#include "specs/ArchTable.h"
+#include "specs/Errors.h"
+#include <map>
+#include <mutex>
+
+using namespace fmhajit;
+
+static llvm::Expected<std::string> cudaDeviceTarget() {
+  auto driver = CudaDriver::get();
+  if (!driver)
+    return makeError(ErrorKind::Driver,
+                     toString(driver.takeError()) +
+                         " (to plan for a GPU this machine lacks, set Options::target and "
+                         "Options::load = false)");
+  const CudaDeviceInfo &device = driver->device();
+  if (!device.target)
+    return makeError(ErrorKind::Unsupported, device.name + " has compute capability " +
+                                                 device.cc.str() +
+                                                 ", which no fmhajit target runs on; fmhajit "
+                                                 "needs 8.0 or newer");
+  return *device.target;
+}
+
+static Backend backendOf(api::Device device) {
+  switch (device) {
+  case api::Device::Host:
+    return Backend::Host;
+  case api::Device::Cuda:
+    return Backend::Nvptx;
+  case api::Device::Hip:
+    return Backend::Amdgpu;
+  }
+  return Backend::Host;
+}
+
+static const char *deviceFor(Backend backend) {
+  switch (backend) {
+  case Backend::Host:
+    return "Device::Host";
+  case Backend::Nvptx:
+    return "Device::Cuda";
+  case Backend::Amdgpu:
+    return "Device::Hip";
+  }
+  return "?";
+}
+
+llvm::Expected<std::string> fmhajit::resolveTarget(api::Device device,
+                                                   const std::string &requested) {
+  if (device == api::Device::Hip)
+    return makeError(ErrorKind::Unsupported,
+                     "Device::Hip is not available in this build yet; use Device::Host or "
+                     "Device::Cuda");
+  if (requested.empty())
+    return device == api::Device::Host ? std::string("host") : cudaDeviceTarget();
+  const ArchInfo *arch = findArch(requested);
+  if (!arch)
+    return makeError(ErrorKind::Usage,
+                     "target " + requested + " is unknown; use one of " + allArchNames());
+  if (arch->backend != backendOf(device))
+    return makeError(ErrorKind::Usage, "target " + requested + " does not run on device " +
+                                           deviceName(device) + ": use a " + deviceName(device) +
+                                           " target, or set Problem::device to " +
+                                           deviceFor(arch->backend));
+  return requested;
+}
+
+unsigned fmhajit::splitWorkers(api::Device device, unsigned hostThreads) {
+  if (device == api::Device::Host)
+    return hostThreads;
+  auto driver = CudaDriver::get();
+  if (!driver) {
+    llvm::consumeError(driver.takeError());
+    return 0;
+  }
+  return unsigned(driver->device().smCount);
+}
+
+llvm::Expected<KernelCache &> fmhajit::kernelCacheFor(const std::string &dir) {
+  if (dir.empty())
+    return KernelCache::global();
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<KernelCache>> caches;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<KernelCache> &slot = caches[dir];
+  if (!slot) {
+    CacheConfig config = CacheConfig::fromEnvironment();
+    config.dir = dir;
+    config.disk = true;
+    auto cache = KernelCache::create(std::move(config));
+    if (!cache)
+      return cache.takeError();
+    slot = std::move(*cache);
+  }
+  return *slot;
+}

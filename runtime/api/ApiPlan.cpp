@@ -1,0 +1,215 @@
+//===- ApiPlan.cpp - api::plan: problem -> dispatch -> launches -> loaded -===//
+//
+//   resolveTarget -> lowerProblem -> dispatch (registry + dispatch table,
+//   with a stored or freshly measured autotune winner) -> layoutPlan ->
+//   loadStep per launch (Options::load)
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/KernelCompiler.h"
+#include "runtime/api/ApiContext.h"
+#include "runtime/api/ApiStatus.h"
+#include "runtime/api/Autotune.h"
+#include "runtime/api/Dispatcher.h"
+#include "runtime/api/PlanBuilder.h"
+#include "runtime/api/PlanDescribe.h"
+#include "runtime/api/PlanState.h"
+#include "runtime/api/ProblemLowering.h"
+#include "runtime/api/SplitPlanner.h"
+#include "runtime/api/TuningStore.h"
+#include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
+#include "llvm/Support/Threading.h"
+
+using namespace fmhajit;
+using namespace fmhajit::api;
+using detail::PlanAccess;
+using detail::PlanState;
+
+namespace {
+/// Everything plan() has decided or loaded so far.
+struct Planning {
+  const Options &options;
+  LoweredProblem lowered;
+  KernelCache *cache = nullptr;
+  unsigned threads = 1; ///< resolved host worker count
+  DispatchQuery query = {};
+  std::shared_ptr<PlanState> state = std::make_shared<PlanState>();
+};
+} // namespace
+
+static std::optional<TuningStore> tuningStoreFor(const Planning &p) {
+  if (!p.cache->diskEnabled())
+    return std::nullopt;
+  const ArchInfo &arch = *findArch(p.lowered.features.target);
+  return TuningStore(p.cache->directory(), kernelFingerprint(arch));
+}
+
+// Measures rule 1's candidates and stores the winner, unless a winner is
+// stored already; either way the winner goes into the query so that the
+// dispatcher's trace says where it came from.
+static llvm::Error applyTuning(Planning &p, const Dispatch &untuned) {
+  std::string bucket = tuningBucket(p.lowered, p.threads);
+  std::optional<TuningStore> store = tuningStoreFor(p);
+  if (store)
+    if (std::optional<TuningRecord> record = store->load(bucket)) {
+      p.query.tunedWinner = record->winner;
+      p.state->decisions.push_back("autotune: reused " + store->pathFor(bucket));
+      return llvm::Error::success();
+    }
+  if (!p.options.load) {
+    p.state->decisions.push_back("autotune: nothing stored for this bucket, and measuring "
+                                 "needs Options::load");
+    return llvm::Error::success();
+  }
+  auto timings = timeCandidates(untuned.featureMatches, p.lowered, *p.cache, p.threads);
+  if (!timings)
+    return timings.takeError();
+  for (const TunedTiming &t : *timings)
+    p.state->timings.push_back({t.kernel, t.ms});
+  p.query.tunedWinner = timings->front().kernel;
+  if (!store) {
+    p.state->decisions.push_back("autotune: measured; not stored (the kernel cache's disk is off)");
+    return llvm::Error::success();
+  }
+  if (llvm::Error err = store->save(bucket, {timings->front().kernel, *timings}))
+    return err;
+  p.state->decisions.push_back("autotune: measured, stored in " + store->pathFor(bucket));
+  return llvm::Error::success();
+}
+
+static llvm::Expected<Dispatch> chooseSingle(Planning &p, const Registry &registry,
+                                             const DispatchTable &table) {
+  auto chosen = dispatch(p.query, registry, table);
+  if (!chosen || !p.options.autotune)
+    return chosen;
+  if (p.lowered.pagedCache) {
+    p.state->decisions.push_back("autotune: not for paged K/V (scratch tensors have no block "
+                                 "table to time against): the dispatcher's pick");
+    return chosen;
+  }
+  if (llvm::Error err = applyTuning(p, *chosen))
+    return std::move(err);
+  return dispatch(p.query, registry, table);
+}
+
+static void recordRules(PlanState &s, const Dispatch &d, const char *prefix) {
+  for (const RuleOutcome &r : d.rules)
+    s.decisions.push_back(prefix + r.rule + ": " + r.outcome);
+}
+
+// The single-pass choice, then split-KV when the problem is decode-shaped
+// and SplitPlanner says it pays.
+static llvm::Expected<PlanLayout> choose(Planning &p) {
+  const std::string &target = p.lowered.features.target;
+  auto registry = Registry::forTarget(target);
+  if (!registry)
+    return registry.takeError();
+  const DispatchTable &table = DispatchTable::forTarget(target);
+  auto single = chooseSingle(p, *registry, table);
+  if (!single)
+    return single.takeError();
+  recordRules(*p.state, *single, "");
+  std::vector<std::string> notes;
+  auto split = chooseSplit(p.lowered, *single, p.query, *registry, table,
+                           splitWorkers(p.lowered.device, p.threads), notes);
+  if (!split)
+    return split.takeError();
+  // A paged plan's split kernel is its single pick: its rules are above.
+  if (*split && (*split)->split.chosen.family == Family::FwdSplitKv)
+    recordRules(*p.state, (*split)->split, "split-KV ");
+  for (const std::string &note : notes)
+    p.state->decisions.push_back("plan: " + note);
+  return layoutPlan(p.lowered, *single, std::move(*split));
+}
+
+static void recordLayout(Planning &p, const PlanLayout &layout) {
+  PlanState &s = *p.state;
+  for (const StepLayout &step : layout.steps)
+    s.steps.push_back({encodeName(step.spec), step.role, step.workItems, step.keySplits,
+                       step.grid, step.workspaceOffset, step.workspaceBytes, step.why});
+  s.workspaceBytes = layout.workspaceBytes;
+  s.target = p.lowered.features.target;
+  s.device = p.lowered.device;
+  s.problemText = describeProblem(p.lowered);
+  bool gpu = p.lowered.device != Device::Host;
+  s.needsLse = p.lowered.features.lse;
+  s.needsWorkspace = gpu && layout.workspaceBytes > 0;
+  s.needsCuSeqlens = gpu && p.lowered.features.varlen;
+  s.needsSlopes = gpu && p.lowered.features.bias == Bias::Alibi;
+  s.needsBlockTable = p.lowered.pagedCache.has_value();
+  s.needsDeviceLengths = gpu && s.needsBlockTable;
+}
+
+static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {
+  if (!p.options.load) {
+    p.state->loadText = "not loaded (Options::load = false): run() refuses this plan";
+    return llvm::Error::success();
+  }
+  auto runners = loadPlan(layout, p.lowered, *p.cache, p.options.threads);
+  if (!runners)
+    return runners.takeError();
+  p.state->runners = std::move(*runners);
+  p.state->loadText = "loaded through the kernel cache in " + p.cache->directory();
+  return llvm::Error::success();
+}
+
+static llvm::Expected<Plan> buildPlan(const Problem &problem, const Options &options) {
+  auto target = resolveTarget(problem.device, options.target);
+  if (!target)
+    return target.takeError();
+  auto lowered = lowerProblem(problem, *target);
+  if (!lowered)
+    return lowered.takeError();
+  auto cache = kernelCacheFor(options.cacheDir);
+  if (!cache)
+    return cache.takeError();
+  Planning p{options, std::move(*lowered)};
+  p.cache = &*cache;
+  p.threads =
+      options.threads ? options.threads : llvm::hardware_concurrency().compute_thread_count();
+  p.query = {p.lowered.features, p.lowered.problem.maxSeqlenQ(), p.lowered.problem.maxSeqlenK(),
+             std::nullopt, p.lowered.kvRowAlignment};
+  auto layout = choose(p);
+  if (!layout)
+    return layout.takeError();
+  recordLayout(p, *layout);
+  if (llvm::Error err = loadSteps(p, *layout))
+    return std::move(err);
+  return PlanAccess::make(std::move(p.state));
+}
+
+Result<Plan> api::plan(const Problem &problem, const Options &options) {
+  return toResult(buildPlan(problem, options));
+}
+
+//===-- Plan --------------------------------------------------------------===//
+
+static const PlanState &emptyState() {
+  static const PlanState empty;
+  return empty;
+}
+
+static const PlanState &stateOf(const Plan &plan) {
+  const PlanState *s = PlanAccess::state(plan);
+  return s ? *s : emptyState();
+}
+
+Plan::Plan() = default;
+Plan::~Plan() = default;
+Plan::Plan(const Plan &) = default;
+Plan &Plan::operator=(const Plan &) = default;
+
+const std::vector<PlanStep> &Plan::steps() const { return stateOf(*this).steps; }
+int64_t Plan::workspaceBytes() const { return stateOf(*this).workspaceBytes; }
+const std::string &Plan::target() const { return stateOf(*this).target; }
+Device Plan::device() const { return stateOf(*this).device; }
+bool Plan::loaded() const {
+  const PlanState &s = stateOf(*this);
+  return !s.runners.empty() || s.appender;
+}
+const std::vector<std::string> &Plan::decisions() const { return stateOf(*this).decisions; }
+const std::vector<CandidateTiming> &Plan::timings() const { return stateOf(*this).timings; }
+std::string Plan::describe() const {
+  const PlanState *s = PlanAccess::state(*this);
+  return s ? describePlan(*s) : "an empty plan: make one with fmhajit::api::plan()\n";
+}

@@ -1,0 +1,30 @@
+//===- CudaForwardStep.cpp - A plan's launches on a CUDA GPU --------------===//
+#include "runtime/api/CudaForwardStep.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include <cstdint>
+
+using namespace fmhajit;
+
+llvm::Error CudaForwardStep::run(const api::Tensors &t) const {
+  auto misaligned = [&](const void *p) { return reinterpret_cast<uintptr_t>(p) % kvAlignment; };
+  if (misaligned(t.k) || misaligned(t.v))
+    return makeError(ErrorKind::Usage,
+                     "Tensors::k and Tensors::v must start on " + llvm::Twine(kvAlignment) +
+                         "-byte boundaries for kernel " + encodeName(kernels.kernel.spec()) +
+                         " (it copies K/V rows in 16-byte pieces)");
+  FwdParams p = params;
+  p.q = t.q;
+  p.k = t.k;
+  p.v = t.v;
+  p.o = t.o;
+  p.lse = t.lse;
+  p.cuSeqlensQ = t.cuSeqlensQ;
+  p.cuSeqlensK = t.cuSeqlensK;
+  p.alibiSlopes = t.alibiSlopes;
+  p.blockTable = t.blockTable; // read by fwd_paged only
+  p.cacheSeqlens = t.seqlensK;
+  if (kernels.combine)
+    setSplits(p, unsigned(p.numSplits), splitWorkspaceAt(t.workspace, workspace));
+  return kernels.launch(p, static_cast<cuda::CUstream>(t.stream ? t.stream : stream));
+}

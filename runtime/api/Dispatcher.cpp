@@ -1,0 +1,189 @@
+//===- Dispatcher.cpp - Choosing the kernel for a problem, by rules -------===//
+#include "runtime/api/Dispatcher.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+#include "specs/Validate.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include <cmath>
+#include <map>
+
+using namespace fmhajit;
+
+namespace {
+/// The dispatcher's state while rules narrow the candidates.
+struct Narrowing {
+  const DispatchQuery &query;
+  const ArchInfo &arch;
+  const DispatchTable &table;
+  std::vector<KernelSpec> candidates;
+  std::map<Pipeline, Tile> wanted; ///< rule 2's tile per pipeline
+  Dispatch result;
+
+  unsigned headDim() const { return std::max(query.features.d, query.features.headDimV()); }
+  void note(const char *rule, std::string outcome) {
+    result.rules.push_back({rule, std::move(outcome)});
+  }
+};
+} // namespace
+
+static std::string count(size_t n, const char *what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+unsigned fmhajit::kvRowAlignmentNeeded(const KernelSpec &spec) {
+  return spec.pipeline == Pipeline::Mma ? 16 : dtypeBytes(spec.dtype);
+}
+
+static void dropMisaligned(Narrowing &n) {
+  size_t before = n.candidates.size();
+  llvm::erase_if(n.candidates, [&](const KernelSpec &c) {
+    return kvRowAlignmentNeeded(c) > n.query.kvRowAlignment;
+  });
+  if (n.candidates.size() != before)
+    n.note("1 layout", "K/V rows start only " + std::to_string(n.query.kvRowAlignment) +
+                           "-byte aligned: dropped " +
+                           count(before - n.candidates.size(), "candidate") +
+                           " of pipeline mma (16-byte cp.async copies)");
+}
+
+static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
+  std::string key = featureKey(n.query.features);
+  n.candidates = registry.matching(key);
+  if (!n.candidates.empty()) {
+    n.note("1 features", count(n.candidates.size(), "candidate") + " of the registry (profiles " +
+                             llvm::join(registry.profiles(), ", ") + ") match " + key);
+  } else {
+    n.result.fromRegistry = false;
+    n.candidates = candidateVariants(n.query.features, n.arch, n.table);
+    n.note("1 features", "no registry kernel matches " + key + "; " +
+                             count(n.candidates.size(), "kernel") +
+                             " made for it (compiled on first use)");
+  }
+  dropMisaligned(n);
+  if (!n.candidates.empty()) {
+    n.result.featureMatches = n.candidates;
+    return llvm::Error::success();
+  }
+  llvm::Expected<KernelSpec> why = validateSpec(n.query.features);
+  if (!why)
+    return why.takeError();
+  return makeError(ErrorKind::Unsupported, "no kernel of " + n.arch.name + " computes " + key +
+                                               ": no pipeline and tile of it are valid");
+}
+
+static void ruleTiles(Narrowing &n) {
+  std::vector<std::string> parts;
+  std::vector<KernelSpec> kept;
+  std::vector<Pipeline> pipelines;
+  for (const KernelSpec &c : n.candidates)
+    if (!llvm::is_contained(pipelines, c.pipeline))
+      pipelines.push_back(c.pipeline);
+  for (Pipeline p : pipelines) {
+    std::optional<TileChoice> choice = n.table.choose(n.arch, p, n.headDim(), n.query.seqlenQ);
+    auto ofPipeline = [&](const KernelSpec &c) { return c.pipeline == p; };
+    auto inTile = [&](const KernelSpec &c) {
+      return ofPipeline(c) && choice && tileOf(c) == choice->tile;
+    };
+    bool found = llvm::any_of(n.candidates, inTile);
+    for (const KernelSpec &c : n.candidates)
+      if (found ? inTile(c) : ofPipeline(c))
+        kept.push_back(c);
+    if (choice)
+      n.wanted[p] = choice->tile;
+    parts.push_back(keyOf(p).str() + " " + (choice ? choice->tile.str() : "-") + " (" +
+                    (choice ? choice->row : "no row") + ")" +
+                    (found ? "" : ": no candidate has it, all kept"));
+  }
+  n.note("2 tiles", "seqlen_q " + std::to_string(n.query.seqlenQ) + ", d " +
+                        std::to_string(n.headDim()) + ": " + llvm::join(parts, "; ") + "; " +
+                        std::to_string(kept.size()) + " of " + std::to_string(n.candidates.size()) +
+                        " kept");
+  n.candidates = std::move(kept);
+}
+
+static int pipelineRank(const ArchInfo &arch, Pipeline p) {
+  auto it = llvm::find(arch.autoOrder, p);
+  return int(it - arch.autoOrder.begin()); // outside the order: last
+}
+
+static double tileDistance(const Narrowing &n, const KernelSpec &c) {
+  auto it = n.wanted.find(c.pipeline);
+  if (it == n.wanted.end())
+    return 0;
+  const Tile &w = it->second;
+  auto logRatio = [](unsigned a, unsigned b) { return std::fabs(std::log2(double(a) / b)); };
+  return logRatio(c.bm, w.bm) + logRatio(c.bn, w.bn) + logRatio(c.warps, w.warps) +
+         std::abs(int(c.stages) - int(w.stages));
+}
+
+static void rulePriority(Narrowing &n) {
+  std::vector<std::pair<KernelSpec, std::string>> ranked;
+  for (const KernelSpec &c : n.candidates)
+    ranked.push_back({c, encodeName(c)});
+  // Names are unique, so this is a total order.
+  llvm::sort(ranked, [&](const auto &a, const auto &b) {
+    int ra = pipelineRank(n.arch, a.first.pipeline), rb = pipelineRank(n.arch, b.first.pipeline);
+    if (ra != rb)
+      return ra < rb;
+    double da = tileDistance(n, a.first), db = tileDistance(n, b.first);
+    if (da != db)
+      return da < db;
+    return a.second < b.second;
+  });
+  std::vector<std::string> order;
+  for (Pipeline p : n.arch.autoOrder)
+    order.push_back(keyOf(p).str());
+  n.result.chosen = ranked.front().first;
+  n.note("3 priority", "pipelines in " + n.arch.name + "'s auto_order (" +
+                           llvm::join(order, " > ") + "), then nearest tile: " +
+                           ranked.front().second + " first of " + std::to_string(ranked.size()));
+}
+
+static void ruleTuned(Narrowing &n) {
+  if (!n.query.tunedWinner)
+    return;
+  const std::string &name = *n.query.tunedWinner;
+  auto it = llvm::find_if(n.result.featureMatches,
+                          [&](const KernelSpec &c) { return encodeName(c) == name; });
+  if (it == n.result.featureMatches.end()) {
+    n.note("autotune", "the stored winner " + name + " is no longer a candidate; ignored");
+    return;
+  }
+  bool same = *it == n.result.chosen;
+  n.note("autotune",
+         "the stored winner " + name + (same ? " agrees with rule 3" : " replaces rule 3's pick"));
+  n.result.chosen = *it;
+}
+
+static void ruleDecode(Narrowing &n) {
+  const std::optional<DecodeRule> &rule = n.table.decode;
+  Family family = n.query.features.family;
+  if (!rule || (family != Family::Fwd && family != Family::FwdPaged))
+    return;
+  const DispatchQuery &q = n.query;
+  n.result.decodeShaped = q.seqlenQ <= rule->maxSeqlenQ && q.seqlenK >= rule->minSeqlenK;
+  n.note("decode",
+         "seqlen_q " + std::to_string(q.seqlenQ) +
+             (q.seqlenQ <= rule->maxSeqlenQ ? " <= " : " > ") + std::to_string(rule->maxSeqlenQ) +
+             ", seqlen_k " + std::to_string(q.seqlenK) +
+             (q.seqlenK >= rule->minSeqlenK ? " >= " : " < ") + std::to_string(rule->minSeqlenK) +
+             ": " + (n.result.decodeShaped ? "decode-shaped" : "not decode-shaped"));
+}
+
+llvm::Expected<Dispatch> fmhajit::dispatch(const DispatchQuery &query, const Registry &registry,
+                                           const DispatchTable &table) {
+  const ArchInfo *arch = findArch(query.features.target);
+  if (!arch)
+    return makeError(ErrorKind::Spec, "target=" + query.features.target +
+                                          ": unknown target; use one of " + allArchNames());
+  Narrowing n{query, *arch, table, {}, {}, {}};
+  if (llvm::Error err = ruleFeatures(n, registry))
+    return std::move(err);
+  ruleTiles(n);
+  rulePriority(n);
+  ruleTuned(n);
+  ruleDecode(n);
+  return std::move(n.result);
+}

@@ -1,0 +1,70 @@
+//===- HostForwardStep.h - A plan's launches on the host ------------------===//
+//
+// Host step runners hold a loaded kernel and a HostBinding: the kernel's
+// FwdParams with everything but the caller's pointers filled in, and the
+// host copies of cu_seqlens and ALiBi slopes those parameters need.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/KernelAbi.h"
+#include "runtime/device/HostExecutor.h"
+#include "runtime/api/PlanState.h"
+#include <memory>
+#include <vector>
+
+namespace fmhajit {
+
+/// The process's executor with \p threads workers (0: one per hardware
+/// thread), made on first use and shared by every plan that asks for it.
+std::shared_ptr<HostExecutor> sharedHostExecutor(unsigned threads);
+
+/// FwdParams waiting for the caller's pointers.
+class HostBinding {
+public:
+  HostBinding(const FwdParams &params, std::vector<int32_t> cuSeqlensQ,
+              std::vector<int32_t> cuSeqlensK, std::vector<float> alibiSlopes)
+      : params(params), cuSeqlensQ(std::move(cuSeqlensQ)), cuSeqlensK(std::move(cuSeqlensK)),
+        alibiSlopes(std::move(alibiSlopes)) {}
+
+  /// The parameters with \p t's pointers; cu_seqlens and slopes the caller
+  /// leaves null come from this binding's copies.
+  FwdParams bind(const api::Tensors &t) const {
+    FwdParams p = params;
+    p.q = t.q;
+    p.k = t.k;
+    p.v = t.v;
+    p.o = t.o;
+    p.lse = t.lse;
+    if (!cuSeqlensQ.empty()) {
+      p.cuSeqlensQ = t.cuSeqlensQ ? t.cuSeqlensQ : cuSeqlensQ.data();
+      p.cuSeqlensK = t.cuSeqlensK ? t.cuSeqlensK : cuSeqlensK.data();
+    }
+    if (!alibiSlopes.empty())
+      p.alibiSlopes = t.alibiSlopes ? t.alibiSlopes : alibiSlopes.data();
+    return p;
+  }
+
+private:
+  FwdParams params;
+  std::vector<int32_t> cuSeqlensQ, cuSeqlensK;
+  std::vector<float> alibiSlopes;
+};
+
+/// A single-pass forward kernel on the host.
+class HostForwardStep : public StepRunner {
+public:
+  HostForwardStep(HostKernelFn fn, HostBinding binding, std::shared_ptr<HostExecutor> executor,
+                  int64_t items)
+      : fn(fn), binding(std::move(binding)), executor(std::move(executor)), items(items) {}
+
+  llvm::Error run(const api::Tensors &tensors) const override;
+
+private:
+  HostKernelFn fn;
+  HostBinding binding;
+  std::shared_ptr<HostExecutor> executor;
+  int64_t items;
+};
+
+} // namespace fmhajit

@@ -1,0 +1,109 @@
+//===- Registry.cpp - The candidate kernels of each target ----------------===//
+#include "runtime/api/Registry.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+#include "specs/Profile.h"
+#include "specs/Validate.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include <mutex>
+
+using namespace fmhajit;
+
+std::string fmhajit::featureKey(const KernelSpec &s) {
+  std::string key = keyOf(s.family).str() + " " + keyOf(s.dtype).str() + "->" +
+                    keyOf(s.outType()).str() + " d" + std::to_string(s.d) + "v" +
+                    std::to_string(s.headDimV()) + " " + keyOf(s.mask).str() + " " +
+                    keyOf(s.bias).str();
+  for (auto [on, word] : {std::pair{s.softcap, " softcap"}, std::pair{s.lse, " lse"},
+                          std::pair{s.dropout, " dropout"}, std::pair{s.sink, " sink"},
+                          std::pair{s.varlen, " varlen"}})
+    if (on)
+      key += word;
+  return key + " @" + s.target;
+}
+
+// The pipelines a profile spec stands for: every pipeline of the target's
+// auto order that takes its dtype (pipeline=auto picked the first of them),
+// or the one it names when that is outside the auto order.
+static std::vector<Pipeline> pipelinesFor(const KernelSpec &spec, const ArchInfo &arch) {
+  if (spec.pipeline != Pipeline::Auto && !llvm::is_contained(arch.autoOrder, spec.pipeline))
+    return {spec.pipeline};
+  std::vector<Pipeline> out;
+  for (Pipeline p : arch.autoOrder)
+    if (llvm::is_contained(arch.pipeline(p)->dtypes, spec.dtype))
+      out.push_back(p);
+  return out;
+}
+
+std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec, const ArchInfo &arch,
+                                                   const DispatchTable &table) {
+  if (!hasAttentionLoop(spec.family)) {
+    llvm::Expected<KernelSpec> resolved = validateSpec(spec);
+    if (resolved)
+      return {*resolved};
+    llvm::consumeError(resolved.takeError());
+    return {};
+  }
+  std::vector<KernelSpec> out;
+  unsigned d = std::max(spec.d, spec.headDimV());
+  for (Pipeline p : pipelinesFor(spec, arch))
+    for (const Tile &t : table.tilesFor(arch, p, d)) {
+      KernelSpec s = spec;
+      s.pipeline = p;
+      s.bm = t.bm, s.bn = t.bn, s.warps = t.warps, s.stages = t.stages;
+      llvm::Expected<KernelSpec> resolved = validateSpec(s);
+      if (resolved)
+        out.push_back(*resolved);
+      else // a tile too big for this head dim (shared memory): no candidate
+        llvm::consumeError(resolved.takeError());
+    }
+  return out;
+}
+
+llvm::Expected<Registry> Registry::build(llvm::StringRef target, const DispatchTable &table) {
+  const ArchInfo *arch = findArch(target);
+  if (!arch)
+    return makeError(ErrorKind::Spec,
+                     "target=" + target + ": unknown target; use one of " + allArchNames());
+  Registry r;
+  r.profileNames = table.profiles;
+  llvm::StringSet<> seen;
+  for (const std::string &profile : table.profiles) {
+    auto specs = expandProfile(profile, target);
+    if (!specs)
+      return specs.takeError();
+    for (const KernelSpec &spec : *specs)
+      for (KernelSpec &s : candidateVariants(spec, *arch, table))
+        if (seen.insert(encodeName(s)).second) {
+          r.byFeatures[featureKey(s)].push_back(r.specs.size());
+          r.specs.push_back(std::move(s));
+        }
+  }
+  return r;
+}
+
+llvm::Expected<const Registry &> Registry::forTarget(llvm::StringRef target) {
+  static std::mutex mutex;
+  static llvm::StringMap<std::unique_ptr<Registry>> built;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Registry> &slot = built[target];
+  if (!slot) {
+    auto r = build(target, DispatchTable::forTarget(target));
+    if (!r)
+      return r.takeError();
+    slot = std::make_unique<Registry>(std::move(*r));
+  }
+  return *slot;
+}
+
+std::vector<KernelSpec> Registry::matching(const std::string &key) const {
+  std::vector<KernelSpec> out;
+  auto it = byFeatures.find(key);
+  if (it != byFeatures.end())
+    for (size_t i : it->second)
+      out.push_back(specs[i]);
+  return out;
+}

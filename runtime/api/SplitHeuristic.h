@@ -1,0 +1,77 @@
+//===- SplitHeuristic.h - How many parts to cut a key range into ----------===//
+//
+// chooseNumSplits picks by the target's backend, from the problem and the
+// machine only (items = batch * headsQ * ceil(seqlenQ / bm), the work items
+// of one pass; workers = host threads or GPU multiprocessors):
+//
+// GPU (measured by bench/decode --device cuda on an H100, docs/results.md):
+// decode reads K and V once, so it is bound by memory bandwidth, and more
+// blocks in flight keep more loads going until about kGpuBlocksPerSm per
+// multiprocessor:
+//   n = the power of two >= kGpuBlocksPerSm * workers / items (1 when the
+//   items alone reach it), at most kMaxSplits and the key tiles (a part
+//   keeps one tile at least)
+// (FlashAttention-2's wave-filling rule, used before, stopped at ~0.9 blocks
+// per SM: 1.1-1.5x slower than the best count at 2k-128k keys, and at batch
+// 4 x 32 heads it did not split where 2 parts ran 1.5x faster.)
+//
+// Host (measured by bench/decode, docs/bench.md): threads claim items one at
+// a time, so finer items balance threads that start late or run slower, as
+// long as each part keeps enough keys to pay for its partial writes:
+//   if seqlenK < kHostMinSplitKeys (kHostMinSplitKeysIdle when items <
+//     workers, so that threads sit idle): 1, since the combine's extra
+//     dispatch costs more than the parts recover
+//   n = the power of two >= kHostItemsPerWorker * workers / items (with
+//   several threads) and, for GQA (several query heads per K/V head), >= the
+//   parts whose K and V fit kHostCachedPartBytes, any thread count: the
+//   group's heads then read each part from cache; at most kMaxSplits and
+//   seqlenK / kHostMinKeysPerSplit
+// (bench/decode, before the cache term and the part-outermost item order,
+// on 16 and 8 threads: the choice was the faster of split and single-pass,
+// or within 5%, on 45 of 48 rows. With both, on 2 threads, Hq=8, Hkv=1:
+// 8 of 8 rows, and splits reach 1.2-1.35x the single pass from 64k keys.)
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/numerics/AttentionProblem.h"
+#include "specs/KernelSpec.h"
+
+namespace fmhajit {
+
+/// GPU: the blocks per multiprocessor split-KV aims for.
+inline constexpr double kGpuBlocksPerSm = 1.5;
+/// Most parts the rules choose.
+inline constexpr unsigned kMaxSplits = 64;
+/// Host: no split below this many keys when every thread has an item...
+inline constexpr int64_t kHostMinSplitKeys = 4096;
+/// ...and below this many when some would sit idle.
+inline constexpr int64_t kHostMinSplitKeysIdle = 2048;
+/// Host: fewest keys a part may get.
+inline constexpr int64_t kHostMinKeysPerSplit = 1024;
+/// Host: work items to aim for per thread.
+inline constexpr int64_t kHostItemsPerWorker = 32;
+/// Host: K and V bytes of one part that a core's cache should hold, so that
+/// the query heads of a GQA group, which read the part one after another
+/// (ir/WorkItem.h puts the part outermost), find it there: about L2.
+inline constexpr int64_t kHostCachedPartBytes = int64_t(1) << 20;
+
+/// The split count for \p problem (seqlenK: the longest key sequence) run
+/// with \p spec's tiles on \p workers parallel workers (host threads, or the
+/// GPU's multiprocessors); 1 means no split. The rule follows the backend
+/// of spec.target.
+unsigned chooseNumSplits(const KernelSpec &spec, const AttentionProblem &problem,
+                         unsigned workers);
+
+/// The GPU rule on the raw counts: \p items work items of one pass over
+/// \p keyTiles key tiles each, on \p workers multiprocessors (0: unknown,
+/// no split).
+unsigned chooseNumSplits(int64_t items, int64_t keyTiles, unsigned workers);
+
+/// The host rule on the raw counts: \p items work items over \p seqlenK keys,
+/// \p groupSize query heads per K/V head, \p kvRowBytes bytes of K and V
+/// per key (0: leave cache reuse out).
+unsigned chooseHostNumSplits(int64_t items, int64_t seqlenK, unsigned workers,
+                             int64_t groupSize = 1, int64_t kvRowBytes = 0);
+
+} // namespace fmhajit

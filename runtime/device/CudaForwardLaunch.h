@@ -1,0 +1,28 @@
+//===- CudaForwardLaunch.h - A forward call's kernels on one stream -------===//
+//
+// A forward call on a CUDA GPU is one kernel (fwd, fwd_splitkv, fwd_paged)
+// and, when it cuts key ranges into several parts, splitkv_combine after it
+// on the same stream (SplitKv.h). The plan's runner, `fmhajit run` and the
+// decode benchmark all launch and time the pair through this one piece.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/device/CudaKernel.h"
+#include <optional>
+
+namespace fmhajit {
+
+struct CudaForwardLaunch {
+  CudaKernel kernel;
+  std::optional<CudaKernel> combine; ///< when params.numSplits > 1
+
+  /// The kernel, then the combine (its numQTiles from its own bm);
+  /// asynchronous.
+  llvm::Error launch(const FwdParams &params, cuda::CUstream stream) const;
+  /// Both between \p timer's events, and waits: their milliseconds.
+  llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream,
+                                    CudaTimer &timer) const;
+};
+
+} // namespace fmhajit

@@ -1,0 +1,40 @@
+//===- DeviceCopies.cpp - Device twins of host buffers, made in a row -----===//
+#include "runtime/device/DeviceCopies.h"
+
+using namespace fmhajit;
+
+DeviceCopies::DeviceCopies() {
+  auto d = CudaDriver::get();
+  if (d)
+    driver = &*d;
+  else
+    firstError = llvm::toString(d.takeError());
+}
+
+void *DeviceCopies::make(const void *data, size_t bytes, const char *what) {
+  if (!driver || !bytes)
+    return nullptr;
+  auto buffer = data ? DeviceBuffer::upload(*driver, data, bytes, what)
+                     : DeviceBuffer::create(*driver, bytes, what);
+  if (!buffer) {
+    std::string text = llvm::toString(buffer.takeError());
+    if (firstError.empty())
+      firstError = text;
+    return nullptr;
+  }
+  buffers.push_back(std::move(*buffer));
+  return buffers.back().pointer();
+}
+
+void DeviceCopies::download(const void *device, void *host, size_t bytes) {
+  for (const DeviceBuffer &b : buffers)
+    if (b.pointer() == device) {
+      if (llvm::Error err = b.copyTo(host, bytes); err && firstError.empty())
+        firstError = llvm::toString(std::move(err));
+      else
+        llvm::consumeError(std::move(err));
+      return;
+    }
+  if (bytes && firstError.empty())
+    firstError = "download from a pointer DeviceCopies did not make";
+}

@@ -1,0 +1,46 @@
+//===- DeviceCopies.h - Device twins of host buffers, made in a row -------===//
+//
+// A GPU run through the public API takes device pointers for everything
+// (inputs, outputs, tables, lengths, workspace). DeviceCopies uploads host
+// buffers, allocates the rest, and keeps the first failure as text, so a
+// caller (a test, a benchmark) makes its copies in a row and checks
+// error() once. The buffers live as long as the DeviceCopies.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/device/CudaResources.h"
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace fmhajit {
+
+class DeviceCopies {
+public:
+  DeviceCopies();
+
+  /// A device copy of \p bytes at \p data; null for 0 bytes or on failure.
+  template <typename T = void> T *upload(const void *data, size_t bytes, const char *what) {
+    return static_cast<T *>(make(data, bytes, what));
+  }
+  /// \p bytes of device memory, contents unspecified; null for 0 bytes.
+  template <typename T = void> T *allocate(size_t bytes, const char *what) {
+    return static_cast<T *>(make(nullptr, bytes, what));
+  }
+  /// Copies \p bytes from \p device (one of ours) into \p host; a failure
+  /// joins error().
+  void download(const void *device, void *host, size_t bytes);
+
+  /// Empty while every step has succeeded.
+  const std::string &error() const { return firstError; }
+
+private:
+  void *make(const void *data, size_t bytes, const char *what);
+
+  CudaDriver *driver = nullptr;
+  std::vector<DeviceBuffer> buffers;
+  std::string firstError;
+};
+
+} // namespace fmhajit

@@ -1,0 +1,113 @@
+//===- HipRuntime.cpp - The HIP runtime, loaded at run time ---------------===//
+#include "runtime/device/HipRuntime.h"
+#include "specs/Errors.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+#include <mutex>
+
+using namespace fmhajit;
+using namespace fmhajit::hip;
+
+llvm::Expected<std::unique_ptr<HipRuntime>>
+HipRuntime::load(llvm::ArrayRef<const char *> libraries) {
+  auto library = SharedLibrary::open(
+      libraries, "no HIP runtime",
+      "--device hip needs an AMD GPU and ROCm (put ROCm's lib directory on LD_LIBRARY_PATH)");
+  if (!library)
+    return library.takeError();
+  std::unique_ptr<HipRuntime> runtime(new HipRuntime(std::move(*library)));
+  if (llvm::Error err = runtime->bind())
+    return std::move(err);
+  if (llvm::Error err = runtime->initialize())
+    return std::move(err);
+  return std::move(runtime);
+}
+
+llvm::Expected<HipRuntime &> HipRuntime::get() {
+  static std::once_flag once;
+  static HipRuntime *runtime = nullptr; // never destroyed (see SharedLibrary)
+  static std::string failure;
+  std::call_once(once, [] {
+    auto loaded = load(kLibraryNames);
+    if (loaded)
+      runtime = loaded->release();
+    else
+      failure = llvm::toString(loaded.takeError());
+  });
+  if (!runtime)
+    return makeError(ErrorKind::Driver, failure);
+  return *runtime;
+}
+
+llvm::Error HipRuntime::bind() {
+  ErrorList missing;
+  const char *advice = "update ROCm (5.0 or newer)";
+  auto need = [&](auto &fn, std::initializer_list<const char *> names) {
+    library.bind(fn, names, missing, advice);
+  };
+  need(fns.init, {"hipInit"});
+  need(fns.runtimeGetVersion, {"hipRuntimeGetVersion"});
+  need(fns.getErrorName, {"hipGetErrorName"});
+  need(fns.getErrorString, {"hipGetErrorString"});
+  need(fns.getDeviceCount, {"hipGetDeviceCount"});
+  need(fns.deviceGetName, {"hipDeviceGetName"});
+  need(fns.deviceTotalMem, {"hipDeviceTotalMem"});
+  need(fns.memGetInfo, {"hipMemGetInfo"});
+  need(fns.malloc, {"hipMalloc"});
+  need(fns.free, {"hipFree"});
+  need(fns.memcpy, {"hipMemcpy"});
+  need(fns.memsetD16, {"hipMemsetD16"});
+  need(fns.memsetD32, {"hipMemsetD32"});
+  need(fns.moduleLoadData, {"hipModuleLoadData"});
+  need(fns.moduleUnload, {"hipModuleUnload"});
+  need(fns.moduleGetFunction, {"hipModuleGetFunction"});
+  need(fns.moduleLaunchKernel, {"hipModuleLaunchKernel"});
+  need(fns.streamCreateWithFlags, {"hipStreamCreateWithFlags"});
+  need(fns.streamDestroy, {"hipStreamDestroy"});
+  need(fns.streamSynchronize, {"hipStreamSynchronize"});
+  need(fns.eventCreate, {"hipEventCreate"});
+  need(fns.eventDestroy, {"hipEventDestroy"});
+  need(fns.eventRecord, {"hipEventRecord"});
+  need(fns.eventSynchronize, {"hipEventSynchronize"});
+  need(fns.eventElapsedTime, {"hipEventElapsedTime"});
+  return missing.take();
+}
+
+llvm::Error HipRuntime::check(hipError_t result, llvm::StringRef call) const {
+  if (result == kSuccess)
+    return llvm::Error::success();
+  const char *name = fns.getErrorName(result);
+  const char *text = fns.getErrorString(result);
+  return makeError(ErrorKind::Driver, call + " failed: " +
+                                          (name ? name : "an unknown HIP error") + " (" +
+                                          (text ? text : "no description") + ")");
+}
+
+llvm::Error HipRuntime::initialize() {
+  if (llvm::Error err = check(fns.init(0), "hipInit"))
+    return err;
+  int count = 0;
+  if (llvm::Error err = check(fns.getDeviceCount(&count), "hipGetDeviceCount"))
+    return err;
+  if (count < 1)
+    return makeError(ErrorKind::Driver, "HIP sees no AMD GPU; check HIP_VISIBLE_DEVICES and "
+                                        "that this user may use /dev/kfd");
+  if (llvm::Error err = check(fns.runtimeGetVersion(&version), "hipRuntimeGetVersion"))
+    return err;
+  char name[256] = {};
+  if (llvm::Error err = check(fns.deviceGetName(name, sizeof(name) - 1, info.ordinal),
+                              "hipDeviceGetName"))
+    return err;
+  info.name = name;
+  return check(fns.deviceTotalMem(&info.totalMemory, info.ordinal), "hipDeviceTotalMem");
+}
+
+// hipRuntimeGetVersion: major * 10000000 + minor * 100000 + patch.
+std::string HipRuntime::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << info.name << " (" << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30))
+     << "), HIP " << version / 10000000 << "." << version / 100000 % 100 << "."
+     << version % 100000 << " (" << library.name() << ")";
+  return text;
+}

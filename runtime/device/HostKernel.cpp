@@ -1,0 +1,108 @@
+//===- HostKernel.cpp - A compiled, loaded host forward kernel ------------===//
+#include "runtime/device/HostKernel.h"
+#include "ir/targets/HostTarget.h"
+#include "compiler/HostJit.h"
+#include "compiler/KernelCompiler.h"
+#include "runtime/device/HostExecutor.h"
+#include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "llvm/ADT/StringMap.h"
+#include <algorithm>
+
+using namespace fmhajit;
+
+static TensorStrides packedStrides(int64_t heads, int64_t dim,
+                                   int64_t seqlen) {
+  return {seqlen * heads * dim, heads * dim, dim};
+}
+
+ForwardStrides ForwardStrides::packed(const KernelSpec &spec,
+                                      const AttentionProblem &problem) {
+  int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
+  return {packedStrides(problem.headsQ, spec.d, sq),
+          packedStrides(problem.headsKv, spec.d, sk),
+          packedStrides(problem.headsKv, spec.headDimV(), sk),
+          packedStrides(problem.headsQ, spec.headDimV(), sq)};
+}
+
+FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+                                 const ForwardBuffers &buf) {
+  return makeFwdParams(spec, problem, buf, ForwardStrides::packed(spec, problem));
+}
+
+FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+                                 const ForwardBuffers &buf, const ForwardStrides &strides) {
+  FwdParams p{};
+  p.q = buf.q;
+  p.k = buf.k;
+  p.v = buf.v;
+  p.o = buf.o;
+  p.lse = buf.lse;
+  p.cuSeqlensQ = buf.cuSeqlensQ;
+  p.cuSeqlensK = buf.cuSeqlensK;
+  p.alibiSlopes = buf.alibiSlopes;
+  int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
+  p.qStrides = strides.q;
+  p.kStrides = strides.k;
+  p.vStrides = strides.v;
+  p.oStrides = strides.o;
+  p.batch = static_cast<int32_t>(problem.batch);
+  p.headsQ = static_cast<int32_t>(problem.headsQ);
+  p.headsKv = static_cast<int32_t>(problem.headsKv);
+  p.seqlenQ = static_cast<int32_t>(sq);
+  p.seqlenK = static_cast<int32_t>(sk);
+  p.numQTiles = static_cast<int32_t>((sq + spec.bm - 1) / spec.bm);
+  p.scale = problem.resolvedScale();
+  p.softcap = problem.softcap;
+  p.windowLeft = static_cast<int32_t>(problem.windowLeft);
+  p.windowRight = static_cast<int32_t>(problem.windowRight);
+  return p;
+}
+
+int64_t fmhajit::workItems(const FwdParams &p) {
+  return int64_t(p.batch) * p.headsQ * p.numQTiles * std::max(p.numSplits, 1);
+}
+
+int64_t fmhajit::workItems(const KernelSpec &spec, const FwdParams &p) {
+  int64_t tiles = int64_t(p.batch) * p.headsQ * p.numQTiles;
+  return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1) : tiles;
+}
+
+// x86-64-v3/v4 code runs only where the CPU has their features.
+static llvm::Error checkRunnable(const ArchInfo &arch) {
+  if (arch.backend != Backend::Host)
+    return makeError(ErrorKind::Usage, "target " + arch.name +
+                                           " does not run on the host; use --device");
+  const llvm::StringMap<bool> &features = hostCpuFeatures();
+  auto require = [&](const char *feature) -> llvm::Error {
+    if (features.lookup(feature))
+      return llvm::Error::success();
+    return makeError(ErrorKind::Unsupported, "target " + arch.name + " needs " + feature +
+                                                 ", which this CPU lacks; use target=host");
+  };
+  if (arch.name == "x86-64-v4")
+    return require("avx512f");
+  if (arch.name == "x86-64-v3")
+    return require("avx2");
+  return llvm::Error::success();
+}
+
+llvm::Expected<HostKernel> HostKernel::load(const KernelSpec &spec, KernelCache &cache) {
+  if (llvm::Error err = checkRunnable(*findArch(spec.target)))
+    return std::move(err);
+  auto artifact = compileKernel(spec, cache);
+  if (!artifact)
+    return artifact.takeError();
+  auto jit = HostJit::global();
+  if (!jit)
+    return jit.takeError();
+  auto address = jit->load(encodeName(spec), (*artifact)->bytes());
+  if (!address)
+    return address.takeError();
+  return HostKernel(spec, reinterpret_cast<HostKernelFn>(*address), (*artifact)->origin);
+}
+
+void HostKernel::run(const FwdParams &params, HostExecutor &executor) const {
+  executor.run(fn, params, workItems(kernelSpec, params));
+}

@@ -1,0 +1,70 @@
+//===- HostKernel.h - A compiled, loaded host forward kernel --------------===//
+#pragma once
+
+#include "compiler/KernelCache.h"
+#include "ir/KernelAbi.h"
+#include "runtime/numerics/AttentionProblem.h"
+#include "specs/KernelSpec.h"
+#include "llvm/Support/Error.h"
+
+namespace fmhajit {
+
+class HostExecutor;
+
+/// The device pointers (host memory here) of one forward call.
+struct ForwardBuffers {
+  const void *q, *k, *v;
+  void *o;
+  float *lse = nullptr;                 ///< when spec.lse
+  const int32_t *cuSeqlensQ = nullptr;  ///< under varlen
+  const int32_t *cuSeqlensK = nullptr;
+  const float *alibiSlopes = nullptr;   ///< when bias=alibi
+};
+
+/// Element strides of Q, K, V and O; the last dim is always contiguous.
+struct ForwardStrides {
+  TensorStrides q, k, v, o;
+
+  /// The packed layouts of AttentionProblem (BSHD, or THD under varlen).
+  static ForwardStrides packed(const KernelSpec &spec, const AttentionProblem &problem);
+};
+
+/// FwdParams for \p problem (validated) with its tensors at \p strides.
+FwdParams makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+                        const ForwardBuffers &buffers, const ForwardStrides &strides);
+
+/// FwdParams for \p problem (validated) in the packed layouts of
+/// AttentionProblem (BSHD, or THD under varlen).
+FwdParams makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+                        const ForwardBuffers &buffers);
+
+/// Work items of a forward-family call: batch * headsQ * query tiles *
+/// max(numSplits, 1) (fwd leaves numSplits 0).
+int64_t workItems(const FwdParams &params);
+/// Work items of a call of \p spec's kernel, any family: as above, without
+/// the numSplits factor for splitkv_combine and append_kv (ir/KernelAbi.h).
+int64_t workItems(const KernelSpec &spec, const FwdParams &params);
+
+class HostKernel {
+public:
+  /// Compiles (through \p cache) and links the kernel of a resolved host
+  /// spec; refuses targets this CPU cannot run.
+  static llvm::Expected<HostKernel> load(const KernelSpec &spec, KernelCache &cache);
+
+  const KernelSpec &spec() const { return kernelSpec; }
+  /// Where the artifact came from on this load (memory, disk, compiled).
+  ArtifactOrigin origin() const { return artifactOrigin; }
+  HostKernelFn entry() const { return fn; }
+
+  void run(const FwdParams &params, HostExecutor &executor) const;
+
+private:
+  HostKernel(KernelSpec spec, HostKernelFn fn, ArtifactOrigin origin)
+      : kernelSpec(std::move(spec)), fn(fn), artifactOrigin(origin) {}
+
+  KernelSpec kernelSpec;
+  HostKernelFn fn;
+  ArtifactOrigin artifactOrigin;
+};
+
+} // namespace fmhajit

@@ -1,0 +1,61 @@
+//===- HostTensor.cpp - A typed host buffer -------------------------------===//
+#include "runtime/numerics/HostTensor.h"
+#include "runtime/numerics/HalfPrecision.h"
+#include <cassert>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace fmhajit;
+
+HostTensor::HostTensor(DType type, size_t numElements)
+    : type(type), count(numElements), bytes(numElements * dtypeBytes(type), 0) {
+  assert((type == DType::F32 || type == DType::F16 || type == DType::BF16) &&
+         "host tensors hold fp32, fp16 or bf16");
+}
+
+float HostTensor::get(size_t i) const {
+  assert(i < count && "element out of range");
+  if (type == DType::F32) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    return f;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, bytes.data() + 2 * i, 2);
+  return type == DType::F16 ? fp16ToFloat(bits) : bf16ToFloat(bits);
+}
+
+void HostTensor::set(size_t i, float value) {
+  assert(i < count && "element out of range");
+  if (type == DType::F32) {
+    std::memcpy(bytes.data() + 4 * i, &value, 4);
+    return;
+  }
+  uint16_t bits = type == DType::F16 ? floatToFp16(value) : floatToBf16(value);
+  std::memcpy(bytes.data() + 2 * i, &bits, 2);
+}
+
+void HostTensor::fillNormal(uint64_t seed, float stddev) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, stddev);
+  for (size_t i = 0; i < count; ++i) {
+    float value;
+    do
+      value = roundToDType(normal(rng), type);
+    while (value == 0.0f);
+    set(i, value);
+  }
+}
+
+void HostTensor::poison() {
+  for (size_t i = 0; i < count; ++i)
+    set(i, std::numeric_limits<float>::quiet_NaN());
+}
+
+std::vector<float> HostTensor::toFloat() const {
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i)
+    out[i] = get(i);
+  return out;
+}

@@ -1,0 +1,139 @@
+//===- RunBundle.cpp - What `fmhajit run --save DIR` writes ---------------===//
+#include "runtime/numerics/RunBundle.h"
+#include "runtime/numerics/Npy.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+#include "specs/SpecParser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include <cassert>
+#include <iterator>
+
+using namespace fmhajit;
+using llvm::StringRef;
+using llvm::json::Array;
+using llvm::json::Value;
+
+template <typename T>
+static Value listOrNull(const std::vector<T> &values, bool present) {
+  if (!present)
+    return nullptr;
+  Array list;
+  for (const T &v : values)
+    list.push_back(v);
+  return list;
+}
+
+llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
+                                        const AttentionProblem &problem) {
+  bool window = spec.mask == Mask::Window;
+  bool alibi = spec.bias == Bias::Alibi;
+  return llvm::json::Object{
+      {"spec", printSpec(spec)},
+      {"name", encodeName(spec)},
+      {"dtype", keyOf(spec.dtype)},
+      {"mask", keyOf(spec.mask)},
+      {"heads_q", problem.headsQ},
+      {"heads_kv", problem.headsKv},
+      // The float the kernel was given, widened exactly.
+      {"scale", static_cast<double>(problem.resolvedScale())},
+      {"softcap", spec.softcap ? static_cast<double>(problem.softcap) : 0.0},
+      {"window_left", window ? problem.windowLeft : -1},
+      {"window_right", window ? problem.windowRight : -1},
+      {"alibi_slopes", listOrNull(problem.resolvedAlibiSlopes(), alibi)},
+      {"cu_seqlens_q", listOrNull(problem.cuSeqlensQ(), spec.varlen)},
+      {"cu_seqlens_k", listOrNull(problem.cuSeqlensK(), spec.varlen)},
+  };
+}
+
+// The order, for people reading the file; llvm::json::Object itself
+// would print its keys sorted.
+static const char *const kMetadataKeys[] = {
+    "spec",        "name",         "dtype",        "mask",
+    "heads_q",     "heads_kv",     "scale",        "softcap",
+    "window_left", "window_right", "alibi_slopes", "cu_seqlens_q",
+    "cu_seqlens_k"};
+
+using MetaEntries = llvm::ArrayRef<std::pair<std::string, Value>>;
+
+static llvm::Error writeJsonFile(StringRef path, MetaEntries meta) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return makeError(ErrorKind::Io,
+                     "cannot write '" + path + "': " + ec.message());
+  {
+    llvm::json::OStream json(os, 2);
+    json.object([&] {
+      for (const auto &[key, value] : meta)
+        json.attribute(key, value);
+    });
+  }
+  os << "\n";
+  os.close();
+  if (os.has_error()) {
+    ec = os.error();
+    os.clear_error();
+    return makeError(ErrorKind::Io,
+                     "cannot write '" + path + "': " + ec.message());
+  }
+  return llvm::Error::success();
+}
+
+static llvm::Error writeMetadata(StringRef path,
+                                 const llvm::json::Object &meta) {
+  assert(meta.size() == std::size(kMetadataKeys) && "a key is not printed");
+  std::vector<std::pair<std::string, Value>> ordered;
+  for (const char *key : kMetadataKeys)
+    ordered.emplace_back(key, *meta.get(key));
+  return writeJsonFile(path, ordered);
+}
+
+static std::string pathIn(StringRef dir, StringRef file) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  return std::string(path);
+}
+
+llvm::Error fmhajit::writeBundle(StringRef dir, llvm::ArrayRef<BundleArray> arrays,
+                                 MetaEntries meta) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return makeError(ErrorKind::Io,
+                     "cannot create directory '" + dir + "': " + ec.message());
+  for (const BundleArray &a : arrays)
+    if (llvm::Error err = writeNpy(pathIn(dir, a.file), a.data, a.shape))
+      return err;
+  return writeJsonFile(pathIn(dir, "meta.json"), meta);
+}
+
+llvm::Error fmhajit::writeRunBundle(StringRef dir, const KernelSpec &spec,
+                                    const AttentionProblem &problem,
+                                    const RunTensors &tensors) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return makeError(ErrorKind::Io,
+                     "cannot create directory '" + dir + "': " + ec.message());
+  auto pathOf = [&](StringRef file) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, file);
+    return std::string(path);
+  };
+  struct Entry {
+    StringRef file;
+    llvm::ArrayRef<float> data;
+    llvm::SmallVector<int64_t, 4> shape;
+  };
+  Entry entries[] = {{"q.npy", tensors.q, problem.qShape()},
+                     {"k.npy", tensors.k, problem.kShape()},
+                     {"v.npy", tensors.v, problem.vShape()},
+                     {"o.npy", tensors.o, problem.oShape()},
+                     {"lse.npy", tensors.lse, problem.lseShape()}};
+  for (const Entry &e : entries) {
+    if (e.file == "lse.npy" && !spec.lse)
+      continue;
+    if (llvm::Error err = writeNpy(pathOf(e.file), e.data, e.shape))
+      return err;
+  }
+  return writeMetadata(pathOf("meta.json"), runMetadata(spec, problem));
+}

@@ -1,0 +1,42 @@
+//===- Tolerance.cpp - The per-dtype tolerance table ----------------------===//
+#include "runtime/numerics/Tolerance.h"
+#include "llvm/Support/ErrorHandling.h"
+
+using namespace fmhajit;
+
+namespace {
+struct ToleranceRow {
+  DType type;
+  Tolerance tolerance;
+};
+} // namespace
+
+// Why these numbers. Inputs are the same rounded values for kernel and
+// reference, so only the kernel's arithmetic and output rounding differ.
+//
+// fp32: the kernel accumulates Q.K and P.V in fp32 (unit roundoff 6e-8) and
+//   uses a fast exp2 polynomial with ~1e-7 relative error. Rescales of the
+//   online softmax hit numerator and denominator alike and cancel; what is
+//   left grows like eps * sqrt(Sk) in the P.V sums, ~4e-6 at Sk = 8192. 2e-5
+//   keeps a 5x margin and is still 100x below any real bug.
+// fp16: dominated by rounding O to fp16, at most 2^-11 (4.9e-4) of |o| and
+//   ~2.8e-4 RMS; GPU pipelines also round P to fp16 before P.V, which adds
+//   about as much again. Hence 2e-3 RMS and 4e-3 of max|ref| per element.
+// bf16: the same with 2^-8 precision: rounding O costs at most 2^-9 (2e-3)
+//   of |o| and ~1.1e-3 RMS, P rounded to bf16 as much again: 1e-2 and 2e-2.
+// lse: written in fp32 by every dtype from fp32 row maxima and sums (16-bit
+//   products are exact in fp32, and P's rounding never reaches the sum), so
+//   its error is a few fp32 ulps of max(1, |lse|) plus the exp2/log2
+//   approximations' ~1e-7: 1e-5 for all three.
+static const ToleranceRow kTolerances[] = {
+    {DType::F32, {/*relL2=*/2e-5, /*maxAbs=*/1e-4, /*lseRel=*/1e-5}},
+    {DType::F16, {/*relL2=*/2e-3, /*maxAbs=*/4e-3, /*lseRel=*/1e-5}},
+    {DType::BF16, {/*relL2=*/1e-2, /*maxAbs=*/2e-2, /*lseRel=*/1e-5}},
+};
+
+Tolerance fmhajit::toleranceFor(DType outType) {
+  for (const ToleranceRow &row : kTolerances)
+    if (row.type == outType)
+      return row.tolerance;
+  llvm_unreachable("no tolerance for this output dtype");
+}
