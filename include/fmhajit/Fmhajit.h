@@ -46,6 +46,25 @@ struct Options {
   /// The kernel cache directory; empty: $FMHAJIT_CACHE_DIR, else
   /// $XDG_CACHE_HOME/fmhajit, else ~/.cache/fmhajit (docs/cache.md).
   std::string cacheDir;
+  /// Run this kernel instead of the dispatcher's pick: a spec
+  /// ("family=fwd,dtype=bf16,d=128,bm=64") or an encoded name. Its
+  /// features must be the problem's; a spec left at target host takes the
+  /// plan's target. family=fwd_splitkv (or fwd_paged) runs split-KV.
+  std::string kernel;
+  /// Key splits of a pinned fwd_splitkv or fwd_paged kernel; 0: the plan's
+  /// rule for this machine (docs/api.md).
+  unsigned numSplits = 0;
+};
+
+/// How one kernel of a plan was loaded (set when Options::load was).
+struct StepLoad {
+  /// Where its code came from: "compiled", "disk" or "memory" (the kernel
+  /// cache, docs/cache.md); empty when the plan was not loaded.
+  std::string origin;
+  double codegenMs = 0; ///< spec -> code, or the cache lookup, plus linking
+  double driverMs = 0;  ///< GPU: the driver's compile of the code (0: reused)
+  /// GPU: what the driver reports of the kernel (0 on the host).
+  int registers = 0, localBytes = 0, sharedBytes = 0, blockThreads = 0;
 };
 
 /// One kernel launch of a plan.
@@ -57,6 +76,7 @@ struct PlanStep {
   std::string grid;      ///< what the work items are, in words
   int64_t workspaceOffset = 0, workspaceBytes = 0;
   std::string why; ///< why this kernel, in one line
+  StepLoad load;
 };
 
 /// What autotuning measured for one candidate.

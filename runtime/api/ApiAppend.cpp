@@ -16,12 +16,14 @@
 #include "runtime/api/DispatchTable.h"
 #include "runtime/api/HostAppendStep.h"
 #include "runtime/api/HostForwardStep.h"
+#include "runtime/api/PinnedKernel.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "runtime/api/TensorLayouts.h"
 #include "specs/ArchTable.h"
 #include "specs/Keys.h"
 #include "llvm/Support/Threading.h"
+#include <chrono>
 
 using namespace fmhajit;
 using namespace fmhajit::api;
@@ -37,21 +39,28 @@ static PlanStep appendStep(const LoweredAppend &l, const Dispatch &d) {
   std::string grid = std::to_string(a.batch) + " x " + std::to_string(heads) + " x " +
                      std::to_string(tiles) + " (batch x heads x new-row tiles of " +
                      std::to_string(spec.bm) + ")";
-  std::string why = d.fromRegistry ? "the dispatcher's pick from the registry"
-                                   : "made for this problem (no registry kernel has its features)";
-  return {encodeName(spec), "append", a.batch * heads * tiles, 1, grid, 0, 0, why};
+  return {encodeName(spec), "append", a.batch * heads * tiles, 1, grid, 0, 0, whyChosen(d)};
 }
 
-static llvm::Expected<Dispatch> chooseAppend(const LoweredAppend &l) {
-  auto registry = Registry::forTarget(l.features.target);
-  if (!registry)
-    return registry.takeError();
+// The dispatcher's pick, or Options::kernel's when it can serve the append.
+static llvm::Expected<Dispatch> chooseAppend(const LoweredAppend &l, const Options &options) {
   // The caches are packed, so a row starts every headsKv * dim elements.
   unsigned bytes = dtypeBytes(l.features.dtype);
   TensorStrides cache{l.problem.cache.blockStride(l.problem.headsKv, l.problem.d),
                       l.problem.headsKv * l.problem.d, l.problem.d};
   DispatchQuery query{l.features, l.problem.newTokens, 1, std::nullopt,
                       rowAlignment(cache, bytes, false)};
+  if (options.numSplits)
+    return makeError(ErrorKind::Spec, "Options::numSplits has no meaning for an append");
+  if (!options.kernel.empty()) {
+    auto pinned = resolvePinnedKernel(options.kernel, l.features.target);
+    if (!pinned)
+      return pinned.takeError();
+    return dispatchPinned(*pinned, query);
+  }
+  auto registry = Registry::forTarget(l.features.target);
+  if (!registry)
+    return registry.takeError();
   return dispatch(query, *registry, DispatchTable::forTarget(l.features.target));
 }
 
@@ -68,9 +77,13 @@ static llvm::Error loadAppend(PlanState &s, const LoweredAppend &l, const Kernel
     s.appender = std::move(*step);
     return llvm::Error::success();
   }
+  auto start = std::chrono::steady_clock::now();
   auto kernel = HostKernel::load(spec, *cache);
   if (!kernel)
     return kernel.takeError();
+  s.steps.front().load.origin = originName(kernel->origin()).str();
+  s.steps.front().load.codegenMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   RotaryTables tables;
   if (l.problem.rotary != RotaryForm::None)
     tables = makeRotaryTables(l.problem.cache.rowsPerSequence(), l.problem.resolvedRotaryDim(),
@@ -88,7 +101,7 @@ static llvm::Expected<Plan> buildAppendPlan(const AppendProblem &problem, const 
   auto lowered = lowerAppend(problem, *target);
   if (!lowered)
     return lowered.takeError();
-  auto chosen = chooseAppend(*lowered);
+  auto chosen = chooseAppend(*lowered, options);
   if (!chosen)
     return chosen.takeError();
   auto s = std::make_shared<PlanState>();

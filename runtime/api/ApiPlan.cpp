@@ -12,12 +12,17 @@
 #include "runtime/api/Dispatcher.h"
 #include "runtime/api/PlanBuilder.h"
 #include "runtime/api/PlanDescribe.h"
+#include "runtime/api/PinnedKernel.h"
 #include "runtime/api/PlanState.h"
 #include "runtime/api/ProblemLowering.h"
+#include "runtime/api/SplitHeuristic.h"
 #include "runtime/api/SplitPlanner.h"
+#include "runtime/device/SplitKv.h"
 #include "runtime/api/TuningStore.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
 #include "llvm/Support/Threading.h"
 
 using namespace fmhajit;
@@ -97,9 +102,55 @@ static void recordRules(PlanState &s, const Dispatch &d, const char *prefix) {
     s.decisions.push_back(prefix + r.rule + ": " + r.outcome);
 }
 
+// Options::numSplits, else the machine's rule (one part where the workers
+// are unknown: a GPU plan made without its driver).
+static unsigned pinnedSplits(Planning &p, const KernelSpec &pinned) {
+  if (p.options.numSplits) {
+    p.state->decisions.push_back("plan: " + std::to_string(p.options.numSplits) +
+                                 " key splits (Options::numSplits)");
+    return p.options.numSplits;
+  }
+  unsigned workers = splitWorkers(p.lowered.device, p.threads);
+  unsigned n = workers ? chooseNumSplits(pinned, p.lowered.problem, workers) : 1;
+  std::string unit = p.lowered.device != Device::Host ? " SMs"
+                     : workers == 1                   ? " thread"
+                                                      : " threads";
+  p.state->decisions.push_back("plan: " + std::to_string(n) + " key splits (chooseNumSplits for " +
+                               std::to_string(workers) + unit + ")");
+  return n;
+}
+
+// Options::kernel: that kernel, with its combine when it cuts key ranges.
+static llvm::Expected<PlanLayout> choosePinned(Planning &p) {
+  auto pinned = resolvePinnedKernel(p.options.kernel, p.lowered.features.target);
+  if (!pinned)
+    return pinned.takeError();
+  auto chosen = dispatchPinned(*pinned, p.query);
+  if (!chosen)
+    return chosen.takeError();
+  recordRules(*p.state, *chosen, "");
+  bool cutsKeys = hasSplitWorkItems(pinned->family);
+  if (!cutsKeys && p.options.numSplits > 1)
+    return makeError(ErrorKind::Spec, "Options::numSplits needs a fwd_splitkv or fwd_paged "
+                                      "kernel; " + encodeName(*pinned) + " has family " +
+                                      keyOf(pinned->family).str());
+  unsigned n = cutsKeys ? pinnedSplits(p, *pinned) : 1;
+  if (pinned->family != Family::FwdSplitKv && n <= 1)
+    return layoutPlan(p.lowered, *chosen, std::nullopt);
+  auto combine = combineSpecFor(*pinned);
+  if (!combine)
+    return combine.takeError();
+  return layoutPlan(p.lowered, *chosen, SplitChoice{*chosen, *combine, n});
+}
+
 // The single-pass choice, then split-KV when the problem is decode-shaped
 // and SplitPlanner says it pays.
 static llvm::Expected<PlanLayout> choose(Planning &p) {
+  if (!p.options.kernel.empty())
+    return choosePinned(p);
+  if (p.options.numSplits)
+    return makeError(ErrorKind::Spec, "Options::numSplits applies to a pinned kernel: set "
+                                      "Options::kernel to a fwd_splitkv or fwd_paged kernel");
   const std::string &target = p.lowered.features.target;
   auto registry = Registry::forTarget(target);
   if (!registry)
@@ -145,9 +196,12 @@ static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {
     p.state->loadText = "not loaded (Options::load = false): run() refuses this plan";
     return llvm::Error::success();
   }
-  auto runners = loadPlan(layout, p.lowered, *p.cache, p.options.threads);
+  std::vector<StepLoad> loads;
+  auto runners = loadPlan(layout, p.lowered, *p.cache, p.options.threads, loads);
   if (!runners)
     return runners.takeError();
+  for (size_t i = 0; i < loads.size() && i < p.state->steps.size(); ++i)
+    p.state->steps[i].load = loads[i];
   p.state->runners = std::move(*runners);
   p.state->loadText = "loaded through the kernel cache in " + p.cache->directory();
   return llvm::Error::success();

@@ -32,6 +32,13 @@ static std::string count(size_t n, const char *what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
 
+std::string fmhajit::whyChosen(const Dispatch &d) {
+  if (d.pinned)
+    return "named by Options::kernel";
+  return d.fromRegistry ? "the dispatcher's pick from the registry"
+                        : "made for this problem (no registry kernel has its features)";
+}
+
 unsigned fmhajit::kvRowAlignmentNeeded(const KernelSpec &spec) {
   return spec.pipeline == Pipeline::Mma ? 16 : dtypeBytes(spec.dtype);
 }

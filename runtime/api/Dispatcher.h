@@ -58,8 +58,12 @@ struct Dispatch {
   std::vector<KernelSpec> featureMatches;
   std::vector<RuleOutcome> rules;
   bool fromRegistry = true; ///< false: made up by rule 1
+  bool pinned = false;      ///< Options::kernel's, not the rules' (PinnedKernel.h)
   bool decodeShaped = false;
 };
+
+/// Why \p d's kernel runs, in one line (Plan::steps()' why).
+std::string whyChosen(const Dispatch &d);
 
 /// Bytes to which a kernel of \p spec needs K/V row starts (and the K/V
 /// pointers) aligned: 16 for pipeline mma, else one element.

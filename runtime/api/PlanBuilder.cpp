@@ -8,8 +8,10 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
+#include <chrono>
 
 using namespace fmhajit;
+using Clock = std::chrono::steady_clock;
 
 int64_t fmhajit::alignWorkspace(int64_t bytes) {
   return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
@@ -39,11 +41,6 @@ static std::string gridText(const AttentionProblem &a, const KernelSpec &spec, u
   return text + " (" + what + ")";
 }
 
-static std::string whyText(const Dispatch &d) {
-  return d.fromRegistry ? "the dispatcher's pick from the registry"
-                        : "made for this problem (no registry kernel has its features)";
-}
-
 static const char *forwardRole(const LoweredProblem &l, bool split) {
   if (l.pagedCache)
     return split ? "paged split-KV forward" : "paged forward";
@@ -53,7 +50,7 @@ static const char *forwardRole(const LoweredProblem &l, bool split) {
 static void layoutSingle(const LoweredProblem &l, const Dispatch &d, PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
   addStep(layout, {d.chosen, forwardRole(l, false), a.batch * a.headsQ * queryTiles(a, d.chosen),
-                   1, gridText(a, d.chosen, 1), 0, 0, whyText(d)});
+                   1, gridText(a, d.chosen, 1), 0, 0, whyChosen(d)});
 }
 
 // The partials sit in one slice that the split launch writes and the
@@ -66,11 +63,13 @@ static void layoutSplit(const LoweredProblem &l, const SplitChoice &s, PlanLayou
   addStep(layout, {s.split.chosen, forwardRole(l, true),
                    a.batch * a.headsQ * queryTiles(a, s.split.chosen) * s.numSplits, s.numSplits,
                    gridText(a, s.split.chosen, s.numSplits), 0, bytes,
-                   whyText(s.split) + "; writes fp32 partial O and LSE of " +
+                   whyChosen(s.split) + "; writes fp32 partial O and LSE of " +
                        std::to_string(s.numSplits) + " key ranges"});
   const StepLayout &first = layout.steps.back();
   layout.splitWorkspace = {first.workspaceOffset, first.workspaceOffset + lseOffset,
                            layout.workspaceBytes};
+  if (s.numSplits <= 1) // one part: the split kernel writes O and LSE itself
+    return;
   addStep(layout, {s.combine, "combine", a.batch * a.headsQ * queryTiles(a, s.combine), 1,
                    gridText(a, s.combine, 1), 0, 0,
                    "merges the partials of step " + std::to_string(layout.steps.size())});
@@ -106,26 +105,55 @@ static HostBinding hostBinding(const FwdParams &params, const LoweredProblem &l)
   return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
 }
 
-static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSingle(const PlanLayout &layout,
-                                                                        const LoweredProblem &l,
-                                                                        KernelCache &cache,
-                                                                        unsigned threads) {
+static double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+static api::StepLoad hostLoad(const HostKernel &kernel, double ms) {
+  api::StepLoad load;
+  load.origin = originName(kernel.origin()).str();
+  load.codegenMs = ms;
+  return load;
+}
+
+static api::StepLoad gpuLoad(const CudaKernel &kernel) {
+  const CudaLoadStats &stats = kernel.loadStats();
+  const CudaKernelResources &res = kernel.resources();
+  return {originName(stats.origin).str(), stats.codegenMs, stats.driverMs, res.registers,
+          res.localBytes, int(kernel.sharedBytes()), int(kernel.blockThreads())};
+}
+
+static llvm::Expected<std::unique_ptr<const StepRunner>>
+loadHostSingle(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
+               unsigned threads, std::vector<api::StepLoad> &loads) {
+  Clock::time_point start = Clock::now();
   auto kernel = HostKernel::load(layout.steps.front().spec, cache);
   if (!kernel)
     return kernel.takeError();
+  loads.push_back(hostLoad(*kernel, msSince(start)));
   FwdParams params = planParams(layout, l);
   return std::make_unique<const HostForwardStep>(kernel->entry(), hostBinding(params, l),
                                                  sharedHostExecutor(threads), workItems(params));
 }
 
-static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSplit(const PlanLayout &layout,
-                                                                       const LoweredProblem &l,
-                                                                       KernelCache &cache,
-                                                                       unsigned threads) {
+// Both kernels of a split pair load in one timed call; the split kernel
+// gets the time.
+static void addHostLoads(const HostSplitKv &kernels, double ms, bool combines,
+                         std::vector<api::StepLoad> &loads) {
+  loads.push_back(hostLoad(kernels.splitKernel(), ms));
+  if (combines)
+    loads.push_back(hostLoad(kernels.combineKernel(), 0));
+}
+
+static llvm::Expected<std::unique_ptr<const StepRunner>>
+loadHostSplit(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
+              unsigned threads, std::vector<api::StepLoad> &loads) {
   const SplitChoice &s = *layout.split;
+  Clock::time_point start = Clock::now();
   auto kernels = HostSplitKv::load(s.split.chosen, cache);
   if (!kernels)
     return kernels.takeError();
+  addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   FwdParams params = planParams(layout, l);
   return std::make_unique<const HostSplitStep>(std::move(*kernels), hostBinding(params, l),
                                                layout.splitWorkspace, sharedHostExecutor(threads));
@@ -134,14 +162,15 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostSplit(const Pla
 // fwd_paged with the plan's part count (one: no combine runs), the pools'
 // strides from the lowering and the paged fields; the block table, the
 // lengths and the partials are bound per run.
-static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostPaged(const PlanLayout &layout,
-                                                                       const LoweredProblem &l,
-                                                                       KernelCache &cache,
-                                                                       unsigned threads) {
+static llvm::Expected<std::unique_ptr<const StepRunner>>
+loadHostPaged(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
+              unsigned threads, std::vector<api::StepLoad> &loads) {
   const KernelSpec &spec = layout.steps.front().spec;
+  Clock::time_point start = Clock::now();
   auto kernels = HostSplitKv::load(spec, cache);
   if (!kernels)
     return kernels.takeError();
+  addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   FwdParams params = planParams(layout, l);
   return std::make_unique<const HostPagedStep>(std::move(*kernels), hostBinding(params, l),
                                                layout.splitWorkspace, sharedHostExecutor(threads),
@@ -149,18 +178,20 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostPaged(const Pla
 }
 
 // The forward kernel, with the combine when the plan cuts key ranges.
-static llvm::Expected<std::unique_ptr<const StepRunner>> loadCuda(const PlanLayout &layout,
-                                                                  const LoweredProblem &l,
-                                                                  KernelCache &cache) {
+static llvm::Expected<std::unique_ptr<const StepRunner>>
+loadCuda(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
+         std::vector<api::StepLoad> &loads) {
   const KernelSpec &spec = layout.steps.front().spec;
   auto kernel = CudaKernel::load(spec, cache);
   if (!kernel)
     return kernel.takeError();
+  loads.push_back(gpuLoad(*kernel));
   std::optional<CudaKernel> combine;
-  if (layout.split) {
+  if (layout.split && layout.split->numSplits > 1) {
     auto loaded = CudaKernel::load(layout.split->combine, cache);
     if (!loaded)
       return loaded.takeError();
+    loads.push_back(gpuLoad(*loaded));
     combine = std::move(*loaded);
   }
   return std::make_unique<const CudaForwardStep>(CudaForwardLaunch{std::move(*kernel),
@@ -169,20 +200,19 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadCuda(const PlanLayo
                                                  kvRowAlignmentNeeded(spec), layout.splitWorkspace);
 }
 
-static llvm::Expected<std::unique_ptr<const StepRunner>> loadRunner(const PlanLayout &layout,
-                                                                    const LoweredProblem &l,
-                                                                    KernelCache &cache,
-                                                                    unsigned threads) {
+static llvm::Expected<std::unique_ptr<const StepRunner>>
+loadRunner(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
+           unsigned threads, std::vector<api::StepLoad> &loads) {
   const KernelSpec &spec = layout.steps.front().spec;
   const ArchInfo &arch = *findArch(spec.target);
   if (arch.backend == Backend::Nvptx)
-    return loadCuda(layout, l, cache);
+    return loadCuda(layout, l, cache, loads);
   if (l.pagedCache && arch.backend == Backend::Host)
-    return loadHostPaged(layout, l, cache, threads);
+    return loadHostPaged(layout, l, cache, threads, loads);
   if (layout.split && arch.backend == Backend::Host)
-    return loadHostSplit(layout, l, cache, threads);
+    return loadHostSplit(layout, l, cache, threads, loads);
   if (arch.backend == Backend::Host)
-    return loadHostSingle(layout, l, cache, threads);
+    return loadHostSingle(layout, l, cache, threads, loads);
   return makeError(ErrorKind::Unsupported, "kernel " + encodeName(spec) + " (family " +
                                                keyOf(spec.family) + " on " + arch.name +
                                                ") cannot be launched by this build yet");
@@ -190,8 +220,8 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadRunner(const PlanLa
 
 llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>
 fmhajit::loadPlan(const PlanLayout &layout, const LoweredProblem &problem, KernelCache &cache,
-                  unsigned threads) {
-  auto runner = loadRunner(layout, problem, cache, threads);
+                  unsigned threads, std::vector<api::StepLoad> &loads) {
+  auto runner = loadRunner(layout, problem, cache, threads, loads);
   if (!runner)
     return runner.takeError();
   std::vector<std::unique_ptr<const StepRunner>> runners;

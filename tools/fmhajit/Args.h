@@ -19,6 +19,7 @@ namespace fmhajit {
 struct OptionSpec {
   llvm::StringRef name; ///< without the leading "--"
   bool takesValue;
+  llvm::StringRef help = ""; ///< one line for `fmhajit help COMMAND`
 };
 
 class Args {

@@ -1,6 +1,7 @@
 //===- Commands.h - The fmhajit subcommands -------------------------------===//
 #pragma once
 
+#include "tools/fmhajit/Args.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -18,6 +19,11 @@ int runCommand(llvm::ArrayRef<const char *> argv);
 int compileCommand(llvm::ArrayRef<const char *> argv);
 int cacheCommand(llvm::ArrayRef<const char *> argv);
 int planCommand(llvm::ArrayRef<const char *> argv);
+
+/// The flags of the commands that take any (`fmhajit help COMMAND`);
+/// run's and plan's are in RunOptions.h and PlanOptions.h.
+llvm::ArrayRef<OptionSpec> compileFlags();
+llvm::ArrayRef<OptionSpec> listFlags();
 
 /// Prints each problem in \p err as one `error:` line on stderr and returns
 /// the exit code: 2 for usage errors, 1 for everything else.

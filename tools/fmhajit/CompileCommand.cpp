@@ -39,8 +39,16 @@ static llvm::Error writeOutput(llvm::StringRef path, llvm::StringRef bytes) {
   return llvm::Error::success();
 }
 
+static const OptionSpec kCompileFlags[] = {
+    {"emit", true, "the stage to dump: llvm|opt|asm|obj"},
+    {"o", true, "write to FILE instead of standard output (also -o FILE)"},
+    {"target", true, "compile for this target instead of the spec's"},
+};
+
+llvm::ArrayRef<OptionSpec> fmhajit::compileFlags() { return kCompileFlags; }
+
 int fmhajit::compileCommand(llvm::ArrayRef<const char *> argv) {
-  auto args = Args::parse(argv, {{"emit", true}, {"o", true}, {"target", true}});
+  auto args = Args::parse(argv, compileFlags());
   if (!args)
     return reportErrors(args.takeError());
   std::string emit = args->get("emit").value_or("obj");

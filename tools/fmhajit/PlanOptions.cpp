@@ -3,6 +3,7 @@
 #include "specs/Errors.h"
 #include "specs/Keys.h"
 #include "tools/fmhajit/Args.h"
+#include "tools/fmhajit/ProblemFlags.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
@@ -10,57 +11,40 @@
 using namespace fmhajit;
 using llvm::StringRef;
 
-static const OptionSpec kPlanFlags[] = {
-    {"batch", true},    {"heads", true},     {"heads-kv", true}, {"seqlen-q", true},
-    {"seqlen-k", true}, {"varlen-q", true},  {"varlen-k", true}, {"d", true},
-    {"dv", true},       {"dtype", true},     {"out", true},      {"mask", true},
-    {"window", true},   {"softcap", true},   {"alibi", false},   {"lse", false},
-    {"scale", true},    {"layout", true},    {"device", true},   {"target", true},
-    {"threads", true},  {"autotune", false}, {"load", false},   {"page-size", true},
-    {"cache-len", true}};
+static const OptionSpec kPlanOnlyFlags[] = {
+    {"d", true, "Q/K head dim (default 128)"},
+    {"dv", true, "V/O head dim (default --d)"},
+    {"dtype", true, "fp32|fp16|bf16|fp8_e4m3|fp8_e5m2 (default bf16)"},
+    {"out", true, "O's dtype (default: --dtype; fp8: bf16)"},
+    {"mask", true, "none|causal|causal_br|window (default none; --window implies window)"},
+    {"alibi", false, "ALiBi bias"},
+    {"lse", false, "also write the log-sum-exp of each row"},
+    {"layout", true, "bshd|bhsd (default bshd)"},
+    {"autotune", false, "time the candidates and keep the fastest (loads them)"},
+    {"load", false, "compile and load the kernels, as a plan that runs would"},
+    {"page-size", true, "paged K/V: rows per page (with --cache-len)"},
+    {"cache-len", true, "paged K/V: each sequence's keys L,L,... (with --page-size)"},
+};
 
 static constexpr int64_t kMaxLength = int64_t(1) << 30;
 
-static void readInts(const Args &args, api::Problem &p, ErrorList &errors) {
-  struct Size {
-    const char *flag;
-    int64_t *field;
-  };
-  const Size sizes[] = {{"batch", &p.batch},      {"heads", &p.headsQ},
-                        {"heads-kv", &p.headsKv}, {"seqlen-q", &p.seqlenQ},
-                        {"seqlen-k", &p.seqlenK}, {"d", &p.headDim},
-                        {"dv", &p.headDimV}};
-  for (const Size &s : sizes) {
-    auto v = args.getInt(s.flag, 1, kMaxLength);
+llvm::ArrayRef<OptionSpec> fmhajit::planFlags() {
+  static const std::vector<OptionSpec> flags = [] {
+    std::vector<OptionSpec> all(problemFlags().begin(), problemFlags().end());
+    all.insert(all.end(), std::begin(kPlanOnlyFlags), std::end(kPlanOnlyFlags));
+    return all;
+  }();
+  return flags;
+}
+
+static void readHeadDims(const Args &args, api::Problem &p, ErrorList &errors) {
+  for (auto [flag, field] : {std::pair{"d", &p.headDim}, std::pair{"dv", &p.headDimV}}) {
+    auto v = args.getInt(flag, 1, kMaxLength);
     if (!v)
       errors.add(v.takeError());
     else if (*v)
-      *s.field = **v;
+      *field = **v;
   }
-}
-
-// --varlen-q/k take per-sequence lengths; the API takes cumulative ones.
-static void readVarlen(const Args &args, api::Problem &p, ErrorList &errors) {
-  for (auto [flag, field] :
-       {std::pair{"varlen-q", &p.cuSeqlensQ}, std::pair{"varlen-k", &p.cuSeqlensK}}) {
-    std::optional<std::string> text = args.get(flag);
-    if (!text)
-      continue;
-    llvm::SmallVector<StringRef, 16> parts;
-    StringRef(*text).split(parts, ',');
-    field->assign(1, 0);
-    for (StringRef part : parts) {
-      int64_t len = 0;
-      if (part.trim().getAsInteger(10, len) || len < 0 || field->back() + len > INT32_MAX) {
-        errors.add(ErrorKind::Usage, "--" + llvm::Twine(flag) + " " + *text +
-                                         ": expected comma-separated lengths >= 0");
-        break;
-      }
-      field->push_back(int32_t(field->back() + len));
-    }
-  }
-  if (!p.cuSeqlensQ.empty())
-    p.batch = int64_t(p.cuSeqlensQ.size()) - 1;
 }
 
 // A paged cache as `fmhajit run` builds one: --cache-len gives each
@@ -108,62 +92,6 @@ static std::optional<E> readKey(const Args &args, const char *flag, ErrorList &e
   return value;
 }
 
-static api::DType publicDType(DType t) {
-  switch (t) {
-  case DType::F32:
-    return api::DType::F32;
-  case DType::F16:
-    return api::DType::F16;
-  case DType::BF16:
-    return api::DType::BF16;
-  case DType::F8E4M3:
-    return api::DType::F8E4M3;
-  case DType::F8E5M2:
-    return api::DType::F8E5M2;
-  }
-  return api::DType::F32;
-}
-
-static api::Mask publicMask(Mask m) {
-  switch (m) {
-  case Mask::None:
-    return api::Mask::None;
-  case Mask::Causal:
-    return api::Mask::Causal;
-  case Mask::CausalBr:
-    return api::Mask::CausalBottomRight;
-  case Mask::Window:
-    return api::Mask::Window;
-  }
-  return api::Mask::None;
-}
-
-static std::optional<float> readFloat(const Args &args, const char *flag, ErrorList &errors) {
-  std::optional<std::string> text = args.get(flag);
-  double v = 0;
-  if (!text)
-    return std::nullopt;
-  if (StringRef(*text).getAsDouble(v) || !std::isfinite(v) || v <= 0) {
-    errors.add(ErrorKind::Usage,
-               "--" + llvm::Twine(flag) + " " + *text + ": expected a positive number");
-    return std::nullopt;
-  }
-  return float(v);
-}
-
-// Window sides as `fmhajit run` takes them; a window alone implies the mask.
-static void readWindow(const Args &args, api::Problem &p, ErrorList &errors) {
-  std::optional<std::string> text = args.get("window");
-  if (!text)
-    return;
-  auto [left, right] = StringRef(*text).split(',');
-  if (left.trim().getAsInteger(10, p.windowLeft) || right.trim().getAsInteger(10, p.windowRight) ||
-      p.windowLeft < -1 || p.windowRight < -1)
-    errors.add(ErrorKind::Usage, "--window " + *text + ": expected LEFT,RIGHT (-1: unbounded)");
-  if (!args.has("mask"))
-    p.mask = api::Mask::Window;
-}
-
 static void readFeatures(const Args &args, api::Problem &p, ErrorList &errors) {
   if (auto t = readKey<DType>(args, "dtype", errors))
     p.dtype = publicDType(*t);
@@ -171,11 +99,8 @@ static void readFeatures(const Args &args, api::Problem &p, ErrorList &errors) {
     p.outDtype = publicDType(*t);
   if (auto m = readKey<Mask>(args, "mask", errors))
     p.mask = publicMask(*m);
-  readWindow(args, p, errors);
-  if (auto c = readFloat(args, "softcap", errors))
-    p.softcap = *c;
-  if (auto s = readFloat(args, "scale", errors))
-    p.scale = *s;
+  else if (args.has("window")) // a window alone implies the mask
+    p.mask = api::Mask::Window;
   p.alibi = args.has("alibi");
   p.wantLse = args.has("lse");
   std::string layout = args.get("layout").value_or("bshd");
@@ -185,19 +110,7 @@ static void readFeatures(const Args &args, api::Problem &p, ErrorList &errors) {
     errors.add(ErrorKind::Usage, "--layout " + layout + ": use bshd or bhsd");
 }
 
-static void readPlacement(const Args &args, PlanRequest &r, ErrorList &errors) {
-  std::string device = args.get("device").value_or("host");
-  if (device == "cuda")
-    r.problem.device = api::Device::Cuda;
-  else if (device == "hip")
-    r.problem.device = api::Device::Hip;
-  else if (device != "host")
-    errors.add(ErrorKind::Usage, "--device " + device + ": use host, cuda or hip");
-  r.options.target = args.get("target").value_or("");
-  if (auto threads = args.getInt("threads", 1, 1024); !threads)
-    errors.add(threads.takeError());
-  else if (*threads)
-    r.options.threads = unsigned(**threads);
+static void readTuning(const Args &args, PlanRequest &r) {
   r.options.autotune = args.has("autotune");
   // Only choosing works for any target; running, and so timing, needs the
   // kernels loaded.
@@ -205,7 +118,7 @@ static void readPlacement(const Args &args, PlanRequest &r, ErrorList &errors) {
 }
 
 llvm::Expected<PlanRequest> fmhajit::parsePlanOptions(llvm::ArrayRef<const char *> argv) {
-  auto args = Args::parse(argv, kPlanFlags);
+  auto args = Args::parse(argv, planFlags());
   if (!args)
     return args.takeError();
   if (!args->positional().empty())
@@ -213,11 +126,12 @@ llvm::Expected<PlanRequest> fmhajit::parsePlanOptions(llvm::ArrayRef<const char 
                                        "--seqlen-q 1 --seqlen-k 4096");
   PlanRequest r;
   ErrorList errors;
-  readInts(*args, r.problem, errors);
-  readVarlen(*args, r.problem, errors);
+  readProblemFlags(*args, r.problem, errors);
+  readHeadDims(*args, r.problem, errors);
   readPaged(*args, r.problem, errors);
   readFeatures(*args, r.problem, errors);
-  readPlacement(*args, r, errors);
+  readPlacement(*args, r.problem, r.options, errors);
+  readTuning(*args, r);
   if (!errors.empty())
     return errors.take();
   return r;

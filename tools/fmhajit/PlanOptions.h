@@ -9,6 +9,7 @@
 #pragma once
 
 #include "fmhajit/Fmhajit.h"
+#include "tools/fmhajit/Args.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -18,6 +19,9 @@ struct PlanRequest {
   api::Problem problem;
   api::Options options;
 };
+
+/// The flags `fmhajit plan` takes, for parsing and `fmhajit help plan`.
+llvm::ArrayRef<OptionSpec> planFlags();
 
 /// Parses the words after `plan`; usage errors name the flag.
 llvm::Expected<PlanRequest> parsePlanOptions(llvm::ArrayRef<const char *> argv);

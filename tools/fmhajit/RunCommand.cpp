@@ -1,152 +1,205 @@
-//===- RunCommand.cpp - fmhajit run: compile, run, time, check, save ------===//
-#include "compiler/KernelCache.h"
-#include "runtime/numerics/Compare.h"
-#include "runtime/device/HostExecutor.h"
-#include "runtime/device/HostKernel.h"
-#include "runtime/numerics/HostTensor.h"
-#include "runtime/numerics/Reference.h"
-#include "runtime/numerics/RunBundle.h"
+//===- RunCommand.cpp - fmhajit run: plan, run, check, save, time ---------===//
+//
+// A client of the public API: api::plan with the spec pinned
+// (Options::kernel), one checked run of runtime/harness on poisoned
+// outputs, then the timed runs. Prints the lines of docs/run.md.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/harness/AppendCase.h"
+#include "runtime/harness/DeviceReport.h"
+#include "runtime/harness/ForwardCase.h"
+#include "runtime/harness/RunTimer.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "tools/fmhajit/Commands.h"
-#include "tools/fmhajit/RunCommand.h"
-#include "tools/fmhajit/RunFamilies.h"
 #include "tools/fmhajit/RunOptions.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 
 using namespace fmhajit;
-using Clock = std::chrono::steady_clock;
 
-static double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+/// \p value printed with \p spec ("%.2f ms").
+static std::string fmt(const char *spec, double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format(spec, value);
+  return text;
 }
 
-RunData::RunData(const RunOptions &opt)
-    : q(opt.spec.dtype, numElements(opt.problem.qShape())),
-      k(opt.spec.dtype, numElements(opt.problem.kShape())),
-      v(opt.spec.dtype, numElements(opt.problem.vShape())),
-      o(opt.spec.outType(), numElements(opt.problem.oShape())) {
-  q.fillNormal(opt.seed);
-  k.fillNormal(opt.seed + 1);
-  v.fillNormal(opt.seed + 2);
-  poison(opt);
-  if (opt.problem.isVarlen()) {
-    cuQ = opt.problem.cuSeqlensQ();
-    cuK = opt.problem.cuSeqlensK();
+namespace {
+/// What a run prints, line by line: every line starts with a word padded
+/// to 9 columns (docs/run.md).
+struct Report {
+  llvm::raw_ostream &os = llvm::outs();
+
+  void line(llvm::StringRef word, const llvm::Twine &text) {
+    os << llvm::left_justify(word, 8) << " " << text << "\n";
   }
-  if (opt.spec.bias == Bias::Alibi)
-    slopes = opt.problem.resolvedAlibiSlopes();
+};
+} // namespace
+
+// The flags the spec rules out, then the API's refusal (one problem a
+// line): an invalid input, exit 1, like an invalid spec.
+static int reportRefusal(const RunRequest &req, const api::Status &status) {
+  for (const std::string &mismatch : req.specMismatches)
+    llvm::errs() << "error: " << mismatch << "\n";
+  llvm::SmallVector<llvm::StringRef, 8> lines;
+  if (!status.ok())
+    llvm::StringRef(status.message()).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    llvm::errs() << "error: " << line << "\n";
+  llvm::errs().flush();
+  return 1;
 }
 
-void RunData::poison(const RunOptions &opt) {
-  o.poison();
-  if (opt.spec.lse)
-    lse.assign(numElements(opt.problem.lseShape()), NAN);
-}
 
-ForwardBuffers RunData::buffers() {
-  return {q.data(), k.data(), v.data(), o.data(), lse.empty() ? nullptr : lse.data(),
-          cuQ.empty() ? nullptr : cuQ.data(), cuK.empty() ? nullptr : cuK.data(),
-          slopes.empty() ? nullptr : slopes.data()};
-}
-
-// 2*(d + dv) per visible (query, key) pair.
-double fmhajit::forwardFlops(const RunOptions &opt) {
-  const AttentionProblem &p = opt.problem;
-  double pairs = 0;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    double sq = p.seqlenQOf(b), sk = p.seqlenKOf(b);
-    if (opt.spec.mask == Mask::Window) {
-      for (int64_t i = 0; i < sq; ++i) {
-        int64_t diag = i + int64_t(sk) - int64_t(sq);
-        int64_t lo = p.windowLeft < 0 ? 0 : std::max<int64_t>(0, diag - p.windowLeft);
-        int64_t hi = p.windowRight < 0 ? int64_t(sk) - 1 : std::min<int64_t>(int64_t(sk) - 1, diag + p.windowRight);
-        pairs += std::max<int64_t>(0, hi - lo + 1);
-      }
-    } else {
-      pairs += sq * sk * (opt.spec.mask == Mask::None ? 1.0 : 0.5);
-    }
+static void printLoad(Report &r, const api::PlanStep &step, bool gpu) {
+  const api::StepLoad &l = step.load;
+  if (!gpu) {
+    r.line("load", fmt("%.2f ms", l.codegenMs) + " (" + l.origin + ")");
+    return;
   }
-  return 2.0 * (opt.spec.d + opt.spec.headDimV()) * pairs * p.headsQ;
+  r.line("load", fmt("%.2f ms", l.codegenMs + l.driverMs) + " (" + l.origin +
+                     ") = codegen " + fmt("%.2f ms", l.codegenMs) + " + driver " +
+                     fmt("%.2f ms", l.driverMs));
+  r.line("launch", llvm::Twine(step.workItems) + " blocks x " + llvm::Twine(l.blockThreads) +
+                       " threads, " + llvm::Twine(l.sharedBytes) + " B shared, " +
+                       llvm::Twine(l.registers) + " registers, " + llvm::Twine(l.localBytes) +
+                       " B local");
 }
 
-double fmhajit::medianCallMs(llvm::function_ref<void()> call, unsigned iterations,
-                             unsigned &ran) {
-  std::vector<double> times;
-  Clock::time_point begin = Clock::now();
-  for (unsigned i = 0; iterations ? i < iterations : (i < 3 || msSince(begin) < 200); ++i) {
-    Clock::time_point t = Clock::now();
-    call();
-    times.push_back(msSince(t));
+// The `splits` line: where the part count came from.
+static void printSplits(Report &r, const RunRequest &req, const api::Plan &plan) {
+  std::string why = "--num-splits";
+  if (!req.numSplitsGiven)
+    for (const std::string &d : plan.decisions())
+      if (llvm::StringRef(d).starts_with("plan: ") && d.find(" key splits (") != std::string::npos)
+        why = llvm::StringRef(d).split(" (").second.drop_back().str();
+  r.line("splits", llvm::Twine(plan.steps().front().keySplits) + " (" + why + ")");
+}
+
+static void printKernels(Report &r, const RunRequest &req, const api::Plan &plan) {
+  const std::vector<api::PlanStep> &steps = plan.steps();
+  bool gpu = plan.device() != api::Device::Host;
+  r.line("kernel", steps.front().kernel);
+  if (gpu) {
+    auto device = harness::describeDevice(plan.device());
+    if (!device)
+      llvm::consumeError(device.takeError());
+    else
+      r.line("device", *device);
   }
-  ran = static_cast<unsigned>(times.size());
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
+  if (steps.size() > 1)
+    r.line("combine", steps[1].kernel);
+  printLoad(r, steps.front(), gpu);
 }
 
-bool fmhajit::checkOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream &os) {
-  ReferenceOutput ref = referenceForward(opt.spec, opt.problem, data.q.toFloat(),
-                                         data.k.toFloat(), data.v.toFloat());
-  CompareResult result = compareOutputs(data.o.toFloat(), ref.o, data.lse, ref.lse,
-                                        opt.spec.outType());
-  os << "check    " << result.summary() << "\n";
-  return result.pass;
+static void printTiming(Report &r, const harness::Timing &t, double flops, double bytes,
+                        const api::Plan &plan, const RunRequest &req) {
+  bool gpu = plan.device() != api::Device::Host;
+  std::string of = "(median of " + std::to_string(t.runs) + ", ";
+  unsigned threads = req.options.threads ? req.options.threads
+                                         : llvm::hardware_concurrency().compute_thread_count();
+  if (gpu)
+    of += std::string(t.clock) + ")";
+  else
+    of += std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+  r.line("time", fmt(gpu ? "%.4f ms" : "%.3f ms", t.ms) + " " + of);
+  if (bytes > 0) {
+    r.line("GB/s", fmt("%.2f", bytes / (t.ms * 1e6)));
+    return;
+  }
+  r.line("GFLOPS", fmt("%.1f", flops / (t.ms * 1e6)));
+  if (gpu)
+    r.line("TFLOPS", fmt("%.2f", flops / (t.ms * 1e9)));
 }
 
-llvm::Error fmhajit::saveOutputs(const RunOptions &opt, RunData &data, llvm::raw_ostream &os) {
-  if (!opt.saveDir)
-    return llvm::Error::success();
-  std::vector<float> q = data.q.toFloat(), k = data.k.toFloat(), v = data.v.toFloat(),
-                     o = data.o.toFloat();
-  if (llvm::Error err =
-          writeRunBundle(*opt.saveDir, opt.spec, opt.problem, {q, k, v, o, data.lse}))
-    return err;
-  os << "saved    " << *opt.saveDir << "\n";
-  return llvm::Error::success();
+static bool isSplitFamily(Family family) {
+  return family == Family::FwdSplitKv || family == Family::FwdPaged;
+}
+
+// The checked run's verdict and bundle, then the timed runs; the exit code.
+template <typename Case, typename Verdict>
+static int finishRun(Report &r, const RunRequest &req, const api::Plan &plan, Case &c,
+                     Verdict check, llvm::function_ref<llvm::Error(const KernelSpec &)> save,
+                     double flops, double bytes) {
+  bool pass = true;
+  if (req.check) {
+    auto verdict = check();
+    r.line("check", verdict.summary());
+    pass = verdict.pass;
+  }
+  if (req.saveDir) {
+    auto kernel = decodeName(plan.steps().front().kernel);
+    if (!kernel)
+      return reportErrors(kernel.takeError());
+    if (llvm::Error err = save(*kernel))
+      return reportErrors(std::move(err));
+    r.line("saved", *req.saveDir);
+  }
+  auto timing = harness::timeRuns(plan.device(), req.iterations, [&] { return c.launch(plan); });
+  if (!timing)
+    return reportErrors(timing.takeError());
+  printTiming(r, *timing, flops, bytes, plan, req);
+  r.os.flush();
+  return pass ? 0 : 1;
+}
+
+static int runForward(const RunRequest &req) {
+  Report r;
+  api::Result<api::Plan> plan = api::plan(req.problem, req.options);
+  if (!plan || !req.specMismatches.empty())
+    return reportRefusal(req, plan.status());
+  auto c = harness::ForwardCase::make(req.problem, plan->target(), req.seed);
+  if (!c)
+    return reportErrors(c.takeError());
+  printKernels(r, req, *plan);
+  if (req.problem.pagesKv.enabled())
+    r.line("cache", llvm::Twine(req.problem.pagesKv.numPages) + " pages of " +
+                        llvm::Twine(req.problem.pagesKv.pageSize) + " rows, shuffled");
+  if (isSplitFamily(req.spec.family))
+    printSplits(r, req, *plan);
+  if (llvm::Error err = c->run(*plan))
+    return reportErrors(std::move(err));
+  unsigned splits = unsigned(plan->steps().front().keySplits);
+  return finishRun(
+      r, req, *plan, *c, [&] { return c->check(); },
+      [&](const KernelSpec &kernel) { return c->save(*req.saveDir, kernel, splits); },
+      c->flops(), 0);
+}
+
+static std::string appendCacheText(const api::AppendProblem &a) {
+  std::string text = a.pagesKv.enabled()
+                         ? std::to_string(a.pagesKv.numPages) + " pages of " +
+                               std::to_string(a.pagesKv.pageSize) + " rows, shuffled"
+                         : "contiguous, " + std::to_string(a.capacity) + " rows";
+  const char *form = a.rotary == api::Rotary::Interleaved ? "interleaved"
+                     : a.rotary == api::Rotary::Half      ? "half"
+                                                          : "none";
+  return text + "; rotary " + form + (a.rotateQ ? " (K and Q)" : "");
+}
+
+static int runAppend(const RunRequest &req) {
+  Report r;
+  api::Result<api::Plan> plan = api::plan(req.append, req.options);
+  if (!plan || !req.specMismatches.empty())
+    return reportRefusal(req, plan.status());
+  auto c = harness::AppendCase::make(req.append, plan->target(), req.seed);
+  if (!c)
+    return reportErrors(c.takeError());
+  const api::PlanStep &step = plan->steps().front();
+  r.line("kernel", step.kernel + (step.load.origin.empty() ? "" : " (" + step.load.origin + ")"));
+  r.line("cache", appendCacheText(req.append));
+  if (llvm::Error err = c->run(*plan))
+    return reportErrors(std::move(err));
+  return finishRun(
+      r, req, *plan, *c, [&] { return c->check(); },
+      [&](const KernelSpec &kernel) { return c->save(*req.saveDir, kernel); }, 0, c->bytes());
 }
 
 int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {
-  auto opt = parseRunOptions(argv);
-  if (!opt)
-    return reportErrors(opt.takeError());
-  if (opt->spec.family != Family::Fwd)
-    return runFamily(*opt);
-  if (opt->device == "cuda")
-    return runOnCuda(*opt);
-  if (opt->device == "hip")
-    return runOnHip(*opt);
-  if (opt->device != "host")
-    return reportErrors(makeError(ErrorKind::Unsupported,
-                                  "--device " + opt->device + " is not available in this build yet"));
-  auto cache = KernelCache::global();
-  if (!cache)
-    return reportErrors(cache.takeError());
-  Clock::time_point loadStart = Clock::now();
-  auto kernel = HostKernel::load(opt->spec, *cache);
-  if (!kernel)
-    return reportErrors(kernel.takeError());
-  double loadMs = msSince(loadStart);
-
-  RunData data(*opt);
-  FwdParams params = makeFwdParams(opt->spec, opt->problem, data.buffers());
-  HostExecutor executor(opt->threads);
-  kernel->run(params, executor); // the checked run: outputs were poisoned
-  llvm::raw_ostream &os = llvm::outs();
-  os << "kernel   " << encodeName(opt->spec) << "\n"
-     << "load     " << llvm::format("%.2f ms", loadMs) << " (" << originName(kernel->origin())
-     << ")\n";
-  bool pass = !opt->check || checkOutputs(*opt, data, os);
-  if (llvm::Error err = saveOutputs(*opt, data, os))
-    return reportErrors(std::move(err));
-  unsigned ran = 0;
-  double ms = medianCallMs([&] { kernel->run(params, executor); }, opt->iterations, ran);
-  os << "time     " << llvm::format("%.3f ms", ms) << " (median of " << ran << ", "
-     << executor.threads() << (executor.threads() == 1 ? " thread)" : " threads)") << "\n"
-     << "GFLOPS   " << llvm::format("%.1f", forwardFlops(*opt) / (ms * 1e6)) << "\n";
-  os.flush();
-  return pass ? 0 : 1;
+  auto request = parseRunOptions(argv);
+  if (!request)
+    return reportErrors(request.takeError());
+  return request->isAppend() ? runAppend(*request) : runForward(*request);
 }

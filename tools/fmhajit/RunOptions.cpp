@@ -1,178 +1,267 @@
 //===- RunOptions.cpp - The flags of `fmhajit run` ------------------------===//
 #include "tools/fmhajit/RunOptions.h"
-#include "runtime/device/CudaDriver.h"
+#include "tools/fmhajit/ProblemFlags.h"
 #include "specs/Errors.h"
+#include "specs/Keys.h"
 #include "specs/SpecParser.h"
-#include "specs/Validate.h"
-#include "tools/fmhajit/Args.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include <cmath>
 
 using namespace fmhajit;
-using llvm::StringRef;
+using llvm::Twine;
 
-static const OptionSpec kRunFlags[] = {
-    {"batch", true},    {"heads", true},    {"heads-kv", true}, {"seqlen-q", true},
-    {"seqlen-k", true}, {"varlen-q", true}, {"varlen-k", true}, {"scale", true},
-    {"softcap", true},  {"window", true},   {"seed", true},     {"threads", true},
-    {"iters", true},    {"check", false},   {"save", true},     {"device", true},
-    // The multi-stage families: RunFamilyOptions.cpp.
-    {"num-splits", true}, {"page-size", true}, {"cache-len", true}, {"new-tokens", true},
-    {"rotary", true},     {"rotary-dim", true}, {"rotate-q", false}};
+namespace {
+const OptionSpec kRunOnlyFlags[] = {
+    {"seed", true, "seed of the inputs (q, k, v use N, N+1, N+2); default 1"},
+    {"iters", true, "timed iterations; default: at least 3 (host) / 10 (GPU), ~0.2 s"},
+    {"check", false, "compare with the float64 reference; exit 1 on FAIL"},
+    {"save", true, "write the run bundle (.npy arrays and meta.json) into DIR"},
+    {"num-splits", true, "fwd_splitkv, fwd_paged: key splits (default: the plan's rule)"},
+    {"page-size", true, "fwd_paged, append_kv: rows per page, a power of two (default 16)"},
+    {"cache-len", true, "fwd_paged, append_kv: each sequence's cached keys; one value: every sequence"},
+    {"new-tokens", true, "append_kv: rows appended to each sequence (default 1)"},
+    {"rotary", true, "append_kv: rotary form interleaved|half|none"},
+    {"rotary-dim", true, "append_kv: leading elements rotated (default d)"},
+    {"rotate-q", false, "append_kv: rotate Q too"},
+};
 
-static constexpr int64_t kMaxLength = int64_t(1) << 30;
+struct FamilyFlag {
+  const char *flag;
+  std::initializer_list<Family> families;
+};
+const FamilyFlag kFamilyFlags[] = {
+    {"num-splits", {Family::FwdSplitKv, Family::FwdPaged}},
+    {"page-size", {Family::FwdPaged, Family::AppendKv}},
+    {"cache-len", {Family::FwdPaged, Family::AppendKv}},
+    {"new-tokens", {Family::AppendKv}},
+    {"rotary", {Family::AppendKv}},
+    {"rotary-dim", {Family::AppendKv}},
+    {"rotate-q", {Family::AppendKv}},
+};
+/// vLLM's default block size.
+constexpr int64_t kDefaultPageSize = 16;
+constexpr int64_t kMaxNumSplits = 256;
+constexpr int64_t kMaxLength = int64_t(1) << 30;
 /// Gemma 2's attention softcap: what a softcap=1 spec runs with by default.
-static constexpr float kDefaultSoftcap = 50.0f;
+constexpr float kDefaultSoftcap = 50.0f;
+} // namespace
 
-llvm::Expected<std::vector<int64_t>> fmhajit::parseList(StringRef flag, StringRef text,
-                                                       int64_t min) {
-  std::vector<int64_t> out;
-  llvm::SmallVector<StringRef, 16> parts;
-  text.split(parts, ',');
-  for (StringRef part : parts) {
-    int64_t v = 0;
-    if (part.trim().getAsInteger(10, v) || v < min || v > kMaxLength)
-      return makeError(ErrorKind::Usage, "--" + flag + " " + text +
-                                             ": expected comma-separated whole numbers from " +
-                                             llvm::Twine(min) + " to " + llvm::Twine(kMaxLength));
-    out.push_back(v);
-  }
-  return out;
+llvm::ArrayRef<OptionSpec> fmhajit::runFlags() {
+  static const std::vector<OptionSpec> flags = [] {
+    std::vector<OptionSpec> all(problemFlags().begin(), problemFlags().end());
+    all.insert(all.end(), std::begin(kRunOnlyFlags), std::end(kRunOnlyFlags));
+    return all;
+  }();
+  return flags;
 }
 
-static llvm::Expected<float> parseFloat(StringRef flag, StringRef text) {
-  double v = 0;
-  if (text.getAsDouble(v) || !std::isfinite(v) || v <= 0 || v > 1e30)
-    return makeError(ErrorKind::Usage, "--" + flag + " " + text + ": expected a positive number");
-  return static_cast<float>(v);
-}
-
-// Copies integer flags into the problem; each bad one is its own error.
-// Only the syntax is checked here (a usage error, exit 2); whether the
-// numbers make a valid problem is AttentionProblem::validate's call (exit 1).
-static void readSizes(const Args &args, AttentionProblem &p, ErrorList &errors) {
-  struct Size { const char *flag; int64_t *field; };
-  const Size sizes[] = {{"batch", &p.batch},       {"heads", &p.headsQ},
-                        {"heads-kv", &p.headsKv},  {"seqlen-q", &p.seqlenQ},
-                        {"seqlen-k", &p.seqlenK}};
-  for (const Size &s : sizes) {
-    auto v = args.getInt(s.flag, INT64_MIN, INT64_MAX);
-    if (!v)
-      errors.add(v.takeError());
-    else if (*v)
-      *s.field = **v;
-  }
-  if (!args.has("heads-kv"))
-    p.headsKv = p.headsQ;
-  if (!args.has("seqlen-k"))
-    p.seqlenK = p.seqlenQ;
-}
-
-static void readVarlen(const Args &args, AttentionProblem &p, ErrorList &errors) {
-  for (auto [flag, field] : {std::pair{"varlen-q", &p.seqlensQ}, std::pair{"varlen-k", &p.seqlensK}}) {
-    if (auto text = args.get(flag)) {
-      auto list = parseList(flag, *text, 0);
-      if (list)
-        *field = *list;
-      else
-        errors.add(list.takeError());
-    }
-  }
-  if (p.isVarlen())
-    p.batch = static_cast<int64_t>(p.seqlensQ.size());
-}
-
-static void readScores(const Args &args, AttentionProblem &p, ErrorList &errors) {
-  for (auto [flag, field] : {std::pair{"scale", &p.scale}, std::pair{"softcap", &p.softcap}})
-    if (auto text = args.get(flag)) {
-      auto v = parseFloat(flag, *text);
-      if (v)
-        *field = *v;
-      else
-        errors.add(v.takeError());
-    }
-  if (auto text = args.get("window")) {
-    auto list = parseList("window", *text, -1);
-    if (!list)
-      errors.add(list.takeError());
-    else if (list->size() != 2)
-      errors.add(ErrorKind::Usage, "--window " + *text + ": expected LEFT,RIGHT (-1: unbounded)");
-    else {
-      p.windowLeft = (*list)[0];
-      p.windowRight = (*list)[1];
-    }
+static void checkApplicable(const Args &args, Family family, ErrorList &errors) {
+  for (const FamilyFlag &f : kFamilyFlags) {
+    if (!args.has(f.flag) || llvm::is_contained(f.families, family))
+      continue;
+    std::vector<std::string> names;
+    for (Family taker : f.families)
+      names.push_back(keyOf(taker).str());
+    errors.add(ErrorKind::Usage, "--" + Twine(f.flag) + " is a flag of family " +
+                                     llvm::join(names, ", ") + "; this spec has family " +
+                                     keyOf(family));
   }
 }
 
-static void readRunFlags(const Args &args, RunOptions &o, ErrorList &errors) {
-  if (auto seed = args.getInt("seed", 0, INT64_MAX); !seed)
-    errors.add(seed.takeError());
-  else if (*seed)
-    o.seed = static_cast<uint64_t>(**seed);
-  if (auto threads = args.getInt("threads", 1, 1024); !threads)
-    errors.add(threads.takeError());
-  else if (*threads)
-    o.threads = static_cast<unsigned>(**threads);
-  if (auto iters = args.getInt("iters", 1, 1000000); !iters)
-    errors.add(iters.takeError());
-  else if (*iters)
-    o.iterations = static_cast<unsigned>(**iters);
-  o.check = args.has("check");
-  o.saveDir = args.get("save");
-  o.device = args.get("device").value_or("host");
-  if (o.device != "host" && o.device != "cuda" && o.device != "hip")
-    errors.add(ErrorKind::Usage, "--device " + o.device + ": use host, cuda or hip");
+// The problem's features are the spec's: the pinned kernel must compute them.
+static void applySpecFeatures(const KernelSpec &spec, api::Problem &p) {
+  p.dtype = publicDType(spec.dtype);
+  if (spec.out)
+    p.outDtype = publicDType(*spec.out);
+  p.headDim = spec.d;
+  p.headDimV = spec.headDimV();
+  p.mask = publicMask(spec.mask);
+  p.alibi = spec.bias == Bias::Alibi;
+  p.wantLse = spec.lse;
+  if (spec.softcap && p.softcap == 0)
+    p.softcap = kDefaultSoftcap;
 }
 
-// With --device cuda, a spec left at the default target (host) runs on the
-// GPU's own target, resolved for it: pipeline=auto and the tile defaults
-// become the GPU's. An explicit GPU target is kept as written.
-static llvm::Error pickDeviceTarget(const Args &args, KernelSpec &spec) {
-  if (args.get("device") != "cuda" || spec.target != "host")
-    return llvm::Error::success();
-  auto driver = CudaDriver::get();
-  if (!driver)
-    return driver.takeError();
-  const CudaDeviceInfo &device = driver->device();
-  if (!device.target)
-    return makeError(ErrorKind::Unsupported,
-                     device.name + " has compute capability " + device.cc.str() +
-                         ", which no fmhajit target runs on; fmhajit needs 8.0 or newer");
-  spec.target = *device.target;
+// Flags that only make sense with a spec feature: each mismatch is noted
+// and the flag dropped, so the API still reports the problem's other
+// faults and the user sees every problem at once.
+static void checkAgainstSpec(const Args &args, const KernelSpec &spec, RunRequest &r) {
+  if (args.has("softcap") && !spec.softcap) {
+    r.specMismatches.push_back("--softcap needs a spec with softcap=1");
+    r.problem.softcap = 0;
+  }
+  if (args.has("window") && spec.mask != Mask::Window) {
+    r.specMismatches.push_back("--window needs a spec with mask=window; this spec has mask=" +
+                               keyOf(spec.mask).str());
+    r.problem.windowLeft = r.problem.windowRight = -1;
+  }
+  bool varlenFlags = args.has("varlen-q") || args.has("varlen-k");
+  if (varlenFlags != spec.varlen)
+    r.specMismatches.push_back(spec.varlen ? "a varlen=1 spec needs --varlen-q and --varlen-k"
+                                           : "--varlen-q/--varlen-k need a spec with varlen=1");
+}
+
+/// --cache-len: one length per sequence, or one for every sequence of
+/// --batch; without it \p fallback for each.
+static llvm::Expected<std::vector<int32_t>> cacheLengths(const Args &args, int64_t batch,
+                                                         int64_t fallback, int64_t min) {
+  std::optional<std::string> text = args.get("cache-len");
+  if (!text)
+    return std::vector<int32_t>(size_t(std::max<int64_t>(batch, 0)), int32_t(fallback));
+  auto lens = parseLengths("cache-len", *text, min, kMaxLength);
+  if (!lens)
+    return lens.takeError();
+  if (lens->size() == 1 && batch > 1)
+    lens->assign(size_t(batch), lens->front());
+  else if (args.has("batch") && batch != int64_t(lens->size()))
+    return makeError(ErrorKind::Usage, "--batch " + Twine(batch) + " does not match the " +
+                                           Twine(lens->size()) + " --cache-len lengths");
+  return std::vector<int32_t>(lens->begin(), lens->end());
+}
+
+llvm::Expected<int64_t> pageSizeFlag(const Args &args) {
+  auto size = args.getInt("page-size", 1, int64_t(1) << 20);
+  if (!size)
+    return size.takeError();
+  return size->value_or(kDefaultPageSize);
+}
+
+// A pool that holds every sequence's pages and one spare page no sequence
+// uses (runs fill it with NaN, so a stray read shows).
+static void layOutPages(api::PagedKv &pages, llvm::ArrayRef<int32_t> lengths,
+                        int64_t pageSize) {
+  pages.pageSize = pageSize;
+  pages.numPages = 1;
+  pages.maxPagesPerSeq = 1;
+  for (int32_t len : lengths) {
+    int64_t n = (len + pageSize - 1) / pageSize;
+    pages.numPages += n;
+    pages.maxPagesPerSeq = std::max(pages.maxPagesPerSeq, n);
+  }
+}
+
+static llvm::Error readPaged(const Args &args, api::Problem &p) {
+  auto lens = cacheLengths(args, p.batch, p.seqlenK ? p.seqlenK : p.seqlenQ, 1);
+  if (!lens)
+    return lens.takeError();
+  auto pageSize = pageSizeFlag(args);
+  if (!pageSize)
+    return pageSize.takeError();
+  p.batch = int64_t(lens->size());
+  p.seqlensK = std::move(*lens);
+  layOutPages(p.pagesKv, p.seqlensK, *pageSize);
   return llvm::Error::success();
 }
 
-llvm::Expected<RunOptions> fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
-  auto args = Args::parse(argv, kRunFlags);
+static llvm::Error readRotary(const Args &args, api::AppendProblem &a) {
+  if (std::optional<std::string> text = args.get("rotary")) {
+    if (*text == "interleaved")
+      a.rotary = api::Rotary::Interleaved;
+    else if (*text == "half")
+      a.rotary = api::Rotary::Half;
+    else if (*text != "none")
+      return makeError(ErrorKind::Usage, "--rotary " + *text + ": use interleaved, half or none");
+  }
+  auto dim = args.getInt("rotary-dim", 2, 1024);
+  if (!dim)
+    return dim.takeError();
+  a.rotaryDim = dim->value_or(0);
+  a.rotateQ = args.has("rotate-q");
+  return llvm::Error::success();
+}
+
+// An append to caches with room for the new rows: paged with --page-size,
+// else contiguous with one spare row per sequence.
+static llvm::Error readAppend(const Args &args, const KernelSpec &spec, RunRequest &r) {
+  api::AppendProblem &a = r.append;
+  const api::Problem &p = r.problem;
+  auto tokens = args.getInt("new-tokens", 1, kMaxLength);
+  if (!tokens)
+    return tokens.takeError();
+  auto lens = cacheLengths(args, p.batch, 0, 0);
+  if (!lens)
+    return lens.takeError();
+  a.batch = int64_t(lens->size());
+  a.headsQ = p.headsQ, a.headsKv = p.headsKv ? p.headsKv : p.headsQ;
+  a.newTokens = tokens->value_or(1);
+  a.headDim = spec.d, a.headDimV = spec.headDimV(), a.dtype = publicDType(spec.dtype);
+  a.device = p.device, a.seqlens = *lens;
+  std::vector<int32_t> after(*lens);
+  for (int32_t &len : after)
+    len += int32_t(a.newTokens);
+  if (args.has("page-size")) {
+    auto pageSize = pageSizeFlag(args);
+    if (!pageSize)
+      return pageSize.takeError();
+    layOutPages(a.pagesKv, after, *pageSize);
+  } else {
+    a.capacity = (after.empty() ? 0 : *llvm::max_element(after)) + 1;
+  }
+  return readRotary(args, a);
+}
+
+static void readRunFlags(const Args &args, RunRequest &r, ErrorList &errors) {
+  if (auto seed = args.getInt("seed", 0, INT64_MAX); !seed)
+    errors.add(seed.takeError());
+  else if (*seed)
+    r.seed = uint64_t(**seed);
+  if (auto iters = args.getInt("iters", 1, 1000000); !iters)
+    errors.add(iters.takeError());
+  else if (*iters)
+    r.iterations = unsigned(**iters);
+  if (auto splits = args.getInt("num-splits", 1, kMaxNumSplits); !splits)
+    errors.add(splits.takeError());
+  else if (*splits)
+    r.options.numSplits = unsigned(**splits);
+  r.numSplitsGiven = args.has("num-splits");
+  r.check = args.has("check");
+  r.saveDir = args.get("save");
+}
+
+static llvm::Error readFamily(const Args &args, RunRequest &r) {
+  switch (r.spec.family) {
+  case Family::Fwd:
+  case Family::FwdSplitKv:
+    return llvm::Error::success();
+  case Family::FwdPaged:
+    return readPaged(args, r.problem);
+  case Family::AppendKv:
+    return readAppend(args, r.spec, r);
+  case Family::SplitKvCombine:
+    return makeError(ErrorKind::Spec, "splitkv_combine runs as the second kernel of a split-KV "
+                                      "plan: run family=fwd_splitkv, which checks both");
+  default:
+    return makeError(ErrorKind::Unsupported,
+                     "family " + keyOf(r.spec.family) + " has no kernel to run yet; fmhajit "
+                     "run takes fwd, fwd_splitkv, fwd_paged and append_kv (docs/families.md)");
+  }
+}
+
+llvm::Expected<RunRequest> fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
+  auto args = Args::parse(argv, runFlags());
   if (!args)
     return args.takeError();
   if (args->positional().size() != 1)
-    return makeError(ErrorKind::Usage, "run takes one SPEC, e.g. fmhajit run family=fwd,dtype=bf16,d=128");
-  auto parsed = parseSpec(args->positional()[0]);
-  if (!parsed)
-    return parsed.takeError();
-  if (llvm::Error err = pickDeviceTarget(*args, *parsed))
-    return std::move(err);
-  auto spec = validateSpec(*parsed);
+    return makeError(ErrorKind::Usage,
+                     "run takes one SPEC, e.g. fmhajit run family=fwd,dtype=bf16,d=128");
+  auto spec = parseSpec(args->positional()[0]);
   if (!spec)
     return spec.takeError();
-  RunOptions o;
-  o.spec = *spec;
-  o.problem = AttentionProblem::forSpec(o.spec);
+  RunRequest r;
+  r.spec = *spec;
+  r.options.kernel = args->positional()[0];
+  if (spec->target != "host")
+    r.options.target = spec->target;
   ErrorList errors;
-  readSizes(*args, o.problem, errors);
-  readVarlen(*args, o.problem, errors);
-  if (o.spec.softcap)
-    o.problem.softcap = kDefaultSoftcap;
-  readScores(*args, o.problem, errors);
-  readRunFlags(*args, o, errors);
+  checkApplicable(*args, spec->family, errors);
+  readProblemFlags(*args, r.problem, errors);
+  readPlacement(*args, r.problem, r.options, errors);
+  readRunFlags(*args, r, errors);
   if (!errors.empty())
     return errors.take();
-  if (llvm::Error err = readFamilyFlags(*args, o))
+  checkAgainstSpec(*args, *spec, r);
+  applySpecFeatures(*spec, r.problem);
+  if (llvm::Error err = readFamily(*args, r))
     return std::move(err);
-  // A well-formed command asking for an impossible problem is an invalid
-  // input (exit 1), like an invalid spec; only malformed commands exit 2.
-  if (llvm::Error err = o.problem.validate(o.spec))
-    return withKind(std::move(err), ErrorKind::Spec);
-  return o;
+  return r;
 }

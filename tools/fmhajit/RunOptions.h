@@ -1,52 +1,48 @@
 //===- RunOptions.h - The flags of `fmhajit run` --------------------------===//
+//
+// `fmhajit run SPEC [flags]` is a client of the public API: the flags and
+// the spec's features become an api::Problem (or, for append_kv, an
+// api::AppendProblem), the spec itself pins the kernel (Options::kernel),
+// and runtime/harness runs, checks, saves and times it (docs/run.md).
+//
+//===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/numerics/AttentionProblem.h"
-#include "runtime/numerics/KvCache.h"
-#include "runtime/numerics/Rotary.h"
+#include "fmhajit/Fmhajit.h"
+#include "tools/fmhajit/Args.h"
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fmhajit {
 
-class Args;
-
-/// The flags of the multi-stage families (docs/families.md); each family
-/// takes only its own.
-struct FamilyOptions {
-  unsigned numSplits = 0; ///< --num-splits; 0: chooseNumSplits' choice
-  KvCacheLayout cache;    ///< from --page-size and the lengths
-  std::vector<int64_t> cacheLens; ///< --cache-len (or --seqlen-k each)
-  AppendKvProblem append; ///< append_kv: --new-tokens, --rotary, ...
-};
-
-struct RunOptions {
-  KernelSpec spec; ///< resolved
-  AttentionProblem problem; ///< validated against spec
+struct RunRequest {
+  KernelSpec spec; ///< as written (parsed, not yet resolved for a target)
+  /// The call: an append for family append_kv, attention otherwise.
+  api::Problem problem;
+  api::AppendProblem append;
+  api::Options options;
   uint64_t seed = 1;
-  unsigned threads = 0; ///< 0: every hardware thread
-  unsigned iterations = 0; ///< 0: enough for ~0.2 s, at least 3
+  unsigned iterations = 0; ///< 0: enough for ~0.2 s
   bool check = false;
+  bool numSplitsGiven = false; ///< --num-splits, for the `splits` line
   std::optional<std::string> saveDir;
-  std::string device = "host";
-  FamilyOptions family;
+  /// Flags the spec's features rule out: reported with the API's
+  /// refusals, each one line (exit 1).
+  std::vector<std::string> specMismatches;
+
+  bool isAppend() const { return spec.family == Family::AppendKv; }
+  api::Device device() const { return isAppend() ? append.device : problem.device; }
 };
 
-/// \p text of flag --\p flag as comma-separated whole numbers from \p min
-/// to 2^30.
-llvm::Expected<std::vector<int64_t>> parseList(llvm::StringRef flag,
-                                               llvm::StringRef text, int64_t min);
-
-/// Reads the family flags of \p args into \p opt (spec and sizes read
-/// already): rejects flags the family does not take, sets the problem's
-/// batch and key length from --cache-len, lays out the cache and validates
-/// the family's problem. RunFamilyOptions.cpp.
-llvm::Error readFamilyFlags(const Args &args, RunOptions &opt);
+/// The flags `fmhajit run` takes, for parsing and for `fmhajit help run`.
+llvm::ArrayRef<OptionSpec> runFlags();
 
 /// Parses `run SPEC [--batch B] ...`; usage errors name the flag.
-llvm::Expected<RunOptions> parseRunOptions(llvm::ArrayRef<const char *> argv);
+llvm::Expected<RunRequest> parseRunOptions(llvm::ArrayRef<const char *> argv);
 
 } // namespace fmhajit

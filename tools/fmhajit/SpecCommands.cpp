@@ -84,9 +84,16 @@ int fmhajit::validateCommand(llvm::ArrayRef<const char *> argv) {
   return 0;
 }
 
+static const OptionSpec kListFlags[] = {
+    {"profile", true, "list the kernels of this profile (without it: the profiles)"},
+    {"target", true, "only this target's kernels (without it: every target's)"},
+};
+
+llvm::ArrayRef<OptionSpec> fmhajit::listFlags() { return kListFlags; }
+
 int fmhajit::listCommand(llvm::ArrayRef<const char *> argv) {
   llvm::Expected<Args> args =
-      Args::parse(argv, {{"profile", true}, {"target", true}});
+      Args::parse(argv, listFlags());
   if (!args)
     return reportErrors(args.takeError());
   if (!args->positional().empty())

@@ -1,0 +1,214 @@
+//===- ForwardCase.cpp - One attention call on seeded inputs, checked -----===//
+#include "runtime/harness/ForwardCase.h"
+#include "runtime/api/ProblemLowering.h"
+#include "runtime/device/DeviceCopies.h"
+#include "runtime/harness/BundleMeta.h"
+#include "runtime/harness/LaidOutTensor.h"
+#include "runtime/numerics/FamilyReference.h"
+#include "runtime/numerics/KvCacheData.h"
+#include "runtime/numerics/Reference.h"
+#include "runtime/numerics/RunBundle.h"
+#include "specs/Errors.h"
+#include <algorithm>
+#include <cmath>
+
+using namespace fmhajit;
+using namespace fmhajit::harness;
+
+struct ForwardCase::State {
+  State(LoweredProblem lowered, uint64_t seed)
+      : l(std::move(lowered)), seed(seed),
+        q(l.features.dtype, l.qShape, l.strides.q), k(l.features.dtype, l.kShape, l.strides.k),
+        v(l.features.dtype, l.vShape, l.strides.v), o(l.features.outType(), l.oShape, l.strides.o) {}
+
+  LoweredProblem l;
+  uint64_t seed;
+  LaidOutTensor q, k, v, o;
+  std::vector<float> lse;
+  std::vector<int32_t> blockTable; ///< paged only
+  std::unique_ptr<DeviceCopies> gpu;
+  api::Tensors tensors; ///< of the last run(): host or device pointers
+
+  bool paged() const { return l.pagedCache.has_value(); }
+  std::vector<int64_t> keyLengths() const {
+    return std::vector<int64_t>(l.seqlensK.begin(), l.seqlensK.end());
+  }
+};
+
+// A paged cache holds each sequence's rows in its shuffled pages and NaN
+// everywhere else, so a read past a sequence's keys shows in O.
+static void fillInputs(ForwardCase::State &s) {
+  const KernelSpec &f = s.l.features;
+  s.q.data.fillNormal(s.seed);
+  if (!s.paged()) {
+    s.k.data.fillNormal(s.seed + 1);
+    s.v.data.fillNormal(s.seed + 2);
+    return;
+  }
+  const KvCacheLayout &cache = *s.l.pagedCache;
+  const AttentionProblem &a = s.l.problem;
+  s.blockTable = shuffledBlockTable(cache, s.keyLengths(), s.seed + 3);
+  fillCache(s.k.data, cache, s.blockTable, s.keyLengths(), a.headsKv, f.d, s.seed + 1);
+  fillCache(s.v.data, cache, s.blockTable, s.keyLengths(), a.headsKv, f.headDimV(), s.seed + 2);
+}
+
+llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
+                                              const std::string &target, uint64_t seed) {
+  auto lowered = lowerProblem(problem, target);
+  if (!lowered)
+    return lowered.takeError();
+  auto state = std::make_unique<State>(std::move(*lowered), seed);
+  fillInputs(*state);
+  return ForwardCase(std::move(state));
+}
+
+ForwardCase::ForwardCase(std::unique_ptr<State> state) : s(std::move(state)) {}
+ForwardCase::ForwardCase(ForwardCase &&) = default;
+ForwardCase &ForwardCase::operator=(ForwardCase &&) = default;
+ForwardCase::~ForwardCase() = default;
+const LoweredProblem &ForwardCase::lowered() const { return s->l; }
+
+static void poisonOutputs(ForwardCase::State &s) {
+  s.o.data.poison();
+  s.lse.assign(s.l.features.lse ? size_t(numElements(s.l.problem.lseShape())) : 0, NAN);
+}
+
+static api::Tensors hostTensors(ForwardCase::State &s) {
+  api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(), s.o.data.data(),
+                 s.lse.empty() ? nullptr : s.lse.data()};
+  if (s.paged()) {
+    t.blockTable = s.blockTable.data();
+    t.seqlensK = s.l.seqlensK.data();
+  }
+  return t;
+}
+
+// Device twins of every buffer the plan reads (the lengths, slopes and
+// tables too: a GPU plan reads them from device memory) and its workspace.
+static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s, const api::Plan &plan) {
+  s.gpu = std::make_unique<DeviceCopies>();
+  DeviceCopies &gpu = *s.gpu;
+  const LoweredProblem &l = s.l;
+  api::Tensors t{gpu.upload(s.q.data.data(), s.q.data.sizeInBytes(), "q"),
+                 gpu.upload(s.k.data.data(), s.k.data.sizeInBytes(), "k"),
+                 gpu.upload(s.v.data.data(), s.v.data.sizeInBytes(), "v"),
+                 gpu.upload(s.o.data.data(), s.o.data.sizeInBytes(), "o"),
+                 gpu.upload<float>(s.lse.data(), s.lse.size() * 4, "lse"),
+                 gpu.upload<const int32_t>(l.cuSeqlensQ.data(), l.cuSeqlensQ.size() * 4,
+                                           "cu_seqlens_q"),
+                 gpu.upload<const int32_t>(l.cuSeqlensK.data(), l.cuSeqlensK.size() * 4,
+                                           "cu_seqlens_k"),
+                 gpu.upload<const float>(l.alibiSlopes.data(), l.alibiSlopes.size() * 4,
+                                         "alibi slopes")};
+  t.blockTable = gpu.upload<const int32_t>(s.blockTable.data(), s.blockTable.size() * 4,
+                                           "block table");
+  t.seqlensK = gpu.upload<const int32_t>(l.seqlensK.data(), l.seqlensK.size() * 4, "seqlens_k");
+  t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
+  if (!gpu.error().empty())
+    return makeError(ErrorKind::Driver, gpu.error());
+  return t;
+}
+
+static llvm::Error statusError(const api::Status &status) {
+  if (status.ok())
+    return llvm::Error::success();
+  return makeError(ErrorKind::Driver, status.message());
+}
+
+llvm::Error ForwardCase::run(const api::Plan &plan) {
+  poisonOutputs(*s);
+  if (plan.device() == api::Device::Host) {
+    s->tensors = hostTensors(*s);
+    return statusError(api::run(plan, s->tensors));
+  }
+  auto tensors = deviceTensors(*s, plan);
+  if (!tensors)
+    return tensors.takeError();
+  s->tensors = *tensors;
+  if (llvm::Error err = statusError(api::run(plan, s->tensors)))
+    return err;
+  // The copies back wait for the launches on the default stream.
+  s->gpu->download(s->tensors.o, s->o.data.data(), s->o.data.sizeInBytes());
+  s->gpu->download(s->tensors.lse, s->lse.data(), s->lse.size() * 4);
+  if (!s->gpu->error().empty())
+    return makeError(ErrorKind::Driver, s->gpu->error());
+  return llvm::Error::success();
+}
+
+llvm::Error ForwardCase::launch(const api::Plan &plan) {
+  return statusError(api::run(plan, s->tensors));
+}
+
+CompareResult ForwardCase::check() const {
+  const KernelSpec &f = s->l.features;
+  ReferenceOutput ref;
+  if (s->paged()) {
+    PagedProblem paged = PagedProblem::make(f, s->l.problem, *s->l.pagedCache, s->keyLengths());
+    ref = referencePaged(f, paged, s->q.packed(), s->k.data.toFloat(), s->v.data.toFloat(),
+                         s->blockTable);
+  } else {
+    ref = referenceForward(f, s->l.problem, s->q.packed(), s->k.packed(), s->v.packed());
+  }
+  return compareOutputs(s->o.packed(), ref.o, s->lse, f.lse ? ref.lse : std::vector<double>(),
+                        f.outType());
+}
+
+// The paged bundle: the pools as they are, the table and the lengths.
+static llvm::Error savePaged(const ForwardCase::State &s, const std::string &dir,
+                             const KernelSpec &kernel, unsigned numSplits) {
+  const AttentionProblem &a = s.l.problem;
+  const KvCacheLayout &cache = *s.l.pagedCache;
+  std::vector<float> q = s.q.packed(), k = s.k.data.toFloat(), v = s.v.data.toFloat(),
+                     o = s.o.packed();
+  std::vector<BundleArray> arrays = {{"q.npy", q, a.qShape()},
+                                     {"k_pool.npy", k, cache.shape(a.batch, a.headsKv, a.d)},
+                                     {"v_pool.npy", v, cache.shape(a.batch, a.headsKv, a.dv)},
+                                     {"o.npy", o, a.oShape()}};
+  if (kernel.lse)
+    arrays.push_back({"lse.npy", s.lse, a.lseShape()});
+  BundleMeta meta = familyMetadata(kernel, a.batch, a.headsQ, a.headsKv, s.seed);
+  llvm::json::Array lens;
+  for (int32_t len : s.l.seqlensK)
+    lens.push_back(len);
+  meta.emplace_back("seqlen_q", a.seqlenQ);
+  meta.emplace_back("scale", double(a.resolvedScale()));
+  meta.emplace_back("page_size", cache.pageSize);
+  meta.emplace_back("num_pages", cache.numPages);
+  meta.emplace_back("num_splits", int64_t(numSplits));
+  meta.emplace_back("cache_lens", std::move(lens));
+  meta.emplace_back("block_table", tableJson(s.blockTable, cache.maxPagesPerSeq));
+  return writeBundle(dir, arrays, meta);
+}
+
+llvm::Error ForwardCase::save(const std::string &dir, const KernelSpec &kernel,
+                              unsigned numSplits) const {
+  if (s->paged())
+    return savePaged(*s, dir, kernel, numSplits);
+  std::vector<float> q = s->q.packed(), k = s->k.packed(), v = s->v.packed(), o = s->o.packed();
+  return writeRunBundle(dir, kernel, s->l.problem, {q, k, v, o, s->lse});
+}
+
+// Pairs a window lets through: the exact band of query i's keys.
+static int64_t windowKeys(const AttentionProblem &p, int64_t i, int64_t sq, int64_t sk) {
+  int64_t diag = i + sk - sq;
+  int64_t lo = p.windowLeft < 0 ? 0 : std::max<int64_t>(0, diag - p.windowLeft);
+  int64_t hi = p.windowRight < 0 ? sk - 1 : std::min(sk - 1, diag + p.windowRight);
+  return std::max<int64_t>(0, hi - lo + 1);
+}
+
+// Causal masks count half the pairs, as FlashAttention's and PyTorch's
+// benchmarks do, so that rates compare; windows count their exact band.
+double ForwardCase::flops() const {
+  const KernelSpec &f = s->l.features;
+  const AttentionProblem &p = s->l.problem;
+  double pairs = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    int64_t sq = p.seqlenQOf(b), sk = s->paged() ? s->l.seqlensK[size_t(b)] : p.seqlenKOf(b);
+    if (f.mask != Mask::Window)
+      pairs += double(sq) * double(sk) * (f.mask == Mask::None ? 1.0 : 0.5);
+    else
+      for (int64_t i = 0; i < sq; ++i)
+        pairs += double(windowKeys(p, i, sq, sk));
+  }
+  return 2.0 * double(f.d + f.headDimV()) * pairs * double(p.headsQ);
+}
