@@ -1,6 +1,6 @@
 //===- ApiCacheTesting.cpp - The public API on K/V caches -----------------===//
 #include "tests/e2e/ApiCacheTesting.h"
-#include "runtime/api/AppendLowering.h"
+#include "runtime/harness/AppendCase.h"
 #include "runtime/numerics/FamilyReference.h"
 #include "runtime/numerics/KvCacheData.h"
 #include "runtime/api/PagedLowering.h"
@@ -137,81 +137,6 @@ CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Pr
                         f.outType());
 }
 
-ApiCheck e2e::checkApiPaged(const api::Problem &problem, api::Options options, uint64_t seed) {
-  ApiCheck check;
-  std::optional<api::Plan> plan = planChecked(problem, options);
-  if (!plan)
-    return check;
-  check.plan = *plan;
-  check.compare = runPagedAgainstReference(*plan, problem, makePools(problem, seed), {}, seed);
-  EXPECT_TRUE(check.compare.pass) << check.compare.summary() << "\n" << plan->describe();
-  return check;
-}
-
-namespace {
-/// The buffers of one append, seeded: caches hold data up to each length.
-struct AppendBuffers {
-  AppendBuffers(const LoweredAppend &l, uint64_t seed)
-      : kNew(l.features.dtype, numElements(l.problem.newShape(l.problem.d))),
-        vNew(l.features.dtype, numElements(l.problem.newShape(l.problem.dv))),
-        q(l.features.dtype, numElements(l.problem.qShape())),
-        qOut(l.features.outType(), numElements(l.problem.qShape())) {
-    const AppendKvProblem &p = l.problem;
-    kNew.fillNormal(seed * 13);
-    vNew.fillNormal(seed * 13 + 1);
-    q.fillNormal(seed * 13 + 2);
-    qOut.poison();
-    if (p.cache.isPaged()) {
-      std::vector<int64_t> after(p.cacheLens);
-      for (int64_t &len : after)
-        len += p.newTokens;
-      blockTable = shuffledBlockTable(p.cache, after, seed * 13 + 3);
-    }
-    caches = {HostTensor(l.features.dtype, numElements(p.cache.shape(p.batch, p.headsKv, p.d))),
-              HostTensor(l.features.dtype, numElements(p.cache.shape(p.batch, p.headsKv, p.dv))),
-              blockTable};
-    fillCache(caches.kPool, p.cache, blockTable, p.cacheLens, p.headsKv, p.d, seed * 13 + 4);
-    fillCache(caches.vPool, p.cache, blockTable, p.cacheLens, p.headsKv, p.dv, seed * 13 + 5);
-  }
-
-  HostTensor kNew, vNew, q, qOut;
-  std::vector<int32_t> blockTable;
-  PagedPools caches;
-};
-} // namespace
-
-// The GPU append: device copies of \p host's buffers (and of the lengths,
-// which a GPU append reads from device memory); caches and Q back.
-static std::string appendOnCuda(const api::Plan &plan, const api::AppendTensors &host,
-                                AppendBuffers &b, const RotaryTables &tables,
-                                const std::vector<int32_t> &lengths) {
-  DeviceCopies gpu;
-  api::AppendTensors t = host;
-  t.kNew = gpu.upload(host.kNew, b.kNew.sizeInBytes(), "k_new");
-  t.vNew = gpu.upload(host.vNew, b.vNew.sizeInBytes(), "v_new");
-  t.kCache = gpu.upload(host.kCache, b.caches.kPool.sizeInBytes(), "k cache");
-  t.vCache = gpu.upload(host.vCache, b.caches.vPool.sizeInBytes(), "v cache");
-  t.blockTable = gpu.upload<const int32_t>(host.blockTable, b.blockTable.size() * 4, "table");
-  t.seqlens = gpu.upload<const int32_t>(lengths.data(), lengths.size() * 4, "seqlens");
-  if (host.q) {
-    t.q = gpu.upload(host.q, b.q.sizeInBytes(), "q");
-    t.qOut = gpu.upload(host.qOut, b.qOut.sizeInBytes(), "q_out");
-  }
-  if (host.rotaryCos) {
-    t.rotaryCos = gpu.upload<const float>(tables.cos.data(), tables.cos.size() * 4, "cos");
-    t.rotarySin = gpu.upload<const float>(tables.sin.data(), tables.sin.size() * 4, "sin");
-  }
-  if (!gpu.error().empty())
-    return gpu.error();
-  if (api::Status s = api::append(plan, t); !s.ok())
-    return s.toString();
-  gpu.download(t.kCache, b.caches.kPool.data(), b.caches.kPool.sizeInBytes());
-  gpu.download(t.vCache, b.caches.vPool.data(), b.caches.vPool.sizeInBytes());
-  if (t.qOut)
-    gpu.download(t.qOut, b.qOut.data(), b.qOut.sizeInBytes());
-  return gpu.error();
-}
-
 AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool callerTables,
                                   uint64_t seed) {
   api::Options options;
@@ -220,35 +145,15 @@ AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool caller
   std::optional<api::Plan> plan = planChecked(problem, options);
   if (!plan)
     return out;
-  llvm::Expected<LoweredAppend> l = lowerAppend(problem, plan->target());
-  EXPECT_TRUE(bool(l)) << llvm::toString(l.takeError());
-  if (!l)
-    return out;
   out.plan = *plan;
-  const AppendKvProblem &p = l->problem;
-  AppendBuffers b(*l, seed);
-  std::vector<float> kBefore = b.caches.kPool.toFloat(), vBefore = b.caches.vPool.toFloat();
-  RotaryTables tables;
-  if (p.rotary != RotaryForm::None)
-    tables = makeRotaryTables(p.rotaryPositions(), p.resolvedRotaryDim(), problem.rotaryBase);
-  api::AppendTensors t{b.kNew.data(), b.vNew.data(), b.caches.kPool.data(),
-                       b.caches.vPool.data(), b.blockTable.empty() ? nullptr : b.blockTable.data()};
-  if (p.rotateQ)
-    t.q = b.q.data(), t.qOut = b.qOut.data();
-  if (callerTables)
-    t.rotaryCos = tables.cos.data(), t.rotarySin = tables.sin.data();
-  std::string error = plan->device() == api::Device::Cuda
-                          ? appendOnCuda(*plan, t, b, tables, problem.seqlens)
-                          : errorText(api::append(*plan, t));
-  EXPECT_EQ(error, "");
-  if (!error.empty())
+  auto run = harness::AppendCase::make(problem, plan->target(), seed);
+  EXPECT_TRUE(bool(run)) << llvm::toString(run.takeError());
+  if (!run)
     return out;
-  AppendKvReference ref = referenceAppendKv(p, tables, kBefore, vBefore, b.blockTable,
-                                            b.kNew.toFloat(), b.vNew.toFloat(), b.q.toFloat());
-  out.check = compareAppendKv(p, b.blockTable, ref, b.caches.kPool.toFloat(),
-                              b.caches.vPool.toFloat(), kBefore, vBefore, b.qOut.toFloat(),
-                              l->features.dtype, l->features.outType());
+  llvm::Error err = run->run(*plan, callerTables);
+  EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  out.check = run->check();
   EXPECT_TRUE(out.check.pass) << out.check.summary() << "\n" << plan->describe();
-  out.caches = std::move(b.caches);
+  out.caches = {run->kCache(), run->vCache(), run->blockTable()};
   return out;
 }

@@ -48,11 +48,6 @@ CompareResult runPagedAgainstReference(const api::Plan &plan, const api::Problem
                                        const PagedPools &pools, std::vector<int32_t> seqlensK,
                                        uint64_t seed);
 
-/// plan() + makePools + runPagedAgainstReference; fails the calling test
-/// on any error or mismatch.
-ApiCheck checkApiPaged(const api::Problem &problem, api::Options options = {},
-                       uint64_t seed = 1);
-
 /// What an append through the API left behind, checked.
 struct AppendOutcome {
   api::Plan plan;

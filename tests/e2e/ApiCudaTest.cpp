@@ -142,7 +142,7 @@ class ApiCudaPaged : public ::testing::TestWithParam<GpuPagedCase> {};
 
 TEST_P(ApiCudaPaged, MatchesReference) {
   REQUIRE_GPU();
-  ApiCheck check = checkApiPaged(GetParam().problem, {}, 5);
+  ApiCheck check = checkApi(GetParam().problem, {}, 5);
   ASSERT_FALSE(check.plan.steps().empty());
   EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"), std::string::npos)
       << check.plan.describe();

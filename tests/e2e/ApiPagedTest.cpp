@@ -33,7 +33,7 @@ class ApiPagedMatchesReference : public ::testing::TestWithParam<PagedCase> {};
 TEST_P(ApiPagedMatchesReference, PlanAndRun) {
   api::Options options;
   options.threads = 2;
-  ApiCheck check = checkApiPaged(GetParam().problem, options, 3);
+  ApiCheck check = checkApi(GetParam().problem, options, 3);
   ASSERT_FALSE(check.plan.steps().empty());
   EXPECT_EQ(check.plan.steps()[0].role, "paged forward") << check.plan.describe();
   EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"), std::string::npos);
@@ -69,7 +69,7 @@ TEST(ApiPagedDecode, SplitPlanWithEmptyParts) {
   p.wantLse = true;
   api::Options options;
   options.threads = 8;
-  ApiCheck check = checkApiPaged(p, options, 5);
+  ApiCheck check = checkApi(p, options, 5);
   const std::vector<api::PlanStep> &steps = check.plan.steps();
   ASSERT_EQ(steps.size(), 2u) << check.plan.describe();
   EXPECT_EQ(steps[0].role, "paged split-KV forward");
