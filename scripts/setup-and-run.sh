@@ -14,7 +14,7 @@ readonly kJobs=${FMHAJIT_JOBS:-$(nproc)}
 
 readonly kPackages=(
   llvm-22-dev clang-22 lld-22 liblld-22-dev libclang-22-dev llvm-22-tools
-  libfmt-dev libgtest-dev libzstd-dev libopenblas-dev
+  libgtest-dev libzstd-dev libopenblas-dev clang-format-22
   ninja-build cmake python3
 )
 
