@@ -59,3 +59,30 @@ Status fmhajit::toStatus(llvm::Error err) {
     message = "an unknown error occurred";
   return Status(codeFor(problems.kind), std::move(message));
 }
+
+// InvalidArgument goes back as a spec error: the problem is what to change.
+static ErrorKind kindFor(StatusCode code) {
+  switch (code) {
+  case StatusCode::Unsupported:
+    return ErrorKind::Unsupported;
+  case StatusCode::CompileError:
+    return ErrorKind::Jit;
+  case StatusCode::DeviceError:
+    return ErrorKind::Driver;
+  case StatusCode::IoError:
+    return ErrorKind::Io;
+  default:
+    return ErrorKind::Spec;
+  }
+}
+
+llvm::Error fmhajit::toError(const Status &status) {
+  if (status.ok())
+    return llvm::Error::success();
+  ErrorList errors;
+  llvm::SmallVector<llvm::StringRef, 8> lines;
+  llvm::StringRef(status.message()).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    errors.add(kindFor(status.code()), line);
+  return errors.take();
+}

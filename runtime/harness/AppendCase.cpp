@@ -1,5 +1,6 @@
 //===- AppendCase.cpp - One K/V cache append on seeded inputs, checked ----===//
 #include "runtime/harness/AppendCase.h"
+#include "runtime/api/ApiStatus.h"
 #include "runtime/api/AppendLowering.h"
 #include "runtime/device/DeviceCopies.h"
 #include "runtime/harness/BundleMeta.h"
@@ -116,12 +117,6 @@ static llvm::Expected<api::AppendTensors> deviceTensors(AppendCase::State &s,
   return t;
 }
 
-static llvm::Error statusError(const api::Status &status) {
-  if (status.ok())
-    return llvm::Error::success();
-  return makeError(ErrorKind::Driver, status.message());
-}
-
 static llvm::Error downloadCaches(AppendCase::State &s) {
   DeviceCopies &gpu = *s.gpu;
   gpu.download(s.tensors.kCache, s.kCache.data(), s.kCache.sizeInBytes());
@@ -140,19 +135,19 @@ llvm::Error AppendCase::run(const api::Plan &plan, bool callerTables) {
   api::AppendTensors host = hostTensors(*s, callerTables);
   if (plan.device() == api::Device::Host) {
     s->tensors = host;
-    return statusError(api::append(plan, host));
+    return toError(api::append(plan, host));
   }
   auto tensors = deviceTensors(*s, host);
   if (!tensors)
     return tensors.takeError();
   s->tensors = *tensors;
-  if (llvm::Error err = statusError(api::append(plan, s->tensors)))
+  if (llvm::Error err = toError(api::append(plan, s->tensors)))
     return err;
   return downloadCaches(*s);
 }
 
 llvm::Error AppendCase::launch(const api::Plan &plan) {
-  return statusError(api::append(plan, s->tensors));
+  return toError(api::append(plan, s->tensors));
 }
 
 AppendKvCheck AppendCase::check() const {

@@ -1,5 +1,6 @@
 //===- ForwardCase.cpp - One attention call on seeded inputs, checked -----===//
 #include "runtime/harness/ForwardCase.h"
+#include "runtime/api/ApiStatus.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/device/DeviceCopies.h"
 #include "runtime/harness/BundleMeta.h"
@@ -109,23 +110,17 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s, const a
   return t;
 }
 
-static llvm::Error statusError(const api::Status &status) {
-  if (status.ok())
-    return llvm::Error::success();
-  return makeError(ErrorKind::Driver, status.message());
-}
-
 llvm::Error ForwardCase::run(const api::Plan &plan) {
   poisonOutputs(*s);
   if (plan.device() == api::Device::Host) {
     s->tensors = hostTensors(*s);
-    return statusError(api::run(plan, s->tensors));
+    return toError(api::run(plan, s->tensors));
   }
   auto tensors = deviceTensors(*s, plan);
   if (!tensors)
     return tensors.takeError();
   s->tensors = *tensors;
-  if (llvm::Error err = statusError(api::run(plan, s->tensors)))
+  if (llvm::Error err = toError(api::run(plan, s->tensors)))
     return err;
   // The copies back wait for the launches on the default stream.
   s->gpu->download(s->tensors.o, s->o.data.data(), s->o.data.sizeInBytes());
@@ -136,7 +131,7 @@ llvm::Error ForwardCase::run(const api::Plan &plan) {
 }
 
 llvm::Error ForwardCase::launch(const api::Plan &plan) {
-  return statusError(api::run(plan, s->tensors));
+  return toError(api::run(plan, s->tensors));
 }
 
 CompareResult ForwardCase::check() const {

@@ -5,6 +5,7 @@
 // outputs, then the timed runs. Prints the lines of docs/run.md.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/api/ApiStatus.h"
 #include "runtime/harness/AppendCase.h"
 #include "runtime/harness/DeviceReport.h"
 #include "runtime/harness/ForwardCase.h"
@@ -41,17 +42,12 @@ struct Report {
 // The flags the spec rules out, then the API's refusal (one problem a
 // line): an invalid input, exit 1, like an invalid spec.
 static int reportRefusal(const RunRequest &req, const api::Status &status) {
+  ErrorList errors;
   for (const std::string &mismatch : req.specMismatches)
-    llvm::errs() << "error: " << mismatch << "\n";
-  llvm::SmallVector<llvm::StringRef, 8> lines;
-  if (!status.ok())
-    llvm::StringRef(status.message()).split(lines, '\n');
-  for (llvm::StringRef line : lines)
-    llvm::errs() << "error: " << line << "\n";
-  llvm::errs().flush();
-  return 1;
+    errors.add(ErrorKind::Spec, mismatch);
+  errors.add(toError(status));
+  return reportErrors(errors.take());
 }
-
 
 static void printLoad(Report &r, const api::PlanStep &step, bool gpu) {
   const api::StepLoad &l = step.load;
