@@ -26,6 +26,16 @@ if [ "$mode" != bench ]; then
               family=fwd,dtype=fp16,d=64,pipeline=simt,lse=1,target=sm_90a; do
     /tmp/fj/fmhajit run "$spec" --device cuda --batch 2 --heads 4 --seqlen-q 1000 --check --iters 5 2>&1 | tee -a "$out/check.log"
   done
+  # Every family `fmhajit run` takes, on the GPU through the public API.
+  fj() { echo "== fmhajit run $*" | tee -a "$out/check.log"; /tmp/fj/fmhajit run "$@" --device cuda --check --iters 3 2>&1 | tee -a "$out/check.log"; }
+  fj family=fwd_splitkv,dtype=bf16,d=128,lse=1 --heads 8 --heads-kv 1 --seqlen-q 1 --seqlen-k 32768
+  fj family=fwd_splitkv,dtype=bf16,d=128,lse=1 --heads 8 --heads-kv 1 --seqlen-q 1 --seqlen-k 4096 --num-splits 5
+  fj family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1 --heads 8 --heads-kv 2 --seqlen-q 2 --cache-len 1,40,3000 --page-size 16
+  fj family=fwd_paged,dtype=fp16,d=64 --batch 4 --heads 4 --seqlen-q 1 --cache-len 5000 --page-size 64 --num-splits 4
+  fj family=append_kv,dtype=bf16,d=128 --heads 8 --heads-kv 2 --cache-len 0,15,33 --new-tokens 3 --page-size 16 --rotary half --rotate-q
+  fj family=append_kv,dtype=fp16,d=64 --batch 2 --cache-len 7 --new-tokens 5 --rotary interleaved --rotary-dim 32
+  grep -c "check    PASS" "$out/check.log" | sed 's/^/PASS lines: /'
+  grep -c "check    FAIL\|^error" "$out/check.log" | sed 's/^/FAIL or error lines: /'
 fi
 if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = quick ]; then
   q=""; [ "$mode" = quick ] && q=--quick
