@@ -1,13 +1,11 @@
 //===- PlanBuilder.cpp - From the dispatcher's choice to launches ---------===//
 #include "runtime/api/PlanBuilder.h"
-#include "runtime/api/CudaForwardStep.h"
+#include "runtime/api/GpuForwardStep.h"
 #include "runtime/api/HostForwardStep.h"
 #include "runtime/device/HostKernel.h"
 #include "runtime/api/HostPagedStep.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
-#include "specs/Errors.h"
-#include "specs/Keys.h"
 
 using namespace fmhajit;
 
@@ -148,44 +146,42 @@ static llvm::Expected<std::unique_ptr<const StepRunner>> loadHostPaged(const Pla
                                                *l.pagedCache, l.seqlensK);
 }
 
-// The forward kernel, with the combine when the plan cuts key ranges.
-static llvm::Expected<std::unique_ptr<const StepRunner>> loadCuda(const PlanLayout &layout,
-                                                                  const LoweredProblem &l,
-                                                                  KernelCache &cache) {
+// The forward kernel, with the combine when the plan cuts key ranges, on
+// the GPU of the target's backend (CUDA or HIP).
+static llvm::Expected<std::unique_ptr<const StepRunner>> loadGpu(const PlanLayout &layout,
+                                                                 const LoweredProblem &l,
+                                                                 KernelCache &cache) {
   const KernelSpec &spec = layout.steps.front().spec;
-  auto kernel = CudaKernel::load(spec, cache);
+  auto driver = gpuDriverFor(findArch(spec.target)->backend);
+  if (!driver)
+    return driver.takeError();
+  auto kernel = GpuKernel::load(*driver, spec, cache);
   if (!kernel)
     return kernel.takeError();
-  std::optional<CudaKernel> combine;
+  std::optional<GpuKernel> combine;
   if (layout.split) {
-    auto loaded = CudaKernel::load(layout.split->combine, cache);
+    auto loaded = GpuKernel::load(*driver, layout.split->combine, cache);
     if (!loaded)
       return loaded.takeError();
     combine = std::move(*loaded);
   }
-  return std::make_unique<const CudaForwardStep>(CudaForwardLaunch{std::move(*kernel),
-                                                                   std::move(combine)},
-                                                 planParams(layout, l), l.stream,
-                                                 kvRowAlignmentNeeded(spec), layout.splitWorkspace);
+  return std::make_unique<const GpuForwardStep>(GpuForwardLaunch{std::move(*kernel),
+                                                                 std::move(combine)},
+                                                planParams(layout, l), l.stream,
+                                                kvRowAlignmentNeeded(spec), layout.splitWorkspace);
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>> loadRunner(const PlanLayout &layout,
                                                                     const LoweredProblem &l,
                                                                     KernelCache &cache,
                                                                     unsigned threads) {
-  const KernelSpec &spec = layout.steps.front().spec;
-  const ArchInfo &arch = *findArch(spec.target);
-  if (arch.backend == Backend::Nvptx)
-    return loadCuda(layout, l, cache);
-  if (l.pagedCache && arch.backend == Backend::Host)
+  if (findArch(layout.steps.front().spec.target)->backend != Backend::Host)
+    return loadGpu(layout, l, cache);
+  if (l.pagedCache)
     return loadHostPaged(layout, l, cache, threads);
-  if (layout.split && arch.backend == Backend::Host)
+  if (layout.split)
     return loadHostSplit(layout, l, cache, threads);
-  if (arch.backend == Backend::Host)
-    return loadHostSingle(layout, l, cache, threads);
-  return makeError(ErrorKind::Unsupported, "kernel " + encodeName(spec) + " (family " +
-                                               keyOf(spec.family) + " on " + arch.name +
-                                               ") cannot be launched by this build yet");
+  return loadHostSingle(layout, l, cache, threads);
 }
 
 llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>

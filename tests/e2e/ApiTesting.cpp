@@ -4,6 +4,7 @@
 #include "runtime/numerics/HostTensor.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/numerics/Reference.h"
+#include "specs/ArchTable.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
@@ -59,13 +60,13 @@ static std::string runOnHost(const api::Plan &plan, LaidOut &q, LaidOut &k, Laid
   return s.ok() ? "" : s.toString();
 }
 
-// The CUDA path: device copies of every buffer (cu_seqlens and slopes
-// too: a GPU plan reads them from device memory) and the plan's workspace,
-// run on the legacy stream, and O and LSE copied back (cuMemcpyDtoH waits
-// for the kernels).
-static std::string runOnCuda(const api::Plan &plan, const LoweredProblem &l, LaidOut &q, LaidOut &k,
-                             LaidOut &v, LaidOut &o, std::vector<float> &lse) {
-  DeviceCopies gpu;
+// The GPU path (CUDA or HIP): device copies of every buffer (cu_seqlens
+// and slopes too: a GPU plan reads them from device memory) and the plan's
+// workspace, run on the default stream, and O and LSE copied back (the
+// synchronous copy waits for the kernels).
+static std::string runOnGpu(const api::Plan &plan, const LoweredProblem &l, LaidOut &q, LaidOut &k,
+                            LaidOut &v, LaidOut &o, std::vector<float> &lse) {
+  DeviceCopies gpu(findArch(plan.target())->backend);
   api::Tensors t{gpu.upload(q.data.data(), q.data.sizeInBytes(), "q"),
                  gpu.upload(k.data.data(), k.data.sizeInBytes(), "k"),
                  gpu.upload(v.data.data(), v.data.sizeInBytes(), "v"),
@@ -103,7 +104,7 @@ ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options, uint64
   v.data.fillNormal(seed + 2);
   o.data.poison();
   std::vector<float> lse(f.lse ? size_t(numElements(l->problem.lseShape())) : 0, NAN);
-  std::string error = plan->device() == api::Device::Cuda ? runOnCuda(*plan, *l, q, k, v, o, lse)
+  std::string error = plan->device() != api::Device::Host ? runOnGpu(*plan, *l, q, k, v, o, lse)
                                                           : runOnHost(*plan, q, k, v, o, lse);
   EXPECT_EQ(error, "");
   if (!error.empty())

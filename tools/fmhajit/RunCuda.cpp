@@ -11,11 +11,11 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/KernelCache.h"
 #include "runtime/device/CudaDriver.h"
-#include "runtime/device/CudaForwardData.h"
-#include "runtime/device/CudaForwardLaunch.h"
-#include "runtime/device/CudaKernel.h"
-#include "runtime/device/CudaResources.h"
 #include "runtime/device/DeviceCopies.h"
+#include "runtime/device/DeviceForwardData.h"
+#include "runtime/device/GpuForwardLaunch.h"
+#include "runtime/device/GpuKernel.h"
+#include "runtime/device/GpuResources.h"
 #include "runtime/device/SplitKv.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -29,16 +29,16 @@
 
 using namespace fmhajit;
 
-static void printKernel(const CudaDriver &driver, const CudaKernel &kernel,
+static void printKernel(const CudaDriver &driver, const GpuKernel &kernel,
                         int64_t blocks, llvm::raw_ostream &os) {
-  const CudaLoadStats &load = kernel.loadStats();
-  const CudaKernelResources &res = kernel.resources();
+  const GpuLoadStats &load = kernel.loadStats();
+  const GpuKernelResources &res = kernel.resources();
   os << "kernel   " << encodeName(kernel.spec()) << "\n"
      << "device   " << driver.describe() << "\n"
-     << "load     " << llvm::format("%.2f ms", load.codegenMs + load.driverMs) << " ("
+     << "load     " << llvm::format("%.2f ms", load.codegenMs + load.loadMs) << " ("
      << originName(load.origin) << ") = codegen "
      << llvm::format("%.2f ms", load.codegenMs) << " + driver "
-     << llvm::format("%.2f ms", load.driverMs)
+     << llvm::format("%.2f ms", load.loadMs)
      << (load.moduleReused ? " (module already loaded)\n" : "\n")
      << "launch   " << blocks << " blocks x " << kernel.blockThreads() << " threads, "
      << kernel.sharedBytes() << " B shared, " << res.registers << " registers, "
@@ -46,8 +46,8 @@ static void printKernel(const CudaDriver &driver, const CudaKernel &kernel,
 }
 
 // One checked run on poisoned device outputs, copied back into \p data.
-static llvm::Error runChecked(const CudaForwardLaunch &kernel, const FwdParams &params,
-                              const CudaStream &stream, const CudaForwardData &device,
+static llvm::Error runChecked(const GpuForwardLaunch &kernel, const FwdParams &params,
+                              const GpuStream &stream, const DeviceForwardData &device,
                               RunData &data) {
   if (llvm::Error err = kernel.launch(params, stream.get()))
     return err;
@@ -69,32 +69,32 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   // otherwise first exhaust host memory making its inputs.
   if (llvm::Error err = checkFitsOnGpu(*driver, opt.spec, opt.problem))
     return reportErrors(std::move(err));
-  auto kernel = CudaKernel::load(opt.spec, *cache);
+  auto kernel = GpuKernel::load(*driver, opt.spec, *cache);
   if (!kernel)
     return reportErrors(kernel.takeError());
   llvm::raw_ostream &os = llvm::outs();
   bool split = opt.spec.family == Family::FwdSplitKv;
-  unsigned parts = split ? resolveNumSplits(opt, opt.problem, driver->device().smCount, os) : 0;
-  CudaForwardLaunch launch{std::move(*kernel), std::nullopt};
+  unsigned parts = split ? resolveNumSplits(opt, opt.problem, driver->device().computeUnits, os) : 0;
+  GpuForwardLaunch launch{std::move(*kernel), std::nullopt};
   if (parts > 1) {
     auto combineSpec = combineSpecFor(opt.spec);
     if (!combineSpec)
       return reportErrors(combineSpec.takeError());
-    auto combine = CudaKernel::load(*combineSpec, *cache);
+    auto combine = GpuKernel::load(*driver, *combineSpec, *cache);
     if (!combine)
       return reportErrors(combine.takeError());
     launch.combine = std::move(*combine);
   }
 
   RunData data(opt);
-  auto device = CudaForwardData::upload(*driver, opt.spec, opt.problem, data.buffers());
+  auto device = DeviceForwardData::upload(*driver, opt.spec, opt.problem, data.buffers());
   if (!device)
     return reportErrors(device.takeError());
-  auto stream = CudaStream::create(*driver);
+  auto stream = GpuStream::create(*driver);
   if (!stream)
     return reportErrors(stream.takeError());
   // The partials of several parts (one part writes O itself).
-  DeviceCopies partials;
+  DeviceCopies partials(Backend::Nvptx);
   SplitKvWorkspace workspace;
   if (parts > 1) {
     SplitKvWorkspaceSize size = splitKvWorkspaceSize(opt.spec, opt.problem, parts);
@@ -116,7 +116,7 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
   if (llvm::Error err = saveOutputs(opt, data, os))
     return reportErrors(std::move(err));
   unsigned ran = 0;
-  auto timer = CudaTimer::create(*driver);
+  auto timer = GpuTimer::create(*driver);
   if (!timer)
     return reportErrors(timer.takeError());
   auto ms = medianLaunchMs(launch, params, *stream, *timer, opt.iterations, ran);

@@ -10,8 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/KernelCache.h"
 #include "runtime/device/DeviceForwardData.h"
-#include "runtime/device/HipKernel.h"
-#include "runtime/device/HipResources.h"
+#include "runtime/device/GpuKernel.h"
+#include "runtime/device/GpuResources.h"
+#include "runtime/device/HipRuntime.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "tools/fmhajit/Commands.h"
@@ -21,17 +22,15 @@
 
 using namespace fmhajit;
 
-using HipForwardData = DeviceForwardData<HipRuntime, HipBuffer>;
-
-static void printKernel(const HipRuntime &hip, const HipKernel &kernel, int64_t blocks,
+static void printKernel(const HipRuntime &hip, const GpuKernel &kernel, int64_t blocks,
                         llvm::raw_ostream &os) {
-  const HipLoadStats &load = kernel.loadStats();
-  const CodeObjectKernel &res = kernel.resources();
+  const GpuLoadStats &load = kernel.loadStats();
+  const CodeObjectKernel &res = *kernel.resources().codeObject;
   os << "kernel   " << encodeName(kernel.spec()) << "\n"
      << "device   " << hip.describe() << "\n"
-     << "load     " << llvm::format("%.2f ms", load.codegenMs + load.loaderMs) << " ("
+     << "load     " << llvm::format("%.2f ms", load.codegenMs + load.loadMs) << " ("
      << originName(load.origin) << ") = codegen " << llvm::format("%.2f ms", load.codegenMs)
-     << " + loader " << llvm::format("%.2f ms", load.loaderMs)
+     << " + loader " << llvm::format("%.2f ms", load.loadMs)
      << (load.moduleReused ? " (module already loaded)\n" : "\n")
      << "launch   " << blocks << " workgroups x " << kernel.blockThreads() << " threads (wave"
      << res.wavefrontSize << "), " << res.groupSegmentFixedSize << " B LDS, " << res.vgprCount
@@ -62,16 +61,16 @@ int fmhajit::runOnHip(const RunOptions &opt) {
   auto cache = KernelCache::global();
   if (!cache)
     return reportErrors(cache.takeError());
-  auto kernel = HipKernel::load(opt.spec, *cache);
+  auto kernel = GpuKernel::load(*hip, opt.spec, *cache);
   if (!kernel)
     return reportErrors(kernel.takeError());
 
   RunData data(opt);
-  auto device = HipForwardData::upload(*hip, opt.spec, opt.problem, data.buffers());
+  auto device = DeviceForwardData::upload(*hip, opt.spec, opt.problem, data.buffers());
   if (!device)
     return reportErrors(device.takeError());
-  auto stream = HipStream::create(*hip);
-  auto timer = HipTimer::create(*hip);
+  auto stream = GpuStream::create(*hip);
+  auto timer = GpuTimer::create(*hip);
   if (!stream || !timer)
     return reportErrors(llvm::joinErrors(stream.takeError(), timer.takeError()));
   FwdParams params = makeFwdParams(opt.spec, opt.problem, device->buffers());
