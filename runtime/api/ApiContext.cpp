@@ -1,7 +1,6 @@
 //===- ApiContext.cpp - What the public entry points look up --------------===//
 #include "runtime/api/ApiContext.h"
-#include "runtime/device/CudaDriver.h"
-#include "runtime/device/HipRuntime.h"
+#include "runtime/device/GpuDriver.h"
 #include "runtime/api/ProblemLowering.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
@@ -19,27 +18,9 @@ static llvm::Expected<std::string> gpuDeviceTarget(Backend backend) {
                      toString(driver.takeError()) +
                          " (to plan for a GPU this machine lacks, set Options::target and "
                          "Options::load = false)");
-  if (backend == Backend::Nvptx) {
-    const CudaDeviceInfo &device = static_cast<const CudaDriver &>(*driver).device();
-    if (!device.target)
-      return makeError(ErrorKind::Unsupported, device.name + " has compute capability " +
-                                                   device.cc.str() +
-                                                   ", which no fmhajit target runs on; fmhajit "
-                                                   "needs 8.0 or newer");
-    return *device.target;
-  }
-  const HipDeviceInfo &device = static_cast<const HipRuntime &>(*driver).device();
-  if (device.target)
-    return *device.target;
-  if (device.gfxName.empty())
-    return makeError(ErrorKind::Unsupported,
-                     "this HIP runtime cannot report " + device.name +
-                         "'s gfx name (it needs ROCm 6 or newer): set Options::target to the "
-                         "target rocminfo names");
-  return makeError(ErrorKind::Unsupported, device.name + " is " + device.gfxName +
-                                               ", which no fmhajit target runs on; fmhajit "
-                                               "runs gfx90a, gfx942, gfx950, gfx1100 and "
-                                               "gfx1201");
+  if (!driver->device().target)
+    return makeError(ErrorKind::Unsupported, driver->noTargetReason());
+  return *driver->device().target;
 }
 
 static Backend backendOf(api::Device device) {

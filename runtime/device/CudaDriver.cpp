@@ -178,6 +178,11 @@ std::string CudaDriver::ptxNote() const {
          "this driver may reject: update the NVIDIA driver";
 }
 
+std::string CudaDriver::noTargetReason() const {
+  return info.name + " has compute capability " + info.cc.str() +
+         ", which no fmhajit target runs on; fmhajit needs 8.0 or newer";
+}
+
 std::string CudaDriver::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);

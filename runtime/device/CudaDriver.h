@@ -79,6 +79,7 @@ public:
   std::string ptxNote() const;
   /// One line: "NVIDIA H100 (sm_90a, 132 SMs, 80 GiB), driver 12.8, PTX 8.7".
   std::string describe() const override;
+  std::string noTargetReason() const override;
 
   // GpuDriver.
   Backend backend() const override { return Backend::Nvptx; }

@@ -77,6 +77,8 @@ public:
   virtual const GpuDeviceInfo &device() const = 0;
   /// One line for `fmhajit run`: the GPU, its target, the driver version.
   virtual std::string describe() const = 0;
+  /// Why device().target is empty, saying what to do about it.
+  virtual std::string noTargetReason() const = 0;
 
   /// Device memory. allocate() names its call in the error; the caller
   /// adds what the buffer was for (GpuBuffer).

@@ -138,6 +138,15 @@ std::optional<std::string> fmhajit::targetForGfxName(llvm::StringRef gfxName) {
   return arch->name;
 }
 
+std::string HipRuntime::noTargetReason() const {
+  if (info.gfxName.empty())
+    return "this HIP runtime cannot report " + info.name +
+           "'s gfx name (it needs ROCm 6 or newer): set the target rocminfo names";
+  return info.name + " is " + info.gfxName +
+         ", which no fmhajit target runs on; fmhajit runs gfx90a, gfx942, gfx950, gfx1100 and "
+         "gfx1201";
+}
+
 // hipRuntimeGetVersion: major * 10000000 + minor * 100000 + patch.
 std::string HipRuntime::describe() const {
   std::string text;

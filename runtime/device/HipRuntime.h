@@ -72,6 +72,7 @@ public:
   /// One line: "AMD Instinct MI300X (gfx942, 304 CUs, 192 GiB), HIP 6.2.41133
   /// (libamdhip64.so)".
   std::string describe() const override;
+  std::string noTargetReason() const override;
 
   // GpuDriver.
   Backend backend() const override { return Backend::Amdgpu; }
