@@ -13,8 +13,8 @@
 #include "bench/decode/DecodeRunner.h"
 #include "fmhajit/Fmhajit.h"
 #include "runtime/numerics/Compare.h"
-#include "runtime/device/CudaForwardLaunch.h"
-#include "runtime/device/CudaResources.h"
+#include "runtime/device/GpuForwardLaunch.h"
+#include "runtime/device/GpuResources.h"
 #include "runtime/device/DeviceCopies.h"
 #include "runtime/numerics/HostTensor.h"
 #include "specs/EncodedName.h"
@@ -44,7 +44,7 @@ double relL2To(const HostTensor &o, const HostTensor &ref) {
 llvm::Expected<DecodeResult>
 fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> candidates,
                                 KernelCache &cache, const TimingPolicy &policy) {
-  auto driver = CudaDriver::get();
+  auto driver = gpuDriverFor(Backend::Nvptx);
   if (!driver)
     return driver.takeError();
   api::Options options;
@@ -61,13 +61,13 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   auto combineSpec = combineSpecFor(*splitSpec);
   if (!combineSpec)
     return combineSpec.takeError();
-  auto single = CudaKernel::load(*singleSpec, cache);
-  auto split = CudaKernel::load(*splitSpec, cache);
-  auto combine = CudaKernel::load(*combineSpec, cache);
+  auto single = GpuKernel::load(*driver, *singleSpec, cache);
+  auto split = GpuKernel::load(*driver, *splitSpec, cache);
+  auto combine = GpuKernel::load(*driver, *combineSpec, cache);
   if (!single || !split || !combine)
     return llvm::joinErrors(llvm::joinErrors(single.takeError(), split.takeError()),
                             combine.takeError());
-  CudaForwardLaunch splitLaunch{std::move(*split), std::move(*combine)};
+  GpuForwardLaunch splitLaunch{std::move(*split), std::move(*combine)};
 
   AttentionProblem p = decodeAttentionProblem(shape, *singleSpec);
   if (llvm::Error err = p.validate(*singleSpec))
@@ -79,7 +79,7 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   k.fillNormal(2);
   v.fillNormal(3);
   o.poison();
-  DeviceCopies dev;
+  DeviceCopies dev(Backend::Nvptx);
   void *dq = dev.upload(q.data(), q.sizeInBytes(), "q");
   void *dk = dev.upload(k.data(), k.sizeInBytes(), "k");
   void *dv = dev.upload(v.data(), v.sizeInBytes(), "v");
@@ -87,13 +87,13 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   void *dSplit = dev.upload(o.data(), o.sizeInBytes(), "o (split)");
   void *dPlan = dev.upload(o.data(), o.sizeInBytes(), "o (plan)");
   void *dWork = dev.allocate(size_t(plan->workspaceBytes()), "workspace");
-  auto stream = CudaStream::create(*driver);
+  auto stream = GpuStream::create(*driver);
   if (!stream)
     return stream.takeError();
 
   DecodeResult result;
   result.shape = shape;
-  result.threads = unsigned(driver->device().smCount);
+  result.threads = unsigned(driver->device().computeUnits);
   result.planSplits = unsigned(plan->steps().front().keySplits);
   result.planKernel = plan->steps().front().kernel;
   if (result.planSplits > 1 && !llvm::is_contained(candidates, result.planSplits))

@@ -55,7 +55,7 @@ struct AppendProblem {
   float rotaryBase = 10000.0f; ///< RoPE's frequency base (the plan's tables)
   bool rotateQ = false;       ///< also rotate Q into AppendTensors::qOut
   Device device = Device::Host;
-  void *stream = nullptr; ///< CUDA: the CUstream to launch on (null: default)
+  void *stream = nullptr; ///< GPU: the CUstream / hipStream_t to launch on (null: default)
 };
 
 /// The memory of one append (host pointers on Device::Host).

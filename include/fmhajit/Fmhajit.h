@@ -33,7 +33,8 @@ namespace fmhajit::api {
 
 struct Options {
   /// The fmhajit target to compile for: "host", "x86-64-v4", "sm_90a"...
-  /// Empty: "host" on Device::Host, the GPU's own target on Device::Cuda.
+  /// Empty: "host" on Device::Host, the GPU's own target on Device::Cuda
+  /// and Device::Hip (HIP's needs ROCm 6 to report its gfx name).
   std::string target;
   /// Host worker threads; 0: one per hardware thread.
   unsigned threads = 0;

@@ -103,7 +103,7 @@ struct Problem {
   float scale = 0;                ///< softmax scale; 0: 1/sqrt(headDim)
   bool wantLse = false;           ///< also write the log-sum-exp of each row
   Device device = Device::Host;
-  void *stream = nullptr; ///< CUDA: the CUstream to launch on (null: default)
+  void *stream = nullptr; ///< GPU: the CUstream / hipStream_t to launch on (null: default)
 };
 
 /// The memory of one call: host pointers for Device::Host, device pointers

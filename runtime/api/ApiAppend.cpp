@@ -11,7 +11,7 @@
 #include "runtime/api/ApiContext.h"
 #include "runtime/api/ApiStatus.h"
 #include "runtime/api/AppendLowering.h"
-#include "runtime/api/CudaAppendStep.h"
+#include "runtime/api/GpuAppendStep.h"
 #include "runtime/api/Dispatcher.h"
 #include "runtime/api/DispatchTable.h"
 #include "runtime/api/HostAppendStep.h"
@@ -70,8 +70,11 @@ static llvm::Error loadAppend(PlanState &s, const LoweredAppend &l, const Kernel
   if (!cache)
     return cache.takeError();
   s.loadText = "loaded through the kernel cache in " + cache->directory();
-  if (findArch(spec.target)->backend == Backend::Nvptx) {
-    auto step = CudaAppendStep::load(spec, l, *cache, stream);
+  if (Backend backend = findArch(spec.target)->backend; backend != Backend::Host) {
+    auto driver = gpuDriverFor(backend);
+    if (!driver)
+      return driver.takeError();
+    auto step = GpuAppendStep::load(*driver, spec, l, *cache, stream);
     if (!step)
       return step.takeError();
     s.appender = std::move(*step);

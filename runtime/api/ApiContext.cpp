@@ -1,6 +1,6 @@
 //===- ApiContext.cpp - What the public entry points look up --------------===//
 #include "runtime/api/ApiContext.h"
-#include "runtime/device/CudaDriver.h"
+#include "runtime/device/GpuDriver.h"
 #include "runtime/api/ProblemLowering.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
@@ -9,20 +9,18 @@
 
 using namespace fmhajit;
 
-static llvm::Expected<std::string> cudaDeviceTarget() {
-  auto driver = CudaDriver::get();
+// The GPU's own target: its compute capability's on CUDA, its gfx name's
+// on HIP.
+static llvm::Expected<std::string> gpuDeviceTarget(Backend backend) {
+  auto driver = gpuDriverFor(backend);
   if (!driver)
     return makeError(ErrorKind::Driver,
                      toString(driver.takeError()) +
                          " (to plan for a GPU this machine lacks, set Options::target and "
                          "Options::load = false)");
-  const CudaDeviceInfo &device = driver->device();
-  if (!device.target)
-    return makeError(ErrorKind::Unsupported, device.name + " has compute capability " +
-                                                 device.cc.str() +
-                                                 ", which no fmhajit target runs on; fmhajit "
-                                                 "needs 8.0 or newer");
-  return *device.target;
+  if (!driver->device().target)
+    return makeError(ErrorKind::Unsupported, driver->noTargetReason());
+  return *driver->device().target;
 }
 
 static Backend backendOf(api::Device device) {
@@ -51,12 +49,9 @@ static const char *deviceFor(Backend backend) {
 
 llvm::Expected<std::string> fmhajit::resolveTarget(api::Device device,
                                                    const std::string &requested) {
-  if (device == api::Device::Hip)
-    return makeError(ErrorKind::Unsupported,
-                     "Device::Hip is not available in this build yet; use Device::Host or "
-                     "Device::Cuda");
   if (requested.empty())
-    return device == api::Device::Host ? std::string("host") : cudaDeviceTarget();
+    return device == api::Device::Host ? std::string("host")
+                                       : gpuDeviceTarget(backendOf(device));
   const ArchInfo *arch = findArch(requested);
   if (!arch)
     return makeError(ErrorKind::Usage,
@@ -72,12 +67,12 @@ llvm::Expected<std::string> fmhajit::resolveTarget(api::Device device,
 unsigned fmhajit::splitWorkers(api::Device device, unsigned hostThreads) {
   if (device == api::Device::Host)
     return hostThreads;
-  auto driver = CudaDriver::get();
+  auto driver = gpuDriverFor(backendOf(device));
   if (!driver) {
     llvm::consumeError(driver.takeError());
     return 0;
   }
-  return unsigned(driver->device().smCount);
+  return unsigned(driver->device().computeUnits);
 }
 
 llvm::Expected<KernelCache &> fmhajit::kernelCacheFor(const std::string &dir) {

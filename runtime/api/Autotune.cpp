@@ -84,10 +84,7 @@ fmhajit::timeCandidates(const std::vector<KernelSpec> &candidates, const Lowered
   const ArchInfo &arch = *findArch(l.features.target);
   llvm::Expected<std::vector<TunedTiming>> timings =
       arch.backend == Backend::Host ? timeHostCandidates(candidates, l, cache, threads)
-      : arch.backend == Backend::Nvptx
-          ? timeCudaCandidates(candidates, l, cache)
-          : makeError(ErrorKind::Unsupported,
-                      "autotuning on " + arch.name + " is not available in this build");
+                                    : timeGpuCandidates(candidates, l, cache);
   if (timings)
     llvm::sort(*timings, [](const TunedTiming &a, const TunedTiming &b) {
       return a.ms != b.ms ? a.ms < b.ms : a.kernel < b.kernel;

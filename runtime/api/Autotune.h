@@ -4,7 +4,8 @@
 // rule on scratch tensors with the problem's sizes and layouts (zeros: the
 // time of attention does not depend on the values), one warm-up call then
 // the median of a few, and returns them fastest first. Host kernels run on
-// the plan's executor; CUDA kernels are timed with events on a fresh stream.
+// the plan's executor; GPU kernels (CUDA, HIP) are timed with events on a
+// fresh stream.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,9 +31,9 @@ llvm::Expected<std::vector<TunedTiming>> timeCandidates(const std::vector<Kernel
                                                         const LoweredProblem &problem,
                                                         KernelCache &cache, unsigned threads);
 
-/// The CUDA half of timeCandidates (AutotuneCuda.cpp).
+/// The GPU half of timeCandidates (AutotuneGpu.cpp).
 llvm::Expected<std::vector<TunedTiming>>
-timeCudaCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &problem,
+timeGpuCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &problem,
                    KernelCache &cache);
 
 /// The median of \p times (which must not be empty).

@@ -1,13 +1,11 @@
 //===- PlanBuilder.cpp - From the dispatcher's choice to launches ---------===//
 #include "runtime/api/PlanBuilder.h"
-#include "runtime/api/CudaForwardStep.h"
+#include "runtime/api/GpuForwardStep.h"
 #include "runtime/api/HostForwardStep.h"
 #include "runtime/device/HostKernel.h"
 #include "runtime/api/HostPagedStep.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
-#include "specs/Errors.h"
-#include "specs/Keys.h"
 #include <chrono>
 
 using namespace fmhajit;
@@ -116,10 +114,10 @@ static api::StepLoad hostLoad(const HostKernel &kernel, double ms) {
   return load;
 }
 
-static api::StepLoad gpuLoad(const CudaKernel &kernel) {
-  const CudaLoadStats &stats = kernel.loadStats();
-  const CudaKernelResources &res = kernel.resources();
-  return {originName(stats.origin).str(), stats.codegenMs, stats.driverMs, res.registers,
+static api::StepLoad gpuLoad(const GpuKernel &kernel) {
+  const GpuLoadStats &stats = kernel.loadStats();
+  const GpuKernelResources &res = kernel.resources();
+  return {originName(stats.origin).str(), stats.codegenMs, stats.loadMs, res.registers,
           res.localBytes, int(kernel.sharedBytes()), int(kernel.blockThreads())};
 }
 
@@ -177,45 +175,43 @@ loadHostPaged(const PlanLayout &layout, const LoweredProblem &l, KernelCache &ca
                                                *l.pagedCache, l.seqlensK);
 }
 
-// The forward kernel, with the combine when the plan cuts key ranges.
+// The forward kernel, with the combine when the plan cuts key ranges, on
+// the GPU of the target's backend (CUDA or HIP).
 static llvm::Expected<std::unique_ptr<const StepRunner>>
-loadCuda(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
-         std::vector<api::StepLoad> &loads) {
+loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
+        std::vector<api::StepLoad> &loads) {
   const KernelSpec &spec = layout.steps.front().spec;
-  auto kernel = CudaKernel::load(spec, cache);
+  auto driver = gpuDriverFor(findArch(spec.target)->backend);
+  if (!driver)
+    return driver.takeError();
+  auto kernel = GpuKernel::load(*driver, spec, cache);
   if (!kernel)
     return kernel.takeError();
   loads.push_back(gpuLoad(*kernel));
-  std::optional<CudaKernel> combine;
+  std::optional<GpuKernel> combine;
   if (layout.split && layout.split->numSplits > 1) {
-    auto loaded = CudaKernel::load(layout.split->combine, cache);
+    auto loaded = GpuKernel::load(*driver, layout.split->combine, cache);
     if (!loaded)
       return loaded.takeError();
     loads.push_back(gpuLoad(*loaded));
     combine = std::move(*loaded);
   }
-  return std::make_unique<const CudaForwardStep>(CudaForwardLaunch{std::move(*kernel),
-                                                                   std::move(combine)},
-                                                 planParams(layout, l), l.stream,
-                                                 kvRowAlignmentNeeded(spec), layout.splitWorkspace);
+  return std::make_unique<const GpuForwardStep>(GpuForwardLaunch{std::move(*kernel),
+                                                                 std::move(combine)},
+                                                planParams(layout, l), l.stream,
+                                                kvRowAlignmentNeeded(spec), layout.splitWorkspace);
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>
 loadRunner(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
            unsigned threads, std::vector<api::StepLoad> &loads) {
-  const KernelSpec &spec = layout.steps.front().spec;
-  const ArchInfo &arch = *findArch(spec.target);
-  if (arch.backend == Backend::Nvptx)
-    return loadCuda(layout, l, cache, loads);
-  if (l.pagedCache && arch.backend == Backend::Host)
+  if (findArch(layout.steps.front().spec.target)->backend != Backend::Host)
+    return loadGpu(layout, l, cache, loads);
+  if (l.pagedCache)
     return loadHostPaged(layout, l, cache, threads, loads);
-  if (layout.split && arch.backend == Backend::Host)
+  if (layout.split)
     return loadHostSplit(layout, l, cache, threads, loads);
-  if (arch.backend == Backend::Host)
-    return loadHostSingle(layout, l, cache, threads, loads);
-  return makeError(ErrorKind::Unsupported, "kernel " + encodeName(spec) + " (family " +
-                                               keyOf(spec.family) + " on " + arch.name +
-                                               ") cannot be launched by this build yet");
+  return loadHostSingle(layout, l, cache, threads, loads);
 }
 
 llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>

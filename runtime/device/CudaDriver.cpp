@@ -142,7 +142,7 @@ llvm::Error CudaDriver::queryDevice() {
   const Query queries[] = {
       {&info.cc.major, kAttrComputeCapabilityMajor},
       {&info.cc.minor, kAttrComputeCapabilityMinor},
-      {&info.smCount, kAttrMultiprocessorCount},
+      {&info.computeUnits, kAttrMultiprocessorCount},
       {&info.maxThreadsPerBlock, kAttrMaxThreadsPerBlock},
       {&info.maxSharedPerBlock, kAttrMaxSharedMemoryPerBlock},
       {&info.maxSharedPerBlockOptin, kAttrMaxSharedMemoryPerBlockOptin}};
@@ -178,11 +178,16 @@ std::string CudaDriver::ptxNote() const {
          "this driver may reject: update the NVIDIA driver";
 }
 
+std::string CudaDriver::noTargetReason() const {
+  return info.name + " has compute capability " + info.cc.str() +
+         ", which no fmhajit target runs on; fmhajit needs 8.0 or newer";
+}
+
 std::string CudaDriver::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << info.name << " (" << info.target.value_or("no fmhajit target") << ", cc "
-     << info.cc.str() << ", " << info.smCount << " SMs, "
+     << info.cc.str() << ", " << info.computeUnits << " SMs, "
      << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30)) << "), driver "
      << driverVersionString(version);
   if (unsigned ptx = ptxVersion())

@@ -10,11 +10,17 @@
 // cuGetErrorName / cuGetErrorString. The device is the first one the
 // process sees; pick another with CUDA_VISIBLE_DEVICES.
 //
+// CudaDriver is the CUDA implementation of GpuDriver (GpuDriver.h); the
+// overrides are in CudaDriverOps.cpp (memory, streams, events, launch),
+// CudaModuleLoad.cpp (the PTX JIT and its logs) and CudaKernelChecks.cpp
+// (what loading a kernel checks on NVPTX).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "runtime/device/CudaApi.h"
 #include "runtime/device/CudaTargets.h"
+#include "runtime/device/GpuDriver.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstddef>
@@ -25,20 +31,16 @@
 namespace fmhajit {
 
 /// What fmhajit needs to know about the GPU it runs on.
-struct CudaDeviceInfo {
-  int ordinal = 0;
-  std::string name;           ///< "NVIDIA H100 80GB HBM3"
+/// GpuDeviceInfo's target is targetForCapability(cc); computeUnits counts
+/// streaming multiprocessors.
+struct CudaDeviceInfo : GpuDeviceInfo {
   ComputeCapability cc;       ///< {9, 0}
-  int smCount = 0;            ///< streaming multiprocessors
   int maxThreadsPerBlock = 0;
   int maxSharedPerBlock = 0;      ///< bytes, without opting in
   int maxSharedPerBlockOptin = 0; ///< bytes, after opting in per kernel
-  size_t totalMemory = 0;         ///< bytes of device memory
-  /// The fmhajit target for this GPU (targetForCapability), if any.
-  std::optional<std::string> target;
 };
 
-class CudaDriver {
+class CudaDriver final : public GpuDriver {
 public:
   /// The library get() loads.
   static constexpr const char *kLibraryName = "libcuda.so.1";
@@ -66,7 +68,7 @@ public:
   /// thread; get() does it for its caller).
   llvm::Error makeCurrent() const;
 
-  const CudaDeviceInfo &device() const { return info; }
+  const CudaDeviceInfo &device() const override { return info; }
   cuda::CUcontext context() const { return ctx; }
   /// As cuDriverGetVersion reports it, e.g. 12080.
   int driverVersion() const { return version; }
@@ -76,7 +78,38 @@ public:
   /// A note for the user when ptxVersion() is 0, else empty.
   std::string ptxNote() const;
   /// One line: "NVIDIA H100 (sm_90a, 132 SMs, 80 GiB), driver 12.8, PTX 8.7".
-  std::string describe() const;
+  std::string describe() const override;
+  std::string noTargetReason() const override;
+
+  // GpuDriver.
+  Backend backend() const override { return Backend::Nvptx; }
+  llvm::Expected<void *> allocate(size_t bytes) override;
+  void release(void *ptr) override;
+  std::string freeMemoryNote() override;
+  llvm::Error copyToDevice(void *dst, const void *src, size_t bytes) override;
+  llvm::Error copyToHost(void *dst, const void *src, size_t bytes) override;
+  llvm::Error fill16(void *dst, uint16_t value, size_t count) override;
+  llvm::Error fill32(void *dst, uint32_t value, size_t count) override;
+  llvm::Expected<GpuStreamHandle> createStream() override;
+  void destroyStream(GpuStreamHandle stream) override;
+  llvm::Error synchronize(GpuStreamHandle stream) override;
+  llvm::Expected<GpuEventHandle> createEvent() override;
+  void destroyEvent(GpuEventHandle event) override;
+  llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) override;
+  llvm::Expected<float> elapsedMs(GpuEventHandle begin, GpuEventHandle end) override;
+  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef ptx, const ArchInfo &arch) override;
+  void unloadModule(GpuModuleHandle module) override;
+  llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
+                                             llvm::StringRef name) override;
+  llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks, GpuLaunchShape shape,
+                     GpuStreamHandle stream, const void *args, size_t argBytes) override;
+  llvm::Error checkTarget(const ArchInfo &arch) const override;
+  CompileOptions compileOptions() const override { return CompileOptions{ptxVersion()}; }
+  llvm::Error checkArtifact(llvm::StringRef ptx, llvm::StringRef name,
+                            GpuKernelResources &resources) const override;
+  llvm::Expected<GpuLaunchShape> configureKernel(GpuFunctionHandle fn, const KernelSpec &spec,
+                                                 GpuKernelResources &resources) override;
+  const char *blockNoun() const override { return "thread blocks"; }
 
 private:
   explicit CudaDriver(void *library) : library(library) {}

@@ -3,8 +3,8 @@
 
 using namespace fmhajit;
 
-DeviceCopies::DeviceCopies() {
-  auto d = CudaDriver::get();
+DeviceCopies::DeviceCopies(Backend backend) {
+  auto d = gpuDriverFor(backend);
   if (d)
     driver = &*d;
   else
@@ -14,8 +14,8 @@ DeviceCopies::DeviceCopies() {
 void *DeviceCopies::make(const void *data, size_t bytes, const char *what) {
   if (!driver || !bytes)
     return nullptr;
-  auto buffer = data ? DeviceBuffer::upload(*driver, data, bytes, what)
-                     : DeviceBuffer::create(*driver, bytes, what);
+  auto buffer = data ? GpuBuffer::upload(*driver, data, bytes, what)
+                     : GpuBuffer::create(*driver, bytes, what);
   if (!buffer) {
     std::string text = llvm::toString(buffer.takeError());
     if (firstError.empty())
@@ -27,7 +27,7 @@ void *DeviceCopies::make(const void *data, size_t bytes, const char *what) {
 }
 
 void DeviceCopies::download(const void *device, void *host, size_t bytes) {
-  for (const DeviceBuffer &b : buffers)
+  for (const GpuBuffer &b : buffers)
     if (b.pointer() == device) {
       if (llvm::Error err = b.copyTo(host, bytes); err && firstError.empty())
         firstError = llvm::toString(std::move(err));

@@ -4,12 +4,13 @@
 // (inputs, outputs, tables, lengths, workspace). DeviceCopies uploads host
 // buffers, allocates the rest, and keeps the first failure as text, so a
 // caller (a test, a benchmark) makes its copies in a row and checks
-// error() once. The buffers live as long as the DeviceCopies.
+// error() once. The buffers live as long as the DeviceCopies. It works on
+// the GPU of either driver (gpuDriverFor).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/device/CudaResources.h"
+#include "runtime/device/GpuResources.h"
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -18,7 +19,9 @@ namespace fmhajit {
 
 class DeviceCopies {
 public:
-  DeviceCopies();
+  /// Copies on the GPU that runs \p backend's code (Nvptx: CUDA, Amdgpu:
+  /// HIP); without its driver every step fails with the driver's error.
+  explicit DeviceCopies(Backend backend);
 
   /// A device copy of \p bytes at \p data; null for 0 bytes or on failure.
   template <typename T = void> T *upload(const void *data, size_t bytes, const char *what) {
@@ -38,8 +41,8 @@ public:
 private:
   void *make(const void *data, size_t bytes, const char *what);
 
-  CudaDriver *driver = nullptr;
-  std::vector<DeviceBuffer> buffers;
+  GpuDriver *driver = nullptr;
+  std::vector<GpuBuffer> buffers;
   std::string firstError;
 };
 

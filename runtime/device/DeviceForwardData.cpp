@@ -2,6 +2,7 @@
 #include "runtime/device/DeviceForwardData.h"
 #include "specs/Errors.h"
 #include "llvm/Support/Format.h"
+#include <tuple>
 
 using namespace fmhajit;
 
@@ -42,4 +43,65 @@ llvm::Error fmhajit::checkForwardFits(const KernelSpec &spec, const AttentionPro
                    "the problem's tensors need " + gibibytes(total) + " but " + deviceName +
                        " has " + gibibytes(deviceBytes) +
                        "; use a smaller batch, fewer heads or shorter sequences");
+}
+
+llvm::Error fmhajit::checkFitsOnGpu(const GpuDriver &driver, const KernelSpec &spec,
+                                    const AttentionProblem &problem) {
+  return checkForwardFits(spec, problem, driver.device().totalMemory, driver.device().name);
+}
+
+llvm::Expected<DeviceForwardData> DeviceForwardData::upload(GpuDriver &driver,
+                                                            const KernelSpec &spec,
+                                                            const AttentionProblem &problem,
+                                                            const ForwardBuffers &host) {
+  ForwardSizes sizes = ForwardSizes::of(spec, problem);
+  DeviceForwardData data;
+  data.outType = spec.outType();
+  struct Input { GpuBuffer *buffer; const void *data; size_t bytes; const char *what; };
+  const Input inputs[] = {{&data.q, host.q, sizes.q, "q"},
+                          {&data.k, host.k, sizes.k, "k"},
+                          {&data.v, host.v, sizes.v, "v"},
+                          {&data.cuSeqlensQ, host.cuSeqlensQ, sizes.cuSeqlensQ, "cu_seqlens_q"},
+                          {&data.cuSeqlensK, host.cuSeqlensK, sizes.cuSeqlensK, "cu_seqlens_k"},
+                          {&data.alibiSlopes, host.alibiSlopes, sizes.alibiSlopes,
+                           "alibi slopes"}};
+  for (const Input &in : inputs) {
+    auto buffer = GpuBuffer::upload(driver, in.data, in.bytes, in.what);
+    if (!buffer)
+      return buffer.takeError(); // buffers made so far are freed with data
+    *in.buffer = std::move(*buffer);
+  }
+  for (auto [buffer, bytes, what] :
+       {std::tuple{&data.o, sizes.o, "o"}, std::tuple{&data.lse, sizes.lse, "lse"}}) {
+    auto made = GpuBuffer::create(driver, bytes, what);
+    if (!made)
+      return made.takeError();
+    *buffer = std::move(*made);
+  }
+  if (llvm::Error err = data.poisonOutputs())
+    return std::move(err);
+  return std::move(data);
+}
+
+ForwardBuffers DeviceForwardData::buffers() const {
+  ForwardBuffers b{q.pointer(), k.pointer(), v.pointer(), o.pointer()};
+  b.lse = static_cast<float *>(lse.pointer());
+  b.cuSeqlensQ = static_cast<const int32_t *>(cuSeqlensQ.pointer());
+  b.cuSeqlensK = static_cast<const int32_t *>(cuSeqlensK.pointer());
+  b.alibiSlopes = static_cast<const float *>(alibiSlopes.pointer());
+  return b;
+}
+
+llvm::Error DeviceForwardData::poisonOutputs() {
+  if (llvm::Error err = o.poison(outType))
+    return err;
+  return lse.poison(DType::F32);
+}
+
+llvm::Error DeviceForwardData::download(const ForwardBuffers &host) const {
+  if (llvm::Error err = o.copyTo(host.o, o.size()))
+    return err;
+  if (lse.size() && !host.lse)
+    return makeError(ErrorKind::Usage, "the spec has lse=1 but no host lse buffer was given");
+  return lse.copyTo(host.lse, lse.size());
 }

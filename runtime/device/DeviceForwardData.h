@@ -4,20 +4,16 @@
 // DeviceForwardData allocates their device twins from the problem's packed
 // shapes (ForwardSizes), uploads the inputs, poisons the outputs with NaN
 // on the device and copies O and LSE back. Sizes come from (spec, problem),
-// so host and device agree by construction. It is written once over a
-// runtime and its buffer type: Buffer::create(runtime, bytes, what),
-// Buffer::upload(runtime, data, bytes, what), pointer(), size(),
-// poison(DType), copyTo(data, bytes): CUDA's DeviceBuffer
-// (CudaForwardData.h) and HIP's HipBuffer.
+// so host and device agree by construction. Written once over GpuDriver:
+// CUDA and HIP alike.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "runtime/numerics/AttentionProblem.h"
+#include "runtime/device/GpuResources.h"
 #include "runtime/device/HostKernel.h"
-#include "specs/Errors.h"
 #include "llvm/Support/Error.h"
-#include <tuple>
 
 namespace fmhajit {
 
@@ -37,73 +33,30 @@ struct ForwardSizes {
 llvm::Error checkForwardFits(const KernelSpec &spec, const AttentionProblem &problem,
                              size_t deviceBytes, const std::string &deviceName);
 
-template <typename Runtime, typename Buffer> class DeviceForwardData {
+/// checkForwardFits against \p driver's GPU.
+llvm::Error checkFitsOnGpu(const GpuDriver &driver, const KernelSpec &spec,
+                           const AttentionProblem &problem);
+
+class DeviceForwardData {
 public:
   /// Allocates device buffers for (\p spec, \p problem), uploads the inputs
   /// of \p host (host pointers, as makeFwdParams takes them) and poisons
   /// the outputs.
-  static llvm::Expected<DeviceForwardData> upload(Runtime &runtime, const KernelSpec &spec,
+  static llvm::Expected<DeviceForwardData> upload(GpuDriver &driver, const KernelSpec &spec,
                                                   const AttentionProblem &problem,
-                                                  const ForwardBuffers &host) {
-    ForwardSizes sizes = ForwardSizes::of(spec, problem);
-    DeviceForwardData data;
-    data.outType = spec.outType();
-    struct Input { Buffer *buffer; const void *data; size_t bytes; const char *what; };
-    const Input inputs[] = {{&data.q, host.q, sizes.q, "q"},
-                            {&data.k, host.k, sizes.k, "k"},
-                            {&data.v, host.v, sizes.v, "v"},
-                            {&data.cuSeqlensQ, host.cuSeqlensQ, sizes.cuSeqlensQ, "cu_seqlens_q"},
-                            {&data.cuSeqlensK, host.cuSeqlensK, sizes.cuSeqlensK, "cu_seqlens_k"},
-                            {&data.alibiSlopes, host.alibiSlopes, sizes.alibiSlopes,
-                             "alibi slopes"}};
-    for (const Input &in : inputs) {
-      auto buffer = Buffer::upload(runtime, in.data, in.bytes, in.what);
-      if (!buffer)
-        return buffer.takeError(); // buffers made so far are freed with data
-      *in.buffer = std::move(*buffer);
-    }
-    for (auto [buffer, bytes, what] :
-         {std::tuple{&data.o, sizes.o, "o"}, std::tuple{&data.lse, sizes.lse, "lse"}}) {
-      auto made = Buffer::create(runtime, bytes, what);
-      if (!made)
-        return made.takeError();
-      *buffer = std::move(*made);
-    }
-    if (llvm::Error err = data.poisonOutputs())
-      return std::move(err);
-    return std::move(data);
-  }
+                                                  const ForwardBuffers &host);
 
   /// The device pointers, for makeFwdParams.
-  ForwardBuffers buffers() const {
-    ForwardBuffers b{q.pointer(), k.pointer(), v.pointer(), o.pointer()};
-    b.lse = static_cast<float *>(lse.pointer());
-    b.cuSeqlensQ = static_cast<const int32_t *>(cuSeqlensQ.pointer());
-    b.cuSeqlensK = static_cast<const int32_t *>(cuSeqlensK.pointer());
-    b.alibiSlopes = static_cast<const float *>(alibiSlopes.pointer());
-    return b;
-  }
-
+  ForwardBuffers buffers() const;
   /// Fills O and LSE with NaN on the device.
-  llvm::Error poisonOutputs() {
-    if (llvm::Error err = o.poison(outType))
-      return err;
-    return lse.poison(DType::F32);
-  }
-
+  llvm::Error poisonOutputs();
   /// Copies O and LSE (when the spec has it) into \p host's o and lse.
-  llvm::Error download(const ForwardBuffers &host) const {
-    if (llvm::Error err = o.copyTo(host.o, o.size()))
-      return err;
-    if (lse.size() && !host.lse)
-      return makeError(ErrorKind::Usage, "the spec has lse=1 but no host lse buffer was given");
-    return lse.copyTo(host.lse, lse.size());
-  }
+  llvm::Error download(const ForwardBuffers &host) const;
 
 private:
   DeviceForwardData() = default;
   DType outType = DType::F32;
-  Buffer q, k, v, o, lse, cuSeqlensQ, cuSeqlensK, alibiSlopes;
+  GpuBuffer q, k, v, o, lse, cuSeqlensQ, cuSeqlensK, alibiSlopes;
 };
 
 } // namespace fmhajit

@@ -4,8 +4,10 @@
 // (HipRuntime.h), so it declares here the handful of HIP types, enumerators
 // and function signatures it calls, with hip_runtime_api.h's names and
 // values (ROCm 5, 6 and 7 agree on every one listed). Only what is used is
-// listed; the device is addressed by ordinal and never through
-// hipDeviceProp_t, whose layout changed in ROCm 6.
+// listed; the device is addressed by ordinal. hipDeviceProp_t, whose layout
+// changed in ROCm 6, is read only for the GPU's gfx name, through the
+// versioned hipGetDevicePropertiesR0600 (ROCm 6 and newer) at that
+// layout's offset.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,6 +32,19 @@ enum hipMemcpyKind : int {
   kMemcpyDeviceToHost = 2, ///< hipMemcpyDeviceToHost
 };
 
+/// hipDeviceAttribute_t enumerators.
+enum hipDeviceAttribute : int {
+  kAttrMultiprocessorCount = 63, ///< hipDeviceAttributeMultiprocessorCount
+};
+
+/// hipDeviceProp_tR0600: its size, and the offset of gcnArchName
+/// (char[256], "gfx942:sramecc+:xnack-"), after 1160 bytes of fields
+/// fmhajit does not read. The buffer fmhajit passes is larger than the
+/// struct, so a runtime that writes a few more bytes does no harm.
+inline constexpr size_t kDevicePropBytes = 1472;
+inline constexpr size_t kDevicePropGcnArchNameOffset = 1160;
+inline constexpr size_t kDevicePropGcnArchNameBytes = 256;
+
 /// hipStreamNonBlocking: a stream that does not wait on the null stream.
 inline constexpr unsigned kStreamNonBlocking = 1;
 
@@ -49,6 +64,10 @@ struct RuntimeApi {
   hipError_t (*getDeviceCount)(int *count);                 // hipGetDeviceCount
   hipError_t (*deviceGetName)(char *name, int length, hipDevice_t device); // hipDeviceGetName
   hipError_t (*deviceTotalMem)(size_t *bytes, hipDevice_t device);        // hipDeviceTotalMem
+  hipError_t (*deviceGetAttribute)(int *value, int attribute,
+                                   hipDevice_t device);     // hipDeviceGetAttribute
+  /// Null before ROCm 6 (the symbol is optional).
+  hipError_t (*getDeviceProperties)(void *props, hipDevice_t device); // hipGetDevicePropertiesR0600
   hipError_t (*memGetInfo)(size_t *free, size_t *total);    // hipMemGetInfo
   hipError_t (*malloc)(void **ptr, size_t bytes);           // hipMalloc
   hipError_t (*free)(void *ptr);                            // hipFree

@@ -1,9 +1,12 @@
 //===- HipRuntime.cpp - The HIP runtime, loaded at run time ---------------===//
 #include "runtime/device/HipRuntime.h"
+#include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstring>
 #include <mutex>
+#include <vector>
 
 using namespace fmhajit;
 using namespace fmhajit::hip;
@@ -52,6 +55,11 @@ llvm::Error HipRuntime::bind() {
   need(fns.getDeviceCount, {"hipGetDeviceCount"});
   need(fns.deviceGetName, {"hipDeviceGetName"});
   need(fns.deviceTotalMem, {"hipDeviceTotalMem"});
+  need(fns.deviceGetAttribute, {"hipDeviceGetAttribute"});
+  // Optional: ROCm 5 has only the unversioned hipDeviceProp_t, whose
+  // layout differs; without it the GPU's target must be given.
+  fns.getDeviceProperties = reinterpret_cast<decltype(fns.getDeviceProperties)>(
+      library.lookup({"hipGetDevicePropertiesR0600"}));
   need(fns.memGetInfo, {"hipMemGetInfo"});
   need(fns.malloc, {"hipMalloc"});
   need(fns.free, {"hipFree"});
@@ -94,20 +102,58 @@ llvm::Error HipRuntime::initialize() {
                                         "that this user may use /dev/kfd");
   if (llvm::Error err = check(fns.runtimeGetVersion(&version), "hipRuntimeGetVersion"))
     return err;
+  return queryDevice();
+}
+
+llvm::Error HipRuntime::queryDevice() {
   char name[256] = {};
   if (llvm::Error err = check(fns.deviceGetName(name, sizeof(name) - 1, info.ordinal),
                               "hipDeviceGetName"))
     return err;
   info.name = name;
-  return check(fns.deviceTotalMem(&info.totalMemory, info.ordinal), "hipDeviceTotalMem");
+  if (llvm::Error err = check(fns.deviceTotalMem(&info.totalMemory, info.ordinal),
+                              "hipDeviceTotalMem"))
+    return err;
+  if (llvm::Error err = check(fns.deviceGetAttribute(&info.computeUnits,
+                                                     kAttrMultiprocessorCount, info.ordinal),
+                              "hipDeviceGetAttribute"))
+    return err;
+  if (!fns.getDeviceProperties)
+    return llvm::Error::success();
+  std::vector<char> props(2 * kDevicePropBytes, '\0');
+  if (llvm::Error err = check(fns.getDeviceProperties(props.data(), info.ordinal),
+                              "hipGetDevicePropertiesR0600"))
+    return err;
+  const char *gcnArchName = props.data() + kDevicePropGcnArchNameOffset;
+  info.gfxName = std::string(gcnArchName, strnlen(gcnArchName, kDevicePropGcnArchNameBytes));
+  info.target = targetForGfxName(info.gfxName);
+  return llvm::Error::success();
+}
+
+std::optional<std::string> fmhajit::targetForGfxName(llvm::StringRef gfxName) {
+  llvm::StringRef processor = gfxName.split(':').first;
+  const ArchInfo *arch = findArch(processor);
+  if (!arch || arch->backend != Backend::Amdgpu)
+    return std::nullopt;
+  return arch->name;
+}
+
+std::string HipRuntime::noTargetReason() const {
+  if (info.gfxName.empty())
+    return "this HIP runtime cannot report " + info.name +
+           "'s gfx name (it needs ROCm 6 or newer): set the target rocminfo names";
+  return info.name + " is " + info.gfxName +
+         ", which no fmhajit target runs on; fmhajit runs gfx90a, gfx942, gfx950, gfx1100 and "
+         "gfx1201";
 }
 
 // hipRuntimeGetVersion: major * 10000000 + minor * 100000 + patch.
 std::string HipRuntime::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << info.name << " (" << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30))
-     << "), HIP " << version / 10000000 << "." << version / 100000 % 100 << "."
-     << version % 100000 << " (" << library.name() << ")";
+  os << info.name << " (" << info.target.value_or("no fmhajit target") << ", "
+     << info.computeUnits << " CUs, "
+     << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30)) << "), HIP "
+     << version / 10000000 << "." << version / 100000 % 100 << "." << version % 100000 << " (" << library.name() << ")";
   return text;
 }

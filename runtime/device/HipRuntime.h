@@ -10,9 +10,14 @@
 // into an ErrorKind::Driver error naming the call and HIP's
 // hipGetErrorName / hipGetErrorString.
 //
+// HipRuntime is the HIP implementation of GpuDriver (GpuDriver.h); the
+// overrides are in HipRuntimeOps.cpp (memory, streams, events, modules,
+// launch) and HipKernelChecks.cpp (what loading a kernel checks on AMDGPU).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/device/GpuDriver.h"
 #include "runtime/device/HipApi.h"
 #include "runtime/device/SharedLibrary.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -22,14 +27,20 @@
 
 namespace fmhajit {
 
-/// What fmhajit needs to know about the AMD GPU it runs on.
-struct HipDeviceInfo {
-  int ordinal = 0;
-  std::string name;       ///< as hipDeviceGetName reports it
-  size_t totalMemory = 0; ///< bytes of device memory
+/// What fmhajit needs to know about the AMD GPU it runs on: the name as
+/// hipDeviceGetName reports it, compute units, and the target named by
+/// the GPU's gfx name (targetForGfxName).
+struct HipDeviceInfo : GpuDeviceInfo {
+  /// hipDeviceProp_t::gcnArchName, "gfx942:sramecc+:xnack-"; empty where
+  /// HIP cannot report it (before ROCm 6).
+  std::string gfxName;
 };
 
-class HipRuntime {
+/// The fmhajit target of a GPU whose gcnArchName is \p gfxName (the
+/// processor before any ':' feature); null when fmhajit has none.
+std::optional<std::string> targetForGfxName(llvm::StringRef gfxName);
+
+class HipRuntime final : public GpuDriver {
 public:
   /// The libraries get() tries, in order.
   static constexpr const char *kLibraryNames[] = {"libamdhip64.so", "libamdhip64.so.7",
@@ -55,16 +66,50 @@ public:
   /// "<call> failed: hipErrorX (HIP's description)".
   llvm::Error check(hip::hipError_t result, llvm::StringRef call) const;
 
-  const HipDeviceInfo &device() const { return info; }
+  const HipDeviceInfo &device() const override { return info; }
   /// As hipRuntimeGetVersion reports it.
   int runtimeVersion() const { return version; }
-  /// One line: "AMD Instinct MI300X (192 GiB), HIP 6.2.41133 (libamdhip64.so)".
-  std::string describe() const;
+  /// One line: "AMD Instinct MI300X (gfx942, 304 CUs, 192 GiB), HIP 6.2.41133
+  /// (libamdhip64.so)".
+  std::string describe() const override;
+  std::string noTargetReason() const override;
+
+  // GpuDriver.
+  Backend backend() const override { return Backend::Amdgpu; }
+  llvm::Expected<void *> allocate(size_t bytes) override;
+  void release(void *ptr) override;
+  std::string freeMemoryNote() override;
+  llvm::Error copyToDevice(void *dst, const void *src, size_t bytes) override;
+  llvm::Error copyToHost(void *dst, const void *src, size_t bytes) override;
+  llvm::Error fill16(void *dst, uint16_t value, size_t count) override;
+  llvm::Error fill32(void *dst, uint32_t value, size_t count) override;
+  llvm::Expected<GpuStreamHandle> createStream() override;
+  void destroyStream(GpuStreamHandle stream) override;
+  llvm::Error synchronize(GpuStreamHandle stream) override;
+  llvm::Expected<GpuEventHandle> createEvent() override;
+  void destroyEvent(GpuEventHandle event) override;
+  llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) override;
+  llvm::Expected<float> elapsedMs(GpuEventHandle begin, GpuEventHandle end) override;
+  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef codeObject,
+                                            const ArchInfo &arch) override;
+  void unloadModule(GpuModuleHandle module) override;
+  llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
+                                             llvm::StringRef name) override;
+  llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks, GpuLaunchShape shape,
+                     GpuStreamHandle stream, const void *args, size_t argBytes) override;
+  llvm::Error checkTarget(const ArchInfo &arch) const override;
+  CompileOptions compileOptions() const override { return {}; }
+  llvm::Error checkArtifact(llvm::StringRef codeObject, llvm::StringRef name,
+                            GpuKernelResources &resources) const override;
+  llvm::Expected<GpuLaunchShape> configureKernel(GpuFunctionHandle fn, const KernelSpec &spec,
+                                                 GpuKernelResources &resources) override;
+  const char *blockNoun() const override { return "workgroups"; }
 
 private:
   explicit HipRuntime(SharedLibrary library) : library(std::move(library)) {}
   llvm::Error bind();
   llvm::Error initialize();
+  llvm::Error queryDevice();
 
   SharedLibrary library;
   hip::RuntimeApi fns{};

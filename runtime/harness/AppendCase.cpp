@@ -4,10 +4,12 @@
 #include "runtime/api/AppendLowering.h"
 #include "runtime/device/DeviceCopies.h"
 #include "runtime/harness/BundleMeta.h"
+#include "runtime/harness/DeviceReport.h"
 #include "runtime/numerics/HostTensor.h"
 #include "runtime/numerics/KvCacheData.h"
 #include "runtime/numerics/Rotary.h"
 #include "runtime/numerics/RunBundle.h"
+#include "specs/ArchTable.h"
 #include "specs/Errors.h"
 
 using namespace fmhajit;
@@ -94,8 +96,9 @@ static api::AppendTensors hostTensors(AppendCase::State &s, bool callerTables) {
 // Device twins of \p host's buffers, and of the lengths, which a GPU
 // append reads from device memory.
 static llvm::Expected<api::AppendTensors> deviceTensors(AppendCase::State &s,
-                                                        const api::AppendTensors &host) {
-  s.gpu = std::make_unique<DeviceCopies>();
+                                                        const api::AppendTensors &host,
+                                                        const api::Plan &plan) {
+  s.gpu = std::make_unique<DeviceCopies>(backendOf(plan));
   DeviceCopies &gpu = *s.gpu;
   api::AppendTensors t = host;
   t.kNew = gpu.upload(host.kNew, s.kNew.sizeInBytes(), "k_new");
@@ -137,7 +140,7 @@ llvm::Error AppendCase::run(const api::Plan &plan, bool callerTables) {
     s->tensors = host;
     return toError(api::append(plan, host));
   }
-  auto tensors = deviceTensors(*s, host);
+  auto tensors = deviceTensors(*s, host, plan);
   if (!tensors)
     return tensors.takeError();
   s->tensors = *tensors;

@@ -1,16 +1,17 @@
-//===- DeviceReport.cpp - The GPU a run lands on, in one line -------------===//
+//===- DeviceReport.cpp - The device a plan runs on -----------------------===//
 #include "runtime/harness/DeviceReport.h"
-#include "runtime/device/CudaDriver.h"
+#include "runtime/device/GpuDriver.h"
 #include "specs/Errors.h"
 
 using namespace fmhajit;
 
 llvm::Expected<std::string> harness::describeDevice(api::Device device) {
-  if (device == api::Device::Cuda) {
-    auto driver = CudaDriver::get();
-    if (!driver)
-      return driver.takeError();
-    return driver->describe();
-  }
-  return makeError(ErrorKind::Unsupported, "describing this device is not built yet");
+  if (device == api::Device::Host)
+    return makeError(ErrorKind::Unsupported, "the host is not a GPU");
+  auto driver = gpuDriverFor(device == api::Device::Cuda ? Backend::Nvptx : Backend::Amdgpu);
+  if (!driver)
+    return driver.takeError();
+  return driver->describe();
 }
+
+Backend harness::backendOf(const api::Plan &plan) { return findArch(plan.target())->backend; }

@@ -4,11 +4,13 @@
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/device/DeviceCopies.h"
 #include "runtime/harness/BundleMeta.h"
+#include "runtime/harness/DeviceReport.h"
 #include "runtime/harness/LaidOutTensor.h"
 #include "runtime/numerics/FamilyReference.h"
 #include "runtime/numerics/KvCacheData.h"
 #include "runtime/numerics/Reference.h"
 #include "runtime/numerics/RunBundle.h"
+#include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include <algorithm>
 #include <cmath>
@@ -87,7 +89,7 @@ static api::Tensors hostTensors(ForwardCase::State &s) {
 // Device twins of every buffer the plan reads (the lengths, slopes and
 // tables too: a GPU plan reads them from device memory) and its workspace.
 static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s, const api::Plan &plan) {
-  s.gpu = std::make_unique<DeviceCopies>();
+  s.gpu = std::make_unique<DeviceCopies>(backendOf(plan));
   DeviceCopies &gpu = *s.gpu;
   const LoweredProblem &l = s.l;
   api::Tensors t{gpu.upload(s.q.data.data(), s.q.data.sizeInBytes(), "q"),

@@ -1,7 +1,6 @@
 //===- RunTimer.cpp - The median time of repeated runs --------------------===//
 #include "runtime/harness/RunTimer.h"
-#include "runtime/device/CudaResources.h"
-#include "runtime/device/TimedLaunch.h"
+#include "runtime/device/GpuResources.h"
 #include "specs/Errors.h"
 #include <algorithm>
 #include <chrono>
@@ -48,12 +47,12 @@ static llvm::Expected<Timing> timeOnHost(unsigned iterations,
   return rounds.median("wall clock");
 }
 
-static llvm::Expected<Timing> timeOnCuda(unsigned iterations,
-                                         llvm::function_ref<llvm::Error()> run) {
-  auto driver = CudaDriver::get();
+static llvm::Expected<Timing> timeOnGpu(Backend backend, const char *clock, unsigned iterations,
+                                        llvm::function_ref<llvm::Error()> run) {
+  auto driver = gpuDriverFor(backend);
   if (!driver)
     return driver.takeError();
-  auto timer = CudaTimer::create(*driver);
+  auto timer = GpuTimer::create(*driver);
   if (!timer)
     return timer.takeError();
   for (unsigned i = 0; i < kGpuWarmups; ++i)
@@ -61,19 +60,23 @@ static llvm::Expected<Timing> timeOnCuda(unsigned iterations,
       return std::move(err);
   Rounds rounds{iterations, 10};
   while (rounds.more()) {
-    auto ms = timedLaunch(*timer, cuda::CUstream(nullptr), run);
+    auto ms = timedLaunch(*timer, GpuStreamHandle(nullptr), run);
     if (!ms)
       return ms.takeError();
     rounds.samples.push_back(*ms);
   }
-  return rounds.median("CUDA events");
+  return rounds.median(clock);
 }
 
 llvm::Expected<Timing> harness::timeRuns(api::Device device, unsigned iterations,
                                          llvm::function_ref<llvm::Error()> run) {
-  if (device == api::Device::Host)
+  switch (device) {
+  case api::Device::Host:
     return timeOnHost(iterations, run);
-  if (device == api::Device::Cuda)
-    return timeOnCuda(iterations, run);
+  case api::Device::Cuda:
+    return timeOnGpu(Backend::Nvptx, "CUDA events", iterations, run);
+  case api::Device::Hip:
+    return timeOnGpu(Backend::Amdgpu, "HIP events", iterations, run);
+  }
   return makeError(ErrorKind::Unsupported, "timing runs on this device is not built yet");
 }

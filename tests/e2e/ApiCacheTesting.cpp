@@ -6,6 +6,7 @@
 #include "runtime/api/PagedLowering.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/device/DeviceCopies.h"
+#include "specs/ArchTable.h"
 #include "gtest/gtest.h"
 #include <cmath>
 
@@ -83,10 +84,10 @@ PagedPools e2e::makePools(const api::Problem &p, uint64_t seed) {
 
 // The GPU run of a paged plan: device copies of the host Tensors \p t
 // (block table and lengths included) and the workspace; O and LSE back.
-static std::string runPagedOnCuda(const api::Plan &plan, const api::Tensors &host,
-                                  const HostTensor &q, HostTensor &o, std::vector<float> &lse,
-                                  const PagedPools &pools, const std::vector<int32_t> &lengths) {
-  DeviceCopies gpu;
+static std::string runPagedOnGpu(const api::Plan &plan, const api::Tensors &host,
+                                 const HostTensor &q, HostTensor &o, std::vector<float> &lse,
+                                 const PagedPools &pools, const std::vector<int32_t> &lengths) {
+  DeviceCopies gpu(findArch(plan.target())->backend);
   api::Tensors t = host;
   t.q = gpu.upload(host.q, q.sizeInBytes(), "q");
   t.k = gpu.upload(host.k, pools.kPool.sizeInBytes(), "k pool");
@@ -125,8 +126,8 @@ CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Pr
                  lse.empty() ? nullptr : lse.data()};
   t.blockTable = pools.blockTable.data();
   t.seqlensK = lengths.data();
-  std::string error = plan.device() == api::Device::Cuda
-                          ? runPagedOnCuda(plan, t, q, o, lse, pools, lengths)
+  std::string error = plan.device() != api::Device::Host
+                          ? runPagedOnGpu(plan, t, q, o, lse, pools, lengths)
                           : errorText(api::run(plan, t));
   EXPECT_EQ(error, "");
   if (!error.empty())

@@ -244,9 +244,6 @@ std::vector<BadProblem> badProblems() {
   add(
       "UnknownTarget", [](Problem &) {}, StatusCode::InvalidArgument, "target sm_99 is unknown",
       "sm_99");
-  add(
-      "Hip", [](Problem &p) { p.device = api::Device::Hip; }, StatusCode::Unsupported,
-      "Device::Hip is not available");
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(BadProblems, ApiRefuses, ::testing::ValuesIn(badProblems()),

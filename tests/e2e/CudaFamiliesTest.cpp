@@ -1,7 +1,7 @@
 //===- CudaFamiliesTest.cpp - The multi-stage families on an NVIDIA GPU ---===//
 //
 // The host family tests' checks, with the kernels compiled for the GPU's
-// target and launched through CudaKernel (grids from workItems(spec,
+// target and launched through GpuKernel (grids from workItems(spec,
 // params)): split-KV (mma and simt pipelines; the combine on the GPU too),
 // fwd_paged over shuffled pages with NaN in unused rows, and append_kv into
 // a paged cache. Skipped without a CUDA driver and GPU.
@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaForwardRunner.h"
 #include "FamilyHarness.h"
-#include "runtime/device/CudaForwardData.h"
+#include "runtime/device/DeviceForwardData.h"
 #include "specs/EncodedName.h"
 #include "gtest/gtest.h"
 #include <cmath>
@@ -32,17 +32,17 @@ std::optional<KernelSpec> gpuSpec(CudaForwardRunner &runner, const std::string &
 }
 
 struct Workspace {
-  DeviceBuffer oAccum, lseAccum;
+  GpuBuffer oAccum, lseAccum;
 };
 
 llvm::Expected<Workspace> makeWorkspace(CudaDriver &driver, const KernelSpec &spec,
                                         const AttentionProblem &problem, unsigned n) {
   SplitKvWorkspaceSize size = splitKvWorkspaceSize(spec, problem, n);
   Workspace w;
-  auto o = DeviceBuffer::create(driver, 4 * size_t(size.oAccum), "o_accum");
+  auto o = GpuBuffer::create(driver, 4 * size_t(size.oAccum), "o_accum");
   if (!o)
     return o.takeError();
-  auto lse = DeviceBuffer::create(driver, 4 * size_t(size.lseAccum), "lse_accum");
+  auto lse = GpuBuffer::create(driver, 4 * size_t(size.lseAccum), "lse_accum");
   if (!lse)
     return lse.takeError();
   w.oAccum = std::move(*o);
@@ -60,7 +60,7 @@ llvm::Error launchSplit(CudaForwardRunner &runner, const KernelSpec &spec,
   auto split = runner.load(spec);
   if (!split)
     return split.takeError();
-  auto stream = CudaStream::create(runner.driver());
+  auto stream = GpuStream::create(runner.driver());
   if (!stream)
     return stream.takeError();
   if (llvm::Error err = split->launch(params, stream->get()))
@@ -96,7 +96,7 @@ TEST_P(CudaSplitKv, MatchesReference) {
     SCOPED_TRACE("numSplits " + std::to_string(n));
     auto check = checkForward(*spec, problem, 3,
                               [&](const KernelSpec &s, const AttentionProblem &p, ForwardData &d) -> llvm::Error {
-      auto device = CudaForwardData::upload(runner->driver(), s, p, d.buffers());
+      auto device = DeviceForwardData::upload(runner->driver(), s, p, d.buffers());
       if (!device)
         return device.takeError();
       auto workspace = makeWorkspace(runner->driver(), s, p, n);
@@ -131,11 +131,11 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaSplitKv, ::testing::ValuesIn(gpuSplitCases()
 
 /// A buffer with a copy of \p data, for the tests' short uploads.
 template <typename T>
-DeviceBuffer uploadVector(CudaDriver &driver, const T *data, size_t bytes, const char *what) {
-  auto buffer = DeviceBuffer::upload(driver, data, bytes, what);
+GpuBuffer uploadVector(CudaDriver &driver, const T *data, size_t bytes, const char *what) {
+  auto buffer = GpuBuffer::upload(driver, data, bytes, what);
   if (!buffer) {
     ADD_FAILURE() << llvm::toString(buffer.takeError());
-    return DeviceBuffer();
+    return GpuBuffer();
   }
   return std::move(*buffer);
 }
@@ -157,13 +157,13 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
   CudaDriver &driver = runner->driver();
   for (unsigned n : {1u, 4u}) {
     PagedData host(*spec, problem, 5);
-    DeviceBuffer q = uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
-    DeviceBuffer k = uploadVector(driver, host.kPool.data(), host.kPool.sizeInBytes(), "k");
-    DeviceBuffer v = uploadVector(driver, host.vPool.data(), host.vPool.sizeInBytes(), "v");
-    DeviceBuffer o = uploadVector(driver, host.o.data(), host.o.sizeInBytes(), "o");
-    DeviceBuffer lse = uploadVector(driver, host.lse.data(), 4 * host.lse.size(), "lse");
-    DeviceBuffer table = uploadVector(driver, host.blockTable.data(), 4 * host.blockTable.size(), "table");
-    DeviceBuffer seqlens = uploadVector(driver, host.seqlens.data(), 4 * host.seqlens.size(), "lens");
+    GpuBuffer q = uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
+    GpuBuffer k = uploadVector(driver, host.kPool.data(), host.kPool.sizeInBytes(), "k");
+    GpuBuffer v = uploadVector(driver, host.vPool.data(), host.vPool.sizeInBytes(), "v");
+    GpuBuffer o = uploadVector(driver, host.o.data(), host.o.sizeInBytes(), "o");
+    GpuBuffer lse = uploadVector(driver, host.lse.data(), 4 * host.lse.size(), "lse");
+    GpuBuffer table = uploadVector(driver, host.blockTable.data(), 4 * host.blockTable.size(), "table");
+    GpuBuffer seqlens = uploadVector(driver, host.seqlens.data(), 4 * host.seqlens.size(), "lens");
     auto workspace = makeWorkspace(driver, *spec, problem.attention, n);
     ASSERT_TRUE(bool(workspace)) << llvm::toString(workspace.takeError());
     ForwardBuffers query{q.pointer(), nullptr, nullptr, o.pointer()};
@@ -204,16 +204,16 @@ TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   AppendData host(*spec, p, 9);
   std::vector<float> kBefore = host.kCache.toFloat(), vBefore = host.vCache.toFloat();
   CudaDriver &driver = runner->driver();
-  DeviceBuffer kNew = uploadVector(driver, host.kNew.data(), host.kNew.sizeInBytes(), "k_new");
-  DeviceBuffer vNew = uploadVector(driver, host.vNew.data(), host.vNew.sizeInBytes(), "v_new");
-  DeviceBuffer k = uploadVector(driver, host.kCache.data(), host.kCache.sizeInBytes(), "k");
-  DeviceBuffer v = uploadVector(driver, host.vCache.data(), host.vCache.sizeInBytes(), "v");
-  DeviceBuffer q = uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
-  DeviceBuffer qOut = uploadVector(driver, host.qOut.data(), host.qOut.sizeInBytes(), "q_out");
-  DeviceBuffer table = uploadVector(driver, host.blockTable.data(), 4 * host.blockTable.size(), "table");
-  DeviceBuffer lens = uploadVector(driver, host.seqlens.data(), 4 * host.seqlens.size(), "lens");
-  DeviceBuffer cosT = uploadVector(driver, host.tables.cos.data(), 4 * host.tables.cos.size(), "cos");
-  DeviceBuffer sinT = uploadVector(driver, host.tables.sin.data(), 4 * host.tables.sin.size(), "sin");
+  GpuBuffer kNew = uploadVector(driver, host.kNew.data(), host.kNew.sizeInBytes(), "k_new");
+  GpuBuffer vNew = uploadVector(driver, host.vNew.data(), host.vNew.sizeInBytes(), "v_new");
+  GpuBuffer k = uploadVector(driver, host.kCache.data(), host.kCache.sizeInBytes(), "k");
+  GpuBuffer v = uploadVector(driver, host.vCache.data(), host.vCache.sizeInBytes(), "v");
+  GpuBuffer q = uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
+  GpuBuffer qOut = uploadVector(driver, host.qOut.data(), host.qOut.sizeInBytes(), "q_out");
+  GpuBuffer table = uploadVector(driver, host.blockTable.data(), 4 * host.blockTable.size(), "table");
+  GpuBuffer lens = uploadVector(driver, host.seqlens.data(), 4 * host.seqlens.size(), "lens");
+  GpuBuffer cosT = uploadVector(driver, host.tables.cos.data(), 4 * host.tables.cos.size(), "cos");
+  GpuBuffer sinT = uploadVector(driver, host.tables.sin.data(), 4 * host.tables.sin.size(), "sin");
   AppendKvBuffers b;
   b.kNew = kNew.pointer();
   b.vNew = vNew.pointer();
@@ -225,7 +225,7 @@ TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   b.rotarySin = static_cast<const float *>(sinT.pointer());
   auto kernel = runner->load(*spec);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-  auto stream = CudaStream::create(driver);
+  auto stream = GpuStream::create(driver);
   ASSERT_TRUE(bool(stream));
   ASSERT_FALSE(bool(kernel->launch(makeAppendKvParams(*spec, p, b), stream->get())));
   ASSERT_FALSE(bool(stream->synchronize()));

@@ -1,6 +1,6 @@
 //===- CudaForwardRunner.cpp - The CUDA backend of the e2e harness --------===//
 #include "CudaForwardRunner.h"
-#include "runtime/device/CudaForwardData.h"
+#include "runtime/device/DeviceForwardData.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -12,7 +12,7 @@ llvm::Expected<std::unique_ptr<CudaForwardRunner>> CudaForwardRunner::create() {
   auto driver = CudaDriver::get();
   if (!driver)
     return driver.takeError();
-  auto stream = CudaStream::create(*driver);
+  auto stream = GpuStream::create(*driver);
   if (!stream)
     return stream.takeError();
   llvm::SmallString<128> dir;
@@ -51,8 +51,8 @@ CudaForwardRunner *CudaForwardRunner::shared() {
 
 const std::string &CudaForwardRunner::unavailableReason() { return reason(); }
 
-llvm::Expected<CudaKernel> CudaForwardRunner::load(const KernelSpec &spec) {
-  return CudaKernel::load(spec, *kernelCache);
+llvm::Expected<GpuKernel> CudaForwardRunner::load(const KernelSpec &spec) {
+  return GpuKernel::load(cudaDriver, spec, *kernelCache);
 }
 
 llvm::Error CudaForwardRunner::operator()(const KernelSpec &spec,
@@ -61,7 +61,7 @@ llvm::Error CudaForwardRunner::operator()(const KernelSpec &spec,
   auto kernel = load(spec);
   if (!kernel)
     return kernel.takeError();
-  auto device = CudaForwardData::upload(cudaDriver, spec, problem, data.buffers());
+  auto device = DeviceForwardData::upload(cudaDriver, spec, problem, data.buffers());
   if (!device)
     return device.takeError();
   FwdParams params = makeFwdParams(spec, problem, device->buffers());

@@ -10,8 +10,9 @@
 #pragma once
 
 #include "ForwardHarness.h"
-#include "runtime/device/CudaKernel.h"
-#include "runtime/device/CudaResources.h"
+#include "runtime/device/CudaDriver.h"
+#include "runtime/device/GpuKernel.h"
+#include "runtime/device/GpuResources.h"
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,20 +30,20 @@ public:
   static const std::string &unavailableReason();
 
   CudaDriver &driver() { return cudaDriver; }
-  llvm::Expected<CudaKernel> load(const KernelSpec &spec);
+  llvm::Expected<GpuKernel> load(const KernelSpec &spec);
   llvm::Error operator()(const KernelSpec &spec, const AttentionProblem &problem,
                          ForwardData &data);
 
 private:
   CudaForwardRunner(CudaDriver &driver, std::string dir,
-                    std::unique_ptr<KernelCache> cache, CudaStream stream)
+                    std::unique_ptr<KernelCache> cache, GpuStream stream)
       : cudaDriver(driver), dir(std::move(dir)), kernelCache(std::move(cache)),
         stream(std::move(stream)) {}
 
   CudaDriver &cudaDriver;
   std::string dir;
   std::unique_ptr<KernelCache> kernelCache;
-  CudaStream stream;
+  GpuStream stream;
 };
 
 } // namespace fmhajit::e2e

@@ -1,6 +1,6 @@
 //===- AmdgpuKernargTest.cpp - The kernarg layout HIP copies, checked -----===//
 //
-// HIP copies the bytes the runtime packs (one FwdParams, HipKernel::launch)
+// HIP copies the bytes the runtime packs (one FwdParams, GpuKernel::launch)
 // into the kernarg segment the code object declares, and the kernel reads
 // each field at the offset AMDGPU's data layout gives the IR struct. All
 // three must agree, for every target and pipeline, or a kernel reads
@@ -12,7 +12,7 @@
 #include "compiler/KernelCompiler.h"
 #include "ir/KernelAbi.h"
 #include "ir/KernelAbiIR.h"
-#include "runtime/device/HipKernel.h"
+#include "runtime/device/KernelAbiCheck.h"
 #include "specs/EncodedName.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"

@@ -71,7 +71,9 @@ protected:
       return;
     }
     EXPECT_TRUE(r.err.empty()) << shown << "\nstderr: " << r.err;
-    if (args[0] == "name") {
+    // --help or -h anywhere asks for the command's usage instead.
+    bool help = llvm::StringRef(r.out).starts_with("usage: fmhajit ");
+    if (args[0] == "name" && !help) {
       std::string name = llvm::StringRef(r.out).rtrim('\n').str();
       llvm::Expected<KernelSpec> spec = decodeName(name);
       EXPECT_TRUE(bool(spec)) << shown << " named " << name;

@@ -21,4 +21,19 @@ TEST(HipRuntime, MissingLibraryIsOneDriverError) {
       << problems.messages[0];
 }
 
+// The target comes from the processor part of gcnArchName; feature
+// suffixes (sramecc, xnack) do not change it, and GPUs without an fmhajit
+// target, or names of other devices, get none.
+TEST(HipRuntime, TargetForGfxName) {
+  EXPECT_EQ(targetForGfxName("gfx942:sramecc+:xnack-").value_or(""), "gfx942");
+  EXPECT_EQ(targetForGfxName("gfx90a:sramecc+:xnack+").value_or(""), "gfx90a");
+  EXPECT_EQ(targetForGfxName("gfx950").value_or(""), "gfx950");
+  EXPECT_EQ(targetForGfxName("gfx1100").value_or(""), "gfx1100");
+  EXPECT_EQ(targetForGfxName("gfx1201").value_or(""), "gfx1201");
+  EXPECT_FALSE(targetForGfxName("gfx906:sramecc+:xnack-").has_value());
+  EXPECT_FALSE(targetForGfxName("sm_90a").has_value());
+  EXPECT_FALSE(targetForGfxName("host").has_value());
+  EXPECT_FALSE(targetForGfxName("").has_value());
+}
+
 } // namespace

@@ -1,7 +1,15 @@
-//===- CudaModule.cpp - PTX loaded into the driver ------------------------===//
-#include "runtime/device/CudaModule.h"
+//===- CudaModuleLoad.cpp - PTX loaded into the CUDA driver ---------------===//
+//
+// cuModuleLoadDataEx JIT-compiles PTX to the GPU's machine code (SASS). Its
+// error log is the only place that says why PTX was rejected (an ISA newer
+// than the driver, a feature the GPU lacks, too many registers), so a
+// failed load returns it in the error, and a successful one keeps the info
+// log (registers, spills) for whoever wants to print it.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/device/CudaDriver.h"
 #include "specs/Errors.h"
-#include <chrono>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -20,8 +28,7 @@ static std::string logText(const std::string &buffer, void *size) {
   return text;
 }
 
-llvm::Expected<std::unique_ptr<CudaModule>> CudaModule::load(CudaDriver &driver,
-                                                             llvm::StringRef ptx) {
+llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(llvm::StringRef ptx, const ArchInfo &) {
   std::string image = ptx.str(); // cuModuleLoadDataEx reads PTX up to a NUL
   std::string infoLog(kLogBytes, '\0'), errorLog(kLogBytes, '\0');
   int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes, kJitErrorLogBuffer,
@@ -30,31 +37,27 @@ llvm::Expected<std::unique_ptr<CudaModule>> CudaModule::load(CudaDriver &driver,
                     errorLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
                     reinterpret_cast<void *>(uintptr_t(1))};
   CUmodule module = nullptr;
-  auto start = std::chrono::steady_clock::now();
-  CUresult result = driver.api().moduleLoadDataEx(&module, image.c_str(), std::size(options),
-                                                  options, values);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                        start)
-                  .count();
+  CUresult result =
+      fns.moduleLoadDataEx(&module, image.c_str(), std::size(options), options, values);
   if (result != kSuccess) {
     std::string log = logText(errorLog, values[3]);
     return makeError(ErrorKind::Driver,
-                     llvm::toString(driver.check(result, "cuModuleLoadDataEx (PTX JIT)")) +
+                     llvm::toString(check(result, "cuModuleLoadDataEx (PTX JIT)")) +
                          (log.empty() ? std::string("; the driver gave no log")
                                       : "; driver log:\n" + log));
   }
-  std::unique_ptr<CudaModule> loaded(new CudaModule(driver, module));
-  loaded->info = logText(infoLog, values[1]);
-  loaded->ms = ms;
-  return std::move(loaded);
+  return GpuLoadedImage{module, logText(infoLog, values[1])};
 }
 
-CudaModule::~CudaModule() { (void)driver.api().moduleUnload(module); }
+void CudaDriver::unloadModule(GpuModuleHandle module) {
+  (void)fns.moduleUnload(static_cast<CUmodule>(module));
+}
 
-llvm::Expected<CUfunction> CudaModule::function(llvm::StringRef name) const {
+llvm::Expected<GpuFunctionHandle> CudaDriver::function(GpuModuleHandle module,
+                                                       llvm::StringRef name) {
   CUfunction fn = nullptr;
   std::string symbol = name.str();
-  if (driver.api().moduleGetFunction(&fn, module, symbol.c_str()) != kSuccess)
+  if (fns.moduleGetFunction(&fn, static_cast<CUmodule>(module), symbol.c_str()) != kSuccess)
     return makeError(ErrorKind::Jit, "the PTX has no kernel named " + name +
                                          " (the artifact does not match its spec)");
   return fn;

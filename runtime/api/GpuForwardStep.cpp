@@ -1,12 +1,12 @@
-//===- CudaForwardStep.cpp - A plan's launches on a CUDA GPU --------------===//
-#include "runtime/api/CudaForwardStep.h"
+//===- GpuForwardStep.cpp - A plan's launches on a GPU --------------------===//
+#include "runtime/api/GpuForwardStep.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include <cstdint>
 
 using namespace fmhajit;
 
-llvm::Error CudaForwardStep::run(const api::Tensors &t) const {
+llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
   auto misaligned = [&](const void *p) { return reinterpret_cast<uintptr_t>(p) % kvAlignment; };
   if (misaligned(t.k) || misaligned(t.v))
     return makeError(ErrorKind::Usage,
@@ -26,5 +26,5 @@ llvm::Error CudaForwardStep::run(const api::Tensors &t) const {
   p.cacheSeqlens = t.seqlensK;
   if (kernels.combine)
     setSplits(p, unsigned(p.numSplits), splitWorkspaceAt(t.workspace, workspace));
-  return kernels.launch(p, static_cast<cuda::CUstream>(t.stream ? t.stream : stream));
+  return kernels.launch(p, t.stream ? t.stream : stream);
 }

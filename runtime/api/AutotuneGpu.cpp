@@ -1,7 +1,7 @@
-//===- AutotuneCuda.cpp - Timing candidates on the CUDA GPU ---------------===//
+//===- AutotuneGpu.cpp - Timing candidates on the GPU ---------------------===//
 #include "runtime/api/Autotune.h"
-#include "runtime/device/CudaKernel.h"
-#include "runtime/device/CudaResources.h"
+#include "runtime/device/GpuKernel.h"
+#include "runtime/device/GpuResources.h"
 #include "specs/EncodedName.h"
 
 using namespace fmhajit;
@@ -10,11 +10,11 @@ namespace {
 /// Device buffers of a problem's sizes and layouts; inputs are whatever the
 /// allocator returns (timing does not depend on the values).
 struct DeviceScratch {
-  DeviceBuffer q, k, v, o, lse, cuQ, cuK, slopes;
+  GpuBuffer q, k, v, o, lse, cuQ, cuK, slopes;
 
-  static llvm::Expected<DeviceScratch> create(CudaDriver &driver, const LoweredProblem &l);
+  static llvm::Expected<DeviceScratch> create(GpuDriver &driver, const LoweredProblem &l);
   ForwardBuffers buffers() const {
-    auto ptr = [](const DeviceBuffer &b) { return b.size() ? b.pointer() : nullptr; };
+    auto ptr = [](const GpuBuffer &b) { return b.size() ? b.pointer() : nullptr; };
     return {ptr(q),
             ptr(k),
             ptr(v),
@@ -27,23 +27,23 @@ struct DeviceScratch {
 };
 } // namespace
 
-llvm::Expected<DeviceScratch> DeviceScratch::create(CudaDriver &driver, const LoweredProblem &l) {
+llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver, const LoweredProblem &l) {
   const KernelSpec &s = l.features;
   DeviceScratch d;
-  auto alloc = [&](DeviceBuffer &b, const TensorShape &shape, const TensorStrides &strides, DType t,
+  auto alloc = [&](GpuBuffer &b, const TensorShape &shape, const TensorStrides &strides, DType t,
                    const char *what) -> llvm::Error {
     auto buffer =
-        DeviceBuffer::create(driver, size_t(spanElements(shape, strides)) * dtypeBytes(t), what);
+        GpuBuffer::create(driver, size_t(spanElements(shape, strides)) * dtypeBytes(t), what);
     if (!buffer)
       return buffer.takeError();
     b = std::move(*buffer);
     return llvm::Error::success();
   };
-  auto upload = [&](DeviceBuffer &b, const void *data, size_t bytes,
+  auto upload = [&](GpuBuffer &b, const void *data, size_t bytes,
                     const char *what) -> llvm::Error {
     if (!bytes)
       return llvm::Error::success();
-    auto buffer = DeviceBuffer::upload(driver, data, bytes, what);
+    auto buffer = GpuBuffer::upload(driver, data, bytes, what);
     if (!buffer)
       return buffer.takeError();
     b = std::move(*buffer);
@@ -68,8 +68,8 @@ llvm::Expected<DeviceScratch> DeviceScratch::create(CudaDriver &driver, const Lo
   return std::move(d);
 }
 
-static llvm::Expected<double> timeCudaKernel(const CudaKernel &kernel, const FwdParams &params,
-                                             const CudaStream &stream, CudaTimer &timer) {
+static llvm::Expected<double> timeGpuKernel(const GpuKernel &kernel, const FwdParams &params,
+                                            const GpuStream &stream, GpuTimer &timer) {
   if (llvm::Error err = kernel.launch(params, stream.get())) // warm-up
     return std::move(err);
   std::vector<double> times;
@@ -86,27 +86,27 @@ static llvm::Expected<double> timeCudaKernel(const CudaKernel &kernel, const Fwd
 }
 
 llvm::Expected<std::vector<TunedTiming>>
-fmhajit::timeCudaCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &l,
-                            KernelCache &cache) {
-  auto driver = CudaDriver::get();
+fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &l,
+                           KernelCache &cache) {
+  auto driver = gpuDriverFor(findArch(l.features.target)->backend);
   if (!driver)
     return driver.takeError();
   auto scratch = DeviceScratch::create(*driver, l);
   if (!scratch)
     return scratch.takeError();
-  auto stream = CudaStream::create(*driver);
+  auto stream = GpuStream::create(*driver);
   if (!stream)
     return stream.takeError();
-  auto timer = CudaTimer::create(*driver);
+  auto timer = GpuTimer::create(*driver);
   if (!timer)
     return timer.takeError();
   std::vector<TunedTiming> out;
   for (const KernelSpec &spec : candidates) {
-    auto kernel = CudaKernel::load(spec, cache);
+    auto kernel = GpuKernel::load(*driver, spec, cache);
     if (!kernel)
       return kernel.takeError();
     FwdParams params = makeFwdParams(spec, l.problem, scratch->buffers(), l.strides);
-    auto ms = timeCudaKernel(*kernel, params, *stream, *timer);
+    auto ms = timeGpuKernel(*kernel, params, *stream, *timer);
     if (!ms)
       return ms.takeError();
     out.push_back({encodeName(spec), *ms});

@@ -1,4 +1,4 @@
-//===- CudaForwardStep.h - A plan's launches on a CUDA GPU ----------------===//
+//===- GpuForwardStep.h - A plan's launches on a GPU ----------------------===//
 //
 // The forward kernel of a plan (fwd, fwd_splitkv or fwd_paged) and, when
 // the plan cuts key ranges, splitkv_combine after it on the same stream.
@@ -6,25 +6,25 @@
 // slopes, the block table and key lengths, the workspace): the plan holds
 // no device memory, and run() checks what it can without reading the GPU's
 // (a paged plan's block table is not checked, as in FlashAttention's and
-// FlashInfer's paged kernels).
+// FlashInfer's paged kernels). CUDA and HIP plans both run through it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ir/KernelAbi.h"
-#include "runtime/device/CudaForwardLaunch.h"
+#include "runtime/device/GpuForwardLaunch.h"
 #include "runtime/api/PlanState.h"
 #include "runtime/device/SplitKv.h"
 
 namespace fmhajit {
 
-class CudaForwardStep : public StepRunner {
+class GpuForwardStep : public StepRunner {
 public:
   /// \p params: everything but the caller's pointers (numSplits set for a
   /// split plan). \p kernels: the combine too, for a plan with several parts.
   /// \p kvAlignment: the bytes K and V must start on (16 for pipeline mma,
   /// whose cp.async copies K/V rows 16 bytes at a time).
-  CudaForwardStep(CudaForwardLaunch kernels, const FwdParams &params, void *stream,
+  GpuForwardStep(GpuForwardLaunch kernels, const FwdParams &params, void *stream,
                   unsigned kvAlignment, SplitWorkspaceLayout workspace)
       : kernels(std::move(kernels)), params(params), stream(stream), kvAlignment(kvAlignment),
         workspace(workspace) {}
@@ -33,7 +33,7 @@ public:
   llvm::Error run(const api::Tensors &tensors) const override;
 
 private:
-  CudaForwardLaunch kernels;
+  GpuForwardLaunch kernels;
   FwdParams params;
   void *stream;
   unsigned kvAlignment;

@@ -1,25 +1,22 @@
-//===- CudaAppendStep.cpp - An append plan's launch on a CUDA GPU ---------===//
-#include "runtime/api/CudaAppendStep.h"
+//===- GpuAppendStep.cpp - An append plan's launch on a GPU ---------------===//
+#include "runtime/api/GpuAppendStep.h"
 #include "runtime/device/PagedKv.h"
 #include "runtime/numerics/Rotary.h"
 
 using namespace fmhajit;
 
-llvm::Expected<std::unique_ptr<const CudaAppendStep>>
-CudaAppendStep::load(const KernelSpec &spec, const LoweredAppend &l, KernelCache &cache,
-                     void *stream) {
-  auto kernel = CudaKernel::load(spec, cache);
+llvm::Expected<std::unique_ptr<const GpuAppendStep>>
+GpuAppendStep::load(GpuDriver &driver, const KernelSpec &spec, const LoweredAppend &l,
+                    KernelCache &cache, void *stream) {
+  auto kernel = GpuKernel::load(driver, spec, cache);
   if (!kernel)
     return kernel.takeError();
-  DeviceBuffer cos, sin;
+  GpuBuffer cos, sin;
   if (l.problem.rotary != RotaryForm::None) {
-    auto driver = CudaDriver::get();
-    if (!driver)
-      return driver.takeError();
     RotaryTables tables = makeRotaryTables(l.problem.cache.rowsPerSequence(),
                                            l.problem.resolvedRotaryDim(), l.rotaryBase);
     auto upload = [&](const std::vector<float> &table, const char *what) {
-      return DeviceBuffer::upload(*driver, table.data(), table.size() * sizeof(float), what);
+      return GpuBuffer::upload(driver, table.data(), table.size() * sizeof(float), what);
     };
     auto c = upload(tables.cos, "rotary cos");
     if (!c)
@@ -30,11 +27,11 @@ CudaAppendStep::load(const KernelSpec &spec, const LoweredAppend &l, KernelCache
     cos = std::move(*c);
     sin = std::move(*s);
   }
-  return std::unique_ptr<const CudaAppendStep>(
-      new CudaAppendStep(std::move(*kernel), l.problem, std::move(cos), std::move(sin), stream));
+  return std::unique_ptr<const GpuAppendStep>(
+      new GpuAppendStep(std::move(*kernel), l.problem, std::move(cos), std::move(sin), stream));
 }
 
-llvm::Error CudaAppendStep::run(const api::AppendTensors &t) const {
+llvm::Error GpuAppendStep::run(const api::AppendTensors &t) const {
   AppendKvBuffers buffers;
   buffers.kNew = t.kNew;
   buffers.vNew = t.vNew;
@@ -44,5 +41,5 @@ llvm::Error CudaAppendStep::run(const api::AppendTensors &t) const {
   buffers.rotaryCos = t.rotaryCos ? t.rotaryCos : static_cast<const float *>(cos.pointer());
   buffers.rotarySin = t.rotarySin ? t.rotarySin : static_cast<const float *>(sin.pointer());
   return kernel.launch(makeAppendKvParams(kernel.spec(), problem, buffers),
-                       static_cast<cuda::CUstream>(t.stream ? t.stream : stream));
+                       t.stream ? t.stream : stream);
 }

@@ -1,0 +1,37 @@
+//===- GpuDriver.cpp - The one interface to a GPU driver ------------------===//
+#include "runtime/device/GpuDriver.h"
+#include "runtime/device/CudaDriver.h"
+#include "runtime/device/HipRuntime.h"
+#include "specs/Errors.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace fmhajit;
+
+GpuDriver::~GpuDriver() = default;
+
+llvm::Expected<GpuDriver &> fmhajit::gpuDriverFor(Backend backend) {
+  switch (backend) {
+  case Backend::Nvptx: {
+    auto driver = CudaDriver::get();
+    if (!driver)
+      return driver.takeError();
+    return static_cast<GpuDriver &>(*driver);
+  }
+  case Backend::Amdgpu: {
+    auto hip = HipRuntime::get();
+    if (!hip)
+      return hip.takeError();
+    return static_cast<GpuDriver &>(*hip);
+  }
+  case Backend::Host:
+    break;
+  }
+  return makeError(ErrorKind::Usage, "host code runs on no GPU driver");
+}
+
+std::string fmhajit::mebibytes(size_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.1f MiB", double(bytes) / (1 << 20));
+  return text;
+}

@@ -1,0 +1,91 @@
+//===- GpuKernel.cpp - A compiled, loaded GPU kernel ----------------------===//
+#include "runtime/device/GpuKernel.h"
+#include "runtime/device/GpuModule.h"
+#include "runtime/device/GpuResources.h"
+#include "runtime/device/HostKernel.h"
+#include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include <chrono>
+#include <limits>
+
+using namespace fmhajit;
+using Clock = std::chrono::steady_clock;
+
+static double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// Compiles (or finds) the artifact of \p spec, checks it and loads it,
+/// unless this process has loaded it already; fills \p stats and what the
+/// artifact says of \p res.
+static llvm::Expected<std::shared_ptr<const GpuModule>>
+loadModule(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache, GpuLoadStats &stats,
+           GpuKernelResources &res) {
+  std::string name = encodeName(spec);
+  Clock::time_point start = Clock::now();
+  auto artifact = compileKernel(spec, cache, driver.compileOptions());
+  if (!artifact)
+    return artifact.takeError();
+  stats.codegenMs = msSince(start);
+  stats.origin = (*artifact)->origin;
+  if (llvm::Error err = driver.checkArtifact((*artifact)->bytes(), name, res))
+    return std::move(err);
+  if (auto module = LoadedModules::get().find(name)) {
+    stats.moduleReused = true;
+    return module;
+  }
+  auto module = GpuModule::load(driver, (*artifact)->bytes(), *findArch(spec.target));
+  if (!module)
+    return module.takeError();
+  stats.loadMs = (*module)->loadMs();
+  return LoadedModules::get().insert(name, std::move(*module));
+}
+
+llvm::Expected<GpuKernel> GpuKernel::load(GpuDriver &driver, const KernelSpec &spec,
+                                          KernelCache &cache) {
+  if (llvm::Error err = driver.checkTarget(*findArch(spec.target)))
+    return std::move(err);
+  GpuLoadStats stats;
+  GpuKernelResources res;
+  auto module = loadModule(driver, spec, cache, stats, res);
+  if (!module)
+    return module.takeError();
+  auto fn = (*module)->function(encodeName(spec));
+  if (!fn)
+    return fn.takeError();
+  GpuKernel kernel(driver, spec, std::move(*module), *fn);
+  kernel.stats = stats;
+  auto shape = driver.configureKernel(*fn, spec, res);
+  if (!shape)
+    return shape.takeError();
+  kernel.res = std::move(res);
+  kernel.shape = *shape;
+  return std::move(kernel);
+}
+
+const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
+
+llvm::Error GpuKernel::launch(const FwdParams &params, GpuStreamHandle stream) const {
+  int64_t blocks = workItems(kernelSpec, params); // the family decides
+  if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
+    return makeError(ErrorKind::Usage, "the problem needs " + llvm::Twine(blocks) + " " +
+                                           gpu->blockNoun() +
+                                           "; the GPU launches 1 to 2^31-1");
+  // The driver copies the bytes at launch; a copy keeps the caller's const.
+  FwdParams copy = params;
+  return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy));
+}
+
+llvm::Expected<float> GpuKernel::launchTimed(const FwdParams &params,
+                                             GpuStreamHandle stream) const {
+  auto timer = GpuTimer::create(*gpu);
+  if (!timer)
+    return timer.takeError();
+  return launchTimed(params, stream, *timer);
+}
+
+llvm::Expected<float> GpuKernel::launchTimed(const FwdParams &params, GpuStreamHandle stream,
+                                             GpuTimer &timer) const {
+  return timedLaunch(timer, stream, [&] { return launch(params, stream); });
+}

@@ -1,0 +1,88 @@
+//===- GpuKernel.h - A compiled, loaded GPU kernel ------------------------===//
+//
+// GpuKernel::load takes a resolved spec for a GPU target to a function the
+// GPU can launch, in two timed steps (together: the JIT compile time):
+//
+//   codegen   spec -> PTX text or code object, through the KernelCache
+//             (with the driver's compile options: NVPTX's PTX ISA is part
+//             of the cache key)
+//   load      the driver loads it (PTX -> SASS in cuModuleLoadDataEx,
+//             hipModuleLoadData) and finds the function
+//
+// Around them the driver's kernel hooks (GpuDriver.h) check what differs
+// by backend: the target runs on this GPU, the artifact's one parameter
+// is this build's FwdParams, the block fits. Loaded modules stay loaded
+// for the life of the process, one per kernel name (GpuModule.h), so a
+// second load of the same spec costs neither step.
+//
+// Launch geometry (ir/KernelAbi.h): one parameter, FwdParams by value;
+// gridDim.x = workItems(spec, params); blockDim.x = warps * the target's
+// wave size; dynamic shared memory as the driver's configureKernel says
+// (NVPTX: the tile footprint; AMDGPU: none, the LDS is static).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/KernelCache.h"
+#include "ir/KernelAbi.h"
+#include "runtime/device/GpuDriver.h"
+#include "specs/KernelSpec.h"
+#include "llvm/Support/Error.h"
+#include <memory>
+
+namespace fmhajit {
+
+class GpuModule;
+class GpuTimer;
+
+/// What loading a kernel cost and where its code came from.
+struct GpuLoadStats {
+  ArtifactOrigin origin = ArtifactOrigin::Compiled; ///< of the PTX / code object
+  double codegenMs = 0; ///< spec -> artifact, or the cache lookup on a hit
+  double loadMs = 0;    ///< the driver's load; 0 when the module was loaded
+  bool moduleReused = false; ///< this process had loaded it already
+};
+
+class GpuKernel {
+public:
+  /// Compiles (through \p cache) and loads the kernel of a resolved spec
+  /// on \p driver's GPU; refuses targets this GPU cannot run and blocks
+  /// that do not fit it.
+  static llvm::Expected<GpuKernel> load(GpuDriver &driver, const KernelSpec &spec,
+                                        KernelCache &cache);
+
+  const KernelSpec &spec() const { return kernelSpec; }
+  GpuDriver &driver() const { return *gpu; }
+  const GpuLoadStats &loadStats() const { return stats; }
+  const GpuKernelResources &resources() const { return res; }
+  /// Bytes of dynamic shared memory each block gets.
+  unsigned sharedBytes() const { return shape.sharedBytes; }
+  unsigned blockThreads() const { return shape.blockThreads; }
+  /// The driver's JIT info log of the module (registers, spills).
+  const std::string &jitLog() const;
+
+  /// Launches on \p stream (asynchronous: synchronize the stream to see
+  /// failures inside the kernel). \p params holds device pointers.
+  llvm::Error launch(const FwdParams &params, GpuStreamHandle stream) const;
+  /// Launches between two events and waits: the kernel's milliseconds.
+  llvm::Expected<float> launchTimed(const FwdParams &params, GpuStreamHandle stream) const;
+  /// The same with the events of \p timer, for loops that time many
+  /// launches.
+  llvm::Expected<float> launchTimed(const FwdParams &params, GpuStreamHandle stream,
+                                    GpuTimer &timer) const;
+
+private:
+  GpuKernel(GpuDriver &driver, KernelSpec spec, std::shared_ptr<const GpuModule> module,
+            GpuFunctionHandle fn)
+      : gpu(&driver), kernelSpec(std::move(spec)), module(std::move(module)), fn(fn) {}
+
+  GpuDriver *gpu;
+  KernelSpec kernelSpec;
+  std::shared_ptr<const GpuModule> module;
+  GpuFunctionHandle fn;
+  GpuLoadStats stats;
+  GpuKernelResources res;
+  GpuLaunchShape shape;
+};
+
+} // namespace fmhajit

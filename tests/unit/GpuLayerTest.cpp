@@ -1,0 +1,264 @@
+//===- GpuLayerTest.cpp - The GPU layer over a driver in host memory ------===//
+//
+// Everything above GpuDriver is written once for CUDA and HIP, so it can
+// be checked without a GPU over a fake driver whose "device" memory is
+// host memory and whose launches are recorded: the named allocation
+// error, NaN poisoning, DeviceForwardData's round trip, and GpuKernel's
+// load (the backend's hooks, one module per kernel per process) and
+// launch (grid from workItems, the FwdParams bytes, timing by events).
+// The fake runs AMDGPU code objects (compiled here, as the lit tests do),
+// so its modules never meet a real CUDA driver's in the process table; each
+// test loads its own spec, since that table outlives each test's fake.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/device/DeviceForwardData.h"
+#include "runtime/device/GpuKernel.h"
+#include "runtime/device/GpuResources.h"
+#include "runtime/device/KernelAbiCheck.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/SpecParser.h"
+#include "specs/Validate.h"
+#include "gtest/gtest.h"
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+using namespace fmhajit;
+
+namespace {
+
+/// A GpuDriver over host memory that records what it is asked to do.
+class FakeDriver final : public GpuDriver {
+public:
+  struct Launch {
+    unsigned grid = 0;
+    GpuLaunchShape shape;
+    GpuStreamHandle stream = nullptr;
+    std::vector<char> args;
+  };
+  GpuDeviceInfo info{0, "Fake GPU", size_t(1) << 30, 8, std::string("gfx942")};
+  size_t allocLimit = SIZE_MAX;
+  int modulesLoaded = 0, buffersReleased = 0;
+  float clockMs = 0; ///< advanced 1.5 ms by every record
+  std::vector<Launch> launches;
+
+  Backend backend() const override { return Backend::Amdgpu; }
+  const GpuDeviceInfo &device() const override { return info; }
+  std::string describe() const override { return info.name; }
+  std::string noTargetReason() const override { return "a fake has every target"; }
+  llvm::Expected<void *> allocate(size_t bytes) override {
+    if (bytes > allocLimit)
+      return makeError(ErrorKind::Driver, "fakeMalloc failed: out of memory");
+    return std::malloc(bytes);
+  }
+  void release(void *ptr) override {
+    std::free(ptr);
+    ++buffersReleased;
+  }
+  std::string freeMemoryNote() override { return " (1.0 MiB of 2.0 MiB free)"; }
+  llvm::Error copyToDevice(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return llvm::Error::success();
+  }
+  llvm::Error copyToHost(void *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return llvm::Error::success();
+  }
+  llvm::Error fill16(void *dst, uint16_t value, size_t count) override {
+    std::fill_n(static_cast<uint16_t *>(dst), count, value);
+    return llvm::Error::success();
+  }
+  llvm::Error fill32(void *dst, uint32_t value, size_t count) override {
+    std::fill_n(static_cast<uint32_t *>(dst), count, value);
+    return llvm::Error::success();
+  }
+  llvm::Expected<GpuStreamHandle> createStream() override { return new int(0); }
+  void destroyStream(GpuStreamHandle stream) override { delete static_cast<int *>(stream); }
+  llvm::Error synchronize(GpuStreamHandle) override { return llvm::Error::success(); }
+  llvm::Expected<GpuEventHandle> createEvent() override { return new float(0); }
+  void destroyEvent(GpuEventHandle event) override { delete static_cast<float *>(event); }
+  llvm::Error record(GpuEventHandle event, GpuStreamHandle) override {
+    *static_cast<float *>(event) = clockMs += 1.5f;
+    return llvm::Error::success();
+  }
+  llvm::Expected<float> elapsedMs(GpuEventHandle begin, GpuEventHandle end) override {
+    return *static_cast<float *>(end) - *static_cast<float *>(begin);
+  }
+  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef, const ArchInfo &) override {
+    ++modulesLoaded;
+    return GpuLoadedImage{new int(0), "fake log"};
+  }
+  void unloadModule(GpuModuleHandle module) override { delete static_cast<int *>(module); }
+  llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module, llvm::StringRef) override {
+    return module;
+  }
+  llvm::Error launch(GpuFunctionHandle, unsigned gridBlocks, GpuLaunchShape shape,
+                     GpuStreamHandle stream, const void *args, size_t argBytes) override {
+    const char *bytes = static_cast<const char *>(args);
+    launches.push_back({gridBlocks, shape, stream, std::vector<char>(bytes, bytes + argBytes)});
+    return llvm::Error::success();
+  }
+  llvm::Error checkTarget(const ArchInfo &arch) const override {
+    if (arch.backend == Backend::Amdgpu)
+      return llvm::Error::success();
+    return makeError(ErrorKind::Usage, "target " + arch.name + " does not run on the fake");
+  }
+  CompileOptions compileOptions() const override { return {}; }
+  llvm::Error checkArtifact(llvm::StringRef bytes, llvm::StringRef name,
+                            GpuKernelResources &resources) const override {
+    auto metadata = checkKernelAbi(bytes, name);
+    if (!metadata)
+      return metadata.takeError();
+    resources.codeObject = std::move(*metadata);
+    return llvm::Error::success();
+  }
+  llvm::Expected<GpuLaunchShape> configureKernel(GpuFunctionHandle, const KernelSpec &spec,
+                                                 GpuKernelResources &) override {
+    return GpuLaunchShape{spec.warps * 64, 0};
+  }
+  const char *blockNoun() const override { return "workgroups"; }
+};
+
+KernelSpec resolved(llvm::StringRef text) {
+  auto parsed = parseSpec(text);
+  EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  auto spec = validateSpec(*parsed);
+  EXPECT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+  return *spec;
+}
+
+TEST(GpuBuffer, AllocationErrorNamesTheBufferAndFreeMemory) {
+  FakeDriver driver;
+  driver.allocLimit = 0;
+  auto buffer = GpuBuffer::create(driver, 1 << 20, "q");
+  ASSERT_FALSE(bool(buffer));
+  Problems problems = takeProblems(buffer.takeError());
+  EXPECT_EQ(problems.kind, ErrorKind::Driver);
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_EQ(problems.messages[0],
+            "cannot allocate 1.0 MiB for q on the GPU (1.0 MiB of 2.0 MiB free): fakeMalloc "
+            "failed: out of memory; use a smaller batch, fewer heads or shorter sequences");
+}
+
+TEST(GpuBuffer, EmptyBuffersAllocateNothing) {
+  FakeDriver driver;
+  driver.allocLimit = 0;
+  auto buffer = GpuBuffer::create(driver, 0, "lse");
+  ASSERT_TRUE(bool(buffer)) << llvm::toString(buffer.takeError());
+  EXPECT_EQ(buffer->pointer(), nullptr);
+}
+
+TEST(GpuBuffer, PoisonWritesQuietNaNsAndReleases) {
+  FakeDriver driver;
+  {
+    auto buffer = GpuBuffer::create(driver, 8, "o");
+    ASSERT_TRUE(bool(buffer));
+    uint32_t words[2];
+    ASSERT_FALSE(bool(buffer->poison(DType::F32)));
+    ASSERT_FALSE(bool(buffer->copyTo(words, 8)));
+    EXPECT_EQ(words[0], 0x7FC00000u);
+    EXPECT_EQ(words[1], 0x7FC00000u);
+    uint16_t halves[4];
+    ASSERT_FALSE(bool(buffer->poison(DType::F16)));
+    ASSERT_FALSE(bool(buffer->copyTo(halves, 8)));
+    EXPECT_EQ(halves[3], 0x7E00);
+    ASSERT_FALSE(bool(buffer->poison(DType::BF16)));
+    ASSERT_FALSE(bool(buffer->copyTo(halves, 8)));
+    EXPECT_EQ(halves[0], 0x7FC0);
+    EXPECT_EQ(takeProblems(buffer->poison(DType::F8E4M3)).kind, ErrorKind::Unsupported);
+  }
+  EXPECT_EQ(driver.buffersReleased, 1);
+}
+
+TEST(DeviceForwardData, UploadsPoisonsAndDownloads) {
+  FakeDriver driver;
+  KernelSpec spec = resolved("family=fwd,dtype=fp32,d=64,lse=1,target=gfx942,pipeline=simt");
+  AttentionProblem problem = AttentionProblem::forSpec(spec);
+  problem.seqlenQ = 3, problem.seqlenK = 5;
+  std::vector<float> q(3 * 64, 1.f), k(5 * 64, 2.f), v(5 * 64, 3.f), o(3 * 64, 0.f), lse(3, 0.f);
+  ForwardBuffers host{q.data(), k.data(), v.data(), o.data(), lse.data()};
+  auto data = DeviceForwardData::upload(driver, spec, problem, host);
+  ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
+  ForwardBuffers device = data->buffers();
+  EXPECT_EQ(static_cast<const float *>(device.k)[5 * 64 - 1], 2.f);
+  EXPECT_EQ(static_cast<const float *>(device.v)[0], 3.f);
+  static_cast<float *>(device.o)[0] = 7.f; // what a kernel would write
+  ASSERT_FALSE(bool(data->download(host)));
+  EXPECT_EQ(o[0], 7.f);
+  EXPECT_TRUE(std::isnan(o[1])); // poisoned, never written
+  EXPECT_TRUE(std::isnan(lse[2]));
+}
+
+class GpuKernelOnFake : public ::testing::Test {
+protected:
+  FakeDriver driver;
+  std::unique_ptr<KernelCache> cache = [] {
+    CacheConfig config;
+    config.disk = false;
+    auto made = KernelCache::create(std::move(config));
+    EXPECT_TRUE(bool(made)) << llvm::toString(made.takeError());
+    return std::move(*made);
+  }();
+};
+
+TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneFwdParamsPerWorkItem) {
+  KernelSpec spec = resolved("family=fwd,dtype=bf16,d=64,target=gfx942,pipeline=simt");
+  auto first = GpuKernel::load(driver, spec, *cache);
+  ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
+  auto second = GpuKernel::load(driver, spec, *cache);
+  ASSERT_TRUE(bool(second)) << llvm::toString(second.takeError());
+  EXPECT_EQ(driver.modulesLoaded, 1); // one module per kernel per process
+  EXPECT_FALSE(first->loadStats().moduleReused);
+  EXPECT_TRUE(second->loadStats().moduleReused);
+  EXPECT_EQ(first->blockThreads(), spec.warps * 64);
+  ASSERT_TRUE(first->resources().codeObject.has_value());
+  EXPECT_EQ(first->resources().codeObject->name, encodeName(spec));
+  EXPECT_EQ(first->jitLog(), "fake log");
+
+  AttentionProblem problem = AttentionProblem::forSpec(spec);
+  problem.batch = 2, problem.headsQ = 3, problem.headsKv = 3;
+  problem.seqlenQ = 100, problem.seqlenK = 100;
+  FwdParams params = makeFwdParams(spec, problem, ForwardBuffers{});
+  int stream = 0;
+  ASSERT_FALSE(bool(first->launch(params, &stream)));
+  ASSERT_EQ(driver.launches.size(), 1u);
+  const FakeDriver::Launch &l = driver.launches.back();
+  EXPECT_EQ(int64_t(l.grid), workItems(spec, params));
+  EXPECT_EQ(l.shape.blockThreads, spec.warps * 64);
+  EXPECT_EQ(l.stream, &stream);
+  ASSERT_EQ(l.args.size(), sizeof(FwdParams));
+  EXPECT_EQ(std::memcmp(l.args.data(), &params, sizeof(FwdParams)), 0);
+
+  auto ms = first->launchTimed(params, &stream);
+  ASSERT_TRUE(bool(ms)) << llvm::toString(ms.takeError());
+  EXPECT_FLOAT_EQ(*ms, 1.5f); // the fake's clock between the two records
+  EXPECT_EQ(driver.launches.size(), 2u);
+}
+
+TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
+  KernelSpec spec = resolved("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
+  auto kernel = GpuKernel::load(driver, spec, *cache);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  AttentionProblem problem = AttentionProblem::forSpec(spec);
+  FwdParams params = makeFwdParams(spec, problem, ForwardBuffers{});
+  params.batch = 0;
+  Problems problems = takeProblems(kernel->launch(params, nullptr));
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_EQ(problems.messages[0],
+            "the problem needs 0 workgroups; the GPU launches 1 to 2^31-1");
+  EXPECT_TRUE(driver.launches.empty());
+}
+
+TEST_F(GpuKernelOnFake, AsksTheDriverWhetherTheTargetRuns) {
+  auto kernel = GpuKernel::load(driver, resolved("family=fwd,dtype=bf16,d=64,target=sm_80"),
+                                *cache);
+  ASSERT_FALSE(bool(kernel));
+  Problems problems = takeProblems(kernel.takeError());
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_EQ(problems.messages[0], "target sm_80 does not run on the fake");
+  EXPECT_EQ(driver.modulesLoaded, 0);
+}
+
+} // namespace
