@@ -68,7 +68,7 @@ llvm::Expected<DeviceScratch> DeviceScratch::create(CudaDriver &driver, const Lo
   return std::move(d);
 }
 
-static llvm::Expected<double> timeCudaKernel(const CudaKernel &kernel, const FwdParams &params,
+static llvm::Expected<double> timeCudaKernel(const CudaKernel &kernel, const KernelArgs &params,
                                              const CudaStream &stream, CudaTimer &timer) {
   if (llvm::Error err = kernel.launch(params, stream.get())) // warm-up
     return std::move(err);
@@ -105,7 +105,7 @@ fmhajit::timeCudaCandidates(const std::vector<KernelSpec> &candidates, const Low
     auto kernel = CudaKernel::load(spec, cache);
     if (!kernel)
       return kernel.takeError();
-    FwdParams params = makeFwdParams(spec, l.problem, scratch->buffers(), l.strides);
+    KernelArgs params = makeKernelArgs(spec, l.problem, scratch->buffers(), l.strides);
     auto ms = timeCudaKernel(*kernel, params, *stream, *timer);
     if (!ms)
       return ms.takeError();

@@ -6,7 +6,7 @@
 
 using namespace fmhajit;
 
-llvm::Error CudaForwardLaunch::launch(const FwdParams &params, cuda::CUstream stream) const {
+llvm::Error CudaForwardLaunch::launch(const KernelArgs &params, cuda::CUstream stream) const {
   if (llvm::Error err = kernel.launch(params, stream))
     return err;
   if (!combine)
@@ -14,7 +14,7 @@ llvm::Error CudaForwardLaunch::launch(const FwdParams &params, cuda::CUstream st
   return combine->launch(makeCombineParams(combine->spec(), params), stream);
 }
 
-llvm::Expected<float> CudaForwardLaunch::launchTimed(const FwdParams &params,
+llvm::Expected<float> CudaForwardLaunch::launchTimed(const KernelArgs &params,
                                                      cuda::CUstream stream,
                                                      CudaTimer &timer) const {
   return timedLaunch(timer, stream, [&] { return launch(params, stream); });

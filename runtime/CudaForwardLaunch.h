@@ -19,9 +19,9 @@ struct CudaForwardLaunch {
 
   /// The kernel, then the combine (its numQTiles from its own bm);
   /// asynchronous.
-  llvm::Error launch(const FwdParams &params, cuda::CUstream stream) const;
+  llvm::Error launch(const KernelArgs &params, cuda::CUstream stream) const;
   /// Both between \p timer's events, and waits: their milliseconds.
-  llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream,
+  llvm::Expected<float> launchTimed(const KernelArgs &params, cuda::CUstream stream,
                                     CudaTimer &timer) const;
 };
 

@@ -57,7 +57,7 @@ static llvm::Error checkRunnable(const ArchInfo &arch, const CudaDriver &driver)
   return llvm::Error::success();
 }
 
-// The kernel's one parameter must be FwdParams as this build lays it out;
+// The kernel's one parameter must be KernelArgs as this build lays it out;
 // a mismatch (an ABI change on one side) would read garbage pointers.
 static llvm::Error checkParamSize(llvm::StringRef ptx, llvm::StringRef name) {
   std::string marker = (name + "_param_0[").str();
@@ -66,11 +66,11 @@ static llvm::Error checkParamSize(llvm::StringRef ptx, llvm::StringRef name) {
   if (at == llvm::StringRef::npos ||
       ptx.substr(at + marker.size()).take_until([](char c) { return c == ']'; })
           .getAsInteger(10, bytes))
-    return makeError(ErrorKind::Jit, "the PTX of " + name + " has no FwdParams parameter");
-  if (bytes != sizeof(FwdParams))
+    return makeError(ErrorKind::Jit, "the PTX of " + name + " has no KernelArgs parameter");
+  if (bytes != sizeof(KernelArgs))
     return makeError(ErrorKind::Jit, "the PTX of " + name + " takes a " + llvm::Twine(bytes) +
-                                         "-byte parameter, but FwdParams has " +
-                                         llvm::Twine(sizeof(FwdParams)) +
+                                         "-byte parameter, but KernelArgs has " +
+                                         llvm::Twine(sizeof(KernelArgs)) +
                                          " bytes: rebuild the kernel (fmhajit cache clear)");
   return llvm::Error::success();
 }
@@ -156,27 +156,27 @@ llvm::Error CudaKernel::configure(const CudaDeviceInfo &device) {
 
 const std::string &CudaKernel::jitLog() const { return module->infoLog(); }
 
-llvm::Error CudaKernel::launch(const FwdParams &params, CUstream stream) const {
+llvm::Error CudaKernel::launch(const KernelArgs &params, CUstream stream) const {
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage, "the problem needs " + llvm::Twine(blocks) +
                                            " thread blocks; the GPU launches 1 to 2^31-1");
-  // The driver copies sizeof(FwdParams) bytes from this pointer at launch.
-  FwdParams copy = params;
+  // The driver copies sizeof(KernelArgs) bytes from this pointer at launch.
+  KernelArgs copy = params;
   void *args[] = {&copy};
   return driver->check(driver->api().launchKernel(fn, unsigned(blocks), 1, 1, threads, 1, 1,
                                                   smem, stream, args, nullptr),
                        "cuLaunchKernel");
 }
 
-llvm::Expected<float> CudaKernel::launchTimed(const FwdParams &params, CUstream stream) const {
+llvm::Expected<float> CudaKernel::launchTimed(const KernelArgs &params, CUstream stream) const {
   auto timer = CudaTimer::create(*driver);
   if (!timer)
     return timer.takeError();
   return launchTimed(params, stream, *timer);
 }
 
-llvm::Expected<float> CudaKernel::launchTimed(const FwdParams &params, CUstream stream,
+llvm::Expected<float> CudaKernel::launchTimed(const KernelArgs &params, CUstream stream,
                                               CudaTimer &timer) const {
   return timedLaunch(timer, stream, [&] { return launch(params, stream); });
 }

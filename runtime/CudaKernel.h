@@ -10,7 +10,7 @@
 // Loaded modules stay loaded for the life of the process, one per kernel
 // name, so a second load of the same spec costs neither step.
 //
-// Launch geometry (ir/KernelAbi.h): one parameter, FwdParams by value;
+// Launch geometry (ir/KernelAbi.h): one parameter, KernelArgs by value;
 // gridDim.x = workItems(spec, params) (ir/KernelAbi.h); blockDim.x =
 // warps * 32; dynamic shared memory = tileFootprintBytes(spec, arch), with
 // the kernel's opt-in limit raised when that exceeds 48 KiB.
@@ -64,12 +64,12 @@ public:
 
   /// Launches on \p stream (asynchronous: synchronize the stream to see
   /// failures inside the kernel). \p params holds device pointers.
-  llvm::Error launch(const FwdParams &params, cuda::CUstream stream) const;
+  llvm::Error launch(const KernelArgs &params, cuda::CUstream stream) const;
   /// Launches between two events and waits: the kernel's milliseconds.
-  llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream) const;
+  llvm::Expected<float> launchTimed(const KernelArgs &params, cuda::CUstream stream) const;
   /// The same with the events of \p timer, for loops that time many
   /// launches.
-  llvm::Expected<float> launchTimed(const FwdParams &params, cuda::CUstream stream,
+  llvm::Expected<float> launchTimed(const KernelArgs &params, cuda::CUstream stream,
                                     CudaTimer &timer) const;
 
 private:

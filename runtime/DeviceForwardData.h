@@ -40,7 +40,7 @@ llvm::Error checkForwardFits(const KernelSpec &spec, const AttentionProblem &pro
 template <typename Runtime, typename Buffer> class DeviceForwardData {
 public:
   /// Allocates device buffers for (\p spec, \p problem), uploads the inputs
-  /// of \p host (host pointers, as makeFwdParams takes them) and poisons
+  /// of \p host (host pointers, as makeKernelArgs takes them) and poisons
   /// the outputs.
   static llvm::Expected<DeviceForwardData> upload(Runtime &runtime, const KernelSpec &spec,
                                                   const AttentionProblem &problem,
@@ -74,7 +74,7 @@ public:
     return std::move(data);
   }
 
-  /// The device pointers, for makeFwdParams.
+  /// The device pointers, for makeKernelArgs.
   ForwardBuffers buffers() const {
     ForwardBuffers b{q.pointer(), k.pointer(), v.pointer(), o.pointer()};
     b.lse = static_cast<float *>(lse.pointer());

@@ -65,14 +65,14 @@ llvm::Expected<CodeObjectKernel> fmhajit::checkKernelAbi(llvm::StringRef codeObj
   for (CodeObjectKernel &k : *kernels) {
     if (k.name != name)
       continue;
-    if (k.kernargSegmentSize != sizeof(FwdParams) || k.args.size() != 1 ||
-        k.args[0].offset != 0 || k.args[0].size != sizeof(FwdParams))
+    if (k.kernargSegmentSize != sizeof(KernelArgs) || k.args.size() != 1 ||
+        k.args[0].offset != 0 || k.args[0].size != sizeof(KernelArgs))
       return makeError(ErrorKind::Jit,
                        "the code object of " + name + " declares a " +
                            llvm::Twine(k.kernargSegmentSize) +
                            "-byte kernarg segment, but this build passes one " +
-                           llvm::Twine(sizeof(FwdParams)) +
-                           "-byte FwdParams: rebuild the kernel (fmhajit cache clear)");
+                           llvm::Twine(sizeof(KernelArgs)) +
+                           "-byte KernelArgs: rebuild the kernel (fmhajit cache clear)");
     return std::move(k);
   }
   return makeError(ErrorKind::Jit, "the code object declares no kernel named " + name);
@@ -119,13 +119,13 @@ llvm::Expected<HipKernel> HipKernel::load(const KernelSpec &spec, KernelCache &c
   return std::move(kernel);
 }
 
-llvm::Error HipKernel::launch(const FwdParams &params, hipStream_t stream) const {
+llvm::Error HipKernel::launch(const KernelArgs &params, hipStream_t stream) const {
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage, "the problem needs " + llvm::Twine(blocks) +
                                            " workgroups; the GPU launches 1 to 2^31-1");
   // HIP copies `size` bytes from `copy` into the kernarg segment at launch.
-  FwdParams copy = params;
+  KernelArgs copy = params;
   size_t size = sizeof(copy);
   void *extra[] = {kLaunchParamBufferPointer, &copy, kLaunchParamBufferSize, &size,
                    kLaunchParamEnd};
@@ -134,7 +134,7 @@ llvm::Error HipKernel::launch(const FwdParams &params, hipStream_t stream) const
                     "hipModuleLaunchKernel");
 }
 
-llvm::Expected<float> HipKernel::launchTimed(const FwdParams &params, hipStream_t stream,
+llvm::Expected<float> HipKernel::launchTimed(const KernelArgs &params, hipStream_t stream,
                                              HipTimer &timer) const {
   return timedLaunch(timer, stream, [&] { return launch(params, stream); });
 }

@@ -8,10 +8,10 @@
 //
 // Before loading, the code object's metadata (AmdgpuCodeObject.h) is
 // checked against this build: its kernarg segment must be exactly one
-// FwdParams. Loaded modules stay loaded for the life of the process, one
+// KernelArgs. Loaded modules stay loaded for the life of the process, one
 // per kernel name.
 //
-// Launch geometry (ir/KernelAbi.h): the kernarg segment is the FwdParams
+// Launch geometry (ir/KernelAbi.h): the kernarg segment is the KernelArgs
 // bytes (HIP_LAUNCH_PARAM_BUFFER_POINTER); gridDim.x = workItems(spec, params);
 // blockDim.x = warps * wave size (64 on CDNA, 32 on RDNA); no dynamic LDS
 // (the code object reserves its static LDS).
@@ -40,7 +40,7 @@ struct HipLoadStats {
 };
 
 /// Checks that \p codeObject declares kernel \p name with one kernarg
-/// segment of exactly sizeof(FwdParams) bytes, and returns its metadata.
+/// segment of exactly sizeof(KernelArgs) bytes, and returns its metadata.
 llvm::Expected<CodeObjectKernel> checkKernelAbi(llvm::StringRef codeObject, llvm::StringRef name);
 
 class HipKernel {
@@ -57,9 +57,9 @@ public:
 
   /// Launches on \p stream (asynchronous: synchronize the stream to see
   /// failures inside the kernel). \p params holds device pointers.
-  llvm::Error launch(const FwdParams &params, hip::hipStream_t stream) const;
+  llvm::Error launch(const KernelArgs &params, hip::hipStream_t stream) const;
   /// Launches between \p timer's events and waits: the kernel's ms.
-  llvm::Expected<float> launchTimed(const FwdParams &params, hip::hipStream_t stream,
+  llvm::Expected<float> launchTimed(const KernelArgs &params, hip::hipStream_t stream,
                                     HipTimer &timer) const;
 
 private:

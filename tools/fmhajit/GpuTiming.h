@@ -23,7 +23,7 @@ inline constexpr double kGpuTimingBudgetMs = 200;
 
 /// The median milliseconds of \p kernel's launches; \p ran gets how many.
 template <typename Kernel, typename Stream, typename Timer>
-llvm::Expected<double> medianLaunchMs(const Kernel &kernel, const FwdParams &params,
+llvm::Expected<double> medianLaunchMs(const Kernel &kernel, const KernelArgs &params,
                                       const Stream &stream, Timer &timer,
                                       unsigned iterations, unsigned &ran) {
   for (unsigned i = 0; i < kGpuWarmups; ++i)

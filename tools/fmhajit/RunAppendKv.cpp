@@ -117,7 +117,7 @@ int fmhajit::runAppendKv(const RunOptions &opt, KernelCache &cache) {
      << "; rotary " << rotaryFormName(p.rotary) << (p.rotateQ ? " (K and Q)\n" : "\n");
   AppendData data(opt, p);
   std::vector<float> kBefore = data.kCache.toFloat(), vBefore = data.vCache.toFloat();
-  FwdParams params = makeAppendKvParams(opt.spec, p, data.buffers());
+  KernelArgs params = makeAppendKvParams(opt.spec, p, data.buffers());
   HostExecutor executor(opt.threads);
   kernel->run(params, executor);
   bool pass = true;

@@ -132,7 +132,7 @@ int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {
   double loadMs = msSince(loadStart);
 
   RunData data(*opt);
-  FwdParams params = makeFwdParams(opt->spec, opt->problem, data.buffers());
+  KernelArgs params = makeKernelArgs(opt->spec, opt->problem, data.buffers());
   HostExecutor executor(opt->threads);
   kernel->run(params, executor); // the checked run: outputs were poisoned
   llvm::raw_ostream &os = llvm::outs();

@@ -46,7 +46,7 @@ static void printKernel(const CudaDriver &driver, const CudaKernel &kernel,
 }
 
 // One checked run on poisoned device outputs, copied back into \p data.
-static llvm::Error runChecked(const CudaForwardLaunch &kernel, const FwdParams &params,
+static llvm::Error runChecked(const CudaForwardLaunch &kernel, const KernelArgs &params,
                               const CudaStream &stream, const CudaForwardData &device,
                               RunData &data) {
   if (llvm::Error err = kernel.launch(params, stream.get()))
@@ -103,9 +103,9 @@ int fmhajit::runOnCuda(const RunOptions &opt) {
     if (!partials.error().empty())
       return reportErrors(makeError(ErrorKind::Driver, partials.error()));
   }
-  FwdParams params = split ? makeSplitKvParams(opt.spec, opt.problem, device->buffers(), parts,
+  KernelArgs params = split ? makeSplitKvParams(opt.spec, opt.problem, device->buffers(), parts,
                                                workspace)
-                           : makeFwdParams(opt.spec, opt.problem, device->buffers());
+                           : makeKernelArgs(opt.spec, opt.problem, device->buffers());
   if (llvm::Error err = runChecked(launch, params, *stream, *device, data))
     return reportErrors(std::move(err));
 

@@ -74,7 +74,7 @@ int fmhajit::runOnHip(const RunOptions &opt) {
   auto timer = HipTimer::create(*hip);
   if (!stream || !timer)
     return reportErrors(llvm::joinErrors(stream.takeError(), timer.takeError()));
-  FwdParams params = makeFwdParams(opt.spec, opt.problem, device->buffers());
+  KernelArgs params = makeKernelArgs(opt.spec, opt.problem, device->buffers());
   if (llvm::Error err = kernel->launch(params, stream->get()))
     return reportErrors(std::move(err));
   if (llvm::Error err = stream->synchronize())

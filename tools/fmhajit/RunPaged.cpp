@@ -106,7 +106,7 @@ int fmhajit::runPaged(const RunOptions &opt, KernelCache &cache) {
   unsigned n = resolveNumSplits(opt, problem.attention, executor.threads(), os);
   PagedData data(opt, problem);
   RunWorkspace workspace(splitKvWorkspaceSize(opt.spec, problem.attention, n));
-  FwdParams params = makePagedParams(opt.spec, problem, data.query(), data.cache(), n,
+  KernelArgs params = makePagedParams(opt.spec, problem, data.query(), data.cache(), n,
                                      workspace.pointers());
   kernels->run(params, executor);
   bool pass = true;

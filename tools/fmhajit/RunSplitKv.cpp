@@ -33,7 +33,7 @@ int fmhajit::runSplitKv(const RunOptions &opt, KernelCache &cache) {
   unsigned n = resolveNumSplits(opt, opt.problem, executor.threads(), os);
   RunData data(opt);
   RunWorkspace workspace(splitKvWorkspaceSize(opt.spec, opt.problem, n));
-  FwdParams params = makeSplitKvParams(opt.spec, opt.problem, data.buffers(), n,
+  KernelArgs params = makeSplitKvParams(opt.spec, opt.problem, data.buffers(), n,
                                        workspace.pointers());
   kernels->run(params, executor); // the checked run: outputs were poisoned
   bool pass = !opt.check || checkOutputs(opt, data, os);
@@ -86,7 +86,7 @@ int fmhajit::runCombine(const RunOptions &opt, KernelCache &cache) {
   ForwardBuffers buffers{nullptr, nullptr, nullptr, data.o.data()};
   buffers.lse = data.lse.empty() ? nullptr : data.lse.data();
   buffers.cuSeqlensQ = opt.spec.varlen ? cuQ.data() : nullptr;
-  FwdParams params = makeFwdParams(opt.spec, opt.problem, buffers);
+  KernelArgs params = makeKernelArgs(opt.spec, opt.problem, buffers);
   setSplits(params, n, {data.oAccum.data(), data.lseAccum.data()});
   HostExecutor executor(opt.threads);
   kernel->run(params, executor);
