@@ -195,10 +195,8 @@ bool Validator::resolvePipeline() {
 void Validator::resolveTile() {
   const PipelineInfo &info = *arch.pipeline(s.pipeline);
   if (const TileConfig *t = arch.defaultTile(s.pipeline, std::max(s.d, s.dv))) {
-    s.bm = s.bm ? s.bm : t->bm;
-    s.bn = s.bn ? s.bn : t->bn;
-    s.warps = s.warps ? s.warps : t->warps;
-    s.stages = s.stages ? s.stages : t->stages;
+#define SPEC_TILE(Name, Letter, Help) s.Name = s.Name ? s.Name : t->Name;
+#include "specs/SpecKeys.def"
   }
   checkTile(info);
 }
