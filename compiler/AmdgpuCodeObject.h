@@ -4,7 +4,7 @@
 // list) is what the HIP runtime trusts: the kernarg layout it copies
 // arguments into, the LDS it reserves, the wave size and register counts it
 // schedules by. readCodeObjectKernels reads it back, so that the runtime
-// can check a cached code object against this build's FwdParams before
+// can check a cached code object against this build's KernelArgs before
 // launching it, and tests can check what the backend declared.
 //
 //===----------------------------------------------------------------------===//

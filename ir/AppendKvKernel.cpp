@@ -25,7 +25,7 @@ public:
   void emitWorkItem(Value *w);
 
 private:
-  Value *cacheRow(FwdParamsIndex pool, FwdParamsIndex strides, Value *batch,
+  Value *cacheRow(KernelArgsField pool, KernelArgsField strides, Value *batch,
                   Value *pos, Value *head);
   void rotateRow(Value *src, DType srcType, Value *dst, DType dstType, Value *pos);
   void copyElements(Value *src, DType srcType, Value *dst, DType dstType,
@@ -48,14 +48,14 @@ private:
   const KernelSpec &spec;
   TargetInfo &target;
   IRBuilderBase &b;
-  ParamsReader p;
+  ArgsReader p;
   Value *tid = nullptr;
 };
 } // namespace
 
 // Whether the cache is paged is known only at run time (blockTable null or
 // not), so the page and the row inside it are chosen by a branch.
-Value *AppendEmitter::cacheRow(FwdParamsIndex pool, FwdParamsIndex strides,
+Value *AppendEmitter::cacheRow(KernelArgsField pool, KernelArgsField strides,
                                Value *batch, Value *pos, Value *head) {
   Value *page = entryAlloca(b, b.getInt64Ty(), "page");
   Value *offset = entryAlloca(b, b.getInt64Ty(), "offset");
@@ -137,7 +137,7 @@ void AppendEmitter::emitWorkItem(Value *w) {
 }
 
 void fmhajit::emitAppendKvKernel(const KernelSpec &spec, TargetInfo &target, Module &m) {
-  target.emitKernel(m, encodeName(spec), fwdParamsType(m.getContext()),
+  target.emitKernel(m, encodeName(spec), kernelArgsType(m.getContext()),
                     [&](IRBuilderBase &b, Value *params, Value *workItem) {
                       AppendEmitter(spec, target, b, params).emitWorkItem(workItem);
                     });

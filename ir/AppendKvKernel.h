@@ -8,7 +8,7 @@
 namespace fmhajit {
 
 /// Emits the append_kv kernel of \p spec into \p m, named after the spec's
-/// encoded name. FwdParams: k/v are the cache it writes (a paged pool when
+/// encoded name. KernelArgs: k/v are the cache it writes (a paged pool when
 /// blockTable is set, else [batch, capacity, headsKv, d]), kNew/vNew the
 /// rows to append ([batch, seqlenQ, headsKv, d]), q/o optional query rows
 /// to rotate (o = rotated q, in the out dtype; skipped when q is null):

@@ -68,8 +68,8 @@ public:
 
 private:
   Band band(const WorkItem &s);
-  PagedRows pagedRows(const WorkItem &s, FwdParamsIndex pool, FwdParamsIndex strides);
-  Value *rowsOf(FwdParamsIndex tensor, FwdParamsIndex strides, Value *batch,
+  PagedRows pagedRows(const WorkItem &s, KernelArgsField pool, KernelArgsField strides);
+  Value *rowsOf(KernelArgsField tensor, KernelArgsField strides, Value *batch,
                 Value *row, Value *head, DType dtype) {
     return tensorRow(b, p, spec.varlen, tensor, strides, batch, row, head, dtype);
   }
@@ -100,7 +100,7 @@ private:
   const KernelSpec &spec;
   TargetInfo &target;
   IRBuilderBase &b;
-  ParamsReader p;
+  ArgsReader p;
   std::unique_ptr<TileOps> ops;
   bool splits; ///< the key range may be cut into parts (numSplits)
   bool paged;  ///< K/V rows come through a block table
@@ -130,8 +130,8 @@ Band ForwardEmitter::band(const WorkItem &s) {
   return band;
 }
 
-PagedRows ForwardEmitter::pagedRows(const WorkItem &s, FwdParamsIndex pool,
-                                    FwdParamsIndex strides) {
+PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
+                                    KernelArgsField strides) {
   Value *tableRow = b.CreateMul(s.b, b.CreateSExt(p.get(kMaxPagesPerSeq), b.getInt64Ty()));
   Type *elem = elementType(b.getContext(), spec.dtype);
   return {b.CreateInBoundsGEP(b.getInt32Ty(), p.get(kBlockTable), tableRow),
@@ -327,7 +327,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   auto keysAt = [&](Value *j0) { return minI(i32(spec.bn), b.CreateSub(s.sk, j0)); };
   // `paging` by reference: the GlobalRows returned keeps a function_ref to
   // it, which must outlive the load that uses it.
-  auto kvRows = [&](FwdParamsIndex tensor, FwdParamsIndex strides, PagedRows &paging,
+  auto kvRows = [&](KernelArgsField tensor, KernelArgsField strides, PagedRows &paging,
                     Value *j0) -> GlobalRows {
     GlobalRows rows{nullptr, nullptr, spec.dtype};
     if (paged) {
@@ -365,7 +365,7 @@ void ForwardEmitter::emitWorkItem(Value *workItem) {
 
 void fmhajit::emitForwardKernel(const KernelSpec &spec, TargetInfo &target,
                                 Module &m) {
-  target.emitKernel(m, encodeName(spec), fwdParamsType(m.getContext()),
+  target.emitKernel(m, encodeName(spec), kernelArgsType(m.getContext()),
                     [&](IRBuilderBase &b, Value *params, Value *workItem) {
                       ForwardEmitter(spec, target, b, params).emitWorkItem(workItem);
                     });

@@ -1,33 +1,34 @@
-//===- KernelAbiIR.cpp - FwdParams as an LLVM struct type -----------------===//
+//===- KernelAbiIR.cpp - KernelArgs as an LLVM struct type ----------------===//
 #include "ir/KernelAbiIR.h"
 #include "llvm/ADT/SmallVector.h"
+#include <iterator>
 
 using namespace fmhajit;
 using namespace llvm;
 
-StructType *fmhajit::fwdParamsType(LLVMContext &ctx) {
-  if (StructType *existing = StructType::getTypeByName(ctx, "fmhajit.FwdParams"))
+StructType *fmhajit::kernelArgsType(LLVMContext &ctx) {
+  if (StructType *existing = StructType::getTypeByName(ctx, "fmhajit.KernelArgs"))
     return existing;
   Type *i64 = Type::getInt64Ty(ctx);
   Type *strides = StructType::get(ctx, {i64, i64, i64});
   SmallVector<Type *, 32> fields;
-  for (AbiField f : kFwdParamsFields) {
+  for (ArgKind f : kKernelArgsKinds) {
     switch (f) {
-    case AbiField::Ptr:
+    case ArgKind::Ptr:
       fields.push_back(PointerType::get(ctx, 0));
       break;
-    case AbiField::Strides:
+    case ArgKind::Strides:
       fields.push_back(strides);
       break;
-    case AbiField::I32:
+    case ArgKind::I32:
       fields.push_back(Type::getInt32Ty(ctx));
       break;
-    case AbiField::F32:
+    case ArgKind::F32:
       fields.push_back(Type::getFloatTy(ctx));
       break;
     }
   }
-  return StructType::create(ctx, fields, "fmhajit.FwdParams");
+  return StructType::create(ctx, fields, "fmhajit.KernelArgs");
 }
 
 Type *fmhajit::elementType(LLVMContext &ctx, DType t) {
@@ -45,21 +46,28 @@ Type *fmhajit::elementType(LLVMContext &ctx, DType t) {
   llvm_unreachable("unknown dtype");
 }
 
-Value *ParamsReader::get(FwdParamsIndex field, const Twine &name) {
-  Value *addr = b.CreateStructGEP(type, params, field);
-  return b.CreateLoad(type->getElementType(field), addr, name);
+Value *ArgsReader::fieldAddress(KernelArgsField field) {
+  return b.CreateStructGEP(type, args, field,
+                           "args." + Twine(kKernelArgsNames[field]));
 }
 
-Value *ParamsReader::stride(FwdParamsIndex field, unsigned which,
-                            const Twine &name) {
-  Value *addr = b.CreateStructGEP(type, params, field);
+Value *ArgsReader::get(KernelArgsField field, const Twine &name) {
+  return b.CreateLoad(type->getElementType(field), fieldAddress(field), name);
+}
+
+Value *ArgsReader::stride(KernelArgsField field, unsigned which,
+                          const Twine &name) {
+  static const char *const kStrideNames[] = {"batch", "row", "head"};
+  assert(which < std::size(kStrideNames) && "a TensorStrides has three strides");
   Type *strides = type->getElementType(field);
-  Value *elem = b.CreateStructGEP(strides, addr, which);
+  Value *elem = b.CreateStructGEP(strides, fieldAddress(field), which,
+                                  "args." + Twine(kKernelArgsNames[field]) +
+                                      "." + kStrideNames[which]);
   return b.CreateLoad(b.getInt64Ty(), elem, name);
 }
 
-Value *ParamsReader::workItems(bool splitItems) {
-  auto wide = [&](FwdParamsIndex f) { return b.CreateSExt(get(f), b.getInt64Ty()); };
+Value *ArgsReader::workItems(bool splitItems) {
+  auto wide = [&](KernelArgsField f) { return b.CreateSExt(get(f), b.getInt64Ty()); };
   Value *tiles = b.CreateMul(b.CreateMul(wide(kBatch), wide(kHeadsQ)), wide(kNumQTiles));
   if (!splitItems)
     return tiles;

@@ -1,4 +1,4 @@
-//===- KernelAbiIR.h - FwdParams as an LLVM struct type -------------------===//
+//===- KernelAbiIR.h - KernelArgs as an LLVM struct type ------------------===//
 #pragma once
 
 #include "ir/KernelAbi.h"
@@ -8,21 +8,26 @@
 
 namespace fmhajit {
 
-/// The LLVM struct with FwdParams' layout (kFwdParamsFields), in address
-/// space 0 pointers.
-llvm::StructType *fwdParamsType(llvm::LLVMContext &ctx);
+/// The LLVM struct `%fmhajit.KernelArgs` with KernelArgs' layout
+/// (kKernelArgsKinds), in address space 0 pointers.
+llvm::StructType *kernelArgsType(llvm::LLVMContext &ctx);
 
 /// The LLVM type of one element of \p t in memory.
 llvm::Type *elementType(llvm::LLVMContext &ctx, DType t);
 
-/// Reads FwdParams fields through a pointer to the struct.
-class ParamsReader {
+/// Reads KernelArgs fields through a pointer to the struct. Each field's
+/// address is named after it, so that the IR (and its tests) say which field
+/// a kernel reads:
+///   %args.seqlenQ = getelementptr inbounds nuw %fmhajit.KernelArgs, ptr %0, i32 0, i32 15
+///   %sq = load i32, ptr %args.seqlenQ
+class ArgsReader {
 public:
-  ParamsReader(llvm::IRBuilderBase &b, llvm::Value *params)
-      : b(b), params(params), type(fwdParamsType(b.getContext())) {}
-  llvm::Value *get(FwdParamsIndex field, const llvm::Twine &name = "");
-  /// One of a TensorStrides field's three int64s (0 batch, 1 row, 2 head).
-  llvm::Value *stride(FwdParamsIndex field, unsigned which,
+  ArgsReader(llvm::IRBuilderBase &b, llvm::Value *args)
+      : b(b), args(args), type(kernelArgsType(b.getContext())) {}
+  llvm::Value *get(KernelArgsField field, const llvm::Twine &name = "");
+  /// One of a TensorStrides field's three int64s (0 batch, 1 row, 2 head),
+  /// read through `%args.<field>.<batch|row|head>`.
+  llvm::Value *stride(KernelArgsField field, unsigned which,
                       const llvm::Twine &name = "");
   /// The call's work items as i64: batch * headsQ * numQTiles, times
   /// max(numSplits, 1) when \p splitItems: the count runtime's workItems()
@@ -30,8 +35,10 @@ public:
   llvm::Value *workItems(bool splitItems);
 
 private:
+  llvm::Value *fieldAddress(KernelArgsField field);
+
   llvm::IRBuilderBase &b;
-  llvm::Value *params;
+  llvm::Value *args;
   llvm::StructType *type;
 };
 

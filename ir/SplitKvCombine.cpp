@@ -42,7 +42,7 @@ private:
   const KernelSpec &spec;
   TargetInfo &target;
   IRBuilderBase &b;
-  ParamsReader p;
+  ArgsReader p;
   unsigned threads, perThread;
   Value *tid = nullptr;
 };
@@ -123,7 +123,7 @@ void CombineEmitter::emitWorkItem(Value *w) {
 
 void fmhajit::emitSplitKvCombineKernel(const KernelSpec &spec, TargetInfo &target,
                                        Module &m) {
-  target.emitKernel(m, encodeName(spec), fwdParamsType(m.getContext()),
+  target.emitKernel(m, encodeName(spec), kernelArgsType(m.getContext()),
                     [&](IRBuilderBase &b, Value *params, Value *workItem) {
                       CombineEmitter(spec, target, b, params).emitWorkItem(workItem);
                     });

@@ -8,7 +8,7 @@
 namespace fmhajit {
 
 /// Emits the splitkv_combine kernel of \p spec into \p m, named after the
-/// spec's encoded name. It takes the FwdParams of the split-KV call it
+/// spec's encoded name. It takes the KernelArgs of the split-KV call it
 /// finishes (oAccum, lseAccum, numSplits; O, LSE and their layout):
 ///
 ///   for each work item (b, h, query tile t), each row i of the tile:

@@ -4,7 +4,7 @@
 using namespace fmhajit;
 using namespace llvm;
 
-Value *fmhajit::numSplits(IRBuilderBase &b, ParamsReader &p) {
+Value *fmhajit::numSplits(IRBuilderBase &b, ArgsReader &p) {
   Value *n = p.get(kNumSplits);
   return b.CreateSelect(b.CreateICmpSGT(n, b.getInt32(1)), n, b.getInt32(1), "splits");
 }
@@ -13,7 +13,7 @@ static Value *loadI32(IRBuilderBase &b, Value *base, Value *index, const Twine &
   return b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), base, index), name);
 }
 
-WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ParamsReader &p,
+WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
                                  const KernelSpec &spec, Value *w,
                                  WorkItemShape shape) {
   WorkItem s;
@@ -38,7 +38,7 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ParamsReader &p,
     s.qStart = s.kStart = b.getInt64(0);
     return s;
   }
-  auto bounds = [&](FwdParamsIndex cu, Value *&start, Value *&len) {
+  auto bounds = [&](KernelArgsField cu, Value *&start, Value *&len) {
     Value *base = p.get(cu);
     Value *first = loadI32(b, base, s.b);
     Value *next = loadI32(b, base, b.CreateAdd(s.b, b.getInt64(1)));
@@ -50,8 +50,8 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ParamsReader &p,
   return s;
 }
 
-Value *fmhajit::tensorRow(IRBuilderBase &b, ParamsReader &p, bool varlen,
-                          FwdParamsIndex tensor, FwdParamsIndex strides,
+Value *fmhajit::tensorRow(IRBuilderBase &b, ArgsReader &p, bool varlen,
+                          KernelArgsField tensor, KernelArgsField strides,
                           Value *batch, Value *row, Value *head, DType dtype) {
   Value *offset = b.CreateAdd(b.CreateMul(row, p.stride(strides, 1)),
                               b.CreateMul(head, p.stride(strides, 2)));
@@ -60,12 +60,12 @@ Value *fmhajit::tensorRow(IRBuilderBase &b, ParamsReader &p, bool varlen,
   return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), p.get(tensor), offset);
 }
 
-static Value *totalQ(IRBuilderBase &b, ParamsReader &p) {
+static Value *totalQ(IRBuilderBase &b, ArgsReader &p) {
   Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
   return b.CreateSExt(loadI32(b, p.get(kCuSeqlensQ), batch), b.getInt64Ty(), "totalq");
 }
 
-Value *fmhajit::lseRowIndex(IRBuilderBase &b, ParamsReader &p, const KernelSpec &spec,
+Value *fmhajit::lseRowIndex(IRBuilderBase &b, ArgsReader &p, const KernelSpec &spec,
                             const WorkItem &s, Value *qRow) {
   if (spec.varlen)
     return b.CreateAdd(b.CreateMul(s.h, totalQ(b, p)), qRow);
@@ -74,7 +74,7 @@ Value *fmhajit::lseRowIndex(IRBuilderBase &b, ParamsReader &p, const KernelSpec 
   return b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(s.b, headsQ), s.h), seqlenQ), qRow);
 }
 
-Value *fmhajit::lsePlaneSize(IRBuilderBase &b, ParamsReader &p, const KernelSpec &spec) {
+Value *fmhajit::lsePlaneSize(IRBuilderBase &b, ArgsReader &p, const KernelSpec &spec) {
   Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
   if (spec.varlen)
     return b.CreateMul(headsQ, totalQ(b, p), "plane");

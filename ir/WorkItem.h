@@ -39,32 +39,32 @@ struct WorkItemShape {
 ///   t = w % numQTiles; h = (w / numQTiles) % headsQ; b = w / numQTiles / headsQ
 ///   hk = h / (headsQ / headsKv); i0 = t * bm
 ///   sq, sk = seqlenQ, seqlenK | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]
-WorkItem locateWorkItem(llvm::IRBuilderBase &b, ParamsReader &p,
+WorkItem locateWorkItem(llvm::IRBuilderBase &b, ArgsReader &p,
                         const KernelSpec &spec, llvm::Value *w,
                         WorkItemShape shape);
 
 /// max(1, numSplits) as i32.
-llvm::Value *numSplits(llvm::IRBuilderBase &b, ParamsReader &p);
+llvm::Value *numSplits(llvm::IRBuilderBase &b, ArgsReader &p);
 
 /// The address of row \p row (i64, packed under varlen) of head \p head of
 /// sequence \p batch in \p tensor with \p strides:
 ///   tensor + row*strides.row + head*strides.head (+ batch*strides.batch
 ///   unless \p varlen)
-llvm::Value *tensorRow(llvm::IRBuilderBase &b, ParamsReader &p, bool varlen,
-                       FwdParamsIndex tensor, FwdParamsIndex strides,
+llvm::Value *tensorRow(llvm::IRBuilderBase &b, ArgsReader &p, bool varlen,
+                       KernelArgsField tensor, KernelArgsField strides,
                        llvm::Value *batch, llvm::Value *row, llvm::Value *head,
                        DType dtype);
 
 /// The index of query row \p qRow (i64, packed under varlen) of the item's
 /// head in an LSE: (b * headsQ + h) * seqlenQ + qRow, or h * totalQ + qRow
 /// under varlen (totalQ = cuSeqlensQ[batch]).
-llvm::Value *lseRowIndex(llvm::IRBuilderBase &b, ParamsReader &p,
+llvm::Value *lseRowIndex(llvm::IRBuilderBase &b, ArgsReader &p,
                          const KernelSpec &spec, const WorkItem &item,
                          llvm::Value *qRow);
 
 /// Rows of one split's partial LSE (and of its partial O, times dv):
 /// batch * headsQ * seqlenQ, or headsQ * totalQ under varlen (i64).
-llvm::Value *lsePlaneSize(llvm::IRBuilderBase &b, ParamsReader &p,
+llvm::Value *lsePlaneSize(llvm::IRBuilderBase &b, ArgsReader &p,
                           const KernelSpec &spec);
 
 } // namespace fmhajit

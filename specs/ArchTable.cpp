@@ -67,9 +67,12 @@ static PipelineInfo readPipeline(const json::Object &o, llvm::StringRef file) {
   }
   for (const json::Value &v : *o.getArray("tiles")) {
     const json::Object &t = *v.getAsObject();
-    info.tiles.push_back({readUnsigned(t, "max_d", file), readUnsigned(t, "bm", file),
-                          readUnsigned(t, "bn", file), readUnsigned(t, "warps", file),
-                          readUnsigned(t, "stages", file)});
+    TileConfig tile;
+    tile.maxD = readUnsigned(t, "max_d", file);
+    // A row gives every tile key, spelled as in specs.
+#define SPEC_TILE(Name, Letter, Help) tile.Name = readUnsigned(t, #Name, file);
+#include "specs/SpecKeys.def"
+    info.tiles.push_back(tile);
   }
   return info;
 }

@@ -18,11 +18,21 @@ struct FlagToken {
   bool KernelSpec::*field;
   StringRef token;
 };
-const FlagToken kFlagTokens[] = {{&KernelSpec::softcap, "sc"},
-                                 {&KernelSpec::lse, "lse"},
-                                 {&KernelSpec::dropout, "do"},
-                                 {&KernelSpec::sink, "sk"},
-                                 {&KernelSpec::varlen, "vl"}};
+const FlagToken kFlagTokens[] = {
+#define SPEC_FLAG(Name, Token, Help) {&KernelSpec::Name, Token},
+#include "specs/SpecKeys.def"
+};
+
+/// The tile keys in the order of the name's tile field, with their letters.
+struct TileLetter {
+  char letter;
+  unsigned KernelSpec::*field;
+  const char *key;
+};
+const TileLetter kTileLetters[] = {
+#define SPEC_TILE(Name, Letter, Help) {Letter, &KernelSpec::Name, #Name},
+#include "specs/SpecKeys.def"
+};
 
 DType defaultOut(DType in) { return isFp8(in) ? DType::BF16 : in; }
 } // namespace
@@ -49,8 +59,9 @@ std::string fmhajit::encodeName(const KernelSpec &s) {
   for (const FlagToken &f : kFlagTokens)
     if (s.*f.field)
       n += ("_" + f.token).str();
-  n += "_m" + std::to_string(s.bm) + "n" + std::to_string(s.bn) + "w" +
-       std::to_string(s.warps) + "s" + std::to_string(s.stages);
+  n += "_";
+  for (const TileLetter &t : kTileLetters)
+    n += t.letter + std::to_string(s.*t.field);
   n += ("_" + tokenOf(s.pipeline) + "_" + targetToken(s.target)).str();
   return n;
 }
@@ -129,17 +140,20 @@ void NameReader::readOptional(KernelSpec &s) {
     }
 }
 
+// "m<bm>n<bn>w<warps>s<stages>", for messages.
+static std::string tilePattern() {
+  std::string out;
+  for (const TileLetter &t : kTileLetters)
+    out += t.letter + ("<" + StringRef(t.key) + ">").str();
+  return out;
+}
+
 llvm::Error NameReader::readTile(KernelSpec &s, StringRef field) {
   StringRef rest = field;
-  struct Part { char letter; unsigned KernelSpec::*field; const char *key; };
-  const Part parts[] = {{'m', &KernelSpec::bm, "bm"},
-                        {'n', &KernelSpec::bn, "bn"},
-                        {'w', &KernelSpec::warps, "warps"},
-                        {'s', &KernelSpec::stages, "stages"}};
-  for (const Part &p : parts) {
+  for (const TileLetter &p : kTileLetters) {
     if (!rest.consume_front(StringRef(&p.letter, 1)))
-      return bad(p.key, "expected a tile m<bm>n<bn>w<warps>s<stages>, found '" +
-                            field + "'");
+      return bad(p.key, "expected a tile " + llvm::Twine(tilePattern()) +
+                            ", found '" + field + "'");
     size_t digits = std::min(rest.find_first_not_of("0123456789"), rest.size());
     if (digits == 0 || digits > 5 ||
         rest.substr(0, digits).getAsInteger(10, s.*p.field))
@@ -147,7 +161,8 @@ llvm::Error NameReader::readTile(KernelSpec &s, StringRef field) {
     rest = rest.drop_front(digits);
   }
   if (!rest.empty())
-    return bad("bm", "trailing '" + rest + "' after tile '" + field + "'");
+    return bad(kTileLetters[0].key,
+               "trailing '" + rest + "' after tile '" + field + "'");
   return llvm::Error::success();
 }
 

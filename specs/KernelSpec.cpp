@@ -1,6 +1,5 @@
 //===- KernelSpec.cpp - Spec defaults and comparisons ---------------------===//
 #include "specs/KernelSpec.h"
-#include <tuple>
 
 using namespace fmhajit;
 
@@ -10,14 +9,12 @@ DType KernelSpec::outType() const {
   return isFp8(dtype) ? DType::BF16 : dtype;
 }
 
-static auto fields(const KernelSpec &s) {
-  return std::tie(s.family, s.dtype, s.out, s.d, s.dv, s.mask, s.bias,
-                  s.softcap, s.lse, s.dropout, s.sink, s.varlen, s.bm, s.bn,
-                  s.warps, s.stages, s.pipeline, s.target);
-}
-
 bool fmhajit::operator==(const KernelSpec &a, const KernelSpec &b) {
-  return fields(a) == fields(b);
+#define SPEC_KEY(Name, Type, Default, Help)                                    \
+  if (a.Name != b.Name)                                                        \
+    return false;
+#include "specs/SpecKeys.def"
+  return true;
 }
 
 unsigned fmhajit::dtypeBytes(DType t) {

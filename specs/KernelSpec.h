@@ -1,9 +1,10 @@
 //===- KernelSpec.h - What a user asks for: one attention kernel ----------===//
 //
 // A KernelSpec describes one kernel: family, dtypes, head dims, score
-// modifiers, tile shape and target. Fields left at their "unset" value (0,
-// Pipeline::Auto, no `out`) take the target's defaults when the spec is
-// resolved by validateSpec(); only resolved specs have encoded names.
+// modifiers, tile shape and target, one field per spec key (SpecKeys.def).
+// Fields left at their "unset" value (0, Pipeline::Auto, no `out`) take the
+// target's defaults when the spec is resolved by validateSpec(); only
+// resolved specs have encoded names.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -38,22 +39,11 @@ enum class Bias : uint8_t { None, Alibi, Elementwise };
 
 enum class Pipeline : uint8_t { Auto, Vector, Simt, Mma, Wgmma, Mfma, Wmma };
 
+/// One field per spec key, each named as its key: see SpecKeys.def for the
+/// keys, their types, defaults and meaning.
 struct KernelSpec {
-  Family family = Family::Fwd;
-  DType dtype = DType::BF16;
-  std::optional<DType> out; ///< unset: dtype, or bf16 for fp8 inputs
-  unsigned d = 128;         ///< Q/K head dim
-  unsigned dv = 0;          ///< V head dim; 0: same as d
-  Mask mask = Mask::None;
-  Bias bias = Bias::None;
-  bool softcap = false;
-  bool lse = false;
-  bool dropout = false;
-  bool sink = false;
-  bool varlen = false;
-  unsigned bm = 0, bn = 0, warps = 0, stages = 0; ///< 0: target default
-  Pipeline pipeline = Pipeline::Auto;
-  std::string target = "host";
+#define SPEC_KEY(Name, Type, Default, Help) Type Name = Default;
+#include "specs/SpecKeys.def"
 
   /// The output dtype, resolving the default.
   DType outType() const;

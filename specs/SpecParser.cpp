@@ -7,14 +7,15 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+#include <type_traits>
 
 using namespace fmhajit;
 using llvm::StringRef;
 
 static const StringRef kKeys[] = {
-    "family",  "dtype", "out",  "d",     "dv",       "mask",
-    "bias",    "softcap", "lse", "dropout", "sink",  "varlen",
-    "bm",      "bn",    "warps", "stages", "pipeline", "target"};
+#define SPEC_KEY(Name, Type, Default, Help) #Name,
+#include "specs/SpecKeys.def"
+};
 
 llvm::ArrayRef<StringRef> fmhajit::specKeys() { return kKeys; }
 
@@ -23,8 +24,9 @@ static llvm::Error badValue(StringRef key, StringRef value,
   return makeError(ErrorKind::Spec, key + "=" + value + ": " + allowed);
 }
 
-template <typename E>
-static llvm::Error setEnum(E &field, StringRef key, StringRef value) {
+// One reader per field type; SPEC_KEY's Type picks the one a key uses.
+template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+static llvm::Error readValue(E &field, StringRef key, StringRef value) {
   if (auto v = parseKey<E>(value)) {
     field = *v;
     return llvm::Error::success();
@@ -32,9 +34,18 @@ static llvm::Error setEnum(E &field, StringRef key, StringRef value) {
   return badValue(key, value, "unknown " + key + "; use one of " + allKeys<E>());
 }
 
+static llvm::Error readValue(std::optional<DType> &field, StringRef key,
+                             StringRef value) {
+  DType t{};
+  llvm::Error err = readValue(t, key, value);
+  if (!err)
+    field = t;
+  return err;
+}
+
 // Numbers are plain decimals below 2^16: enough for any head dim or tile,
 // and small enough that no arithmetic on them can overflow.
-static llvm::Error setNumber(unsigned &field, StringRef key, StringRef value) {
+static llvm::Error readValue(unsigned &field, StringRef key, StringRef value) {
   unsigned n = 0;
   if (value.getAsInteger(10, n) || n > 65535 || value.starts_with("+"))
     return badValue(key, value, "expected a whole number from 0 to 65535");
@@ -42,53 +53,27 @@ static llvm::Error setNumber(unsigned &field, StringRef key, StringRef value) {
   return llvm::Error::success();
 }
 
-static llvm::Error setFlag(bool &field, StringRef key, StringRef value) {
+static llvm::Error readValue(bool &field, StringRef key, StringRef value) {
   if (value != "0" && value != "1")
     return badValue(key, value, "expected 0 or 1");
   field = value == "1";
   return llvm::Error::success();
 }
 
+// The one string key is the target, checked against the arch tables by
+// validateSpec; here it need only be present.
+static llvm::Error readValue(std::string &field, StringRef key, StringRef value) {
+  if (value.empty())
+    return badValue(key, value, "a target is required");
+  field = value.str();
+  return llvm::Error::success();
+}
+
 llvm::Error fmhajit::setSpecKey(KernelSpec &s, StringRef key, StringRef value) {
-  if (key == "family")
-    return setEnum(s.family, key, value);
-  if (key == "dtype")
-    return setEnum(s.dtype, key, value);
-  if (key == "out") {
-    DType t{};
-    llvm::Error err = setEnum(t, key, value);
-    if (!err)
-      s.out = t;
-    return err;
-  }
-  if (key == "mask")
-    return setEnum(s.mask, key, value);
-  if (key == "bias")
-    return setEnum(s.bias, key, value);
-  if (key == "pipeline")
-    return setEnum(s.pipeline, key, value);
-  struct NumberKey { StringRef name; unsigned KernelSpec::*field; };
-  static const NumberKey kNumbers[] = {
-      {"d", &KernelSpec::d},   {"dv", &KernelSpec::dv},
-      {"bm", &KernelSpec::bm}, {"bn", &KernelSpec::bn},
-      {"warps", &KernelSpec::warps}, {"stages", &KernelSpec::stages}};
-  for (const NumberKey &n : kNumbers)
-    if (key == n.name)
-      return setNumber(s.*n.field, key, value);
-  struct FlagKey { StringRef name; bool KernelSpec::*field; };
-  static const FlagKey kFlags[] = {
-      {"softcap", &KernelSpec::softcap}, {"lse", &KernelSpec::lse},
-      {"dropout", &KernelSpec::dropout}, {"sink", &KernelSpec::sink},
-      {"varlen", &KernelSpec::varlen}};
-  for (const FlagKey &f : kFlags)
-    if (key == f.name)
-      return setFlag(s.*f.field, key, value);
-  if (key == "target") {
-    if (value.empty())
-      return badValue(key, value, "a target is required");
-    s.target = value.str(); // checked against the arch tables by validateSpec
-    return llvm::Error::success();
-  }
+#define SPEC_KEY(Name, Type, Default, Help)                                    \
+  if (key == #Name)                                                            \
+    return readValue(s.Name, key, value);
+#include "specs/SpecKeys.def"
   return makeError(ErrorKind::Spec,
                    "unknown key '" + key + "'; keys are " +
                        llvm::join(specKeys(), ", "));
@@ -216,39 +201,52 @@ llvm::Expected<KernelSpec> fmhajit::parseSpec(StringRef text) {
   return parseText(trimmed);
 }
 
-// One list of (key, printed value) drives both printers.
-static std::vector<std::pair<StringRef, std::string>> specFields(const KernelSpec &s) {
-  auto flag = [](bool b) { return std::string(b ? "1" : "0"); };
-  return {{"family", keyOf(s.family).str()},
-          {"dtype", keyOf(s.dtype).str()},
-          {"out", keyOf(s.outType()).str()},
-          {"d", std::to_string(s.d)},
-          {"dv", std::to_string(s.headDimV())},
-          {"mask", keyOf(s.mask).str()},
-          {"bias", keyOf(s.bias).str()},
-          {"softcap", flag(s.softcap)},
-          {"lse", flag(s.lse)},
-          {"dropout", flag(s.dropout)},
-          {"sink", flag(s.sink)},
-          {"varlen", flag(s.varlen)},
-          {"bm", std::to_string(s.bm)},
-          {"bn", std::to_string(s.bn)},
-          {"warps", std::to_string(s.warps)},
-          {"stages", std::to_string(s.stages)},
-          {"pipeline", keyOf(s.pipeline).str()},
-          {"target", s.target}};
+namespace {
+/// One key as printed: its text, and whether JSON writes it as a number.
+struct PrintedKey {
+  StringRef key;
+  std::string text;
+  std::optional<unsigned> number;
+};
+} // namespace
+
+// One printer per field type, as for reading: head dims, tiles and 0/1 flags
+// are numbers, the rest strings.
+template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+static PrintedKey printValue(StringRef key, E v) {
+  return {key, keyOf(v).str(), std::nullopt};
+}
+static PrintedKey printValue(StringRef key, const std::optional<DType> &v) {
+  assert(v && "printed specs have their output dtype resolved");
+  return printValue(key, *v);
+}
+static PrintedKey printValue(StringRef key, unsigned v) {
+  return {key, std::to_string(v), v};
+}
+static PrintedKey printValue(StringRef key, bool v) {
+  return {key, v ? "1" : "0", unsigned(v)};
+}
+static PrintedKey printValue(StringRef key, const std::string &v) {
+  return {key, v, std::nullopt};
+}
+
+// out and dv print the values they resolve to, so that a printed spec says
+// what it means even before validateSpec; tiles stay 0 when unset.
+static std::vector<PrintedKey> printedKeys(const KernelSpec &spec) {
+  KernelSpec s = spec;
+  s.out = spec.outType();
+  s.dv = spec.headDimV();
+  return {
+#define SPEC_KEY(Name, Type, Default, Help) printValue(#Name, s.Name),
+#include "specs/SpecKeys.def"
+  };
 }
 
 std::string fmhajit::printSpec(const KernelSpec &spec) {
   std::string out;
-  for (const auto &[key, value] : specFields(spec))
-    out += (out.empty() ? "" : ",") + key.str() + "=" + value;
+  for (const PrintedKey &p : printedKeys(spec))
+    out += (out.empty() ? "" : ",") + p.key.str() + "=" + p.text;
   return out;
-}
-
-// Head dims, tiles and 0/1 flags print as JSON numbers; the rest as strings.
-static bool isNumeric(StringRef value) {
-  return !value.empty() && llvm::all_of(value, llvm::isDigit);
 }
 
 std::string fmhajit::printSpecJson(const KernelSpec &spec) {
@@ -256,11 +254,11 @@ std::string fmhajit::printSpecJson(const KernelSpec &spec) {
   llvm::raw_string_ostream os(text);
   llvm::json::OStream json(os, 2);
   json.object([&] {
-    for (const auto &[key, value] : specFields(spec)) {
-      if (isNumeric(value))
-        json.attribute(key, std::stoi(value));
+    for (const PrintedKey &p : printedKeys(spec)) {
+      if (p.number)
+        json.attribute(p.key, *p.number);
       else
-        json.attribute(key, value);
+        json.attribute(p.key, p.text);
     }
   });
   return text;

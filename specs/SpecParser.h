@@ -15,7 +15,7 @@
 
 namespace fmhajit {
 
-/// Every spec key, in the order specs are printed.
+/// Every spec key, in the order specs are printed (SpecKeys.def).
 llvm::ArrayRef<llvm::StringRef> specKeys();
 
 /// Sets \p key to \p value in \p spec; the error names the key and what it

@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
+#include <iterator>
 
 using namespace fmhajit;
 using llvm::Twine;
@@ -37,6 +38,39 @@ const FamilyRule kFamilyRules[] = {
      "the backward pass reads the forward LSE and has no fp8 form"},
     {Family::BwdConvertDq, kVarlen, "bwd_convert_dq runs no attention loop"},
 };
+
+/// Which feature bit each 0/1 flag needs, in SpecKeys.def's order.
+struct FlagFeature {
+  bool KernelSpec::*field;
+  Feature feature;
+  const char *key;
+};
+constexpr FlagFeature kFlagFeatures[] = {
+    {&KernelSpec::softcap, kSoftcap, "softcap"}, {&KernelSpec::lse, kLse, "lse"},
+    {&KernelSpec::dropout, kDropout, "dropout"}, {&KernelSpec::sink, kSink, "sink"},
+    {&KernelSpec::varlen, kVarlen, "varlen"}};
+
+// A flag added to SpecKeys.def must say here which families take it, or the
+// build stops: an unchecked flag would be accepted by every family.
+constexpr const char *kSpecFlags[] = {
+#define SPEC_FLAG(Name, Token, Help) #Name,
+#include "specs/SpecKeys.def"
+};
+constexpr bool sameText(const char *a, const char *b) {
+  for (; *a && *a == *b; ++a, ++b)
+    ;
+  return *a == *b;
+}
+constexpr bool flagFeaturesMatchSpecKeys() {
+  if (std::size(kFlagFeatures) != std::size(kSpecFlags))
+    return false;
+  for (size_t i = 0; i < std::size(kSpecFlags); ++i)
+    if (!sameText(kFlagFeatures[i].key, kSpecFlags[i]))
+      return false;
+  return true;
+}
+static_assert(flagFeaturesMatchSpecKeys(),
+              "kFlagFeatures must list the flags of SpecKeys.def, in its order");
 
 const FamilyRule &ruleFor(Family f) {
   for (const FamilyRule &r : kFamilyRules)
@@ -95,11 +129,8 @@ void Validator::checkFamilyFeatures() {
   };
   check(s.mask != Mask::None, kMask, "mask", keyOf(s.mask));
   check(s.bias != Bias::None, kBias, "bias", keyOf(s.bias));
-  check(s.softcap, kSoftcap, "softcap", "1");
-  check(s.lse, kLse, "lse", "1");
-  check(s.dropout, kDropout, "dropout", "1");
-  check(s.sink, kSink, "sink", "1");
-  check(s.varlen, kVarlen, "varlen", "1");
+  for (const FlagFeature &f : kFlagFeatures)
+    check(s.*f.field, f.feature, f.key, "1");
   check(isFp8(s.dtype), kFp8, "dtype", keyOf(s.dtype));
 }
 
@@ -164,10 +195,8 @@ bool Validator::resolvePipeline() {
 void Validator::resolveTile() {
   const PipelineInfo &info = *arch.pipeline(s.pipeline);
   if (const TileConfig *t = arch.defaultTile(s.pipeline, std::max(s.d, s.dv))) {
-    s.bm = s.bm ? s.bm : t->bm;
-    s.bn = s.bn ? s.bn : t->bn;
-    s.warps = s.warps ? s.warps : t->warps;
-    s.stages = s.stages ? s.stages : t->stages;
+#define SPEC_TILE(Name, Letter, Help) s.Name = s.Name ? s.Name : t->Name;
+#include "specs/SpecKeys.def"
   }
   checkTile(info);
 }

@@ -103,7 +103,7 @@ llvm::Expected<OverheadResult> bench::measureApiOverhead(const OverheadConfig &c
   TinyData data;
   AttentionProblem problem = AttentionProblem::forSpec(loaded->spec);
   problem.seqlenK = 16;
-  FwdParams params = makeFwdParams(loaded->spec, problem,
+  KernelArgs params = makeKernelArgs(loaded->spec, problem,
                                    {data.q.data(), data.k.data(), data.v.data(), data.o.data()});
   HostKernelFn fn = loaded->kernel.entry();
   int64_t items = workItems(params);

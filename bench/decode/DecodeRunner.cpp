@@ -73,7 +73,7 @@ struct DecodeData {
 struct SplitRun {
   unsigned numSplits;
   std::vector<float> oAccum, lseAccum;
-  FwdParams params;
+  KernelArgs params;
 };
 
 double relL2(const HostTensor &a, const HostTensor &b) {
@@ -146,7 +146,7 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
   result.planSplits = unsigned(plan->steps().front().keySplits);
   result.planKernel = plan->steps().front().kernel;
 
-  FwdParams singleParams = makeFwdParams(*singleSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.single.data()});
+  KernelArgs singleParams = makeKernelArgs(*singleSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.single.data()});
   data.planned.poison();
   api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(), data.planned.data()};
   api::Status status;

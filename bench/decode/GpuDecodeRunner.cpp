@@ -101,13 +101,13 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   llvm::sort(candidates);
   llvm::erase_if(candidates, [](unsigned n) { return n < 2; });
 
-  FwdParams singleParams = makeFwdParams(*singleSpec, p, {dq, dk, dv, dSingle});
+  KernelArgs singleParams = makeKernelArgs(*singleSpec, p, {dq, dk, dv, dSingle});
   api::Tensors tensors{dq, dk, dv, dPlan};
   tensors.workspace = dWork;
   tensors.stream = stream->get();
   struct SplitRun {
     unsigned n;
-    FwdParams params;
+    KernelArgs params;
   };
   std::vector<SplitRun> runs;
   for (unsigned n : candidates) {

@@ -34,5 +34,5 @@ llvm::Expected<FmhajitRunner> FmhajitRunner::create(const ForwardCase &config, K
 void FmhajitRunner::run(const void *q, const void *k, const void *v, void *o,
                         HostExecutor &executor) const {
   ForwardBuffers buffers{q, k, v, o};
-  kernel.run(makeFwdParams(kernel.spec(), problem, buffers), executor);
+  kernel.run(makeKernelArgs(kernel.spec(), problem, buffers), executor);
 }

@@ -3,14 +3,14 @@
 // Kernel entry sketch:
 //   @fmhajit.lds = internal addrspace(3) global [<bytes> x i8] poison, align 16
 //   define amdgpu_kernel void @<name>(
-//       ptr addrspace(4) byref(%fmhajit.FwdParams) align 8 %p)
+//       ptr addrspace(4) byref(%fmhajit.KernelArgs) align 8 %p)
 //       "amdgpu-flat-work-group-size"="1,<threads>"
 //       "target-cpu"="gfx942" "target-features"="+wavefrontsize64"
 //       "denormal-fp-math-f32"="preserve-sign,preserve-sign"
 //       ["amdgpu-sched-strategy"="iterative-minreg" under wmma] {
 //     %w = total - 1 - workgroup.id.x ; <body(%p, %w)>
 //   }
-// The byref argument makes the kernarg segment the FwdParams struct itself
+// The byref argument makes the kernarg segment the KernelArgs struct itself
 // (the code object's .args declare one 200-byte by_value argument), read
 // with scalar loads. LDS is one static array of exactly the bytes the tiles
 // use (tileFootprintBytes), so the code object's group_segment_fixed_size

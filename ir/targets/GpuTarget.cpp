@@ -13,7 +13,7 @@ std::unique_ptr<TileOps> GpuTargetInfo::createTileOps(IRBuilderBase &b) {
 void GpuTargetInfo::emitBlockWorkItem(
     IRBuilderBase &b, Value *params,
     function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
-  ParamsReader p(b, params);
+  ArgsReader p(b, params);
   Value *total = p.workItems(hasSplitWorkItems(spec.family));
   Value *block = b.CreateZExt(blockId(b), b.getInt64Ty());
   body(b, params, b.CreateSub(b.CreateSub(total, b.getInt64(1)), block, "work"));

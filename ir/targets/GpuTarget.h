@@ -33,7 +33,7 @@ public:
   llvm::Value *itemThread(llvm::IRBuilderBase &b) override { return threadId(b); }
   unsigned itemThreads() const override { return numThreads(); }
 
-  /// Creates kernel \p name with one parameter pointing at the FwdParams,
+  /// Creates kernel \p name with one parameter pointing at the KernelArgs,
   /// lets the target declare its conventions (declareKernel), and emits the
   /// body for this block's work item.
   llvm::Function *

@@ -2,7 +2,7 @@
 //
 // Kernel entry sketch:
 //   @fmhajit_smem = external addrspace(3) global [0 x i8], align 16
-//   define ptx_kernel void @<name>(ptr byval(%fmhajit.FwdParams) align 8 %p)
+//   define ptx_kernel void @<name>(ptr byval(%fmhajit.KernelArgs) align 8 %p)
 //       "nvvm.maxntid"="<threads>" {
 //     %w = total - 1 - ctaid.x ; <body(%p, %w)>
 //   }

@@ -47,7 +47,7 @@ struct HostScratch {
 };
 } // namespace
 
-static double timeHostKernel(const HostKernel &kernel, const FwdParams &params,
+static double timeHostKernel(const HostKernel &kernel, const KernelArgs &params,
                              HostExecutor &executor) {
   kernel.run(params, executor); // warm-up: caches, page faults
   std::vector<double> times;
@@ -72,7 +72,7 @@ timeHostCandidates(const std::vector<KernelSpec> &candidates, const LoweredProbl
     auto kernel = HostKernel::load(spec, cache);
     if (!kernel)
       return kernel.takeError();
-    FwdParams params = makeFwdParams(spec, l.problem, scratch.buffers(l), l.strides);
+    KernelArgs params = makeKernelArgs(spec, l.problem, scratch.buffers(l), l.strides);
     out.push_back({encodeName(spec), timeHostKernel(*kernel, params, *executor)});
   }
   return out;

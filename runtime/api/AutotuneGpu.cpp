@@ -68,7 +68,7 @@ llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver, const Low
   return std::move(d);
 }
 
-static llvm::Expected<double> timeGpuKernel(const GpuKernel &kernel, const FwdParams &params,
+static llvm::Expected<double> timeGpuKernel(const GpuKernel &kernel, const KernelArgs &params,
                                             const GpuStream &stream, GpuTimer &timer) {
   if (llvm::Error err = kernel.launch(params, stream.get())) // warm-up
     return std::move(err);
@@ -105,7 +105,7 @@ fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates, const Lowe
     auto kernel = GpuKernel::load(*driver, spec, cache);
     if (!kernel)
       return kernel.takeError();
-    FwdParams params = makeFwdParams(spec, l.problem, scratch->buffers(), l.strides);
+    KernelArgs params = makeKernelArgs(spec, l.problem, scratch->buffers(), l.strides);
     auto ms = timeGpuKernel(*kernel, params, *stream, *timer);
     if (!ms)
       return ms.takeError();

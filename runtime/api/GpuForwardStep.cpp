@@ -13,7 +13,7 @@ llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
                      "Tensors::k and Tensors::v must start on " + llvm::Twine(kvAlignment) +
                          "-byte boundaries for kernel " + encodeName(kernels.kernel.spec()) +
                          " (it copies K/V rows in 16-byte pieces)");
-  FwdParams p = params;
+  KernelArgs p = params;
   p.q = t.q;
   p.k = t.k;
   p.v = t.v;

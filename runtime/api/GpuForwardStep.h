@@ -24,7 +24,7 @@ public:
   /// split plan). \p kernels: the combine too, for a plan with several parts.
   /// \p kvAlignment: the bytes K and V must start on (16 for pipeline mma,
   /// whose cp.async copies K/V rows 16 bytes at a time).
-  GpuForwardStep(GpuForwardLaunch kernels, const FwdParams &params, void *stream,
+  GpuForwardStep(GpuForwardLaunch kernels, const KernelArgs &params, void *stream,
                   unsigned kvAlignment, SplitWorkspaceLayout workspace)
       : kernels(std::move(kernels)), params(params), stream(stream), kvAlignment(kvAlignment),
         workspace(workspace) {}
@@ -34,7 +34,7 @@ public:
 
 private:
   GpuForwardLaunch kernels;
-  FwdParams params;
+  KernelArgs params;
   void *stream;
   unsigned kvAlignment;
   SplitWorkspaceLayout workspace;

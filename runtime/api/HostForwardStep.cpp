@@ -21,7 +21,7 @@ std::shared_ptr<HostExecutor> fmhajit::sharedHostExecutor(unsigned threads) {
 // The hot path of api::run on the host: bind the caller's pointers into a
 // copy of the parameters and run. Nothing allocates.
 llvm::Error HostForwardStep::run(const api::Tensors &t) const {
-  FwdParams p = binding.bind(t);
+  KernelArgs p = binding.bind(t);
   executor->run(fn, p, items);
   return llvm::Error::success();
 }

@@ -1,7 +1,7 @@
 //===- HostForwardStep.h - A plan's launches on the host ------------------===//
 //
 // Host step runners hold a loaded kernel and a HostBinding: the kernel's
-// FwdParams with everything but the caller's pointers filled in, and the
+// KernelArgs with everything but the caller's pointers filled in, and the
 // host copies of cu_seqlens and ALiBi slopes those parameters need.
 //
 //===----------------------------------------------------------------------===//
@@ -19,18 +19,18 @@ namespace fmhajit {
 /// thread), made on first use and shared by every plan that asks for it.
 std::shared_ptr<HostExecutor> sharedHostExecutor(unsigned threads);
 
-/// FwdParams waiting for the caller's pointers.
+/// KernelArgs waiting for the caller's pointers.
 class HostBinding {
 public:
-  HostBinding(const FwdParams &params, std::vector<int32_t> cuSeqlensQ,
+  HostBinding(const KernelArgs &params, std::vector<int32_t> cuSeqlensQ,
               std::vector<int32_t> cuSeqlensK, std::vector<float> alibiSlopes)
       : params(params), cuSeqlensQ(std::move(cuSeqlensQ)), cuSeqlensK(std::move(cuSeqlensK)),
         alibiSlopes(std::move(alibiSlopes)) {}
 
   /// The parameters with \p t's pointers; cu_seqlens and slopes the caller
   /// leaves null come from this binding's copies.
-  FwdParams bind(const api::Tensors &t) const {
-    FwdParams p = params;
+  KernelArgs bind(const api::Tensors &t) const {
+    KernelArgs p = params;
     p.q = t.q;
     p.k = t.k;
     p.v = t.v;
@@ -46,7 +46,7 @@ public:
   }
 
 private:
-  FwdParams params;
+  KernelArgs params;
   std::vector<int32_t> cuSeqlensQ, cuSeqlensK;
   std::vector<float> alibiSlopes;
 };

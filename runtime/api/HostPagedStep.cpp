@@ -28,7 +28,7 @@ llvm::Error HostPagedStep::run(const api::Tensors &t) const {
   const int32_t *lengths = t.seqlensK ? t.seqlensK : seqlensK.data();
   if (llvm::Error err = checkCache(t.blockTable, lengths))
     return err;
-  FwdParams p = binding.bind(t);
+  KernelArgs p = binding.bind(t);
   p.blockTable = t.blockTable;
   p.cacheSeqlens = lengths;
   if (p.numSplits > 1) {

@@ -84,12 +84,12 @@ PlanLayout fmhajit::layoutPlan(const LoweredProblem &problem, const Dispatch &si
   return layout;
 }
 
-// The launch's FwdParams but the caller's pointers: a split or paged
+// The launch's KernelArgs but the caller's pointers: a split or paged
 // kernel's part count (one when the plan does not cut key ranges) and a
 // paged plan's page fields.
-static FwdParams planParams(const PlanLayout &layout, const LoweredProblem &l) {
+static KernelArgs planParams(const PlanLayout &layout, const LoweredProblem &l) {
   const KernelSpec &spec = layout.steps.front().spec;
-  FwdParams params = makeFwdParams(spec, l.problem, ForwardBuffers{}, l.strides);
+  KernelArgs params = makeKernelArgs(spec, l.problem, ForwardBuffers{}, l.strides);
   if (hasSplitWorkItems(spec.family))
     setSplits(params, layout.split ? layout.split->numSplits : 1, {});
   if (l.pagedCache) {
@@ -99,7 +99,7 @@ static FwdParams planParams(const PlanLayout &layout, const LoweredProblem &l) {
   return params;
 }
 
-static HostBinding hostBinding(const FwdParams &params, const LoweredProblem &l) {
+static HostBinding hostBinding(const KernelArgs &params, const LoweredProblem &l) {
   return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
 }
 
@@ -129,7 +129,7 @@ loadHostSingle(const PlanLayout &layout, const LoweredProblem &l, KernelCache &c
   if (!kernel)
     return kernel.takeError();
   loads.push_back(hostLoad(*kernel, msSince(start)));
-  FwdParams params = planParams(layout, l);
+  KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostForwardStep>(kernel->entry(), hostBinding(params, l),
                                                  sharedHostExecutor(threads), workItems(params));
 }
@@ -152,7 +152,7 @@ loadHostSplit(const PlanLayout &layout, const LoweredProblem &l, KernelCache &ca
   if (!kernels)
     return kernels.takeError();
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
-  FwdParams params = planParams(layout, l);
+  KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostSplitStep>(std::move(*kernels), hostBinding(params, l),
                                                layout.splitWorkspace, sharedHostExecutor(threads));
 }
@@ -169,7 +169,7 @@ loadHostPaged(const PlanLayout &layout, const LoweredProblem &l, KernelCache &ca
   if (!kernels)
     return kernels.takeError();
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
-  FwdParams params = planParams(layout, l);
+  KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostPagedStep>(std::move(*kernels), hostBinding(params, l),
                                                layout.splitWorkspace, sharedHostExecutor(threads),
                                                *l.pagedCache, l.seqlensK);

@@ -2,7 +2,7 @@
 //
 // CudaDriver's kernel hooks (GpuDriver.h): the target must run on this GPU
 // and driver (compute capability, PTX ISA), the PTX's one parameter must
-// be this build's FwdParams, and the block must fit the function's
+// be this build's KernelArgs, and the block must fit the function's
 // registers and the GPU's shared memory, opted in above 48 KiB.
 //
 // Launch geometry (ir/KernelAbi.h): blockDim.x = warps * 32; dynamic
@@ -51,7 +51,7 @@ llvm::Error CudaDriver::checkTarget(const ArchInfo &arch) const {
   return llvm::Error::success();
 }
 
-// The kernel's one parameter must be FwdParams as this build lays it out;
+// The kernel's one parameter must be KernelArgs as this build lays it out;
 // a mismatch (an ABI change on one side) would read garbage pointers.
 llvm::Error CudaDriver::checkArtifact(llvm::StringRef ptx, llvm::StringRef name,
                                       GpuKernelResources &) const {
@@ -61,11 +61,11 @@ llvm::Error CudaDriver::checkArtifact(llvm::StringRef ptx, llvm::StringRef name,
   if (at == llvm::StringRef::npos ||
       ptx.substr(at + marker.size()).take_until([](char c) { return c == ']'; })
           .getAsInteger(10, bytes))
-    return makeError(ErrorKind::Jit, "the PTX of " + name + " has no FwdParams parameter");
-  if (bytes != sizeof(FwdParams))
+    return makeError(ErrorKind::Jit, "the PTX of " + name + " has no KernelArgs parameter");
+  if (bytes != sizeof(KernelArgs))
     return makeError(ErrorKind::Jit, "the PTX of " + name + " takes a " + llvm::Twine(bytes) +
-                                         "-byte parameter, but FwdParams has " +
-                                         llvm::Twine(sizeof(FwdParams)) +
+                                         "-byte parameter, but KernelArgs has " +
+                                         llvm::Twine(sizeof(KernelArgs)) +
                                          " bytes: rebuild the kernel (fmhajit cache clear)");
   return llvm::Error::success();
 }

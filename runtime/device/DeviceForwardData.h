@@ -40,13 +40,13 @@ llvm::Error checkFitsOnGpu(const GpuDriver &driver, const KernelSpec &spec,
 class DeviceForwardData {
 public:
   /// Allocates device buffers for (\p spec, \p problem), uploads the inputs
-  /// of \p host (host pointers, as makeFwdParams takes them) and poisons
+  /// of \p host (host pointers, as makeKernelArgs takes them) and poisons
   /// the outputs.
   static llvm::Expected<DeviceForwardData> upload(GpuDriver &driver, const KernelSpec &spec,
                                                   const AttentionProblem &problem,
                                                   const ForwardBuffers &host);
 
-  /// The device pointers, for makeFwdParams.
+  /// The device pointers, for makeKernelArgs.
   ForwardBuffers buffers() const;
   /// Fills O and LSE with NaN on the device.
   llvm::Error poisonOutputs();

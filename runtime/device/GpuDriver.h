@@ -121,7 +121,7 @@ public:
   virtual llvm::Error checkTarget(const ArchInfo &arch) const = 0;
   /// How to compile for this driver (NVPTX: the PTX ISA it accepts).
   virtual CompileOptions compileOptions() const = 0;
-  /// Checks the artifact's kernel \p name takes one FwdParams as this
+  /// Checks the artifact's kernel \p name takes one KernelArgs as this
   /// build lays it out; fills what the artifact says of \p resources.
   virtual llvm::Error checkArtifact(llvm::StringRef bytes, llvm::StringRef name,
                                     GpuKernelResources &resources) const = 0;

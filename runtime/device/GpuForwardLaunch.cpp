@@ -5,7 +5,7 @@
 
 using namespace fmhajit;
 
-llvm::Error GpuForwardLaunch::launch(const FwdParams &params, GpuStreamHandle stream) const {
+llvm::Error GpuForwardLaunch::launch(const KernelArgs &params, GpuStreamHandle stream) const {
   if (llvm::Error err = kernel.launch(params, stream))
     return err;
   if (!combine)
@@ -13,7 +13,7 @@ llvm::Error GpuForwardLaunch::launch(const FwdParams &params, GpuStreamHandle st
   return combine->launch(makeCombineParams(combine->spec(), params), stream);
 }
 
-llvm::Expected<float> GpuForwardLaunch::launchTimed(const FwdParams &params,
+llvm::Expected<float> GpuForwardLaunch::launchTimed(const KernelArgs &params,
                                                     GpuStreamHandle stream,
                                                     GpuTimer &timer) const {
   return timedLaunch(timer, stream, [&] { return launch(params, stream); });

@@ -19,9 +19,9 @@ struct GpuForwardLaunch {
 
   /// The kernel, then the combine (its numQTiles from its own bm);
   /// asynchronous.
-  llvm::Error launch(const FwdParams &params, GpuStreamHandle stream) const;
+  llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream) const;
   /// Both between \p timer's events, and waits: their milliseconds.
-  llvm::Expected<float> launchTimed(const FwdParams &params, GpuStreamHandle stream,
+  llvm::Expected<float> launchTimed(const KernelArgs &params, GpuStreamHandle stream,
                                     GpuTimer &timer) const;
 };
 

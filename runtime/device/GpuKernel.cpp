@@ -66,18 +66,18 @@ llvm::Expected<GpuKernel> GpuKernel::load(GpuDriver &driver, const KernelSpec &s
 
 const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
 
-llvm::Error GpuKernel::launch(const FwdParams &params, GpuStreamHandle stream) const {
+llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream) const {
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage, "the problem needs " + llvm::Twine(blocks) + " " +
                                            gpu->blockNoun() +
                                            "; the GPU launches 1 to 2^31-1");
   // The driver copies the bytes at launch; a copy keeps the caller's const.
-  FwdParams copy = params;
+  KernelArgs copy = params;
   return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy));
 }
 
-llvm::Expected<float> GpuKernel::launchTimed(const FwdParams &params,
+llvm::Expected<float> GpuKernel::launchTimed(const KernelArgs &params,
                                              GpuStreamHandle stream) const {
   auto timer = GpuTimer::create(*gpu);
   if (!timer)
@@ -85,7 +85,7 @@ llvm::Expected<float> GpuKernel::launchTimed(const FwdParams &params,
   return launchTimed(params, stream, *timer);
 }
 
-llvm::Expected<float> GpuKernel::launchTimed(const FwdParams &params, GpuStreamHandle stream,
+llvm::Expected<float> GpuKernel::launchTimed(const KernelArgs &params, GpuStreamHandle stream,
                                              GpuTimer &timer) const {
   return timedLaunch(timer, stream, [&] { return launch(params, stream); });
 }

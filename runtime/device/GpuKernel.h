@@ -11,11 +11,11 @@
 //
 // Around them the driver's kernel hooks (GpuDriver.h) check what differs
 // by backend: the target runs on this GPU, the artifact's one parameter
-// is this build's FwdParams, the block fits. Loaded modules stay loaded
+// is this build's KernelArgs, the block fits. Loaded modules stay loaded
 // for the life of the process, one per kernel name (GpuModule.h), so a
 // second load of the same spec costs neither step.
 //
-// Launch geometry (ir/KernelAbi.h): one parameter, FwdParams by value;
+// Launch geometry (ir/KernelAbi.h): one parameter, KernelArgs by value;
 // gridDim.x = workItems(spec, params); blockDim.x = warps * the target's
 // wave size; dynamic shared memory as the driver's configureKernel says
 // (NVPTX: the tile footprint; AMDGPU: none, the LDS is static).
@@ -63,12 +63,12 @@ public:
 
   /// Launches on \p stream (asynchronous: synchronize the stream to see
   /// failures inside the kernel). \p params holds device pointers.
-  llvm::Error launch(const FwdParams &params, GpuStreamHandle stream) const;
+  llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream) const;
   /// Launches between two events and waits: the kernel's milliseconds.
-  llvm::Expected<float> launchTimed(const FwdParams &params, GpuStreamHandle stream) const;
+  llvm::Expected<float> launchTimed(const KernelArgs &params, GpuStreamHandle stream) const;
   /// The same with the events of \p timer, for loops that time many
   /// launches.
-  llvm::Expected<float> launchTimed(const FwdParams &params, GpuStreamHandle stream,
+  llvm::Expected<float> launchTimed(const KernelArgs &params, GpuStreamHandle stream,
                                     GpuTimer &timer) const;
 
 private:

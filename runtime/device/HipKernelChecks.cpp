@@ -2,7 +2,7 @@
 //
 // HipRuntime's kernel hooks (GpuDriver.h). Before loading, the code
 // object's metadata (AmdgpuCodeObject.h) is checked against this build:
-// its kernarg segment must be exactly one FwdParams.
+// its kernarg segment must be exactly one KernelArgs.
 //
 // Launch geometry (ir/KernelAbi.h): blockDim.x = warps * wave size (64 on
 // CDNA, 32 on RDNA); no dynamic LDS (the code object reserves its static
@@ -24,14 +24,14 @@ llvm::Expected<CodeObjectKernel> fmhajit::checkKernelAbi(llvm::StringRef codeObj
   for (CodeObjectKernel &k : *kernels) {
     if (k.name != name)
       continue;
-    if (k.kernargSegmentSize != sizeof(FwdParams) || k.args.size() != 1 ||
-        k.args[0].offset != 0 || k.args[0].size != sizeof(FwdParams))
+    if (k.kernargSegmentSize != sizeof(KernelArgs) || k.args.size() != 1 ||
+        k.args[0].offset != 0 || k.args[0].size != sizeof(KernelArgs))
       return makeError(ErrorKind::Jit,
                        "the code object of " + name + " declares a " +
                            llvm::Twine(k.kernargSegmentSize) +
                            "-byte kernarg segment, but this build passes one " +
-                           llvm::Twine(sizeof(FwdParams)) +
-                           "-byte FwdParams: rebuild the kernel (fmhajit cache clear)");
+                           llvm::Twine(sizeof(KernelArgs)) +
+                           "-byte KernelArgs: rebuild the kernel (fmhajit cache clear)");
     return std::move(k);
   }
   return makeError(ErrorKind::Jit, "the code object declares no kernel named " + name);

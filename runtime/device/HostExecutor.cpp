@@ -11,7 +11,7 @@ HostExecutor::HostExecutor(unsigned threads)
     pool = std::make_unique<llvm::StdThreadPool>(llvm::hardware_concurrency(numThreads));
 }
 
-void HostExecutor::run(HostKernelFn fn, const FwdParams &params, int64_t count) {
+void HostExecutor::run(HostKernelFn fn, const KernelArgs &params, int64_t count) {
   if (!pool || count <= 1) {
     fn(&params, 0, count);
     return;

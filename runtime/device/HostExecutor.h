@@ -18,7 +18,7 @@ public:
   unsigned threads() const { return numThreads; }
 
   /// Runs items [0, count) of \p fn on \p params and waits for them.
-  void run(HostKernelFn fn, const FwdParams &params, int64_t count);
+  void run(HostKernelFn fn, const KernelArgs &params, int64_t count);
 
 private:
   unsigned numThreads;

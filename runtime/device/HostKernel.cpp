@@ -26,14 +26,14 @@ ForwardStrides ForwardStrides::packed(const KernelSpec &spec,
           packedStrides(problem.headsQ, spec.headDimV(), sq)};
 }
 
-FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
                                  const ForwardBuffers &buf) {
-  return makeFwdParams(spec, problem, buf, ForwardStrides::packed(spec, problem));
+  return makeKernelArgs(spec, problem, buf, ForwardStrides::packed(spec, problem));
 }
 
-FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
                                  const ForwardBuffers &buf, const ForwardStrides &strides) {
-  FwdParams p{};
+  KernelArgs p{};
   p.q = buf.q;
   p.k = buf.k;
   p.v = buf.v;
@@ -60,11 +60,11 @@ FwdParams fmhajit::makeFwdParams(const KernelSpec &spec, const AttentionProblem 
   return p;
 }
 
-int64_t fmhajit::workItems(const FwdParams &p) {
+int64_t fmhajit::workItems(const KernelArgs &p) {
   return int64_t(p.batch) * p.headsQ * p.numQTiles * std::max(p.numSplits, 1);
 }
 
-int64_t fmhajit::workItems(const KernelSpec &spec, const FwdParams &p) {
+int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
   int64_t tiles = int64_t(p.batch) * p.headsQ * p.numQTiles;
   return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1) : tiles;
 }
@@ -103,6 +103,6 @@ llvm::Expected<HostKernel> HostKernel::load(const KernelSpec &spec, KernelCache 
   return HostKernel(spec, reinterpret_cast<HostKernelFn>(*address), (*artifact)->origin);
 }
 
-void HostKernel::run(const FwdParams &params, HostExecutor &executor) const {
+void HostKernel::run(const KernelArgs &params, HostExecutor &executor) const {
   executor.run(fn, params, workItems(kernelSpec, params));
 }

@@ -29,21 +29,21 @@ struct ForwardStrides {
   static ForwardStrides packed(const KernelSpec &spec, const AttentionProblem &problem);
 };
 
-/// FwdParams for \p problem (validated) with its tensors at \p strides.
-FwdParams makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+/// KernelArgs for \p problem (validated) with its tensors at \p strides.
+KernelArgs makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
                         const ForwardBuffers &buffers, const ForwardStrides &strides);
 
-/// FwdParams for \p problem (validated) in the packed layouts of
+/// KernelArgs for \p problem (validated) in the packed layouts of
 /// AttentionProblem (BSHD, or THD under varlen).
-FwdParams makeFwdParams(const KernelSpec &spec, const AttentionProblem &problem,
+KernelArgs makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
                         const ForwardBuffers &buffers);
 
 /// Work items of a forward-family call: batch * headsQ * query tiles *
 /// max(numSplits, 1) (fwd leaves numSplits 0).
-int64_t workItems(const FwdParams &params);
+int64_t workItems(const KernelArgs &params);
 /// Work items of a call of \p spec's kernel, any family: as above, without
 /// the numSplits factor for splitkv_combine and append_kv (ir/KernelAbi.h).
-int64_t workItems(const KernelSpec &spec, const FwdParams &params);
+int64_t workItems(const KernelSpec &spec, const KernelArgs &params);
 
 class HostKernel {
 public:
@@ -56,7 +56,7 @@ public:
   ArtifactOrigin origin() const { return artifactOrigin; }
   HostKernelFn entry() const { return fn; }
 
-  void run(const FwdParams &params, HostExecutor &executor) const;
+  void run(const KernelArgs &params, HostExecutor &executor) const;
 
 private:
   HostKernel(KernelSpec spec, HostKernelFn fn, ArtifactOrigin origin)

@@ -9,10 +9,10 @@ static TensorStrides cacheStrides(const KvCacheLayout &layout, int64_t headsKv,
   return {layout.blockStride(headsKv, dim), headsKv * dim, dim};
 }
 
-FwdParams fmhajit::makePagedParams(const KernelSpec &spec, const PagedProblem &problem,
+KernelArgs fmhajit::makePagedParams(const KernelSpec &spec, const PagedProblem &problem,
                                    const ForwardBuffers &query, const KvCacheBuffers &cache,
                                    unsigned numSplits, const SplitKvWorkspace &workspace) {
-  FwdParams p = makeFwdParams(spec, problem.attention, query);
+  KernelArgs p = makeKernelArgs(spec, problem.attention, query);
   const AttentionProblem &a = problem.attention;
   p.k = cache.k;
   p.v = cache.v;
@@ -26,9 +26,9 @@ FwdParams fmhajit::makePagedParams(const KernelSpec &spec, const PagedProblem &p
   return p;
 }
 
-FwdParams fmhajit::makeAppendKvParams(const KernelSpec &spec, const AppendKvProblem &problem,
+KernelArgs fmhajit::makeAppendKvParams(const KernelSpec &spec, const AppendKvProblem &problem,
                                       const AppendKvBuffers &buf) {
-  FwdParams p{};
+  KernelArgs p{};
   int64_t rows = problem.newTokens;
   auto dense = [&](int64_t heads, int64_t dim) -> TensorStrides {
     return {rows * heads * dim, heads * dim, dim};

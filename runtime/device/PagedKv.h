@@ -1,6 +1,6 @@
 //===- PagedKv.h - Parameters of calls on a (paged) K/V cache -------------===//
 //
-// The C++ entries of fwd_paged and append_kv: FwdParams for a validated
+// The C++ entries of fwd_paged and append_kv: KernelArgs for a validated
 // PagedProblem / AppendKvProblem (runtime/numerics/KvCache.h) and the buffers of one
 // call. Run them with HostKernel::run (append_kv, or fwd_paged with one
 // part) or HostSplitKv::run (fwd_paged with numSplits > 1); see
@@ -26,10 +26,10 @@ struct KvCacheBuffers {
                                        ///< before the append)
 };
 
-/// FwdParams of a fwd_paged call: Q, O, LSE and ALiBi slopes from \p query
+/// KernelArgs of a fwd_paged call: Q, O, LSE and ALiBi slopes from \p query
 /// (its k and v are not read), keys from \p cache, and \p numSplits parts
 /// per query tile (workspace needed when numSplits > 1).
-FwdParams makePagedParams(const KernelSpec &spec, const PagedProblem &problem,
+KernelArgs makePagedParams(const KernelSpec &spec, const PagedProblem &problem,
                           const ForwardBuffers &query,
                           const KvCacheBuffers &cache, unsigned numSplits = 1,
                           const SplitKvWorkspace &workspace = {});
@@ -43,10 +43,10 @@ struct AppendKvBuffers {
   const float *rotaryCos = nullptr, *rotarySin = nullptr; ///< [positions, rotaryDim/2]
 };
 
-/// FwdParams of an append_kv call (work items: batch * headsQ * ceil(
+/// KernelArgs of an append_kv call (work items: batch * headsQ * ceil(
 /// newTokens / bm)). The cache lengths are not advanced: the caller adds
 /// newTokens to its seqlens after the call.
-FwdParams makeAppendKvParams(const KernelSpec &spec,
+KernelArgs makeAppendKvParams(const KernelSpec &spec,
                              const AppendKvProblem &problem,
                              const AppendKvBuffers &buffers);
 

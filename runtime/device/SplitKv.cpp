@@ -34,23 +34,23 @@ llvm::Expected<KernelSpec> fmhajit::combineSpecFor(const KernelSpec &split) {
   return validateSpec(combine);
 }
 
-void fmhajit::setSplits(FwdParams &params, unsigned numSplits,
+void fmhajit::setSplits(KernelArgs &params, unsigned numSplits,
                         const SplitKvWorkspace &workspace) {
   params.numSplits = static_cast<int32_t>(numSplits);
   params.oAccum = workspace.oAccum;
   params.lseAccum = workspace.lseAccum;
 }
 
-FwdParams fmhajit::makeSplitKvParams(const KernelSpec &spec, const AttentionProblem &problem,
+KernelArgs fmhajit::makeSplitKvParams(const KernelSpec &spec, const AttentionProblem &problem,
                                      const ForwardBuffers &buffers, unsigned numSplits,
                                      const SplitKvWorkspace &workspace) {
-  FwdParams params = makeFwdParams(spec, problem, buffers);
+  KernelArgs params = makeKernelArgs(spec, problem, buffers);
   setSplits(params, numSplits, workspace);
   return params;
 }
 
-FwdParams fmhajit::makeCombineParams(const KernelSpec &combine, const FwdParams &split) {
-  FwdParams params = split;
+KernelArgs fmhajit::makeCombineParams(const KernelSpec &combine, const KernelArgs &split) {
+  KernelArgs params = split;
   params.numQTiles = static_cast<int32_t>((int64_t(split.seqlenQ) + combine.bm - 1) / combine.bm);
   return params;
 }
@@ -68,7 +68,7 @@ llvm::Expected<HostSplitKv> HostSplitKv::load(const KernelSpec &split, KernelCac
   return HostSplitKv(std::move(*splitKernel), std::move(*combineKernel));
 }
 
-void HostSplitKv::run(const FwdParams &params, HostExecutor &executor) const {
+void HostSplitKv::run(const KernelArgs &params, HostExecutor &executor) const {
   split.run(params, executor);
   if (params.numSplits > 1)
     combine.run(makeCombineParams(combine.spec(), params), executor);

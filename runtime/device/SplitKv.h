@@ -7,7 +7,7 @@
 //      the workspace;
 //   2. splitkv_combine: merges the parts into O (and LSE with lse=1).
 // With numSplits = 1 the split kernel writes O and LSE itself and no
-// combine runs. Both kernels take the same FwdParams, except numQTiles,
+// combine runs. Both kernels take the same KernelArgs, except numQTiles,
 // which follows each kernel's bm.
 //
 //===----------------------------------------------------------------------===//
@@ -55,17 +55,17 @@ SplitKvWorkspaceSize splitKvWorkspaceSize(const KernelSpec &spec,
 llvm::Expected<KernelSpec> combineSpecFor(const KernelSpec &split);
 
 /// Sets \p params' split fields: numSplits and the workspace.
-void setSplits(FwdParams &params, unsigned numSplits,
+void setSplits(KernelArgs &params, unsigned numSplits,
                const SplitKvWorkspace &workspace);
 
-/// FwdParams of a fwd_splitkv call: makeFwdParams plus setSplits.
-FwdParams makeSplitKvParams(const KernelSpec &spec,
+/// KernelArgs of a fwd_splitkv call: makeKernelArgs plus setSplits.
+KernelArgs makeSplitKvParams(const KernelSpec &spec,
                             const AttentionProblem &problem,
                             const ForwardBuffers &buffers, unsigned numSplits,
                             const SplitKvWorkspace &workspace);
 
-/// The combine's FwdParams: \p split's, with numQTiles for the combine's bm.
-FwdParams makeCombineParams(const KernelSpec &combine, const FwdParams &split);
+/// The combine's KernelArgs: \p split's, with numQTiles for the combine's bm.
+KernelArgs makeCombineParams(const KernelSpec &combine, const KernelArgs &split);
 
 /// Split-KV on the host: a split kernel (fwd_splitkv or fwd_paged) and the
 /// combine that finishes it, both loaded through the cache.
@@ -79,7 +79,7 @@ public:
 
   /// Runs the split kernel on \p params and, when params.numSplits > 1, the
   /// combine; returns when O (and LSE) are written.
-  void run(const FwdParams &params, HostExecutor &executor) const;
+  void run(const KernelArgs &params, HostExecutor &executor) const;
 
 private:
   HostSplitKv(HostKernel split, HostKernel combine)

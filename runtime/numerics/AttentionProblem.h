@@ -53,7 +53,7 @@ struct AttentionProblem {
   /// Query / key length of sequence \p b.
   int64_t seqlenQOf(int64_t b) const;
   int64_t seqlenKOf(int64_t b) const;
-  /// The longest query / key sequence (FwdParams::seqlenQ/seqlenK).
+  /// The longest query / key sequence (KernelArgs::seqlenQ/seqlenK).
   int64_t maxSeqlenQ() const;
   int64_t maxSeqlenK() const;
   /// Rows of the packed query / key tensors: batch * seqlen, or the sum of

@@ -56,7 +56,7 @@ llvm::Expected<Workspace> makeWorkspace(CudaDriver &driver, const KernelSpec &sp
 
 /// Launches the split kernel and, with n > 1, the combine; waits.
 llvm::Error launchSplit(CudaForwardRunner &runner, const KernelSpec &spec,
-                        const FwdParams &params) {
+                        const KernelArgs &params) {
   auto split = runner.load(spec);
   if (!split)
     return split.takeError();
@@ -102,7 +102,7 @@ TEST_P(CudaSplitKv, MatchesReference) {
       auto workspace = makeWorkspace(runner->driver(), s, p, n);
       if (!workspace)
         return workspace.takeError();
-      FwdParams params = makeSplitKvParams(s, p, device->buffers(), n,
+      KernelArgs params = makeSplitKvParams(s, p, device->buffers(), n,
                                            {static_cast<float *>(workspace->oAccum.pointer()),
                                             static_cast<float *>(workspace->lseAccum.pointer())});
       if (llvm::Error err = launchSplit(*runner, s, params))
@@ -168,7 +168,7 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
     ASSERT_TRUE(bool(workspace)) << llvm::toString(workspace.takeError());
     ForwardBuffers query{q.pointer(), nullptr, nullptr, o.pointer()};
     query.lse = static_cast<float *>(lse.pointer());
-    FwdParams params = makePagedParams(*spec, problem, query,
+    KernelArgs params = makePagedParams(*spec, problem, query,
                                        {k.pointer(), v.pointer(), static_cast<const int32_t *>(table.pointer()),
                                         static_cast<const int32_t *>(seqlens.pointer())},
                                        n, {static_cast<float *>(workspace->oAccum.pointer()),

@@ -64,7 +64,7 @@ llvm::Error CudaForwardRunner::operator()(const KernelSpec &spec,
   auto device = DeviceForwardData::upload(cudaDriver, spec, problem, data.buffers());
   if (!device)
     return device.takeError();
-  FwdParams params = makeFwdParams(spec, problem, device->buffers());
+  KernelArgs params = makeKernelArgs(spec, problem, device->buffers());
   if (llvm::Error err = kernel->launch(params, stream.get()))
     return err;
   if (llvm::Error err = stream.synchronize())

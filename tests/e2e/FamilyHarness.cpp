@@ -26,7 +26,7 @@ llvm::Error fmhajit::e2e::runSplitKv(const KernelSpec &spec, const AttentionProb
     return kernels.takeError();
   SplitKvWorkspaceSize size = splitKvWorkspaceSize(spec, problem, numSplits);
   std::vector<float> oAccum(size.oAccum, NAN), lseAccum(size.lseAccum, NAN);
-  FwdParams params = makeSplitKvParams(spec, problem, data.buffers(), numSplits,
+  KernelArgs params = makeSplitKvParams(spec, problem, data.buffers(), numSplits,
                                        {oAccum.data(), lseAccum.data()});
   kernels->run(params, familyExecutor());
   return llvm::Error::success();
@@ -73,7 +73,7 @@ llvm::Expected<PagedCheck> fmhajit::e2e::checkPaged(const KernelSpec &spec,
   PagedData data(spec, problem, seed);
   SplitKvWorkspaceSize size = splitKvWorkspaceSize(spec, problem.attention, numSplits);
   std::vector<float> oAccum(size.oAccum, NAN), lseAccum(size.lseAccum, NAN);
-  FwdParams params = makePagedParams(spec, problem, data.query(), data.cache(), numSplits,
+  KernelArgs params = makePagedParams(spec, problem, data.query(), data.cache(), numSplits,
                                      {oAccum.data(), lseAccum.data()});
   kernels->run(params, familyExecutor());
   ReferenceOutput ref = referencePaged(spec, problem, data.q.toFloat(), data.kPool.toFloat(),

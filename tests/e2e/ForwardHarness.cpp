@@ -201,7 +201,7 @@ llvm::Error HostForwardRunner::operator()(const KernelSpec &spec,
   llvm::Expected<HostKernel> kernel = load(spec);
   if (!kernel)
     return kernel.takeError();
-  kernel->run(makeFwdParams(spec, problem, data.buffers()), executor);
+  kernel->run(makeKernelArgs(spec, problem, data.buffers()), executor);
   return llvm::Error::success();
 }
 

@@ -78,7 +78,7 @@ struct ForwardData {
 
   /// O and LSE back to NaN, so that anything a run leaves unwritten fails.
   void poison();
-  /// Pointers into this data, for makeFwdParams.
+  /// Pointers into this data, for makeKernelArgs.
   ForwardBuffers buffers();
 };
 

@@ -121,7 +121,7 @@ void expectAttentionOverCache(const AppendCase &c, const AppendKvProblem &p, App
       HostForwardRunner *runner = HostForwardRunner::shared();
       auto kernel = runner->load(*spec);
       ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-      FwdParams params = makeFwdParams(*spec, a, query);
+      KernelArgs params = makeKernelArgs(*spec, a, query);
       params.kStrides.batch = p.cache.blockStride(p.headsKv, c.d);
       params.vStrides.batch = p.cache.blockStride(p.headsKv, spec->headDimV());
       kernel->run(params, familyExecutor());

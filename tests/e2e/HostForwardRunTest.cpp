@@ -90,7 +90,7 @@ struct PaddedRunner {
     buffers.v = v.base();
     buffers.o = o.base();
     buffers.lse = data.lse.empty() ? nullptr : lse.data() + kGuard;
-    FwdParams params = makeFwdParams(spec, p, buffers);
+    KernelArgs params = makeKernelArgs(spec, p, buffers);
     params.qStrides = q.strides;
     params.kStrides = k.strides;
     params.vStrides = v.strides;
@@ -170,7 +170,7 @@ runWithThreads(const KernelSpec &spec, const Shape &shape, unsigned threads,
   HostExecutor executor(threads);
   for (unsigned i = 0; i < runs; ++i) {
     data.poison();
-    kernel->run(makeFwdParams(spec, problem, data.buffers()), executor);
+    kernel->run(makeKernelArgs(spec, problem, data.buffers()), executor);
   }
   return {data.o.toFloat(), data.lse};
 }
@@ -304,7 +304,7 @@ TEST(HostForwardRun, LoadsCompileThenHitMemoryThenDisk) {
         *spec, problem, 9,
         [&](const KernelSpec &s, const AttentionProblem &p, ForwardData &d) {
           HostExecutor executor(2);
-          kernel->run(makeFwdParams(s, p, d.buffers()), executor);
+          kernel->run(makeKernelArgs(s, p, d.buffers()), executor);
           return llvm::Error::success();
         });
     ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());

@@ -1,6 +1,6 @@
 //===- AmdgpuKernargTest.cpp - The kernarg layout HIP copies, checked -----===//
 //
-// HIP copies the bytes the runtime packs (one FwdParams, GpuKernel::launch)
+// HIP copies the bytes the runtime packs (one KernelArgs, GpuKernel::launch)
 // into the kernarg segment the code object declares, and the kernel reads
 // each field at the offset AMDGPU's data layout gives the IR struct. All
 // three must agree, for every target and pipeline, or a kernel reads
@@ -26,28 +26,15 @@ using namespace fmhajit;
 
 namespace {
 
-/// Where the runtime puts each field: offsetof, by FwdParamsIndex.
+/// Where the runtime puts each field: offsetof, by KernelArgsField.
 struct FieldOffset {
-  FwdParamsIndex index;
+  KernelArgsField index;
   size_t offset;
 };
-#define FIELD(index, member) FieldOffset{index, offsetof(FwdParams, member)}
 const FieldOffset kFieldOffsets[] = {
-    FIELD(kQ, q), FIELD(kK, k), FIELD(kV, v), FIELD(kO, o), FIELD(kLse, lse),
-    FIELD(kCuSeqlensQ, cuSeqlensQ), FIELD(kCuSeqlensK, cuSeqlensK),
-    FIELD(kAlibiSlopes, alibiSlopes), FIELD(kQStrides, qStrides), FIELD(kKStrides, kStrides),
-    FIELD(kVStrides, vStrides), FIELD(kOStrides, oStrides), FIELD(kBatch, batch),
-    FIELD(kHeadsQ, headsQ), FIELD(kHeadsKv, headsKv), FIELD(kSeqlenQ, seqlenQ),
-    FIELD(kSeqlenK, seqlenK), FIELD(kNumQTiles, numQTiles), FIELD(kScale, scale),
-    FIELD(kSoftcap, softcap), FIELD(kWindowLeft, windowLeft), FIELD(kWindowRight, windowRight),
-    FIELD(kOAccum, oAccum), FIELD(kLseAccum, lseAccum), FIELD(kBlockTable, blockTable),
-    FIELD(kCacheSeqlens, cacheSeqlens), FIELD(kKNew, kNew), FIELD(kVNew, vNew),
-    FIELD(kRotaryCos, rotaryCos), FIELD(kRotarySin, rotarySin),
-    FIELD(kKNewStrides, kNewStrides), FIELD(kVNewStrides, vNewStrides),
-    FIELD(kNumSplits, numSplits), FIELD(kMaxPagesPerSeq, maxPagesPerSeq),
-    FIELD(kLog2PageSize, log2PageSize), FIELD(kRotaryDim, rotaryDim),
-    FIELD(kRotaryInterleaved, rotaryInterleaved)};
-#undef FIELD
+#define KERNEL_ARG(Name, Index, Type, Doc) FieldOffset{k##Index, offsetof(KernelArgs, Name)},
+#include "ir/KernelArgs.def"
+};
 
 KernelSpec resolved(llvm::StringRef text) {
   auto parsed = parseSpec(text);
@@ -57,27 +44,23 @@ KernelSpec resolved(llvm::StringRef text) {
   return *spec;
 }
 
-TEST(AmdgpuKernarg, EveryFieldIsListed) {
-  EXPECT_EQ(std::size(kFieldOffsets), std::size(kFwdParamsFields));
-}
-
 // The kernel reads field i at the IR struct's offset under AMDGPU's data
 // layout; the runtime writes it at offsetof.
-TEST(AmdgpuKernarg, IrStructMatchesFwdParams) {
+TEST(AmdgpuKernarg, IrStructMatchesKernelArgs) {
   llvm::LLVMContext ctx;
   llvm::DataLayout layout(llvm::Triple("amdgcn-amd-amdhsa").computeDataLayout());
-  const llvm::StructLayout *ir = layout.getStructLayout(fwdParamsType(ctx));
+  const llvm::StructLayout *ir = layout.getStructLayout(kernelArgsType(ctx));
   for (const FieldOffset &f : kFieldOffsets)
     EXPECT_EQ(ir->getElementOffset(f.index), f.offset) << "field " << f.index;
-  EXPECT_EQ(ir->getSizeInBytes(), sizeof(FwdParams));
-  EXPECT_EQ(ir->getAlignment().value(), alignof(FwdParams));
+  EXPECT_EQ(ir->getSizeInBytes(), sizeof(KernelArgs));
+  EXPECT_EQ(ir->getAlignment().value(), alignof(KernelArgs));
 }
 
 class AmdgpuCodeObjectMetadata : public ::testing::TestWithParam<const char *> {};
 
 // The code object declares one by-value argument covering the whole
-// FwdParams, and a kernarg segment of exactly its size and alignment.
-TEST_P(AmdgpuCodeObjectMetadata, KernargSegmentIsOneFwdParams) {
+// KernelArgs, and a kernarg segment of exactly its size and alignment.
+TEST_P(AmdgpuCodeObjectMetadata, KernargSegmentIsOneKernelArgs) {
   KernelSpec spec = resolved(GetParam());
   auto object = compileToStage(spec, Stage::Obj);
   ASSERT_TRUE(bool(object)) << llvm::toString(object.takeError());
@@ -87,11 +70,11 @@ TEST_P(AmdgpuCodeObjectMetadata, KernargSegmentIsOneFwdParams) {
   const CodeObjectKernel &k = kernels->front();
   EXPECT_EQ(k.name, encodeName(spec));
   EXPECT_EQ(k.symbol, encodeName(spec) + ".kd");
-  EXPECT_EQ(k.kernargSegmentSize, sizeof(FwdParams));
-  EXPECT_EQ(k.kernargSegmentAlign, alignof(FwdParams));
+  EXPECT_EQ(k.kernargSegmentSize, sizeof(KernelArgs));
+  EXPECT_EQ(k.kernargSegmentAlign, alignof(KernelArgs));
   ASSERT_EQ(k.args.size(), 1u);
   EXPECT_EQ(k.args[0].offset, 0u);
-  EXPECT_EQ(k.args[0].size, sizeof(FwdParams));
+  EXPECT_EQ(k.args[0].size, sizeof(KernelArgs));
   EXPECT_EQ(k.args[0].valueKind, "by_value");
   // The rest of what HIP schedules by: the tiles' LDS, the wave, no spills.
   const ArchInfo &arch = *findArch(spec.target);

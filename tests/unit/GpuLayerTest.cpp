@@ -5,7 +5,7 @@
 // host memory and whose launches are recorded: the named allocation
 // error, NaN poisoning, DeviceForwardData's round trip, and GpuKernel's
 // load (the backend's hooks, one module per kernel per process) and
-// launch (grid from workItems, the FwdParams bytes, timing by events).
+// launch (grid from workItems, the KernelArgs bytes, timing by events).
 // The fake runs AMDGPU code objects (compiled here, as the lit tests do),
 // so its modules never meet a real CUDA driver's in the process table; each
 // test loads its own spec, since that table outlives each test's fake.
@@ -203,7 +203,7 @@ protected:
   }();
 };
 
-TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneFwdParamsPerWorkItem) {
+TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
   KernelSpec spec = resolved("family=fwd,dtype=bf16,d=64,target=gfx942,pipeline=simt");
   auto first = GpuKernel::load(driver, spec, *cache);
   ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
@@ -220,7 +220,7 @@ TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneFwdParamsPerWorkItem) {
   AttentionProblem problem = AttentionProblem::forSpec(spec);
   problem.batch = 2, problem.headsQ = 3, problem.headsKv = 3;
   problem.seqlenQ = 100, problem.seqlenK = 100;
-  FwdParams params = makeFwdParams(spec, problem, ForwardBuffers{});
+  KernelArgs params = makeKernelArgs(spec, problem, ForwardBuffers{});
   int stream = 0;
   ASSERT_FALSE(bool(first->launch(params, &stream)));
   ASSERT_EQ(driver.launches.size(), 1u);
@@ -228,8 +228,8 @@ TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneFwdParamsPerWorkItem) {
   EXPECT_EQ(int64_t(l.grid), workItems(spec, params));
   EXPECT_EQ(l.shape.blockThreads, spec.warps * 64);
   EXPECT_EQ(l.stream, &stream);
-  ASSERT_EQ(l.args.size(), sizeof(FwdParams));
-  EXPECT_EQ(std::memcmp(l.args.data(), &params, sizeof(FwdParams)), 0);
+  ASSERT_EQ(l.args.size(), sizeof(KernelArgs));
+  EXPECT_EQ(std::memcmp(l.args.data(), &params, sizeof(KernelArgs)), 0);
 
   auto ms = first->launchTimed(params, &stream);
   ASSERT_TRUE(bool(ms)) << llvm::toString(ms.takeError());
@@ -242,7 +242,7 @@ TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
   auto kernel = GpuKernel::load(driver, spec, *cache);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
   AttentionProblem problem = AttentionProblem::forSpec(spec);
-  FwdParams params = makeFwdParams(spec, problem, ForwardBuffers{});
+  KernelArgs params = makeKernelArgs(spec, problem, ForwardBuffers{});
   params.batch = 0;
   Problems problems = takeProblems(kernel->launch(params, nullptr));
   ASSERT_EQ(problems.messages.size(), 1u);

@@ -1,14 +1,19 @@
-//===- KernelAbiTest.cpp - FwdParams in C++ and in IR agree ---------------===//
+//===- KernelAbiTest.cpp - KernelArgs in C++ and in IR agree --------------===//
 //
-// The kernels read FwdParams through the LLVM struct built from
-// kFwdParamsFields; the runtime writes the C++ struct. Every field's offset
-// (and the size) must agree under the data layouts of every target, or a
-// kernel reads one field where the runtime wrote another.
+// The kernels read KernelArgs through the LLVM struct built from
+// kKernelArgsKinds; the runtime writes the C++ struct. Both come from
+// KernelArgs.def, but by different routes (C++ types and their layout rules,
+// IR types and the target's data layout): every field's offset (and the
+// size) must agree under the data layouts of every target, or a kernel reads
+// one field where the runtime wrote another. Emitted IR names each field it
+// reads, which the lit tests match.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/KernelAbi.h"
 #include "ir/KernelAbiIR.h"
 #include "llvm/IR/DataLayout.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Module.h"
 #include "llvm/IR/LLVMContext.h"
 #include "gtest/gtest.h"
 #include <cstddef>
@@ -18,27 +23,11 @@
 using namespace fmhajit;
 
 namespace {
-// In field order, one per entry of kFwdParamsFields.
+// Where the runtime writes each field, in field order.
 const size_t kOffsets[] = {
-    offsetof(FwdParams, q),           offsetof(FwdParams, k),
-    offsetof(FwdParams, v),           offsetof(FwdParams, o),
-    offsetof(FwdParams, lse),         offsetof(FwdParams, cuSeqlensQ),
-    offsetof(FwdParams, cuSeqlensK),  offsetof(FwdParams, alibiSlopes),
-    offsetof(FwdParams, qStrides),    offsetof(FwdParams, kStrides),
-    offsetof(FwdParams, vStrides),    offsetof(FwdParams, oStrides),
-    offsetof(FwdParams, batch),       offsetof(FwdParams, headsQ),
-    offsetof(FwdParams, headsKv),     offsetof(FwdParams, seqlenQ),
-    offsetof(FwdParams, seqlenK),     offsetof(FwdParams, numQTiles),
-    offsetof(FwdParams, scale),       offsetof(FwdParams, softcap),
-    offsetof(FwdParams, windowLeft),  offsetof(FwdParams, windowRight),
-    offsetof(FwdParams, oAccum),      offsetof(FwdParams, lseAccum),
-    offsetof(FwdParams, blockTable),  offsetof(FwdParams, cacheSeqlens),
-    offsetof(FwdParams, kNew),        offsetof(FwdParams, vNew),
-    offsetof(FwdParams, rotaryCos),   offsetof(FwdParams, rotarySin),
-    offsetof(FwdParams, kNewStrides), offsetof(FwdParams, vNewStrides),
-    offsetof(FwdParams, numSplits),   offsetof(FwdParams, maxPagesPerSeq),
-    offsetof(FwdParams, log2PageSize), offsetof(FwdParams, rotaryDim),
-    offsetof(FwdParams, rotaryInterleaved)};
+#define KERNEL_ARG(Name, Index, Type, Doc) offsetof(KernelArgs, Name),
+#include "ir/KernelArgs.def"
+};
 
 struct Layout {
   const char *target;
@@ -57,15 +46,14 @@ const Layout kLayouts[] = {
 class KernelAbi : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(KernelAbi, IrStructMatchesCppStruct) {
-  ASSERT_EQ(std::size(kOffsets), std::size(kFwdParamsFields)) << "a field is missing from a list";
-  ASSERT_EQ(unsigned(kRotaryInterleaved) + 1, std::size(kFwdParamsFields));
   llvm::LLVMContext ctx;
-  llvm::StructType *type = fwdParamsType(ctx);
+  llvm::StructType *type = kernelArgsType(ctx);
   llvm::DataLayout layout(GetParam().dataLayout);
   const llvm::StructLayout *sl = layout.getStructLayout(type);
+  ASSERT_EQ(type->getNumElements(), std::size(kOffsets));
   for (unsigned i = 0; i < std::size(kOffsets); ++i)
-    EXPECT_EQ(sl->getElementOffset(i), kOffsets[i]) << "field " << i;
-  EXPECT_EQ(sl->getSizeInBytes(), sizeof(FwdParams));
+    EXPECT_EQ(sl->getElementOffset(i), kOffsets[i]) << "field " << kKernelArgsNames[i];
+  EXPECT_EQ(sl->getSizeInBytes(), sizeof(KernelArgs));
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, KernelAbi, ::testing::ValuesIn(kLayouts),
@@ -74,4 +62,33 @@ INSTANTIATE_TEST_SUITE_P(Targets, KernelAbi, ::testing::ValuesIn(kLayouts),
                            name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
                            return name;
                          });
+
+// The lit tests find a field by its name in the IR: each read must go
+// through an address named after the field it indexes, and each stride
+// through one named after the field and the stride.
+TEST(KernelAbiIR, ReadsNameTheFieldTheyIndex) {
+  llvm::LLVMContext ctx;
+  llvm::Module module("m", ctx);
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {llvm::PointerType::get(ctx, 0)},
+                              false),
+      llvm::Function::ExternalLinkage, "f", module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  ArgsReader reader(b, fn->getArg(0));
+  for (unsigned i = 0; i < kNumKernelArgsFields; ++i) {
+    auto field = KernelArgsField(i);
+    llvm::Value *value = kKernelArgsKinds[i] == ArgKind::Strides ? reader.stride(field, 1)
+                                                                 : reader.get(field);
+    auto *load = llvm::cast<llvm::LoadInst>(value);
+    auto *gep = llvm::cast<llvm::GetElementPtrInst>(load->getPointerOperand());
+    std::string name = std::string("args.") + kKernelArgsNames[i];
+    if (kKernelArgsKinds[i] == ArgKind::Strides) {
+      EXPECT_EQ(gep->getName(), name + ".row");
+      gep = llvm::cast<llvm::GetElementPtrInst>(gep->getPointerOperand());
+    }
+    EXPECT_EQ(gep->getName(), name);
+    EXPECT_EQ(gep->getSourceElementType(), kernelArgsType(ctx));
+    EXPECT_EQ(llvm::cast<llvm::ConstantInt>(gep->getOperand(2))->getZExtValue(), i) << name;
+  }
+}
 } // namespace
