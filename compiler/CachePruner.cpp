@@ -6,7 +6,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Errc.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -88,8 +87,16 @@ static bool claimScan(llvm::StringRef dir, std::chrono::seconds interval) {
     if (!ec && age <= interval)
       return false;
   }
-  std::error_code writeError;
-  llvm::raw_fd_ostream touch(stamp, writeError, fs::OF_None);
+  // Stamped explicitly: reopening an empty file need not move its times.
+  llvm::Expected<fs::file_t> fd =
+      fs::openNativeFileForWrite(stamp, fs::CD_CreateAlways, fs::OF_None);
+  if (!fd) {
+    // Scan anyway; the next write tries the stamp again.
+    llvm::consumeError(fd.takeError());
+    return true;
+  }
+  fs::setLastAccessAndModificationTime(*fd, std::chrono::system_clock::now());
+  fs::closeFile(*fd);
   return true;
 }
 

@@ -161,6 +161,11 @@ TEST_F(CachePruningTest, ScansAtMostOncePerInterval) {
   backdate(path("fmha_k1"), seconds(10));
   get(*cache, "fmha_k2");
   EXPECT_EQ(cache->stats().prunedFiles, 2u);
+  fs::file_status restamped;
+  ASSERT_FALSE(fs::status(stamp, restamped));
+  EXPECT_GT(restamped.getLastModificationTime(),
+            std::chrono::system_clock::now() - std::chrono::minutes(1))
+      << "a scan restamps, so the next hour is quiet again";
   EXPECT_TRUE(onDisk("fmha_k2"));
   EXPECT_EQ(cache->diskStats()->files, 1u);
 }
