@@ -72,6 +72,8 @@ std::string fmhajit::cacheFileName(llvm::StringRef name,
 }
 
 CacheFileKind fmhajit::classifyCacheFileName(llvm::StringRef fileName) {
+  if (fileName == kPruneStampName)
+    return CacheFileKind::PruneStamp;
   // Split "<name>-<hash>.bin<rest>" from the right: names never hold '-'.
   size_t bin = fileName.rfind(kArtifactSuffix);
   if (bin == llvm::StringRef::npos)

@@ -37,12 +37,17 @@ std::string cacheKeyText(llvm::StringRef name, llvm::StringRef fingerprint);
 /// The file name (no directory) that holds (\p name, \p fingerprint).
 std::string cacheFileName(llvm::StringRef name, llvm::StringRef fingerprint);
 
+/// The file whose modification time is the last time pruning scanned the
+/// directory (CachePruner.h); it is empty.
+inline constexpr llvm::StringLiteral kPruneStampName = "fmhajit-prune.stamp";
+
 /// What a directory entry is, judged by its name alone.
 enum class CacheFileKind {
-  Foreign,  ///< not ours: never touched
-  Artifact, ///< `<name>-<16 hex>.bin`
-  Temp,     ///< `<name>-<16 hex>.bin.tmp-<random>`, a write in progress or
-            ///< left behind by a killed process
+  Foreign,    ///< not ours: never touched
+  Artifact,   ///< `<name>-<16 hex>.bin`
+  Temp,       ///< `<name>-<16 hex>.bin.tmp-<random>`, a write in progress or
+              ///< left behind by a killed process
+  PruneStamp, ///< kPruneStampName
 };
 
 /// Classifies \p fileName (no directory).

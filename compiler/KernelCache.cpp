@@ -2,6 +2,7 @@
 #include "compiler/KernelCache.h"
 #include "compiler/CacheFile.h"
 #include "specs/Errors.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -30,7 +31,22 @@ static bool isOffSwitch(llvm::StringRef value) {
   return v == "0" || v == "off" || v == "false" || v == "no";
 }
 
-CacheConfig CacheConfig::fromEnvironment() {
+/// Sets \p config's cap from FMHAJIT_CACHE_MAX_SIZE, when set and not
+/// empty (empty means unset, as for FMHAJIT_CACHE_DIR).
+static llvm::Error readMaxSize(CacheConfig &config) {
+  std::optional<std::string> v =
+      llvm::sys::Process::GetEnv("FMHAJIT_CACHE_MAX_SIZE");
+  if (!v || v->empty())
+    return llvm::Error::success();
+  llvm::Expected<uint64_t> bytes = parseCacheSize(*v);
+  if (!bytes)
+    return makeError(ErrorKind::Usage, "FMHAJIT_CACHE_MAX_SIZE: " +
+                                           llvm::toString(bytes.takeError()));
+  config.maxBytes = *bytes;
+  return llvm::Error::success();
+}
+
+llvm::Expected<CacheConfig> CacheConfig::fromEnvironment() {
   CacheConfig config;
   if (std::optional<std::string> v =
           llvm::sys::Process::GetEnv("FMHAJIT_CACHE"))
@@ -48,6 +64,8 @@ CacheConfig CacheConfig::fromEnvironment() {
     llvm::sys::path::append(dir, ".cache", "fmhajit");
   }
   config.dir = std::string(dir);
+  if (llvm::Error err = readMaxSize(config))
+    return std::move(err);
   return config;
 }
 
@@ -72,22 +90,28 @@ KernelCache::create(CacheConfig config) {
 llvm::Expected<KernelCache &> KernelCache::global() {
   struct Global {
     std::unique_ptr<KernelCache> cache;
-    std::string failure;
+    Problems failure;
   };
-  // Created once; a failure is remembered as text because an Error can be
-  // taken only once, and every caller deserves the message.
+  // Created once; a failure is remembered as its kind and messages because
+  // an Error can be taken only once, and every caller deserves it (a bad
+  // FMHAJIT_CACHE_MAX_SIZE stays a usage error).
   static const Global global = [] {
     Global g;
+    llvm::Expected<CacheConfig> config = CacheConfig::fromEnvironment();
     llvm::Expected<std::unique_ptr<KernelCache>> cache =
-        create(CacheConfig::fromEnvironment());
+        config ? create(std::move(*config)) : config.takeError();
     if (cache)
       g.cache = std::move(*cache);
     else
-      g.failure = llvm::toString(cache.takeError());
+      g.failure = takeProblems(cache.takeError());
     return g;
   }();
-  if (!global.cache)
-    return makeError(ErrorKind::Io, global.failure);
+  if (!global.cache) {
+    ErrorList errors;
+    for (const std::string &message : global.failure.messages)
+      errors.add(global.failure.kind, message);
+    return errors.take();
+  }
   return *global.cache;
 }
 
@@ -160,8 +184,10 @@ KernelCache::getOrCompile(llvm::StringRef name, llvm::StringRef fingerprint,
   publish(key, storage, origin);
   if (failure)
     return std::move(failure);
-  if (origin == ArtifactOrigin::Compiled && config.disk)
-    storeOnDisk(name, fingerprint, *storage);
+  // Pruning follows a write, the only thing that grows the directory.
+  if (origin == ArtifactOrigin::Compiled && config.disk &&
+      storeOnDisk(name, fingerprint, *storage))
+    pruneIfDue();
   return std::make_shared<const Artifact>(Artifact{std::move(storage), origin});
 }
 
@@ -169,14 +195,24 @@ std::shared_ptr<const std::string>
 KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
   llvm::SmallString<256> path(config.dir);
   llvm::sys::path::append(path, cacheFileName(name, fingerprint));
-  // Read, not mmap (IsVolatile): a file truncated under us must not SIGBUS.
+  // Opened here, not by MemoryBuffer, to stamp the file as used on a hit.
+  llvm::Expected<llvm::sys::fs::file_t> fd =
+      llvm::sys::fs::openNativeFileForRead(path);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false,
-                                  /*IsVolatile=*/true);
+      fd ? llvm::MemoryBuffer::getOpenFile(*fd, path, /*FileSize=*/-1,
+                                           /*RequiresNullTerminator=*/false,
+                                           /*IsVolatile=*/true)
+         : llvm::errorToErrorCode(fd.takeError());
+  // Read, not mmap (IsVolatile): a file truncated under us must not SIGBUS,
+  // and the descriptor can be closed before the bytes are used.
+  llvm::scope_exit closeFile([&] {
+    if (fd)
+      llvm::sys::fs::closeFile(*fd);
+  });
   if (!file) {
-    // Absent, also when a component of the directory is a file: the write
-    // will report that problem, once.
+    // Absent (never written, or pruned a moment ago), also when a
+    // component of the directory is a file: the write will report that
+    // problem, once.
     std::error_code ec = file.getError();
     if (ec == std::errc::no_such_file_or_directory ||
         ec == std::errc::not_a_directory)
@@ -195,10 +231,12 @@ KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
          " and rewriting it");
     return nullptr;
   }
+  // A hit is a use: pruning keeps recently used files.
+  markCacheFileUsed(*fd);
   return std::make_shared<const std::string>(payload->str());
 }
 
-void KernelCache::storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,
+bool KernelCache::storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,
                               llvm::StringRef bytes) {
   llvm::SmallString<256> path(config.dir);
   llvm::sys::path::append(path, cacheFileName(name, fingerprint));
@@ -206,7 +244,7 @@ void KernelCache::storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,
       encodeCacheHeader(cacheKeyText(name, fingerprint), bytes);
   llvm::Error err = writeCacheFile(path, header, bytes);
   if (!err)
-    return;
+    return true;
   bool first;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -222,6 +260,30 @@ void KernelCache::storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,
          "); using it uncached, and further write failures are not reported");
   else
     llvm::consumeError(std::move(err));
+  return false;
+}
+
+void KernelCache::pruneIfDue() {
+  llvm::Expected<PruneResult> pruned =
+      pruneCacheDirectory(config.dir, config.maxBytes, config.pruneInterval);
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (pruned) {
+      counters.prunedFiles += pruned->removedFiles;
+      return;
+    }
+    first = !pruneFailureReported;
+    pruneFailureReported = true;
+  }
+  // Like write failures: one warning per cache, and lookups go on.
+  if (first)
+    warn("cannot keep the kernel cache under its cap of " +
+         llvm::Twine(config.maxBytes) + " bytes (" +
+         llvm::toString(pruned.takeError()) +
+         "); further pruning failures are not reported");
+  else
+    llvm::consumeError(pruned.takeError());
 }
 
 void KernelCache::countCorrupt() {
@@ -243,10 +305,11 @@ CacheStats KernelCache::stats() const {
   return counters;
 }
 
-/// The paths of the entries of \p dir that are ours, artifacts only or
-/// temporary files too. A missing directory holds nothing.
+/// The paths of the entries of \p dir that are ours: artifacts only, or
+/// also temporary files and the prune stamp. A missing directory holds
+/// nothing.
 static llvm::Expected<std::vector<std::string>>
-listCacheFiles(llvm::StringRef dir, bool withTemps) {
+listCacheFiles(llvm::StringRef dir, bool allOurs) {
   std::vector<std::string> paths;
   if (dir.empty())
     return paths;
@@ -256,7 +319,7 @@ listCacheFiles(llvm::StringRef dir, bool withTemps) {
     CacheFileKind kind =
         classifyCacheFileName(llvm::sys::path::filename(it->path()));
     if (kind == CacheFileKind::Artifact ||
-        (withTemps && kind == CacheFileKind::Temp))
+        (allOurs && kind != CacheFileKind::Foreign))
       paths.push_back(it->path());
   }
   if (ec && ec != std::errc::no_such_file_or_directory)
@@ -273,7 +336,7 @@ llvm::Error KernelCache::clear() {
   // List first, then remove: removing while reading a directory may skip
   // entries.
   llvm::Expected<std::vector<std::string>> paths =
-      listCacheFiles(config.dir, /*withTemps=*/true);
+      listCacheFiles(config.dir, /*allOurs=*/true);
   if (!paths)
     return paths.takeError();
   ErrorList errors;
@@ -286,7 +349,7 @@ llvm::Error KernelCache::clear() {
 
 llvm::Expected<DiskStats> KernelCache::diskStats() const {
   llvm::Expected<std::vector<std::string>> paths =
-      listCacheFiles(config.dir, /*withTemps=*/false);
+      listCacheFiles(config.dir, /*allOurs=*/false);
   if (!paths)
     return paths.takeError();
   DiskStats out;

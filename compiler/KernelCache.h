@@ -11,16 +11,20 @@
 // others wait); processes sharing a directory need no locks (files appear
 // by atomic rename); a corrupt file and a failed write are each reported as
 // one `warning:` line and never fail a lookup. Errors from the compile
-// function propagate and are not cached. See docs/cache.md.
+// function propagate and are not cached. The directory is kept under a size
+// cap: after a write, least recently used files are pruned (CachePruner.h),
+// and a disk hit counts as a use. See docs/cache.md.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "compiler/CachePruner.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -40,10 +44,18 @@ struct CacheConfig {
   /// possibly from several threads at once; unset means one
   /// `warning: ...` line on stderr.
   std::function<void(llvm::StringRef)> onWarning;
+  /// The most bytes of artifact files the directory may hold; pruning
+  /// removes the least recently used files beyond it.
+  uint64_t maxBytes = kDefaultCacheMaxBytes;
+  /// The shortest time between two pruning scans of the directory, by any
+  /// process; 0 scans after every write.
+  std::chrono::seconds pruneInterval = kDefaultPruneInterval;
 
   /// dir = $FMHAJIT_CACHE_DIR, else $XDG_CACHE_HOME/fmhajit, else
-  /// ~/.cache/fmhajit; FMHAJIT_CACHE=0|off|false|no turns the disk off.
-  static CacheConfig fromEnvironment();
+  /// ~/.cache/fmhajit; FMHAJIT_CACHE=0|off|false|no turns the disk off;
+  /// maxBytes = $FMHAJIT_CACHE_MAX_SIZE (such as 512M or 2G). Fails only on
+  /// a FMHAJIT_CACHE_MAX_SIZE that is not a size.
+  static llvm::Expected<CacheConfig> fromEnvironment();
 };
 
 /// Where a lookup found its artifact.
@@ -68,6 +80,7 @@ struct CacheStats {
   uint64_t compiles = 0;     ///< successful calls of a compile function
   uint64_t corruptFiles = 0; ///< unreadable or damaged files, recompiled
   uint64_t failedWrites = 0; ///< artifacts that could not be stored on disk
+  uint64_t prunedFiles = 0;  ///< files this cache removed to keep its cap
 };
 
 /// What the cache directory holds.
@@ -100,8 +113,8 @@ public:
   /// Counts of hits, compiles and problems so far.
   CacheStats stats() const;
 
-  /// Empties memory and removes this cache's files (artifacts and stray
-  /// temporary files, nothing else) from the directory.
+  /// Empties memory and removes this cache's files (artifacts, stray
+  /// temporary files and the prune stamp, nothing else) from the directory.
   llvm::Error clear();
 
   /// Counts the artifact files in the directory and their bytes (none when
@@ -113,6 +126,9 @@ public:
 
   /// Whether lookups use the disk.
   bool diskEnabled() const { return config.disk; }
+
+  /// The cap on the directory's artifact bytes.
+  uint64_t maxBytes() const { return config.maxBytes; }
 
 private:
   explicit KernelCache(CacheConfig config) : config(std::move(config)) {}
@@ -126,8 +142,11 @@ private:
                ArtifactOrigin origin);
   std::shared_ptr<const std::string> loadFromDisk(llvm::StringRef name,
                                                   llvm::StringRef fingerprint);
-  void storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,
+  /// Writes the file; false (after a warning) when that failed.
+  bool storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,
                    llvm::StringRef bytes);
+  /// Prunes the directory down to the cap, when the interval has passed.
+  void pruneIfDue();
   void countCorrupt();
   void warn(const llvm::Twine &message);
 
@@ -138,6 +157,7 @@ private:
   llvm::StringSet<> compiling; ///< keys some thread is producing
   CacheStats counters;
   bool writeFailureReported = false; ///< later failures are only counted
+  bool pruneFailureReported = false; ///< likewise for pruning
 };
 
 } // namespace fmhajit

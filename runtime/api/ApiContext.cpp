@@ -83,10 +83,12 @@ llvm::Expected<KernelCache &> fmhajit::kernelCacheFor(const std::string &dir) {
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<KernelCache> &slot = caches[dir];
   if (!slot) {
-    CacheConfig config = CacheConfig::fromEnvironment();
-    config.dir = dir;
-    config.disk = true;
-    auto cache = KernelCache::create(std::move(config));
+    llvm::Expected<CacheConfig> config = CacheConfig::fromEnvironment();
+    if (!config)
+      return config.takeError();
+    config->dir = dir;
+    config->disk = true;
+    auto cache = KernelCache::create(std::move(*config));
     if (!cache)
       return cache.takeError();
     slot = std::move(*cache);

@@ -9,14 +9,17 @@ using namespace fmhajit;
 using namespace fmhajit::e2e;
 
 const std::string &e2e::apiCacheDir() {
-  static const std::string dir = [] {
+  // Never destroyed: the atexit handler is registered while `dir` is being
+  // built, so it runs after dir's destructor would have (a use after free
+  // that AddressSanitizer found).
+  static const std::string &dir = *new std::string([] {
     llvm::SmallString<128> path;
     if (llvm::sys::fs::createUniqueDirectory("fmhajit-api-test", path))
       return std::string();
     std::string text(path);
     std::atexit([] { llvm::sys::fs::remove_directories(apiCacheDir()); });
     return text;
-  }();
+  }());
   return dir;
 }
 

@@ -8,6 +8,7 @@
 #include "compiler/KernelCache.h"
 #include "compiler/CacheFile.h"
 #include "specs/Errors.h"
+#include "tests/unit/ScopedEnv.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -146,7 +147,7 @@ TEST_F(KernelCacheTest, FingerprintIsPartOfTheKey) {
   get(*cache, c, kName, "llvm 22|znver4");
   get(*cache, c, kName, "llvm 22|znver5");
   EXPECT_EQ(c.calls, 2);
-  EXPECT_EQ(listDir(dir).size(), 2u);
+  EXPECT_EQ(cache->diskStats()->files, 2u);
 }
 
 TEST_F(KernelCacheTest, CompileErrorPropagatesAndCachesNothing) {
@@ -353,7 +354,9 @@ TEST_F(KernelCacheTest, CachesSharingADirectoryRace) {
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(compiles + diskHits, 8u * kKeys);
   EXPECT_TRUE(warnings.empty()) << warnings.front();
-  EXPECT_EQ(listDir(dir).size(), size_t(kKeys)) << "stray temporary files";
+  // The artifacts and the prune stamp: no stray temporary files.
+  EXPECT_EQ(listDir(dir).size(), size_t(kKeys) + 1) << "stray temporary files";
+  EXPECT_EQ(makeCache()->diskStats()->files, uint64_t(kKeys));
   FakeCompiler c;
   EXPECT_EQ(get(*makeCache(), c, "fmha_k7")->origin, ArtifactOrigin::Disk);
 }
@@ -370,6 +373,7 @@ TEST_F(KernelCacheTest, ClearRemovesOnlyOurFiles) {
                           cacheFileName("fmha_c", kPrint) + ".tmp-1a2b3c4d");
   for (llvm::StringRef p : {foreign.str(), badHash.str(), temp.str()})
     writeAll(p, "keep?");
+  ASSERT_EQ(listDir(dir).size(), 6u) << "two kernels, three others, a stamp";
 
   DiskStats before = llvm::cantFail(cache->diskStats());
   EXPECT_EQ(before.files, 2u);
@@ -394,52 +398,43 @@ TEST(CacheFileNameTest, NamesAndClassifies) {
   EXPECT_EQ(name.size(), kName.size() + 1 + 16 + 4);
   EXPECT_EQ(classifyCacheFileName(name), CacheFileKind::Artifact);
   EXPECT_EQ(classifyCacheFileName(name + ".tmp-0f3a9c1b"), CacheFileKind::Temp);
+  EXPECT_EQ(classifyCacheFileName(kPruneStampName), CacheFileKind::PruneStamp);
   for (const char *foreign :
        {"notes.txt", "x-0123456789abcdef.bin.bak", "x-0123456789ABCDEF.bin",
         "x-0123456789abcde.bin", "9x-0123456789abcdef.bin",
         "a-b-0123456789abcdef.bin", "-0123456789abcdef.bin", ".bin",
-        "x-0123456789abcdef.bin.tmp-"})
+        "x-0123456789abcdef.bin.tmp-", "llvmcache.timestamp",
+        "fmhajit-prune.stamp.old"})
     EXPECT_EQ(classifyCacheFileName(foreign), CacheFileKind::Foreign)
         << foreign;
 }
 
-/// Sets environment variables for one test and restores them after.
-class ScopedEnv {
-public:
-  void set(const char *name, const char *value) {
-    const char *old = getenv(name);
-    saved.emplace_back(name,
-                       old ? std::optional<std::string>(old) : std::nullopt);
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~ScopedEnv() {
-    for (auto it = saved.rbegin(); it != saved.rend(); ++it)
-      it->second ? setenv(it->first, it->second->c_str(), 1)
-                 : unsetenv(it->first);
-  }
-
-private:
-  std::vector<std::pair<const char *, std::optional<std::string>>> saved;
-};
+/// The environment's config; fails the test when it cannot be read.
+CacheConfig envConfig() {
+  llvm::Expected<CacheConfig> config = CacheConfig::fromEnvironment();
+  EXPECT_TRUE(bool(config)) << llvm::toString(config.takeError());
+  return config ? std::move(*config) : CacheConfig();
+}
 
 TEST(CacheConfigTest, ReadsTheEnvironment) {
   ScopedEnv env;
+  env.set("FMHAJIT_CACHE_MAX_SIZE", nullptr);
   env.set("FMHAJIT_CACHE_DIR", "/tmp/explicit");
   env.set("XDG_CACHE_HOME", "/tmp/xdg");
   env.set("HOME", "/tmp/home");
   env.set("FMHAJIT_CACHE", nullptr);
-  EXPECT_EQ(CacheConfig::fromEnvironment().dir, "/tmp/explicit");
-  EXPECT_TRUE(CacheConfig::fromEnvironment().disk);
+  EXPECT_EQ(envConfig().dir, "/tmp/explicit");
+  EXPECT_TRUE(envConfig().disk);
   env.set("FMHAJIT_CACHE_DIR", "");
-  EXPECT_EQ(CacheConfig::fromEnvironment().dir, "/tmp/xdg/fmhajit");
+  EXPECT_EQ(envConfig().dir, "/tmp/xdg/fmhajit");
   env.set("XDG_CACHE_HOME", "relative/is/ignored");
-  EXPECT_EQ(CacheConfig::fromEnvironment().dir, "/tmp/home/.cache/fmhajit");
+  EXPECT_EQ(envConfig().dir, "/tmp/home/.cache/fmhajit");
   for (const char *off : {"0", "off", "OFF", "false", "no"}) {
     env.set("FMHAJIT_CACHE", off);
-    EXPECT_FALSE(CacheConfig::fromEnvironment().disk) << off;
+    EXPECT_FALSE(envConfig().disk) << off;
   }
   env.set("FMHAJIT_CACHE", "1");
-  EXPECT_TRUE(CacheConfig::fromEnvironment().disk);
+  EXPECT_TRUE(envConfig().disk);
 }
 
 TEST(CacheConfigTest, CreateNeedsADirectoryOnlyForTheDisk) {

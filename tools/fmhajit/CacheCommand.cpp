@@ -20,7 +20,8 @@ static void printStats(const KernelCache &cache, const DiskStats &disk) {
                << "disk cache: "
                << (cache.diskEnabled() ? "on" : "off (FMHAJIT_CACHE)") << "\n"
                << "files: " << disk.files << "\n"
-               << "bytes: " << disk.bytes << "\n";
+               << "bytes: " << disk.bytes << "\n"
+               << "max bytes: " << cache.maxBytes() << "\n";
 }
 
 static llvm::Error runCacheCommand(llvm::StringRef sub) {
@@ -29,12 +30,14 @@ static llvm::Error runCacheCommand(llvm::StringRef sub) {
                      "unknown cache command '" + sub + "': " + kCacheUsage);
   // The disk layer may be off for lookups; these commands still manage the
   // directory it would use.
-  CacheConfig config = CacheConfig::fromEnvironment();
-  if (config.dir.empty())
+  llvm::Expected<CacheConfig> config = CacheConfig::fromEnvironment();
+  if (!config)
+    return config.takeError();
+  if (config->dir.empty())
     return makeError(ErrorKind::Io, "no kernel cache directory: set "
                                     "FMHAJIT_CACHE_DIR or HOME");
   llvm::Expected<std::unique_ptr<KernelCache>> cache =
-      KernelCache::create(std::move(config));
+      KernelCache::create(std::move(*config));
   if (!cache)
     return cache.takeError();
   if (sub == "path") {
