@@ -14,7 +14,7 @@
 // printed seed and index, whatever the threads did. Environment:
 //   FMHAJIT_FUZZ_SEED      the seed (default: the clock; always printed)
 //   FMHAJIT_FUZZ_SECONDS   stop drawing after this long (default 50)
-//   FMHAJIT_FUZZ_MIN_SPECS draw at least this many anyway (default 300)
+//   FMHAJIT_FUZZ_MIN_SPECS validate at least this many anyway (default 300)
 //   FMHAJIT_FUZZ_THREADS   compile threads (default: the hardware's)
 //   FMHAJIT_FUZZ_SPEC_LIMIT seconds one compile may take (default 300)
 //
@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -83,6 +84,8 @@ struct Tally {
   std::mutex mutex;
   unsigned drawn = 0, invalid = 0, compiled = 0, unsupported = 0;
   std::vector<std::string> failures;
+  double slowestS = 0; ///< the longest compile, and its spec
+  std::string slowest;
 
   void fail(const std::string &what) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -126,28 +129,55 @@ struct FuzzRun {
   std::atomic<unsigned> next{0};
   Tally tally;
 
+  unsigned drawnSoFar() {
+    std::lock_guard<std::mutex> lock(tally.mutex);
+    return tally.drawn;
+  }
+
   /// Draws, validates and compiles specs until time is up.
   void work(InFlight &slot) {
     for (;;) {
-      unsigned i = next.fetch_add(1);
-      if (i >= minSpecs && Clock::now() >= stopDrawing)
+      if (Clock::now() >= stopDrawing && drawnSoFar() >= minSpecs)
         return;
-      KernelSpec drawn = drawFuzzSpec(seed, i);
-      std::string label = "spec #" + std::to_string(i) + " '" + printSpec(drawn) + "'";
+      unsigned i = next.fetch_add(1);
+      if (std::optional<KernelSpec> spec = drawValid(i))
+        compile(*spec, "spec #" + std::to_string(i) + " '" + printSpec(*spec) + "'", slot);
+    }
+  }
+
+  // Three specs in four retry their draw until validation accepts one, so
+  // that most of the time goes to compiling; the fourth keeps its first
+  // draw. Every refusal is checked.
+  std::optional<KernelSpec> drawValid(unsigned i) {
+    constexpr unsigned kTries = 200;
+    for (unsigned attempt = 0; attempt < (i % 4 ? kTries : 1); ++attempt) {
+      KernelSpec drawn = drawFuzzSpec(seed, i, attempt);
       llvm::Expected<KernelSpec> spec = validateSpec(drawn);
       {
         std::lock_guard<std::mutex> lock(tally.mutex);
         ++tally.drawn;
         tally.invalid += !spec;
       }
-      if (!spec) {
-        checkRejection(spec.takeError(), label, tally);
-        continue;
-      }
-      strncpy(slot.spec, label.c_str(), kSpecText - 1);
-      slot.startMs = nowMs();
-      checkCompile(*spec, label, tally);
-      slot.startMs = -1;
+      if (spec)
+        return *spec;
+      checkRejection(spec.takeError(),
+                     "spec #" + std::to_string(i) + "." + std::to_string(attempt) + " '" +
+                         printSpec(drawn) + "'",
+                     tally);
+    }
+    return std::nullopt;
+  }
+
+  void compile(const KernelSpec &spec, const std::string &label, InFlight &slot) {
+    strncpy(slot.spec, label.c_str(), kSpecText - 1);
+    int64_t startMs = slot.startMs = nowMs();
+    checkCompile(spec, label, tally);
+    slot.startMs = -1;
+    double seconds = (nowMs() - startMs) / 1000.0;
+    std::lock_guard<std::mutex> lock(tally.mutex);
+    if (seconds > tally.slowestS) {
+      tally.slowestS = seconds;
+      tally.slowest = label;
     }
   }
 };
@@ -193,6 +223,7 @@ TEST(CompileFuzz, EveryValidSpecCompilesOrIsUnsupported) {
   printf("CompileFuzz: %u specs in %.1f s: %u rejected by validation, %u compiled, %u "
          "unsupported (%.0f compiled a minute)\n",
          t.drawn, seconds, t.invalid, t.compiled, t.unsupported, t.compiled * 60 / seconds);
+  printf("CompileFuzz: slowest compile %.1f s: %s\n", t.slowestS, t.slowest.c_str());
   for (size_t i = 0; i < t.failures.size() && i < 20; ++i)
     ADD_FAILURE() << "seed " << run.seed << ", " << t.failures[i];
   EXPECT_TRUE(t.failures.empty()) << t.failures.size() << " failures";

@@ -61,15 +61,29 @@ void drawTypes(Draw &r, const ArchInfo &arch, const PipelineInfo *info, KernelSp
     s.dv = r.pick(arch.headDims);
 }
 
+// Mostly the implemented families; the backward ones validate but compile
+// to an Unsupported error at once, as do dropout and sink.
+Family drawFamily(Draw &r) {
+  unsigned p = r.below(100);
+  if (p < 40)
+    return Family::Fwd;
+  if (p < 90) {
+    static const std::vector<Family> kInference = {Family::FwdSplitKv, Family::FwdPaged,
+                                                   Family::SplitKvCombine, Family::AppendKv};
+    return r.pick(kInference);
+  }
+  return r.pickSpelling(familySpellings());
+}
+
 void drawFeatures(Draw &r, KernelSpec &s) {
-  s.family = r.chance(50) ? Family::Fwd : r.pickSpelling(familySpellings());
+  s.family = drawFamily(r);
   s.mask = r.pickSpelling(maskSpellings());
   s.bias = r.chance(70) ? Bias::None : r.pickSpelling(biasSpellings());
   s.softcap = r.chance(30);
   s.lse = r.chance(40);
   s.varlen = r.chance(25);
-  s.dropout = r.chance(5);
-  s.sink = r.chance(5);
+  s.dropout = r.chance(3);
+  s.sink = r.chance(3);
 }
 
 void drawTile(Draw &r, const ArchInfo &arch, const PipelineInfo *info, KernelSpec &s) {
@@ -89,8 +103,8 @@ void drawTile(Draw &r, const ArchInfo &arch, const PipelineInfo *info, KernelSpe
 
 } // namespace
 
-KernelSpec fmhajit::drawFuzzSpec(uint64_t seed, uint64_t index) {
-  Draw r(seed ^ (index * 0x9E3779B97F4A7C15ull));
+KernelSpec fmhajit::drawFuzzSpec(uint64_t seed, uint64_t index, unsigned attempt) {
+  Draw r(seed ^ (index * 0x9E3779B97F4A7C15ull) ^ (uint64_t(attempt) << 40));
   llvm::ArrayRef<ArchInfo> archs = allArchs();
   const ArchInfo &arch = archs[r.below(archs.size())];
   KernelSpec s;

@@ -13,8 +13,9 @@
 
 namespace fmhajit {
 
-/// Spec number \p index of the sequence \p seed names: a function of the two
-/// alone, so that one draw reproduces without the others.
-KernelSpec drawFuzzSpec(uint64_t seed, uint64_t index);
+/// Candidate \p attempt for spec number \p index of the sequence \p seed
+/// names: a function of the three alone, so that one draw reproduces
+/// without the others. Most single candidates break some rule.
+KernelSpec drawFuzzSpec(uint64_t seed, uint64_t index, unsigned attempt);
 
 } // namespace fmhajit
