@@ -10,6 +10,10 @@
 # and a crash leaves its exit status, so those are compared too.
 #
 #   scripts/asm-snapshot.sh BUILD/bin/fmhajit OUTDIR [RANDOM=300] [SEED=1]
+#
+# The specs compiled are written to OUTDIR/specs.txt; SPECS=FILE compiles
+# the specs of FILE instead (a before/after pair should compile the same
+# list, which the newer binary might otherwise validate differently).
 set -euo pipefail
 fmhajit=$(realpath "$1")
 out=$2
@@ -19,6 +23,9 @@ mkdir -p "$out"
 specs=$(mktemp)
 trap 'rm -f "$specs"' EXIT
 
+if [ -n "${SPECS:-}" ]; then
+  cp "$SPECS" "$specs"
+else
 targets=$(ls "$(dirname "$0")/../specs/arch" | sed 's/\.json$//' | grep -v '^host$')
 profiles=$("$fmhajit" list | cut -d: -f1)
 for t in $targets; do
@@ -58,6 +65,8 @@ EOF
   "$fmhajit" validate "$s" > /dev/null 2>&1 && echo "$s"
 done | head -n "$random" >> "$specs"
 set -o pipefail
+fi
+sort -u "$specs" > "$out/specs.txt"
 
 # One spec: its asm, its error text, and its exit status when not 0.
 compile_one() {
@@ -69,5 +78,5 @@ compile_one() {
 }
 export -f compile_one
 export fmhajit out
-sort -u "$specs" | xargs -d '\n' -P "${JOBS:-2}" -I{} bash -c 'compile_one "$1"' _ {}
+xargs < "$out/specs.txt" -d '\n' -P "${JOBS:-2}" -I{} bash -c 'compile_one "$1"' _ {}
 echo "$(ls "$out"/*.s | wc -l) specs in $out"

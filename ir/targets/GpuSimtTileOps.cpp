@@ -68,7 +68,8 @@ public:
     return {role, rows, cols, sharedAt(sharedTile(role).offset)};
   }
   RowVec makeRowVec(unsigned rows, const Twine &) override {
-    assert(rowVectors < SimtLayout::kRowVectors && "the recipe makes more row vectors than SimtLayout places");
+    assert(rowVectors < SimtLayout::kRowVectors &&
+           "the recipe makes more row vectors than SimtLayout places");
     return {rows, sharedAt(layout.rowVectorOffset(rowVectors++))};
   }
 

@@ -17,6 +17,8 @@
 //   FMHAJIT_FUZZ_MIN_SPECS validate at least this many anyway (default 300)
 //   FMHAJIT_FUZZ_THREADS   compile threads (default: the hardware's)
 //   FMHAJIT_FUZZ_SPEC_LIMIT seconds one compile may take (default 300)
+//   FMHAJIT_FUZZ_STAGE     llvm, opt, asm or obj (default): how far to
+//                          compile; llvm covers the emitters many times faster
 //
 //===----------------------------------------------------------------------===//
 #include "tests/unit/FuzzSpecs.h"
@@ -106,8 +108,8 @@ void checkRejection(llvm::Error err, const std::string &label, Tally &tally) {
 }
 
 /// An accepted spec compiles to a non-empty artifact or is Unsupported.
-void checkCompile(const KernelSpec &spec, const std::string &label, Tally &tally) {
-  llvm::Expected<std::string> code = compileToStage(spec, Stage::Obj);
+void checkCompile(const KernelSpec &spec, Stage stage, const std::string &label, Tally &tally) {
+  llvm::Expected<std::string> code = compileToStage(spec, stage);
   if (code) {
     if (code->empty())
       tally.fail(label + ": compiled to nothing");
@@ -126,6 +128,7 @@ struct FuzzRun {
   uint64_t seed;
   Clock::time_point stopDrawing;
   unsigned minSpecs;
+  Stage stage;
   std::atomic<unsigned> next{0};
   Tally tally;
 
@@ -171,7 +174,7 @@ struct FuzzRun {
   void compile(const KernelSpec &spec, const std::string &label, InFlight &slot) {
     strncpy(slot.spec, label.c_str(), kSpecText - 1);
     int64_t startMs = slot.startMs = nowMs();
-    checkCompile(spec, label, tally);
+    checkCompile(spec, stage, label, tally);
     slot.startMs = -1;
     double seconds = (nowMs() - startMs) / 1000.0;
     std::lock_guard<std::mutex> lock(tally.mutex);
@@ -202,6 +205,8 @@ TEST(CompileFuzz, EveryValidSpecCompilesOrIsUnsupported) {
   run.seed = envNumber("FMHAJIT_FUZZ_SEED", uint64_t(nowMs()));
   run.stopDrawing = Clock::now() + std::chrono::seconds(envNumber("FMHAJIT_FUZZ_SECONDS", 50));
   run.minSpecs = envNumber("FMHAJIT_FUZZ_MIN_SPECS", 300);
+  const char *stage = std::getenv("FMHAJIT_FUZZ_STAGE");
+  run.stage = parseStage(stage ? stage : "obj").value_or(Stage::Obj);
   unsigned threads = envNumber("FMHAJIT_FUZZ_THREADS", std::thread::hardware_concurrency());
   threads = std::clamp(threads, 1u, kMaxThreads);
   printf("CompileFuzz: FMHAJIT_FUZZ_SEED=%llu, %u threads\n", (unsigned long long)run.seed,
