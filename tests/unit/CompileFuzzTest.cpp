@@ -211,6 +211,7 @@ TEST(CompileFuzz, EveryValidSpecCompilesOrIsUnsupported) {
   threads = std::clamp(threads, 1u, kMaxThreads);
   printf("CompileFuzz: FMHAJIT_FUZZ_SEED=%llu, %u threads\n", (unsigned long long)run.seed,
          threads);
+  fflush(stdout); // before any crash
   llvm::sys::AddSignalHandler(printInFlight, nullptr);
   Clock::time_point start = Clock::now();
   std::atomic<unsigned> done{0};
