@@ -13,7 +13,8 @@
 // Spec i is drawn from (seed, i) alone, so a failure reproduces from the
 // printed seed and index, whatever the threads did. Environment:
 //   FMHAJIT_FUZZ_SEED      the seed (default: the clock; always printed)
-//   FMHAJIT_FUZZ_SECONDS   stop drawing after this long (default 50)
+//   FMHAJIT_FUZZ_SECONDS   stop drawing after this long (default 45; compiles
+//                          in flight finish, so a run takes about a minute)
 //   FMHAJIT_FUZZ_MIN_SPECS validate at least this many anyway (default 300)
 //   FMHAJIT_FUZZ_THREADS   compile threads (default: the hardware's)
 //   FMHAJIT_FUZZ_SPEC_LIMIT seconds one compile may take (default 300)
@@ -203,7 +204,7 @@ void watch(std::vector<std::thread> &workers, std::atomic<unsigned> &done, unsig
 TEST(CompileFuzz, EveryValidSpecCompilesOrIsUnsupported) {
   FuzzRun run;
   run.seed = envNumber("FMHAJIT_FUZZ_SEED", uint64_t(nowMs()));
-  run.stopDrawing = Clock::now() + std::chrono::seconds(envNumber("FMHAJIT_FUZZ_SECONDS", 50));
+  run.stopDrawing = Clock::now() + std::chrono::seconds(envNumber("FMHAJIT_FUZZ_SECONDS", 45));
   run.minSpecs = envNumber("FMHAJIT_FUZZ_MIN_SPECS", 300);
   const char *stage = std::getenv("FMHAJIT_FUZZ_STAGE");
   run.stage = parseStage(stage ? stage : "obj").value_or(Stage::Obj);
