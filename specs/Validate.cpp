@@ -201,6 +201,8 @@ void Validator::resolveTile() {
   checkTile(info);
 }
 
+// The table's rules here; the pipeline's own (stages, how warps divide the
+// tile, register arrays, footprint) once these hold, as they presuppose them.
 void Validator::checkTile(const PipelineInfo &info) {
   auto checkEdge = [&](const char *key, unsigned v, unsigned multiple) {
     if (v < 16 || v > 256 || v % multiple)
@@ -213,31 +215,8 @@ void Validator::checkTile(const PipelineInfo &info) {
   if (!llvm::isPowerOf2_32(s.warps) || s.warps > arch.maxWarps)
     fail("warps", Twine(s.warps),
          "use a power of two up to " + Twine(arch.maxWarps) + " on " + arch.name);
-  bool pipelined = s.pipeline != Pipeline::Simt && s.pipeline != Pipeline::Vector;
-  if (!pipelined && s.stages != 1)
-    fail("stages", Twine(s.stages), "pipeline " + keyOf(s.pipeline) +
-                                        " loads one tile at a time; use stages=1");
-  else if (s.stages < 1 || s.stages > arch.maxStages)
-    fail("stages", Twine(s.stages),
-         "use 1 to " + Twine(arch.maxStages) + " on " + arch.name);
-  if (s.pipeline == Pipeline::Mma && s.bm % (16 * s.warps))
-    fail("bm", Twine(s.bm), "pipeline mma gives each warp whole 16-row tiles: use a multiple of " +
-                                Twine(16 * s.warps) + " for warps=" + Twine(s.warps));
-  // mfma/wmma: each wave owns whole query tiles of bm_multiple (32 or 16) rows.
-  bool amdMatrix = s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma;
-  if (amdMatrix && s.bm % (info.bmMultiple * s.warps))
-    fail("bm", Twine(s.bm), "pipeline " + keyOf(s.pipeline) + " gives each wave whole " +
-                                Twine(info.bmMultiple) + "-query tiles: use a multiple of " +
-                                Twine(info.bmMultiple * s.warps) + " for warps=" + Twine(s.warps));
-  if (!errors.empty())
-    return;
-  unsigned bytes = tileFootprintBytes(s, arch);
-  if (bytes > arch.sharedBytes)
-    fail("bm", Twine(s.bm),
-         "tiles bm=" + Twine(s.bm) + ",bn=" + Twine(s.bn) + ",stages=" +
-             Twine(s.stages) + " need " + Twine(bytes) + " bytes but " +
-             arch.name + " has " + Twine(arch.sharedBytes) +
-             "; use smaller bm, bn or stages");
+  if (errors.empty())
+    checkTileRules(s, arch, errors);
 }
 
 llvm::Expected<KernelSpec> Validator::run() {
@@ -249,29 +228,6 @@ llvm::Expected<KernelSpec> Validator::run() {
   if (!errors.empty())
     return errors.take();
   return s;
-}
-
-unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) {
-  unsigned d = s.d, dv = s.headDimV();
-  if (arch.backend == Backend::Host) // fp32 copies of Q, K^T, V, S and O
-    return 4 * (s.bm * d + s.bn * d + s.bn * dv + s.bm * s.bn + s.bm * dv);
-  if (s.pipeline == Pipeline::Simt) {
-    // fp32 tiles with rows padded by one word, each rounded to 16 bytes, in
-    // the order GpuSimtTileOps allocates them: Q, K, V, S, then 7 row vectors.
-    auto words = [](unsigned n) { return (n * 4 + 15) / 16 * 16; };
-    return words(s.bm * (d + 1)) + words(s.bn * (d + 1)) + words(s.bn * (dv + 1)) +
-           words(s.bm * (s.bn + 1)) + 7 * words(s.bm);
-  }
-  if (s.pipeline == Pipeline::Mma) // Q, K and V rows, each padded by 16 bytes
-    return dtypeBytes(s.dtype) * (s.bm * (d + 8) + s.stages * s.bn * (d + dv + 16));
-  if (s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma) {
-    // AmdgpuMatrixTileOps: K rows and V^T rows, each padded by 8 elements,
-    // and under wmma the Q rows too (RDNA keeps Q in LDS, CDNA in VGPRs).
-    unsigned kv = s.stages * (s.bn * (d + 8) + dv * (s.bn + 8));
-    unsigned q = s.pipeline == Pipeline::Wmma ? s.bm * (d + 8) : 0;
-    return dtypeBytes(s.dtype) * (q + kv);
-  }
-  return dtypeBytes(s.dtype) * (s.bm * d + s.stages * s.bn * (d + dv));
 }
 
 llvm::Expected<KernelSpec> fmhajit::validateSpec(const KernelSpec &spec) {

@@ -10,6 +10,7 @@
 
 #include "specs/ArchTable.h"
 #include "specs/KernelSpec.h"
+#include "specs/pipelines/TileRules.h" // tileFootprintBytes, with the rules it serves
 #include "llvm/Support/Error.h"
 
 namespace fmhajit {
@@ -20,10 +21,5 @@ llvm::Expected<KernelSpec> validateSpec(const KernelSpec &spec);
 /// True for families that run the attention loop (and so take masks,
 /// scores modifiers and a matrix pipeline).
 bool hasAttentionLoop(Family f);
-
-/// Bytes of on-chip tile storage a resolved spec needs: GPU shared memory /
-/// LDS, or the host's per-thread tile buffers. Code generation sizes its
-/// buffers with this same function.
-unsigned tileFootprintBytes(const KernelSpec &spec, const ArchInfo &arch);
 
 } // namespace fmhajit

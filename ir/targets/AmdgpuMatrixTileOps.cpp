@@ -11,7 +11,9 @@
 //    lane groups; row reductions end with one ds_bpermute (lane ^ m).
 //  - K rows [bn][d+8] and V^T rows [dv][bn+8] are dtype bits in LDS, rows
 //    padded by 16 bytes (bank spread, 16-byte alignment); Q is either B
-//    operands in registers or rows [bm][d+8] in LDS (QueryPlacement).
+//    operands in registers (mfma) or rows [bm][d+8] in LDS (wmma).
+//    AmdgpuMatrixLayout (specs/pipelines) places them and counts the query
+//    tiles, for validation and for this file.
 //  - Loads copy 16 bytes a thread (K and Q rows) or two keys' 8 columns (V,
 //    written transposed as key pairs), zeros past `valid`. A load starts
 //    with a barrier (readers of the old tile are done) unless it directly
@@ -35,7 +37,7 @@
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "specs/ArchTable.h"
-#include "specs/Validate.h"
+#include "specs/pipelines/AmdgpuMatrixLayout.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/IR/IntrinsicsAMDGPU.h"
 #include "llvm/Support/MathExtras.h"
@@ -60,19 +62,16 @@ Value *fmhajit::loadI16s(IRBuilderBase &b, Value *p, unsigned count) {
 }
 
 namespace {
-constexpr unsigned kPad = 8; ///< elements (16 bytes) of padding per LDS row
-
 class AmdgpuMatrixTileOps : public TileOps {
 public:
   AmdgpuMatrixTileOps(IRBuilderBase &b, GpuTargetInfo &target,
-                      std::unique_ptr<AmdgpuMatrixInstr> instruction, QueryPlacement query)
-      : b(b), target(target), spec(target.kernelSpec()), instr(std::move(instruction)),
-        query(query), m(instr->m), nTiles(spec.bm / (spec.warps * m)),
+                      std::unique_ptr<AmdgpuMatrixInstr> instruction)
+      : b(b), target(target), spec(target.kernelSpec()), layout(spec, *findArch(spec.target)),
+        instr(std::move(instruction)), m(instr->m), nTiles(layout.queryTilesPerWave),
         elem(elementType(b.getContext(), spec.dtype)) {
-    assert(2 * m == target.waveSize() && "a wave is two lane groups of m lanes");
-    assert(nTiles >= 1 && spec.bm % (spec.warps * m) == 0 && "validated");
-    budget = tileFootprintBytes(spec, *findArch(spec.target));
-    smem = target.sharedMemory(b, budget);
+    assert(instr->m == layout.m && instr->k == layout.k &&
+           "the instruction is the one the table's shape names");
+    smem = target.sharedMemory(b, layout.bytes());
     Value *tid = target.threadId(b);
     lane = b.CreateAnd(tid, b.getInt32(target.waveSize() - 1));
     col = b.CreateAnd(lane, b.getInt32(m - 1));
@@ -84,13 +83,14 @@ public:
   Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
     switch (role) {
     case TileRole::Query:
-      if (query == QueryPlacement::Shared)
-        return {role, rows, cols, allocateShared(rows * (cols + kPad))};
+      if (layout.queryInShared)
+        return {role, rows, cols, shared(layout.query)};
       return {role, rows, cols,
               entryAlloca(b, operandType(), name, 16, nTiles * (cols / instr->k))};
-    case TileRole::KeyT:  // K rows: cols (keys) x rows (d)
+    case TileRole::KeyT: // K rows: cols (keys) x rows (d)
+      return {role, rows, cols, shared(layout.keys)};
     case TileRole::Value: // V^T rows: cols (dv) x rows (keys)
-      return {role, rows, cols, allocateShared(cols * (rows + kPad))};
+      return {role, rows, cols, shared(layout.valuesT)};
     case TileRole::Scores:
     case TileRole::Output:
       return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 4, accCount(cols))};
@@ -127,11 +127,8 @@ private:
   Value *slot(Value *base, unsigned i) {
     return b.CreateConstInBoundsGEP1_32(cast<AllocaInst>(base)->getAllocatedType(), base, i);
   }
-  Value *allocateShared(unsigned elements) {
-    Value *p = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, used);
-    used += 2 * elements; // rows of a multiple of 8 elements: 16-byte aligned
-    assert(used <= budget && "LDS tiles outgrew tileFootprintBytes");
-    return p;
+  Value *shared(const SharedTile &tile) {
+    return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
   }
   /// Blocks of m rows covering \p n accumulator rows (keys or dv).
   unsigned blocks(unsigned n) const { return divideCeil(n, m); }
@@ -160,8 +157,8 @@ private:
     return loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), tile, index), instr->kPerLane);
   }
   Value *queryOperand(const Tile &q, unsigned j, unsigned s) {
-    if (query == QueryPlacement::Shared)
-      return sharedOperand(q.storage, q.cols + kPad, queryRow(j), s);
+    if (layout.queryInShared)
+      return sharedOperand(q.storage, layout.query.pitch, queryRow(j), s);
     return b.CreateLoad(operandType(), slot(q.storage, j * (q.cols / instr->k) + s));
   }
   Value *toBits(Value *x) {
@@ -179,12 +176,11 @@ private:
   IRBuilderBase &b;
   GpuTargetInfo &target;
   const KernelSpec &spec;
+  AmdgpuMatrixLayout layout;
   std::unique_ptr<AmdgpuMatrixInstr> instr;
-  QueryPlacement query;
   unsigned m, nTiles;
   Type *elem;
   Value *smem = nullptr, *lane, *col, *h, *q0;
-  unsigned budget = 0, used = 0;
   bool copiesPending = false; ///< LDS copies no barrier has published yet
   BasicBlock *loadEndBlock = nullptr; ///< where the last load ended ...
   size_t loadEndSize = 0;             ///< ... and how long that block was
@@ -204,7 +200,7 @@ void AmdgpuMatrixTileOps::beginSharedLoad() {
 void AmdgpuMatrixTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) {
   if (t.role == TileRole::Query && scale)
     queryScale[t.storage] = scale;
-  if (t.role == TileRole::Query && query == QueryPlacement::Registers) {
+  if (t.role == TileRole::Query && !layout.queryInShared) {
     loadQueryFragments(t, src, valid);
     return;
   }
@@ -257,12 +253,12 @@ Value *AmdgpuMatrixTileOps::loadChunk(const GlobalRows &src, Value *row, Value *
 void AmdgpuMatrixTileOps::copyRows(Tile &t, const GlobalRows &src, Value *valid) {
   bool isKey = t.role == TileRole::KeyT;
   unsigned rows = isKey ? t.cols : t.rows, width = isKey ? t.rows : t.cols;
-  unsigned chunks = width / 8;
+  unsigned chunks = width / 8, pitch = isKey ? layout.keys.pitch : layout.query.pitch;
   emitFor(b, target.threadId(b), b.getInt32(rows * chunks), b.getInt32(target.numThreads()),
           "copy", [&](Value *i) {
     Value *row = b.CreateUDiv(i, b.getInt32(chunks));
     Value *c = b.CreateMul(b.CreateURem(i, b.getInt32(chunks)), b.getInt32(8));
-    Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(width + kPad)), c);
+    Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), c);
     b.CreateAlignedStore(loadChunk(src, row, c, valid),
                          b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index), Align(16));
   });
@@ -281,7 +277,7 @@ void AmdgpuMatrixTileOps::copyTransposed(Tile &t, const GlobalRows &src, Value *
     for (unsigned e = 0; e < 8; ++e) {
       Value *pair = b.CreateShuffleVector(first, second, ArrayRef<int>{int(e), int(8 + e)});
       Value *row = b.CreateAdd(c, b.getInt32(e));
-      Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(keys + kPad)), key);
+      Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(layout.valuesT.pitch)), key);
       b.CreateAlignedStore(pair, b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index), Align(4));
     }
   });
@@ -308,7 +304,7 @@ void AmdgpuMatrixTileOps::scoresProduct(Tile &acc, const Tile &q, const Tile &kT
       qB.push_back(queryOperand(q, j, s));
     for (unsigned i = 0; i < keyBlocks; ++i) {
       Value *key = b.CreateAdd(b.getInt32(i * m), col);
-      Value *a = sharedOperand(kT.storage, kT.rows + kPad, key, s);
+      Value *a = sharedOperand(kT.storage, layout.keys.pitch, key, s);
       for (unsigned j = 0; j < nTiles; ++j)
         sums[i * nTiles + j] = instr->multiply(b, a, qB[j], sums[i * nTiles + j]);
     }
@@ -326,7 +322,7 @@ void AmdgpuMatrixTileOps::scoresProduct(Tile &acc, const Tile &q, const Tile &kT
 
 void AmdgpuMatrixTileOps::outputProduct(Tile &acc, const Tile &p, const Tile &v) {
   unsigned keyBlocks = p.cols / m, steps = m / instr->k, dvBlocks = blocks(acc.cols);
-  unsigned pitch = v.rows + kPad;
+  unsigned pitch = layout.valuesT.pitch;
   auto *accType = FixedVectorType::get(b.getFloatTy(), instr->accPerLane);
   SmallVector<Value *, 64> sums(dvBlocks * nTiles, PoisonValue::get(accType));
   forEachAcc(acc.cols, [&](unsigned i, unsigned j, unsigned r) {
@@ -446,6 +442,6 @@ void AmdgpuMatrixTileOps::store(const RowVec &r, Value *dst, Value *valid) {
 
 std::unique_ptr<TileOps>
 fmhajit::createAmdgpuMatrixTileOps(IRBuilderBase &b, GpuTargetInfo &target,
-                                   std::unique_ptr<AmdgpuMatrixInstr> instr, QueryPlacement query) {
-  return std::make_unique<AmdgpuMatrixTileOps>(b, target, std::move(instr), query);
+                                   std::unique_ptr<AmdgpuMatrixInstr> instr) {
+  return std::make_unique<AmdgpuMatrixTileOps>(b, target, std::move(instr));
 }

@@ -60,14 +60,10 @@ public:
                                          llvm::Value *h) const = 0;
 };
 
-/// Where the Query tile's fragments live. Must agree with
-/// tileFootprintBytes (specs/Validate.cpp), which counts Q's LDS rows.
-enum class QueryPlacement { Registers, Shared };
-
-/// The tile ops over \p instr for \p target's spec.
+/// The tile ops over \p instr for \p target's spec, placed by
+/// AmdgpuMatrixLayout (specs/pipelines), which also says where Q lives.
 std::unique_ptr<TileOps> createAmdgpuMatrixTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
-                                                   std::unique_ptr<AmdgpuMatrixInstr> instr,
-                                                   QueryPlacement query);
+                                                   std::unique_ptr<AmdgpuMatrixInstr> instr);
 
 /// \p v (32 bits) of lane `lane ^ mask`, through ds_bpermute_b32.
 llvm::Value *amdgpuShuffleXor(llvm::IRBuilderBase &b, llvm::Value *v, llvm::Value *lane,

@@ -79,9 +79,9 @@ std::unique_ptr<AmdgpuMatrixInstr> mfmaFor(LLVMContext &ctx, const KernelSpec &s
 }
 } // namespace
 
-// Q stays in registers: CDNA's 512 VGPRs+AGPRs a lane hold its B operands
-// beside the S^T and O^T accumulators.
+// Q stays in registers (AmdgpuMatrixLayout::queryInShared is false for
+// mfma): CDNA's 512 VGPRs+AGPRs a lane hold its B operands beside the S^T
+// and O^T accumulators.
 std::unique_ptr<TileOps> fmhajit::createAmdgpuMfmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
-  return createAmdgpuMatrixTileOps(b, target, mfmaFor(b.getContext(), target.kernelSpec()),
-                                   QueryPlacement::Registers);
+  return createAmdgpuMatrixTileOps(b, target, mfmaFor(b.getContext(), target.kernelSpec()));
 }

@@ -92,6 +92,5 @@ std::unique_ptr<TileOps> fmhajit::createAmdgpuWmmaTileOps(IRBuilderBase &b, GpuT
   const KernelSpec &spec = target.kernelSpec();
   bool gfx12 = StringRef(findArch(spec.target)->cpu).starts_with("gfx12");
   return createAmdgpuMatrixTileOps(b, target,
-                                   std::make_unique<WmmaInstr>(gfx12, spec.dtype == DType::F16),
-                                   QueryPlacement::Shared);
+                                   std::make_unique<WmmaInstr>(gfx12, spec.dtype == DType::F16));
 }

@@ -3,7 +3,8 @@
 // The reference GPU path (pipeline=simt), simple by design:
 //  - Query, KeyT (stored as the K rows), Value and Scores tiles are fp32 in
 //    shared memory, each row padded by one word so column walks hit distinct
-//    banks; row vectors (m, l, ...) are shared too.
+//    banks; row vectors (m, l, ...) are shared too. SimtLayout
+//    (specs/pipelines) places them, for validation and for this file.
 //  - The Output accumulator is in registers: thread t owns a micro-tile of
 //    rb rows x cb columns, rows (t / tx)*rb + i, columns t % tx + j*tx, so a
 //    warp's loads and stores touch consecutive columns.
@@ -17,8 +18,7 @@
 #include "ir/Loops.h"
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
-#include "specs/ArchTable.h"
-#include "specs/Validate.h"
+#include "specs/pipelines/SimtLayout.h"
 #include <cmath>
 
 using namespace fmhajit;
@@ -55,10 +55,8 @@ ThreadGrid threadGrid(unsigned rows, unsigned cols, unsigned threads) {
 class GpuSimtTileOps : public TileOps {
 public:
   GpuSimtTileOps(IRBuilderBase &b, GpuTargetInfo &target)
-      : b(b), target(target), threads(target.numThreads()) {
-    const KernelSpec &spec = target.kernelSpec();
-    budget = tileFootprintBytes(spec, *findArch(spec.target));
-    smem = target.sharedMemory(b, budget);
+      : b(b), target(target), threads(target.numThreads()), layout(target.kernelSpec()) {
+    smem = target.sharedMemory(b, layout.bytes());
     tid = target.threadId(b);
   }
 
@@ -67,12 +65,12 @@ public:
       ThreadGrid g = threadGrid(rows, cols, threads);
       return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 4, g.rb * g.cb)};
     }
-    unsigned physRows = role == TileRole::KeyT ? cols : rows;
-    unsigned physCols = role == TileRole::KeyT ? rows : cols;
-    return {role, rows, cols, allocateShared(physRows * (physCols + 1))};
+    return {role, rows, cols, sharedAt(sharedTile(role).offset)};
   }
   RowVec makeRowVec(unsigned rows, const Twine &) override {
-    return {rows, allocateShared(rows)};
+    assert(rowVectors < SimtLayout::kRowVectors &&
+           "the recipe makes more row vectors than SimtLayout places");
+    return {rows, sharedAt(layout.rowVectorOffset(rowVectors++))};
   }
 
   void fill(Tile &t, float value) override {
@@ -105,16 +103,28 @@ public:
 private:
   Value *f32(float v) { return ConstantFP::get(b.getFloatTy(), v); }
   Value *at(Value *base, Value *index) { return b.CreateInBoundsGEP(b.getFloatTy(), base, index); }
-  Value *allocateShared(unsigned floats) {
-    Value *p = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, used);
-    used += (floats * 4 + 15) / 16 * 16;
-    assert(used <= budget && "shared tiles outgrew tileFootprintBytes");
-    return p;
+  Value *sharedAt(unsigned offset) {
+    return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, offset);
+  }
+  const SharedTile &sharedTile(TileRole role) const {
+    switch (role) {
+    case TileRole::Query:
+      return layout.query;
+    case TileRole::KeyT:
+      return layout.keys;
+    case TileRole::Value:
+      return layout.values;
+    case TileRole::Scores:
+      return layout.scores;
+    case TileRole::Output:
+      break;
+    }
+    llvm_unreachable("the output accumulator is in registers");
   }
   /// Element (r, c) of a shared tile; KeyT's physical rows are its columns.
   Value *sharedIndex(const Tile &t, Value *r, Value *c) {
     bool byColumn = t.role == TileRole::KeyT;
-    unsigned pitch = (byColumn ? t.rows : t.cols) + 1;
+    unsigned pitch = sharedTile(t.role).pitch;
     return b.CreateAdd(b.CreateMul(byColumn ? c : r, b.getInt32(pitch)), byColumn ? r : c);
   }
   /// for (e = tid; e < count; e += threads) body(e)
@@ -137,7 +147,8 @@ private:
   IRBuilderBase &b;
   GpuTargetInfo &target;
   unsigned threads;
-  unsigned budget = 0, used = 0;
+  SimtLayout layout;
+  unsigned rowVectors = 0; ///< row vectors made so far
   Value *smem = nullptr;
   Value *tid = nullptr;
 };

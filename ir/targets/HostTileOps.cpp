@@ -13,6 +13,7 @@
 #include "ir/targets/HostTarget.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "specs/pipelines/VectorLayout.h"
 #include "llvm/IR/Intrinsics.h"
 #include <cmath>
 
@@ -67,10 +68,12 @@ class HostTileOps : public TileOps {
 public:
   HostTileOps(IRBuilderBase &b, unsigned lanes)
       : b(b), lanes(lanes),
-        vec(FixedVectorType::get(b.getFloatTy(), lanes)) {}
+        vec(FixedVectorType::get(b.getFloatTy(), lanes)) {
+    // Validation keeps every tile edge a multiple of kMaxLanes.
+    assert(VectorLayout::kMaxLanes % lanes == 0 && "a vector wider than VectorLayout allows");
+  }
 
   Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
-    assert(rows % lanes == 0 && cols % lanes == 0 && "tile edges are whole vectors");
     return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 64, rows * cols)};
   }
   RowVec makeRowVec(unsigned rows, const Twine &name) override {

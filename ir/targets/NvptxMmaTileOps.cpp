@@ -1,7 +1,10 @@
 //===- NvptxMmaTileOps.cpp - Tensor-core tiles: mma.sync m16n8k16 ---------===//
 //
 // pipeline=mma on sm_80+ (FlashAttention-2's data flow):
-//  - Each warp owns bm / warps query rows, 16 per m-tile. Scores and
+//  - Each warp owns bm / warps query rows, 16 per m-tile (at most
+//    MmaLayout::kMaxQueryTilesPerWarp of them: validation checks the
+//    layout in specs/pipelines/MmaLayout.h, which also places the shared
+//    tiles below). Scores and
 //    Output tiles live in registers in the mma fragment layouts (lane l:
 //    g = l / 4, t = l % 4; an accumulator m16n8 holds rows g, g+8 and columns
 //    2t, 2t+1). Row vectors hold, per thread, the rows g and g+8 of each
@@ -28,7 +31,7 @@
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
 #include "specs/ArchTable.h"
-#include "specs/Validate.h"
+#include "specs/pipelines/MmaLayout.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/InlineAsm.h"
@@ -39,15 +42,13 @@ using namespace fmhajit;
 using namespace llvm;
 
 namespace {
-constexpr unsigned kPadElements = 8; ///< 16 bytes of padding per shared row
-
 class NvptxMmaTileOps : public TileOps {
 public:
   NvptxMmaTileOps(IRBuilderBase &b, GpuTargetInfo &target)
       : b(b), target(target), spec(target.kernelSpec()),
-        mTiles(spec.bm / (16 * spec.warps)),
+        layout(spec, *findArch(spec.target)), mTiles(layout.queryTilesPerWarp),
         elem(elementType(b.getContext(), spec.dtype)) {
-    smem = target.sharedMemory(b, tileFootprintBytes(spec, *findArch(spec.target)));
+    smem = target.sharedMemory(b, layout.bytes());
     Value *tid = target.threadId(b);
     lane = b.CreateAnd(tid, b.getInt32(31));
     g = b.CreateLShr(lane, b.getInt32(2));
@@ -58,14 +59,14 @@ public:
   Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
     switch (role) {
     case TileRole::Query:
-      return {role, rows, cols, allocateShared(rows, cols)};
+      return {role, rows, cols, shared(layout.query)};
     case TileRole::Scores:
     case TileRole::Output: // accumulators: mTiles x (cols/8) x 4 floats
       return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
     case TileRole::KeyT:
-      return {role, rows, cols, allocateShared(cols, rows)};
+      return {role, rows, cols, shared(layout.keys)};
     case TileRole::Value:
-      return {role, rows, cols, allocateShared(rows, cols)};
+      return {role, rows, cols, shared(layout.values)};
     }
     llvm_unreachable("unknown tile role");
   }
@@ -104,11 +105,21 @@ private:
   Value *slot(Value *base, unsigned i) {
     return b.CreateConstInBoundsGEP1_32(cast<AllocaInst>(base)->getAllocatedType(), base, i);
   }
-  /// Shared rows of \p width 16-bit elements, padded.
-  Value *allocateShared(unsigned rowCount, unsigned width) {
-    Value *p = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, used);
-    used += rowCount * (width + kPadElements) * 2;
-    return p;
+  Value *shared(const SharedTile &tile) {
+    return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
+  }
+  /// Elements from one row of a shared tile to the next (row and padding).
+  unsigned pitchOf(const Tile &tile) const {
+    switch (tile.role) {
+    case TileRole::Query:
+      return layout.query.pitch;
+    case TileRole::KeyT:
+      return layout.keys.pitch;
+    case TileRole::Value:
+      return layout.values.pitch;
+    default:
+      llvm_unreachable("accumulators are not in shared memory");
+    }
   }
   /// A block barrier; no tile read before it can still be in use after.
   void barrier() {
@@ -128,8 +139,7 @@ private:
   }
   /// Address of element (row, col) of a shared tile (for KeyT, a K row).
   Value *sharedAt(const Tile &tile, Value *key, Value *col) {
-    unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-    Value *index = b.CreateAdd(b.CreateMul(key, b.getInt32(width + kPadElements)), col);
+    Value *index = b.CreateAdd(b.CreateMul(key, b.getInt32(pitchOf(tile))), col);
     return b.CreateInBoundsGEP(b.getInt16Ty(), tile.storage, index);
   }
   /// This lane's ldmatrix address in \p tile, at (\p key, \p col) of the
@@ -137,8 +147,7 @@ private:
   Value *fragmentBase(const Tile &tile, Value *key, Value *col);
   /// \p base moved by a constant (\p keys, \p cols) of \p tile.
   Value *fragmentAt(const Tile &tile, Value *base, unsigned keys, unsigned cols) {
-    unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-    return b.CreateConstInBoundsGEP1_32(b.getInt16Ty(), base, keys * (width + kPadElements) + cols);
+    return b.CreateConstInBoundsGEP1_32(b.getInt16Ty(), base, keys * pitchOf(tile) + cols);
   }
   void ldmatrix(Value *address, bool transposed, Value *out[4]);
   void waitFor(const Tile &tile);
@@ -150,10 +159,10 @@ private:
   IRBuilderBase &b;
   GpuTargetInfo &target;
   const KernelSpec &spec;
+  MmaLayout layout;
   unsigned mTiles;
   Type *elem;
   Value *smem = nullptr, *lane, *g, *t, *warpRow0;
-  unsigned used = 0;
   SmallVector<Value *, 4> pending;       ///< shared tiles with copies in flight, oldest first
   DenseMap<Value *, Value *> queryScale; ///< Query storage -> its deferred scale
   SmallPtrSet<Value *, 4> readSinceBarrier; ///< shared tiles read since the last barrier
@@ -297,7 +306,7 @@ void NvptxMmaTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
   Value *keyBase = scores ? fragmentBase(bt, b.CreateAdd(upper, sub8), which)  // K rows: key n, col k
                           : fragmentBase(bt, b.CreateAdd(which, sub8), upper); // V rows: key k, col n
   for (unsigned kk = 0; kk < kSteps; ++kk) {
-    SmallVector<Value *, 4> aFrag[8];
+    SmallVector<Value *, 4> aFrag[MmaLayout::kMaxQueryTilesPerWarp];
     for (unsigned i = 0; i < mTiles; ++i)
       aFrag[i] = scores ? queryFragments(a, queryBase, i, kk) : probabilityFragments(a, i, kk);
     for (unsigned np = 0; np < nPairs; ++np) {

@@ -114,6 +114,9 @@ const Rejection kRejections[] = {
     {"LdsGfx942", Input::Spec, "d=128,bm=256,bn=256,stages=2,target=gfx942",
      "bm=256"},
     {"HostTileBudget", Input::Spec, "d=256,bm=256,bn=256,target=host", "bm=256"},
+    {"MmaMTilesPerWarp", Input::Spec, "d=32,bm=256,bn=16,warps=1,pipeline=mma,target=sm_80",
+     "bm=256: pipeline mma gives each warp at most 8 16-row tiles"},
+    {"WgmmaWarpgroups", Input::Spec, "pipeline=wgmma,warps=2,target=sm_90a", "warps=2"},
     // JSON specs.
     {"JsonTruncated", Input::Spec, "{\"d\": 64", "JSON"},
     {"JsonTrailingText", Input::Spec, "{\"d\": 64} d=64", "JSON"},

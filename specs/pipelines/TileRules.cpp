@@ -1,0 +1,85 @@
+//===- TileRules.cpp - Ask the spec's pipeline about its tile -------------===//
+#include "specs/pipelines/TileRules.h"
+#include "specs/pipelines/AmdgpuMatrixLayout.h"
+#include "specs/pipelines/MmaLayout.h"
+#include "specs/pipelines/SimtLayout.h"
+#include "specs/pipelines/VectorLayout.h"
+#include "specs/pipelines/WgmmaLayout.h"
+#include "llvm/Support/ErrorHandling.h"
+
+using namespace fmhajit;
+using llvm::Twine;
+
+void fmhajit::addTileError(ErrorList &errors, llvm::StringRef key, const Twine &value,
+                           const Twine &why) {
+  errors.add(ErrorKind::Spec, key + "=" + value + ": " + why);
+}
+
+void fmhajit::checkStagesInRange(const KernelSpec &spec, const ArchInfo &arch,
+                                 ErrorList &errors) {
+  if (spec.stages < 1 || spec.stages > arch.maxStages)
+    addTileError(errors, "stages", spec.stages,
+                 "use 1 to " + Twine(arch.maxStages) + " on " + arch.name);
+}
+
+void fmhajit::checkHeadDimMultiple(const KernelSpec &spec, unsigned multiple,
+                                   const Twine &why, ErrorList &errors) {
+  if (spec.d % multiple)
+    addTileError(errors, "d", spec.d, why + ": use a multiple of " + Twine(multiple));
+  if (spec.headDimV() != spec.d && spec.headDimV() % multiple)
+    addTileError(errors, "dv", spec.headDimV(), why + ": use a multiple of " + Twine(multiple));
+}
+
+// The pipeline's own rules, then (only if they hold) its footprint.
+void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch, ErrorList &errors) {
+  ErrorList broken;
+  switch (s.pipeline) {
+  case Pipeline::Vector:
+    VectorLayout(s).check(broken);
+    break;
+  case Pipeline::Simt:
+    SimtLayout(s).check(broken);
+    break;
+  case Pipeline::Mma:
+    MmaLayout(s, arch).check(broken);
+    break;
+  case Pipeline::Mfma:
+  case Pipeline::Wmma:
+    AmdgpuMatrixLayout(s, arch).check(broken);
+    break;
+  case Pipeline::Wgmma:
+    WgmmaLayout(s, arch).check(broken);
+    break;
+  case Pipeline::Auto:
+    llvm_unreachable("checkTileRules takes resolved specs");
+  }
+  if (!broken.empty()) {
+    errors.add(broken.take());
+    return;
+  }
+  unsigned bytes = tileFootprintBytes(s, arch);
+  if (bytes > arch.sharedBytes)
+    addTileError(errors, "bm", s.bm,
+                 "tiles bm=" + Twine(s.bm) + ",bn=" + Twine(s.bn) + ",stages=" +
+                     Twine(s.stages) + " need " + Twine(bytes) + " bytes but " + arch.name +
+                     " has " + Twine(arch.sharedBytes) + "; use smaller bm, bn or stages");
+}
+
+unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) {
+  switch (s.pipeline) {
+  case Pipeline::Vector:
+    return VectorLayout(s).bytes();
+  case Pipeline::Simt:
+    return SimtLayout(s).bytes();
+  case Pipeline::Mma:
+    return MmaLayout(s, arch).bytes();
+  case Pipeline::Mfma:
+  case Pipeline::Wmma:
+    return AmdgpuMatrixLayout(s, arch).bytes();
+  case Pipeline::Wgmma:
+    return WgmmaLayout(s, arch).bytes();
+  case Pipeline::Auto:
+    break;
+  }
+  llvm_unreachable("tileFootprintBytes takes resolved specs");
+}
