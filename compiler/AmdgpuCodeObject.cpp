@@ -22,7 +22,8 @@ static Expected<StringRef> metadataBlob(const object::ELF64LEFile &file) {
       continue;
     Error err = Error::success();
     for (const object::ELF64LE::Note &note : file.notes(section, err))
-      if (note.getName() == "AMDGPU" && note.getType() == ELF::NT_AMDGPU_METADATA) {
+      if (note.getName() == "AMDGPU" &&
+          note.getType() == ELF::NT_AMDGPU_METADATA) {
         consumeError(std::move(err));
         return note.getDescAsStringRef(section.sh_addralign);
       }
@@ -47,7 +48,8 @@ static uint64_t number(msgpack::MapDocNode &map, StringRef key) {
 
 static std::string text(msgpack::MapDocNode &map, StringRef key) {
   auto it = map.find(key);
-  return it != map.end() && it->second.isString() ? it->second.getString().str() : "";
+  return it != map.end() && it->second.isString() ? it->second.getString().str()
+                                                  : "";
 }
 
 static CodeObjectKernel readKernel(msgpack::MapDocNode &map) {
@@ -69,12 +71,14 @@ static CodeObjectKernel readKernel(msgpack::MapDocNode &map) {
   if (args != map.end() && args->second.isArray())
     for (msgpack::DocNode &arg : args->second.getArray())
       if (arg.isMap())
-        k.args.push_back({number(arg.getMap(), ".offset"), number(arg.getMap(), ".size"),
+        k.args.push_back({number(arg.getMap(), ".offset"),
+                          number(arg.getMap(), ".size"),
                           text(arg.getMap(), ".value_kind")});
   return k;
 }
 
-Expected<std::vector<CodeObjectKernel>> fmhajit::readCodeObjectKernels(StringRef codeObject) {
+Expected<std::vector<CodeObjectKernel>>
+fmhajit::readCodeObjectKernels(StringRef codeObject) {
   Expected<object::ELF64LEFile> file = object::ELF64LEFile::create(codeObject);
   if (!file)
     return malformed(toString(file.takeError()));

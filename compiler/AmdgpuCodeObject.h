@@ -39,6 +39,7 @@ struct CodeObjectKernel {
 /// The kernels \p codeObject (a linked .hsaco or a relocatable object)
 /// declares; an ErrorKind::Jit error when it is not an AMDGPU ELF or its
 /// metadata is missing or malformed.
-llvm::Expected<std::vector<CodeObjectKernel>> readCodeObjectKernels(llvm::StringRef codeObject);
+llvm::Expected<std::vector<CodeObjectKernel>>
+readCodeObjectKernels(llvm::StringRef codeObject);
 
 } // namespace fmhajit

@@ -24,17 +24,20 @@ using namespace llvm;
 static Expected<std::string> createPrivateDirectory() {
   for (int attempt = 0; attempt < 16; ++attempt) {
     SmallString<128> dir;
-    sys::fs::createUniquePath("fmhajit-lld-%%%%%%%%%%%%", dir, /*MakeAbsolute=*/true);
-    std::error_code ec = sys::fs::create_directory(dir, /*IgnoreExisting=*/false,
-                                                   sys::fs::perms::owner_all);
+    sys::fs::createUniquePath("fmhajit-lld-%%%%%%%%%%%%", dir,
+                              /*MakeAbsolute=*/true);
+    std::error_code ec = sys::fs::create_directory(
+        dir, /*IgnoreExisting=*/false, sys::fs::perms::owner_all);
     if (!ec)
       return std::string(dir);
     if (ec != std::errc::file_exists)
       return makeError(ErrorKind::Io,
-                       "cannot create a temporary directory for lld (" + dir + "): " +
-                           ec.message() + "; set TMPDIR to a writable directory");
+                       "cannot create a temporary directory for lld (" + dir +
+                           "): " + ec.message() +
+                           "; set TMPDIR to a writable directory");
   }
-  return makeError(ErrorKind::Io, "cannot create a unique temporary directory for lld");
+  return makeError(ErrorKind::Io,
+                   "cannot create a unique temporary directory for lld");
 }
 
 static Error writeFile(StringRef path, StringRef bytes) {
@@ -46,7 +49,8 @@ static Error writeFile(StringRef path, StringRef bytes) {
     ec = os.error();
   }
   if (ec)
-    return makeError(ErrorKind::Io, "cannot write " + path + ": " + ec.message());
+    return makeError(ErrorKind::Io,
+                     "cannot write " + path + ": " + ec.message());
   return Error::success();
 }
 
@@ -56,23 +60,27 @@ static Error runLld(ArrayRef<const char *> args) {
 #if !FMHAJIT_HAVE_LLD
   // lld's static archives pull in LTO and with it every LLVM target: the
   // static build (made to travel to NVIDIA machines) leaves lld out.
-  return makeError(ErrorKind::Unsupported,
-                   "this fmhajit was built with FMHAJIT_STATIC, which leaves out lld: "
-                   "link AMDGPU code objects with the default build");
+  return makeError(
+      ErrorKind::Unsupported,
+      "this fmhajit was built with FMHAJIT_STATIC, which leaves out lld: "
+      "link AMDGPU code objects with the default build");
 #else
   static std::mutex mutex;
   static bool broken = false;
   std::lock_guard<std::mutex> lock(mutex);
   if (broken)
-    return makeError(ErrorKind::Jit, "lld failed earlier in this process and cannot run again; "
-                                     "restart the process");
+    return makeError(ErrorKind::Jit,
+                     "lld failed earlier in this process and cannot run again; "
+                     "restart the process");
   std::string messages;
   raw_string_ostream out(messages), err(messages);
-  lld::Result result = lld::lldMain(args, out, err, {{lld::Gnu, &lld::elf::link}});
+  lld::Result result =
+      lld::lldMain(args, out, err, {{lld::Gnu, &lld::elf::link}});
   broken = !result.canRunAgain;
   if (result.retCode != 0)
-    return makeError(ErrorKind::Jit, "lld could not link the AMDGPU code object: " +
-                                         StringRef(messages).trim());
+    return makeError(ErrorKind::Jit,
+                     "lld could not link the AMDGPU code object: " +
+                         StringRef(messages).trim());
   return Error::success();
 #endif
 }
@@ -87,14 +95,15 @@ Expected<std::string> fmhajit::linkCodeObject(StringRef object) {
   sys::path::append(output, "kernel.hsaco");
   if (Error err = writeFile(input, object))
     return std::move(err);
-  const char *args[] = {"ld.lld", "-shared", "--no-undefined", input.c_str(), "-o",
-                        output.c_str()};
+  const char *args[] = {"ld.lld",      "-shared", "--no-undefined",
+                        input.c_str(), "-o",      output.c_str()};
   if (Error err = runLld(args))
     return std::move(err);
-  ErrorOr<std::unique_ptr<MemoryBuffer>> linked =
-      MemoryBuffer::getFile(output, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> linked = MemoryBuffer::getFile(
+      output, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!linked)
-    return makeError(ErrorKind::Io, "cannot read the code object lld wrote to " + output + ": " +
-                                        linked.getError().message());
+    return makeError(ErrorKind::Io,
+                     "cannot read the code object lld wrote to " + output +
+                         ": " + linked.getError().message());
   return (*linked)->getBuffer().str();
 }

@@ -17,13 +17,15 @@ Expected<HostJit &> HostJit::global() {
   initializeTargets();
   auto jit = orc::LLJITBuilder().create();
   if (!jit)
-    return makeError(ErrorKind::Jit, "cannot start the host JIT: " + toString(jit.takeError()));
+    return makeError(ErrorKind::Jit,
+                     "cannot start the host JIT: " + toString(jit.takeError()));
   // Kernels call libm (log2f in epilogues): resolve them from this process.
   auto process = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       (*jit)->getDataLayout().getGlobalPrefix());
   if (!process)
-    return makeError(ErrorKind::Jit, "cannot expose process symbols to the JIT: " +
-                                         toString(process.takeError()));
+    return makeError(ErrorKind::Jit,
+                     "cannot expose process symbols to the JIT: " +
+                         toString(process.takeError()));
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
   instance.reset(new HostJit(std::move(*jit)));
   return *instance;
@@ -35,10 +37,12 @@ Expected<void *> HostJit::load(StringRef name, StringRef object) {
     return fn;
   auto buffer = MemoryBuffer::getMemBufferCopy(object, name);
   if (Error err = jit->addObjectFile(std::move(buffer)))
-    return makeError(ErrorKind::Jit, "cannot link kernel " + name + ": " + toString(std::move(err)));
+    return makeError(ErrorKind::Jit, "cannot link kernel " + name + ": " +
+                                         toString(std::move(err)));
   auto address = jit->lookup(name);
   if (!address)
-    return makeError(ErrorKind::Jit, "kernel " + name + " is missing from its object: " +
+    return makeError(ErrorKind::Jit, "kernel " + name +
+                                         " is missing from its object: " +
                                          toString(address.takeError()));
   void *fn = address->toPtr<void *>();
   loaded[name] = fn;

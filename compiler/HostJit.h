@@ -22,7 +22,8 @@ public:
   llvm::Expected<void *> load(llvm::StringRef name, llvm::StringRef object);
 
 private:
-  explicit HostJit(std::unique_ptr<llvm::orc::LLJIT> jit) : jit(std::move(jit)) {}
+  explicit HostJit(std::unique_ptr<llvm::orc::LLJIT> jit)
+      : jit(std::move(jit)) {}
 
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::mutex mutex;

@@ -38,7 +38,8 @@ static std::string printModule(const Module &m) {
   return text;
 }
 
-static Expected<std::string> emitCode(Module &m, TargetMachine &tm, CodeGenFileType type) {
+static Expected<std::string> emitCode(Module &m, TargetMachine &tm,
+                                      CodeGenFileType type) {
   SmallVector<char, 0> buffer;
   raw_svector_ostream os(buffer);
   legacy::PassManager pm;
@@ -56,7 +57,8 @@ static CodeGenFileType artifactFileType(const ArchInfo &arch, Stage stage) {
   return CodeGenFileType::ObjectFile;
 }
 
-Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stage,
+Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec,
+                                              Stage stage,
                                               const CompileOptions &options) {
   const ArchInfo &arch = *findArch(spec.target);
   LLVMContext ctx;
@@ -65,13 +67,15 @@ Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stag
     return module.takeError();
   if (stage == Stage::Llvm)
     return printModule(**module);
-  Expected<std::unique_ptr<TargetMachine>> tm = createTargetMachine(arch, options.ptxVersion);
+  Expected<std::unique_ptr<TargetMachine>> tm =
+      createTargetMachine(arch, options.ptxVersion);
   if (!tm)
     return tm.takeError();
   optimizeModule(**module, **tm);
   if (stage == Stage::Opt)
     return printModule(**module);
-  Expected<std::string> code = emitCode(**module, **tm, artifactFileType(arch, stage));
+  Expected<std::string> code =
+      emitCode(**module, **tm, artifactFileType(arch, stage));
   if (!code || stage != Stage::Obj || arch.backend != Backend::Amdgpu)
     return code;
   return linkCodeObject(*code); // AMDGPU loads shared objects (.hsaco)
@@ -79,7 +83,8 @@ Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec, Stage stag
 
 // The per-target part is computed once: host CPU detection and hashing the
 // table would otherwise dominate an in-memory cache hit.
-std::string fmhajit::kernelFingerprint(const ArchInfo &arch, const CompileOptions &options) {
+std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
+                                       const CompileOptions &options) {
   static std::mutex mutex;
   static std::map<std::string, std::string> perTarget;
   std::lock_guard<std::mutex> lock(mutex);
@@ -90,8 +95,9 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch, const CompileOption
     for (const EmbeddedFile &f : embeddedFiles("arch/" + arch.name + ".json"))
       tableHash = xxh3_64bits(f.text);
     fp = "fmhajit=" FMHAJIT_VERSION ";sources=" FMHAJIT_SOURCE_HASH
-         ";llvm=" LLVM_VERSION_STRING ";triple=" + ct.triple + ";cpu=" + ct.cpu +
-         ";features=" + ct.features + ";opt=O3;table=" + utohexstr(tableHash);
+         ";llvm=" LLVM_VERSION_STRING ";triple=" +
+         ct.triple + ";cpu=" + ct.cpu + ";features=" + ct.features +
+         ";opt=O3;table=" + utohexstr(tableHash);
   }
   if (arch.backend != Backend::Nvptx)
     return fp;
@@ -99,8 +105,10 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch, const CompileOption
 }
 
 Expected<std::shared_ptr<const Artifact>>
-fmhajit::compileKernel(const KernelSpec &spec, KernelCache &cache, const CompileOptions &options) {
+fmhajit::compileKernel(const KernelSpec &spec, KernelCache &cache,
+                       const CompileOptions &options) {
   const ArchInfo &arch = *findArch(spec.target);
-  return cache.getOrCompile(encodeName(spec), kernelFingerprint(arch, options),
-                            [&] { return compileToStage(spec, Stage::Obj, options); });
+  return cache.getOrCompile(
+      encodeName(spec), kernelFingerprint(arch, options),
+      [&] { return compileToStage(spec, Stage::Obj, options); });
 }

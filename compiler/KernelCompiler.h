@@ -16,7 +16,8 @@ enum class Stage {
   Llvm, ///< the recipe's IR, before optimization
   Opt,  ///< after the -O3 pipeline
   Asm,  ///< target assembly (x86 assembly, PTX, GCN assembly)
-  Obj,  ///< the loadable artifact (host ELF object; PTX for NVPTX; .hsaco for AMDGPU)
+  Obj,  ///< the loadable artifact (host ELF object; PTX for NVPTX; .hsaco for
+        ///< AMDGPU)
 };
 std::optional<Stage> parseStage(llvm::StringRef text);
 
@@ -35,10 +36,12 @@ llvm::Expected<std::string> compileToStage(const KernelSpec &spec, Stage stage,
 /// Everything besides the name that changes a kernel's code on \p arch:
 /// fmhajit's version and sources, LLVM's version, triple, CPU, features and
 /// the target's capability table.
-std::string kernelFingerprint(const ArchInfo &arch, const CompileOptions &options = {});
+std::string kernelFingerprint(const ArchInfo &arch,
+                              const CompileOptions &options = {});
 
 /// The loadable artifact of a resolved spec, through \p cache.
 llvm::Expected<std::shared_ptr<const Artifact>>
-compileKernel(const KernelSpec &spec, KernelCache &cache, const CompileOptions &options = {});
+compileKernel(const KernelSpec &spec, KernelCache &cache,
+              const CompileOptions &options = {});
 
 } // namespace fmhajit

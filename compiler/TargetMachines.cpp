@@ -66,8 +66,8 @@ unsigned fmhajit::ptxVersionFor(const ArchInfo &arch, unsigned requested) {
   return std::max(arch.minPtx, requested);
 }
 
-Expected<std::unique_ptr<TargetMachine>> fmhajit::createTargetMachine(const ArchInfo &arch,
-                                                                     unsigned ptxVersion) {
+Expected<std::unique_ptr<TargetMachine>>
+fmhajit::createTargetMachine(const ArchInfo &arch, unsigned ptxVersion) {
   initializeTargets();
   CodegenTarget ct = codegenTarget(arch);
   if (arch.backend == Backend::Nvptx)
@@ -76,14 +76,16 @@ Expected<std::unique_ptr<TargetMachine>> fmhajit::createTargetMachine(const Arch
   std::string error;
   const Target *target = TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return makeError(ErrorKind::Jit, "no LLVM backend for " + ct.triple + ": " + error);
+    return makeError(ErrorKind::Jit,
+                     "no LLVM backend for " + ct.triple + ": " + error);
   TargetOptions options;
   options.AllowFPOpFusion = FPOpFusion::Fast;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
       triple, ct.cpu, ct.features, options, Reloc::PIC_, std::nullopt,
       CodeGenOptLevel::Aggressive));
   if (!tm)
-    return makeError(ErrorKind::Jit, "LLVM could not create a target machine for " +
-                                         ct.triple + " cpu " + ct.cpu);
+    return makeError(ErrorKind::Jit,
+                     "LLVM could not create a target machine for " + ct.triple +
+                         " cpu " + ct.cpu);
   return std::move(tm);
 }

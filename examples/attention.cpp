@@ -17,14 +17,15 @@
 namespace api = fmhajit::api;
 
 // [B, H, S, D] (BHSD) -> [B, S, H, D] (BSHD), the reference's layout.
-static std::vector<float> toBshd(const std::vector<float> &bhsd, int64_t b, int64_t h, int64_t s,
-                                 int64_t d) {
+static std::vector<float> toBshd(const std::vector<float> &bhsd, int64_t b,
+                                 int64_t h, int64_t s, int64_t d) {
   std::vector<float> out(bhsd.size());
   for (int64_t ib = 0; ib < b; ++ib)
     for (int64_t ih = 0; ih < h; ++ih)
       for (int64_t is = 0; is < s; ++is)
         for (int64_t id = 0; id < d; ++id)
-          out[((ib * s + is) * h + ih) * d + id] = bhsd[((ib * h + ih) * s + is) * d + id];
+          out[((ib * s + is) * h + ih) * d + id] =
+              bhsd[((ib * h + ih) * s + is) * d + id];
   return out;
 }
 
@@ -66,7 +67,8 @@ int main() {
   std::vector<float> k = randomTensor(size_t(p.batch * p.headsKv * sk * d), 2);
   std::vector<float> v = randomTensor(size_t(p.batch * p.headsKv * sk * d), 3);
   std::vector<float> o(q.size());
-  api::Status status = api::run(*plan, {q.data(), k.data(), v.data(), o.data()});
+  api::Status status =
+      api::run(*plan, {q.data(), k.data(), v.data(), o.data()});
   if (!status.ok()) {
     std::fprintf(stderr, "run failed: %s\n", status.toString().c_str());
     return 1;
@@ -80,14 +82,16 @@ int main() {
   fmhajit::AttentionProblem ref = fmhajit::AttentionProblem::forSpec(spec);
   ref.batch = p.batch, ref.headsQ = p.headsQ, ref.headsKv = p.headsKv;
   ref.seqlenQ = sq, ref.seqlenK = sk;
-  fmhajit::ReferenceOutput expected = fmhajit::referenceForward(
-      spec, ref, toBshd(q, p.batch, p.headsQ, sq, d), toBshd(k, p.batch, p.headsKv, sk, d),
-      toBshd(v, p.batch, p.headsKv, sk, d));
+  fmhajit::ReferenceOutput expected =
+      fmhajit::referenceForward(spec, ref, toBshd(q, p.batch, p.headsQ, sq, d),
+                                toBshd(k, p.batch, p.headsKv, sk, d),
+                                toBshd(v, p.batch, p.headsKv, sk, d));
   std::vector<float> got = toBshd(o, p.batch, p.headsQ, sq, d);
   double maxError = 0;
   for (size_t i = 0; i < got.size(); ++i)
     maxError = std::max(maxError, std::fabs(got[i] - expected.o[i]));
   bool pass = maxError < 1e-4;
-  std::printf("check      max |o - reference| = %.3g: %s\n", maxError, pass ? "PASS" : "FAIL");
+  std::printf("check      max |o - reference| = %.3g: %s\n", maxError,
+              pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;
 }

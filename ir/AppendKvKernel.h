@@ -16,7 +16,8 @@ namespace fmhajit {
 ///   for each work item (b, h < headsQ, tile t of new rows), row i:
 ///     pos = cacheSeqlens[b] + i
 ///     if h < headsKv:
-///       K(b, pos, h) = rotate(kNew(b, i, h), pos); V(b, pos, h) = vNew(b, i, h)
+///       K(b, pos, h) = rotate(kNew(b, i, h), pos); V(b, pos, h) = vNew(b, i,
+///       h)
 ///     if q: o(b, i, h) = rotate(q(b, i, h), pos)
 ///   cache row (b, pos, h) = pool + page * strides.batch + off * strides.row
 ///     + h * strides.head, with page = blockTable[b][pos >> log2PageSize],

@@ -36,21 +36,24 @@ struct Band {
 ///   %page = load i32, table + (j >> log2P); %off = j & (P - 1)
 ///   ptr = head + sext(%page) * pageStride + zext(%off) * rowStride
 struct PagedRows {
-  Value *table;     ///< ptr to sequence b's block table row
-  Value *log2Page;  ///< i32
-  Value *head;      ///< ptr to the pool's first page, at this K/V head
+  Value *table;    ///< ptr to sequence b's block table row
+  Value *log2Page; ///< i32
+  Value *head;     ///< ptr to the pool's first page, at this K/V head
   Value *pageStride, *rowStride; ///< i64 elements
-  Value *j0;        ///< i32 first key of the tile
+  Value *j0;                     ///< i32 first key of the tile
   Type *elem;
 
   Value *operator()(IRBuilderBase &b, Value *r) const {
     Value *j = b.CreateAdd(j0, b.CreateTrunc(r, b.getInt32Ty()));
     Value *slot = b.CreateZExt(b.CreateLShr(j, log2Page), b.getInt64Ty());
-    Value *page = b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), table, slot));
-    Value *mask = b.CreateSub(b.CreateShl(b.getInt32(1), log2Page), b.getInt32(1));
+    Value *page = b.CreateLoad(
+        b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), table, slot));
+    Value *mask =
+        b.CreateSub(b.CreateShl(b.getInt32(1), log2Page), b.getInt32(1));
     Value *offset = b.CreateZExt(b.CreateAnd(j, mask), b.getInt64Ty());
-    Value *elements = b.CreateAdd(b.CreateMul(b.CreateSExt(page, b.getInt64Ty()), pageStride),
-                                  b.CreateMul(offset, rowStride));
+    Value *elements =
+        b.CreateAdd(b.CreateMul(b.CreateSExt(page, b.getInt64Ty()), pageStride),
+                    b.CreateMul(offset, rowStride));
     return b.CreateInBoundsGEP(elem, head, elements);
   }
 };
@@ -61,17 +64,20 @@ public:
                  Value *params)
       : spec(spec), target(target), b(b), p(b, params),
         ops(target.createTileOps(b)),
-        splits(spec.family == Family::FwdSplitKv || spec.family == Family::FwdPaged),
+        splits(spec.family == Family::FwdSplitKv ||
+               spec.family == Family::FwdPaged),
         paged(spec.family == Family::FwdPaged) {}
 
   void emitWorkItem(Value *workItem);
 
 private:
   Band band(const WorkItem &s);
-  PagedRows pagedRows(const WorkItem &s, KernelArgsField pool, KernelArgsField strides);
+  PagedRows pagedRows(const WorkItem &s, KernelArgsField pool,
+                      KernelArgsField strides);
   Value *rowsOf(KernelArgsField tensor, KernelArgsField strides, Value *batch,
                 Value *row, Value *head, DType dtype) {
-    return tensorRow(b, p, spec.varlen, tensor, strides, batch, row, head, dtype);
+    return tensorRow(b, p, spec.varlen, tensor, strides, batch, row, head,
+                     dtype);
   }
   Value *numSplits() { return fmhajit::numSplits(b, p); }
   void emitTile(const WorkItem &s);
@@ -88,8 +94,12 @@ private:
 
   Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
   Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
-  Value *minI(Value *x, Value *y) { return b.CreateSelect(b.CreateICmpSLT(x, y), x, y); }
-  Value *maxI(Value *x, Value *y) { return b.CreateSelect(b.CreateICmpSGT(x, y), x, y); }
+  Value *minI(Value *x, Value *y) {
+    return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
+  }
+  Value *maxI(Value *x, Value *y) {
+    return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
+  }
   /// v, or 0 where v is -inf: keeps exp2(x - m) finite for rows that have
   /// seen no key yet.
   Value *finiteOrZero(Value *v) {
@@ -132,11 +142,13 @@ Band ForwardEmitter::band(const WorkItem &s) {
 
 PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
                                     KernelArgsField strides) {
-  Value *tableRow = b.CreateMul(s.b, b.CreateSExt(p.get(kMaxPagesPerSeq), b.getInt64Ty()));
+  Value *tableRow =
+      b.CreateMul(s.b, b.CreateSExt(p.get(kMaxPagesPerSeq), b.getInt64Ty()));
   Type *elem = elementType(b.getContext(), spec.dtype);
   return {b.CreateInBoundsGEP(b.getInt32Ty(), p.get(kBlockTable), tableRow),
           p.get(kLog2PageSize, "log2.page"),
-          b.CreateInBoundsGEP(elem, p.get(pool), b.CreateMul(s.hk, p.stride(strides, 2))),
+          b.CreateInBoundsGEP(elem, p.get(pool),
+                              b.CreateMul(s.hk, p.stride(strides, 2))),
           p.stride(strides, 0, "page.stride"),
           p.stride(strides, 1),
           nullptr,
@@ -156,13 +168,15 @@ void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
   }
   if (spec.bias == Bias::Alibi) { // s -= slope_h * |i + sk - sq - j|
     Value *slope = b.CreateLoad(
-        b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), p.get(kAlibiSlopes), s.h));
+        b.getFloatTy(),
+        b.CreateInBoundsGEP(b.getFloatTy(), p.get(kAlibiSlopes), s.h));
     Value *slopeLog2 = b.CreateFMul(slope, f32(kLog2e));
     Value *rowOrigin = b.CreateAdd(s.i0, b.CreateSub(s.sk, s.sq));
     ops->map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
       Value *dist = b.CreateSub(b.CreateAdd(row, splatLike(b, rowOrigin, row)),
                                 b.CreateAdd(col, splatLike(b, j0, col)));
-      Value *absDist = b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
+      Value *absDist =
+          b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
       Value *penalty = b.CreateFMul(b.CreateSIToFP(absDist, x->getType()),
                                     splatLike(b, slopeLog2, x));
       return b.CreateFSub(x, penalty);
@@ -173,10 +187,16 @@ void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
   Value *jLast = b.CreateAdd(j0, i32(spec.bn - 1));
   Value *needsMask = b.CreateICmpSGE(jLast, s.sk);
   if (band.upper)
-    needsMask = b.CreateOr(needsMask, b.CreateICmpSGT(jLast, b.CreateAdd(s.i0, b.CreateAdd(band.offset, band.right))));
+    needsMask = b.CreateOr(
+        needsMask,
+        b.CreateICmpSGT(
+            jLast, b.CreateAdd(s.i0, b.CreateAdd(band.offset, band.right))));
   if (band.lower) {
     Value *lastRow = b.CreateAdd(s.i0, b.CreateSub(rows, i32(1)));
-    needsMask = b.CreateOr(needsMask, b.CreateICmpSLT(j0, b.CreateSub(b.CreateAdd(lastRow, band.offset), band.left)));
+    needsMask = b.CreateOr(
+        needsMask,
+        b.CreateICmpSLT(
+            j0, b.CreateSub(b.CreateAdd(lastRow, band.offset), band.left)));
   }
   emitIf(b, needsMask, "mask", [&] {
     ops->map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
@@ -184,11 +204,13 @@ void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
       Value *j = b.CreateAdd(col, splatLike(b, j0, col));
       Value *visible = b.CreateICmpSLT(j, splatLike(b, s.sk, j));
       if (band.upper) {
-        Value *limit = b.CreateAdd(i, splatLike(b, b.CreateAdd(band.offset, band.right), i));
+        Value *limit = b.CreateAdd(
+            i, splatLike(b, b.CreateAdd(band.offset, band.right), i));
         visible = b.CreateAnd(visible, b.CreateICmpSLE(j, limit));
       }
       if (band.lower) {
-        Value *limit = b.CreateAdd(i, splatLike(b, b.CreateSub(band.offset, band.left), i));
+        Value *limit = b.CreateAdd(
+            i, splatLike(b, b.CreateSub(band.offset, band.left), i));
         visible = b.CreateAnd(visible, b.CreateICmpSGE(j, limit));
       }
       return b.CreateSelect(visible, x, splatLike(b, f32(-INFINITY), x));
@@ -207,13 +229,18 @@ RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
   ops->mapRows(alpha, {&m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     return target.exp2(b, b.CreateFSub(v[0], finiteOrZero(v[1])));
   });
-  ops->mapRows(m, {&mNew}, [](IRBuilderBase &, ArrayRef<Value *> v) { return v[0]; });
-  ops->mapWithRowThenSum(scores, m, [&](IRBuilderBase &b, Value *x, Value *row) { // P
-    return target.exp2(b, b.CreateFSub(x, finiteOrZero(row)));
-  }, sum);
-  ops->mapRows(l, {&l, &alpha, &sum}, [](IRBuilderBase &b, ArrayRef<Value *> v) {
-    return b.CreateFAdd(b.CreateFMul(v[0], v[1]), v[2]);
-  });
+  ops->mapRows(m, {&mNew},
+               [](IRBuilderBase &, ArrayRef<Value *> v) { return v[0]; });
+  ops->mapWithRowThenSum(
+      scores, m,
+      [&](IRBuilderBase &b, Value *x, Value *row) { // P
+        return target.exp2(b, b.CreateFSub(x, finiteOrZero(row)));
+      },
+      sum);
+  ops->mapRows(l, {&l, &alpha, &sum},
+               [](IRBuilderBase &b, ArrayRef<Value *> v) {
+                 return b.CreateFAdd(b.CreateFMul(v[0], v[1]), v[2]);
+               });
   return alpha;
 }
 
@@ -233,27 +260,33 @@ void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
     ops->mapRows(lse, {&m, &l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
       Value *seen = b.CreateFCmpOGT(v[1], splatLike(b, f32(0), v[1]));
       Value *logSum = b.CreateFAdd(v[0], target.log2(b, v[1]));
-      return b.CreateSelect(seen, b.CreateFMul(logSum, splatLike(b, f32(kLn2), logSum)),
-                            splatLike(b, f32(-INFINITY), v[0]));
+      return b.CreateSelect(
+          seen, b.CreateFMul(logSum, splatLike(b, f32(kLn2), logSum)),
+          splatLike(b, f32(-INFINITY), v[0]));
     });
   if (!splits) {
     storeOutputs(s, out, lse, rows);
     return;
   }
   // One part is the whole range: finish here, no combine needed.
-  emitIfElse(b, b.CreateICmpSGT(numSplits(), i32(1)), "partial",
-             [&] { storePartials(s, out, lse, rows); },
-             [&] { storeOutputs(s, out, lse, rows); });
+  emitIfElse(
+      b, b.CreateICmpSGT(numSplits(), i32(1)), "partial",
+      [&] { storePartials(s, out, lse, rows); },
+      [&] { storeOutputs(s, out, lse, rows); });
 }
 
 void ForwardEmitter::storeOutputs(const WorkItem &s, Tile &out, RowVec &lse,
                                   Value *rows) {
   Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
-  ops->store(out, {rowsOf(kO, kOStrides, s.b, qRow, s.h, spec.outType()),
-                   p.stride(kOStrides, 1), spec.outType()},
+  ops->store(out,
+             {rowsOf(kO, kOStrides, s.b, qRow, s.h, spec.outType()),
+              p.stride(kOStrides, 1), spec.outType()},
              rows);
   if (spec.lse)
-    ops->store(lse, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLse), lseRowIndex(b, p, spec, s, qRow)), rows);
+    ops->store(lse,
+               b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLse),
+                                   lseRowIndex(b, p, spec, s, qRow)),
+               rows);
 }
 
 // Partials sit split-major, each split laid out like the LSE with dv floats
@@ -262,12 +295,16 @@ void ForwardEmitter::storePartials(const WorkItem &s, Tile &out, RowVec &lse,
                                    Value *rows) {
   Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
   Value *split = b.CreateSExt(s.split, b.getInt64Ty());
-  Value *row = b.CreateAdd(b.CreateMul(split, lsePlaneSize(b, p, spec)), lseRowIndex(b, p, spec, s, qRow), "partial.row");
+  Value *row = b.CreateAdd(b.CreateMul(split, lsePlaneSize(b, p, spec)),
+                           lseRowIndex(b, p, spec, s, qRow), "partial.row");
   Value *dv = b.getInt64(spec.headDimV());
-  ops->store(out, {b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum), b.CreateMul(row, dv)), dv,
-                   DType::F32},
+  ops->store(out,
+             {b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum),
+                                  b.CreateMul(row, dv)),
+              dv, DType::F32},
              rows);
-  ops->store(lse, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), row), rows);
+  ops->store(lse, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), row),
+             rows);
 }
 
 // The part of [kvBegin, kvEnd) this split owns: whole bn-tiles, as even as
@@ -275,11 +312,16 @@ void ForwardEmitter::storePartials(const WorkItem &s, Tile &out, RowVec &lse,
 void ForwardEmitter::restrictToSplit(const WorkItem &s, Value *&kvBegin,
                                      Value *&kvEnd) {
   Value *bn = i32(spec.bn);
-  Value *tiles = maxI(i32(0), b.CreateSDiv(b.CreateAdd(b.CreateSub(kvEnd, kvBegin), i32(spec.bn - 1)), bn));
+  Value *tiles =
+      maxI(i32(0),
+           b.CreateSDiv(
+               b.CreateAdd(b.CreateSub(kvEnd, kvBegin), i32(spec.bn - 1)), bn));
   Value *n = numSplits();
-  Value *perSplit = b.CreateSDiv(b.CreateAdd(tiles, b.CreateSub(n, i32(1))), n, "tiles.per.split");
+  Value *perSplit = b.CreateSDiv(b.CreateAdd(tiles, b.CreateSub(n, i32(1))), n,
+                                 "tiles.per.split");
   Value *span = b.CreateMul(perSplit, bn);
-  Value *begin = b.CreateAdd(kvBegin, b.CreateMul(s.split, span), "split.begin");
+  Value *begin =
+      b.CreateAdd(kvBegin, b.CreateMul(s.split, span), "split.begin");
   kvEnd = minI(kvEnd, b.CreateAdd(begin, span));
   kvBegin = begin;
 }
@@ -289,10 +331,12 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   Band mask = band(s);
   Value *kvBegin = i32(0), *kvEnd = s.sk;
   if (mask.lower)
-    kvBegin = maxI(i32(0), b.CreateSub(b.CreateAdd(s.i0, mask.offset), mask.left));
+    kvBegin =
+        maxI(i32(0), b.CreateSub(b.CreateAdd(s.i0, mask.offset), mask.left));
   if (mask.upper) {
     Value *lastRow = b.CreateAdd(s.i0, b.CreateSub(rows, i32(1)));
-    kvEnd = minI(s.sk, b.CreateAdd(b.CreateAdd(lastRow, mask.offset), b.CreateAdd(mask.right, i32(1))));
+    kvEnd = minI(s.sk, b.CreateAdd(b.CreateAdd(lastRow, mask.offset),
+                                   b.CreateAdd(mask.right, i32(1))));
   }
   if (splits)
     restrictToSplit(s, kvBegin, kvEnd);
@@ -307,7 +351,9 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   Value *scale = p.get(kScale);
   Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
   Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
-  ops->load(q, {rowsOf(kQ, kQStrides, s.b, qRow, s.h, spec.dtype), p.stride(kQStrides, 1), spec.dtype},
+  ops->load(q,
+            {rowsOf(kQ, kQStrides, s.b, qRow, s.h, spec.dtype),
+             p.stride(kQStrides, 1), spec.dtype},
             rows, qScale);
   ops->limitQueryRows(rows);
   ops->fill(m, -INFINITY);
@@ -324,11 +370,13 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   // K_j+1 is requested and copies during the softmax and O += P V_j. Past
   // the last tile the request names the current tile with no valid rows: it
   // reads nothing, and every iteration issues the same copies.
-  auto keysAt = [&](Value *j0) { return minI(i32(spec.bn), b.CreateSub(s.sk, j0)); };
+  auto keysAt = [&](Value *j0) {
+    return minI(i32(spec.bn), b.CreateSub(s.sk, j0));
+  };
   // `paging` by reference: the GlobalRows returned keeps a function_ref to
   // it, which must outlive the load that uses it.
-  auto kvRows = [&](KernelArgsField tensor, KernelArgsField strides, PagedRows &paging,
-                    Value *j0) -> GlobalRows {
+  auto kvRows = [&](KernelArgsField tensor, KernelArgsField strides,
+                    PagedRows &paging, Value *j0) -> GlobalRows {
     GlobalRows rows{nullptr, nullptr, spec.dtype};
     if (paged) {
       paging.j0 = j0;
@@ -336,7 +384,8 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
       return rows;
     }
     Value *row = b.CreateAdd(s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
-    return {rowsOf(tensor, strides, s.b, row, s.hk, spec.dtype), p.stride(strides, 1), spec.dtype};
+    return {rowsOf(tensor, strides, s.b, row, s.hk, spec.dtype),
+            p.stride(strides, 1), spec.dtype};
   };
   Value *any = b.CreateICmpSLT(kvBegin, kvEnd);
   ops->load(kT, kvRows(kK, kKStrides, pagedK, kvBegin),
@@ -365,8 +414,9 @@ void ForwardEmitter::emitWorkItem(Value *workItem) {
 
 void fmhajit::emitForwardKernel(const KernelSpec &spec, TargetInfo &target,
                                 Module &m) {
-  target.emitKernel(m, encodeName(spec), kernelArgsType(m.getContext()),
-                    [&](IRBuilderBase &b, Value *params, Value *workItem) {
-                      ForwardEmitter(spec, target, b, params).emitWorkItem(workItem);
-                    });
+  target.emitKernel(
+      m, encodeName(spec), kernelArgsType(m.getContext()),
+      [&](IRBuilderBase &b, Value *params, Value *workItem) {
+        ForwardEmitter(spec, target, b, params).emitWorkItem(workItem);
+      });
 }

@@ -19,9 +19,9 @@ namespace fmhajit {
 ///     O /= l (0 where l = 0); store O; lse = (m + log2 l) ln 2
 ///
 /// Families fwd_splitkv and fwd_paged (numSplits = max(1, params.numSplits)):
-///   work item = split * (items of one pass) + (b, h, t); the key range [lo, hi) of the
-///   tile is cut into numSplits runs of whole bn-tiles and the item loops
-///   over its run only (an empty run leaves m = -inf, l = 0). With
+///   work item = split * (items of one pass) + (b, h, t); the key range [lo,
+///   hi) of the tile is cut into numSplits runs of whole bn-tiles and the item
+///   loops over its run only (an empty run leaves m = -inf, l = 0). With
 ///   numSplits > 1 it stores O/l and lse (fp32, natural log) to oAccum and
 ///   lseAccum at row split * plane + lse row; with numSplits = 1 it stores
 ///   O and LSE as fwd does. fwd_paged reads sk from cacheSeqlens[b] and K/V

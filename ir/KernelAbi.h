@@ -53,8 +53,9 @@ template <typename T> constexpr ArgKind argKindOf() {
   else if constexpr (std::is_same_v<T, int32_t>)
     return ArgKind::I32;
   else {
-    static_assert(std::is_same_v<T, float>,
-                  "a KernelArgs field is a pointer, TensorStrides, int32_t or float");
+    static_assert(
+        std::is_same_v<T, float>,
+        "a KernelArgs field is a pointer, TensorStrides, int32_t or float");
     return ArgKind::F32;
   }
 }

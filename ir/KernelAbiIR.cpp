@@ -7,7 +7,8 @@ using namespace fmhajit;
 using namespace llvm;
 
 StructType *fmhajit::kernelArgsType(LLVMContext &ctx) {
-  if (StructType *existing = StructType::getTypeByName(ctx, "fmhajit.KernelArgs"))
+  if (StructType *existing =
+          StructType::getTypeByName(ctx, "fmhajit.KernelArgs"))
     return existing;
   Type *i64 = Type::getInt64Ty(ctx);
   Type *strides = StructType::get(ctx, {i64, i64, i64});
@@ -58,7 +59,8 @@ Value *ArgsReader::get(KernelArgsField field, const Twine &name) {
 Value *ArgsReader::stride(KernelArgsField field, unsigned which,
                           const Twine &name) {
   static const char *const kStrideNames[] = {"batch", "row", "head"};
-  assert(which < std::size(kStrideNames) && "a TensorStrides has three strides");
+  assert(which < std::size(kStrideNames) &&
+         "a TensorStrides has three strides");
   Type *strides = type->getElementType(field);
   Value *elem = b.CreateStructGEP(strides, fieldAddress(field), which,
                                   "args." + Twine(kKernelArgsNames[field]) +
@@ -67,11 +69,15 @@ Value *ArgsReader::stride(KernelArgsField field, unsigned which,
 }
 
 Value *ArgsReader::workItems(bool splitItems) {
-  auto wide = [&](KernelArgsField f) { return b.CreateSExt(get(f), b.getInt64Ty()); };
-  Value *tiles = b.CreateMul(b.CreateMul(wide(kBatch), wide(kHeadsQ)), wide(kNumQTiles));
+  auto wide = [&](KernelArgsField f) {
+    return b.CreateSExt(get(f), b.getInt64Ty());
+  };
+  Value *tiles =
+      b.CreateMul(b.CreateMul(wide(kBatch), wide(kHeadsQ)), wide(kNumQTiles));
   if (!splitItems)
     return tiles;
   Value *splits = wide(kNumSplits);
-  splits = b.CreateSelect(b.CreateICmpSGT(splits, b.getInt64(1)), splits, b.getInt64(1));
+  splits = b.CreateSelect(b.CreateICmpSGT(splits, b.getInt64(1)), splits,
+                          b.getInt64(1));
   return b.CreateMul(tiles, splits, "items");
 }

@@ -18,8 +18,8 @@ llvm::Type *elementType(llvm::LLVMContext &ctx, DType t);
 /// Reads KernelArgs fields through a pointer to the struct. Each field's
 /// address is named after it, so that the IR (and its tests) say which field
 /// a kernel reads:
-///   %args.seqlenQ = getelementptr inbounds nuw %fmhajit.KernelArgs, ptr %0, i32 0, i32 15
-///   %sq = load i32, ptr %args.seqlenQ
+///   %args.seqlenQ = getelementptr inbounds nuw %fmhajit.KernelArgs, ptr %0,
+///   i32 0, i32 15 %sq = load i32, ptr %args.seqlenQ
 class ArgsReader {
 public:
   ArgsReader(llvm::IRBuilderBase &b, llvm::Value *args)

@@ -19,9 +19,11 @@ static Error checkImplemented(const KernelSpec &spec) {
   auto need = [&](bool asked, const Twine &feature) {
     if (asked)
       missing.add(ErrorKind::Unsupported,
-                  feature + " is not implemented yet (kernel " + encodeName(spec) + ")");
+                  feature + " is not implemented yet (kernel " +
+                      encodeName(spec) + ")");
   };
-  bool backward = spec.family == Family::BwdDotDoO || spec.family == Family::BwdDqDkDv ||
+  bool backward = spec.family == Family::BwdDotDoO ||
+                  spec.family == Family::BwdDqDkDv ||
                   spec.family == Family::BwdConvertDq;
   need(backward, "family=" + keyOf(spec.family));
   need(spec.dropout, "dropout=1");
@@ -31,16 +33,17 @@ static Error checkImplemented(const KernelSpec &spec) {
   // sm_90a's table offers wgmma (specs, names and WgmmaLayout's rules take
   // it), but no tile ops emit it yet.
   need(spec.pipeline == Pipeline::Wgmma, "pipeline=wgmma");
-  bool matrix = spec.pipeline == Pipeline::Mma || spec.pipeline == Pipeline::Mfma ||
+  bool matrix = spec.pipeline == Pipeline::Mma ||
+                spec.pipeline == Pipeline::Mfma ||
                 spec.pipeline == Pipeline::Wmma;
-  need(matrix && spec.stages > 1,
-       "pipeline=" + keyOf(spec.pipeline) + " with stages=" + Twine(spec.stages) +
-           " (K/V prefetch)");
+  need(matrix && spec.stages > 1, "pipeline=" + keyOf(spec.pipeline) +
+                                      " with stages=" + Twine(spec.stages) +
+                                      " (K/V prefetch)");
   return missing.take();
 }
 
-Expected<std::unique_ptr<Module>> fmhajit::emitKernelModule(const KernelSpec &spec,
-                                                            LLVMContext &ctx) {
+Expected<std::unique_ptr<Module>>
+fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx) {
   if (Error err = checkImplemented(spec))
     return std::move(err);
   const ArchInfo *arch = findArch(spec.target);

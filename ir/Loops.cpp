@@ -78,7 +78,8 @@ void fmhajit::emitFor(IRBuilderBase &b, unsigned count, const Twine &name,
 void fmhajit::emitIf(IRBuilderBase &b, Value *cond, const Twine &name,
                      function_ref<void()> then) {
   Function *fn = b.GetInsertBlock()->getParent();
-  BasicBlock *thenBlock = BasicBlock::Create(fn->getContext(), name + ".then", fn);
+  BasicBlock *thenBlock =
+      BasicBlock::Create(fn->getContext(), name + ".then", fn);
   BasicBlock *join = BasicBlock::Create(fn->getContext(), name + ".join", fn);
   b.CreateCondBr(cond, thenBlock, join);
   b.SetInsertPoint(thenBlock);
@@ -105,8 +106,9 @@ void fmhajit::emitIfElse(IRBuilderBase &b, Value *cond, const Twine &name,
   b.SetInsertPoint(join);
 }
 
-AllocaInst *fmhajit::entryAlloca(IRBuilderBase &b, Type *type, const Twine &name,
-                                 unsigned align, unsigned count) {
+AllocaInst *fmhajit::entryAlloca(IRBuilderBase &b, Type *type,
+                                 const Twine &name, unsigned align,
+                                 unsigned count) {
   Function *fn = b.GetInsertBlock()->getParent();
   IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
   AllocaInst *a = entry.CreateAlloca(

@@ -25,13 +25,13 @@ void emitFor(llvm::IRBuilderBase &b, llvm::Value *begin, llvm::Value *end,
 /// emitFor whose body threads values through the iterations as phis (for
 /// accumulators that must stay in registers): body(iv, current) returns the
 /// next values; the result is the values after the last iteration.
-llvm::SmallVector<llvm::Value *, 16> emitForCarried(
-    llvm::IRBuilderBase &b, llvm::Value *begin, llvm::Value *end,
-    llvm::Value *step, const llvm::Twine &name,
-    llvm::ArrayRef<llvm::Value *> initial,
-    llvm::function_ref<llvm::SmallVector<llvm::Value *, 16>(
-        llvm::Value *iv, llvm::ArrayRef<llvm::Value *> current)>
-        body);
+llvm::SmallVector<llvm::Value *, 16>
+emitForCarried(llvm::IRBuilderBase &b, llvm::Value *begin, llvm::Value *end,
+               llvm::Value *step, const llvm::Twine &name,
+               llvm::ArrayRef<llvm::Value *> initial,
+               llvm::function_ref<llvm::SmallVector<llvm::Value *, 16>(
+                   llvm::Value *iv, llvm::ArrayRef<llvm::Value *> current)>
+                   body);
 
 /// for (iv = 0; iv < count; ++iv) over constants, emitted as a loop.
 void emitFor(llvm::IRBuilderBase &b, unsigned count, const llvm::Twine &name,
@@ -42,8 +42,8 @@ void emitIf(llvm::IRBuilderBase &b, llvm::Value *cond, const llvm::Twine &name,
             llvm::function_ref<void()> then);
 
 /// if (cond) then(); else otherwise(); the builder continues after.
-void emitIfElse(llvm::IRBuilderBase &b, llvm::Value *cond, const llvm::Twine &name,
-                llvm::function_ref<void()> then,
+void emitIfElse(llvm::IRBuilderBase &b, llvm::Value *cond,
+                const llvm::Twine &name, llvm::function_ref<void()> then,
                 llvm::function_ref<void()> otherwise);
 
 /// An alloca in the function's entry block, so that SROA can promote it.

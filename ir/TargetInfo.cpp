@@ -10,8 +10,11 @@ using namespace llvm;
 TargetInfo::~TargetInfo() = default;
 TileOps::~TileOps() = default;
 
-void TileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &b) {
-  mapWithRow(acc, accScale, [](IRBuilderBase &b, Value *x, Value *scale) { return b.CreateFMul(x, scale); });
+void TileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
+                          const Tile &b) {
+  mapWithRow(acc, accScale, [](IRBuilderBase &b, Value *x, Value *scale) {
+    return b.CreateFMul(x, scale);
+  });
   mma(acc, a, b);
 }
 
@@ -20,7 +23,8 @@ void TileOps::matmul(Tile &acc, const Tile &a, const Tile &b) {
   mma(acc, a, b);
 }
 
-void TileOps::mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn, RowVec &sum) {
+void TileOps::mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn,
+                                RowVec &sum) {
   mapWithRow(t, row, fn);
   rowSum(t, sum);
 }
@@ -40,7 +44,10 @@ Value *TargetInfo::tanh(IRBuilderBase &b, Value *x) {
   Value *one = splatLike(b, ConstantFP::get(b.getFloatTy(), 1.0), x);
   Value *two = splatLike(b, ConstantFP::get(b.getFloatTy(), 2.0), x);
   Value *absX = b.CreateUnaryIntrinsic(Intrinsic::fabs, x);
-  Value *e = exp2(b, b.CreateFMul(absX, splatLike(b, ConstantFP::get(b.getFloatTy(), 2 * kLog2e), x)));
+  Value *e = exp2(
+      b,
+      b.CreateFMul(
+          absX, splatLike(b, ConstantFP::get(b.getFloatTy(), 2 * kLog2e), x)));
   Value *t = b.CreateFSub(one, b.CreateFDiv(two, b.CreateFAdd(e, one)));
   return b.CreateBinaryIntrinsic(Intrinsic::copysign, t, x);
 }

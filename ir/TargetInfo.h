@@ -27,11 +27,11 @@ public:
   /// Creates kernel \p name taking a pointer to \p params and emits
   /// body(params, workItem) for each work item one invocation runs (host: a
   /// range given by the caller; GPU: one item from the block index).
-  virtual llvm::Function *
-  emitKernel(llvm::Module &m, llvm::StringRef name, llvm::StructType *params,
-             llvm::function_ref<void(llvm::IRBuilderBase &b, llvm::Value *params,
-                                     llvm::Value *workItem)>
-                 body) = 0;
+  virtual llvm::Function *emitKernel(
+      llvm::Module &m, llvm::StringRef name, llvm::StructType *params,
+      llvm::function_ref<void(llvm::IRBuilderBase &b, llvm::Value *params,
+                              llvm::Value *workItem)>
+          body) = 0;
 
   /// 2^x for float scalars or vectors, to ~2 ulp; exactly 0 for x < -126
   /// (so masked scores, -inf, contribute nothing) and NaN for NaN.

@@ -59,10 +59,11 @@ struct GlobalRows {
   llvm::Value *rowPointer(llvm::IRBuilderBase &b, llvm::Value *row) const;
 };
 
-using ElementFn = llvm::function_ref<llvm::Value *(
-    llvm::IRBuilderBase &b, llvm::Value *row, llvm::Value *col, llvm::Value *x)>;
-using RowFn = llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b,
-                                               llvm::ArrayRef<llvm::Value *> in)>;
+using ElementFn =
+    llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b, llvm::Value *row,
+                                     llvm::Value *col, llvm::Value *x)>;
+using RowFn = llvm::function_ref<llvm::Value *(
+    llvm::IRBuilderBase &b, llvm::ArrayRef<llvm::Value *> in)>;
 using WithRowFn = llvm::function_ref<llvm::Value *(
     llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *rowValue)>;
 
@@ -90,7 +91,8 @@ public:
   /// acc = acc * accScale[r] (row by row) + a * b: the online softmax's
   /// rescale of O and its product. Here as a pass and an mma; a target whose
   /// accumulators live in memory folds the scale into the product's loads.
-  virtual void mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &b);
+  virtual void mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
+                           const Tile &b);
   /// t[r][c] = fn(r, c, t[r][c]).
   virtual void map(Tile &t, ElementFn fn) = 0;
   /// t[r][c] = fn(t[r][c], row[r]).
@@ -98,15 +100,22 @@ public:
   /// mapWithRow, then sum[r] = the sum of t's new row r: the softmax's exp2
   /// and rowSum. Here as two passes; a target that keeps tiles in memory
   /// sums as it maps.
-  virtual void mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn, RowVec &sum);
-  void rowMax(const Tile &t, RowVec &out) { reduceRows(t, out, /*isMax=*/true); }
-  void rowSum(const Tile &t, RowVec &out) { reduceRows(t, out, /*isMax=*/false); }
+  virtual void mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn,
+                                 RowVec &sum);
+  void rowMax(const Tile &t, RowVec &out) {
+    reduceRows(t, out, /*isMax=*/true);
+  }
+  void rowSum(const Tile &t, RowVec &out) {
+    reduceRows(t, out, /*isMax=*/false);
+  }
   /// out[r] = max (isMax) or sum of t[r][c] over c: rowMax and rowSum.
   virtual void reduceRows(const Tile &t, RowVec &out, bool isMax) = 0;
   /// out[r] = fn(in[0][r], in[1][r], ...); out may be one of in.
-  virtual void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in, RowFn fn) = 0;
+  virtual void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in,
+                       RowFn fn) = 0;
   /// Stores the first \p valid rows of \p t, converted to dst.dtype.
-  virtual void store(const Tile &t, const GlobalRows &dst, llvm::Value *valid) = 0;
+  virtual void store(const Tile &t, const GlobalRows &dst,
+                     llvm::Value *valid) = 0;
   /// Stores the first \p valid values of \p r to consecutive floats at \p dst.
   virtual void store(const RowVec &r, llvm::Value *dst, llvm::Value *valid) = 0;
   /// Makes \p t's last load visible to every thread; targets that copy

@@ -1,4 +1,5 @@
-//===- WorkItem.cpp - Which query tile a work item owns, and where it lives ===//
+//===- WorkItem.cpp - Which query tile a work item owns, and where it lives
+//===//
 #include "ir/WorkItem.h"
 
 using namespace fmhajit;
@@ -6,11 +7,14 @@ using namespace llvm;
 
 Value *fmhajit::numSplits(IRBuilderBase &b, ArgsReader &p) {
   Value *n = p.get(kNumSplits);
-  return b.CreateSelect(b.CreateICmpSGT(n, b.getInt32(1)), n, b.getInt32(1), "splits");
+  return b.CreateSelect(b.CreateICmpSGT(n, b.getInt32(1)), n, b.getInt32(1),
+                        "splits");
 }
 
-static Value *loadI32(IRBuilderBase &b, Value *base, Value *index, const Twine &name = "") {
-  return b.CreateLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), base, index), name);
+static Value *loadI32(IRBuilderBase &b, Value *base, Value *index,
+                      const Twine &name = "") {
+  return b.CreateLoad(b.getInt32Ty(),
+                      b.CreateInBoundsGEP(b.getInt32Ty(), base, index), name);
 }
 
 WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
@@ -22,7 +26,8 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
   Value *headsKv = b.CreateSExt(p.get(kHeadsKv), b.getInt64Ty());
   if (shape.split) { // the part is the slowest index: see WorkItem.h
     Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
-    Value *perSplit = b.CreateMul(b.CreateMul(batch, headsQ), numQTiles, "items.per.split");
+    Value *perSplit =
+        b.CreateMul(b.CreateMul(batch, headsQ), numQTiles, "items.per.split");
     s.split = b.CreateTrunc(b.CreateSDiv(w, perSplit), b.getInt32Ty(), "split");
     w = b.CreateSRem(w, perSplit);
   }
@@ -31,10 +36,12 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
   s.h = b.CreateSRem(bh, headsQ, "h");
   s.b = b.CreateSDiv(bh, headsQ, "b");
   s.hk = b.CreateSDiv(s.h, b.CreateSDiv(headsQ, headsKv), "hk"); // GQA groups
-  s.i0 = b.CreateMul(b.CreateTrunc(qTile, b.getInt32Ty()), b.getInt32(spec.bm), "i0");
+  s.i0 = b.CreateMul(b.CreateTrunc(qTile, b.getInt32Ty()), b.getInt32(spec.bm),
+                     "i0");
   if (!spec.varlen) {
     s.sq = p.get(kSeqlenQ, "sq");
-    s.sk = shape.cacheLengths ? loadI32(b, p.get(kCacheSeqlens), s.b, "sk") : p.get(kSeqlenK, "sk");
+    s.sk = shape.cacheLengths ? loadI32(b, p.get(kCacheSeqlens), s.b, "sk")
+                              : p.get(kSeqlenK, "sk");
     s.qStart = s.kStart = b.getInt64(0);
     return s;
   }
@@ -57,28 +64,33 @@ Value *fmhajit::tensorRow(IRBuilderBase &b, ArgsReader &p, bool varlen,
                               b.CreateMul(head, p.stride(strides, 2)));
   if (!varlen)
     offset = b.CreateAdd(offset, b.CreateMul(batch, p.stride(strides, 0)));
-  return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), p.get(tensor), offset);
+  return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), p.get(tensor),
+                             offset);
 }
 
 static Value *totalQ(IRBuilderBase &b, ArgsReader &p) {
   Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
-  return b.CreateSExt(loadI32(b, p.get(kCuSeqlensQ), batch), b.getInt64Ty(), "totalq");
+  return b.CreateSExt(loadI32(b, p.get(kCuSeqlensQ), batch), b.getInt64Ty(),
+                      "totalq");
 }
 
-Value *fmhajit::lseRowIndex(IRBuilderBase &b, ArgsReader &p, const KernelSpec &spec,
-                            const WorkItem &s, Value *qRow) {
+Value *fmhajit::lseRowIndex(IRBuilderBase &b, ArgsReader &p,
+                            const KernelSpec &spec, const WorkItem &s,
+                            Value *qRow) {
   if (spec.varlen)
     return b.CreateAdd(b.CreateMul(s.h, totalQ(b, p)), qRow);
   Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
   Value *seqlenQ = b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty());
-  return b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(s.b, headsQ), s.h), seqlenQ), qRow);
+  return b.CreateAdd(
+      b.CreateMul(b.CreateAdd(b.CreateMul(s.b, headsQ), s.h), seqlenQ), qRow);
 }
 
-Value *fmhajit::lsePlaneSize(IRBuilderBase &b, ArgsReader &p, const KernelSpec &spec) {
+Value *fmhajit::lsePlaneSize(IRBuilderBase &b, ArgsReader &p,
+                             const KernelSpec &spec) {
   Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
   if (spec.varlen)
     return b.CreateMul(headsQ, totalQ(b, p), "plane");
   Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
-  return b.CreateMul(b.CreateMul(batch, headsQ), b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty()),
-                     "plane");
+  return b.CreateMul(b.CreateMul(batch, headsQ),
+                     b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty()), "plane");
 }

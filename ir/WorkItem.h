@@ -21,11 +21,11 @@ namespace fmhajit {
 
 /// Where one work item's query tile lives.
 struct WorkItem {
-  llvm::Value *b, *h, *hk;       ///< batch, query head, key/value head (i64)
-  llvm::Value *split = nullptr;  ///< part of the key range (i32), if split
-  llvm::Value *sq, *sk;          ///< this sequence's lengths (i32)
-  llvm::Value *qStart, *kStart;  ///< first packed row under varlen, else 0 (i64)
-  llvm::Value *i0;               ///< first query row of the tile (i32)
+  llvm::Value *b, *h, *hk;      ///< batch, query head, key/value head (i64)
+  llvm::Value *split = nullptr; ///< part of the key range (i32), if split
+  llvm::Value *sq, *sk;         ///< this sequence's lengths (i32)
+  llvm::Value *qStart, *kStart; ///< first packed row under varlen, else 0 (i64)
+  llvm::Value *i0;              ///< first query row of the tile (i32)
 };
 
 /// How a family's work items and lengths are laid out.
@@ -36,9 +36,9 @@ struct WorkItemShape {
 
 /// Decomposes work item \p w (i64) of \p spec's kernel:
 ///   split = w / (batch * headsQ * numQTiles); w %= that (when shape.split)
-///   t = w % numQTiles; h = (w / numQTiles) % headsQ; b = w / numQTiles / headsQ
-///   hk = h / (headsQ / headsKv); i0 = t * bm
-///   sq, sk = seqlenQ, seqlenK | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]
+///   t = w % numQTiles; h = (w / numQTiles) % headsQ; b = w / numQTiles /
+///   headsQ hk = h / (headsQ / headsKv); i0 = t * bm sq, sk = seqlenQ, seqlenK
+///   | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]
 WorkItem locateWorkItem(llvm::IRBuilderBase &b, ArgsReader &p,
                         const KernelSpec &spec, llvm::Value *w,
                         WorkItemShape shape);

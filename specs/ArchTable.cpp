@@ -45,7 +45,8 @@ static unsigned readUnsigned(const json::Object &o, llvm::StringRef key,
   return 0;
 }
 
-static std::vector<DType> readDTypes(const json::Array *a, llvm::StringRef file) {
+static std::vector<DType> readDTypes(const json::Array *a,
+                                     llvm::StringRef file) {
   std::vector<DType> out;
   for (const json::Value &v : a ? *a : json::Array()) {
     auto t = v.getAsString() ? parseKey<DType>(*v.getAsString()) : std::nullopt;
@@ -62,8 +63,10 @@ static PipelineInfo readPipeline(const json::Object &o, llvm::StringRef file) {
   if (auto shape = o.getString("shape"))
     info.shape = shape->str();
   if (const json::Array *mult = o.getArray("tile_multiple")) {
-    info.bmMultiple = static_cast<unsigned>((*mult)[0].getAsInteger().value_or(1));
-    info.bnMultiple = static_cast<unsigned>((*mult)[1].getAsInteger().value_or(1));
+    info.bmMultiple =
+        static_cast<unsigned>((*mult)[0].getAsInteger().value_or(1));
+    info.bnMultiple =
+        static_cast<unsigned>((*mult)[1].getAsInteger().value_or(1));
   }
   for (const json::Value &v : *o.getArray("tiles")) {
     const json::Object &t = *v.getAsObject();
@@ -103,8 +106,10 @@ static ArchInfo readArch(const EmbeddedFile &file) {
   a.sharedBytes = readUnsigned(o, "shared_bytes", file.path);
   a.maxWarps = readUnsigned(o, "max_warps", file.path);
   a.maxStages = readUnsigned(o, "max_stages", file.path);
-  a.registersPerThread = readUnsigned(o, "registers_per_thread", file.path, false);
-  a.registerFileBytes = readUnsigned(o, "register_file_bytes", file.path, false);
+  a.registersPerThread =
+      readUnsigned(o, "registers_per_thread", file.path, false);
+  a.registerFileBytes =
+      readUnsigned(o, "register_file_bytes", file.path, false);
   a.dtypes = readDTypes(o.getArray("dtypes"), file.path);
   for (const json::Value &v : *o.getArray("head_dims"))
     a.headDims.push_back(static_cast<unsigned>(*v.getAsInteger()));

@@ -26,17 +26,17 @@ struct TileConfig {
 
 struct PipelineInfo {
   std::vector<DType> dtypes;
-  std::string shape;          ///< matrix instruction shape, "" for none
-  unsigned bmMultiple = 1;    ///< bm must be a multiple of this
-  unsigned bnMultiple = 1;    ///< bn must be a multiple of this
+  std::string shape;             ///< matrix instruction shape, "" for none
+  unsigned bmMultiple = 1;       ///< bm must be a multiple of this
+  unsigned bnMultiple = 1;       ///< bn must be a multiple of this
   std::vector<TileConfig> tiles; ///< ascending maxD
 };
 
 struct ArchInfo {
   std::string name;
   Backend backend = Backend::Host;
-  std::string triple; ///< empty for host: the process triple
-  std::string cpu;    ///< "native" for host: the machine's CPU
+  std::string triple;      ///< empty for host: the process triple
+  std::string cpu;         ///< "native" for host: the machine's CPU
   unsigned vectorBits = 0; ///< host: vector width; 0 = the CPU's widest
   unsigned minPtx = 0;     ///< NVPTX: the oldest PTX ISA the target needs
   unsigned waveSize = 1;

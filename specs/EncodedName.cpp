@@ -46,7 +46,8 @@ std::string fmhajit::targetToken(StringRef target) {
 }
 
 std::string fmhajit::encodeName(const KernelSpec &s) {
-  std::string n = (kPrefix + "_" + tokenOf(s.family) + "_" + tokenOf(s.dtype)).str();
+  std::string n =
+      (kPrefix + "_" + tokenOf(s.family) + "_" + tokenOf(s.dtype)).str();
   if (s.outType() != defaultOut(s.dtype))
     n += ("o" + tokenOf(s.outType())).str();
   n += "_d" + std::to_string(s.d);
@@ -70,9 +71,7 @@ namespace {
 /// Reads a name field by field, front to back.
 class NameReader {
 public:
-  explicit NameReader(StringRef name) : name(name) {
-    name.split(fields, '_');
-  }
+  explicit NameReader(StringRef name) : name(name) { name.split(fields, '_'); }
   llvm::Expected<KernelSpec> read();
 
 private:
@@ -80,7 +79,9 @@ private:
     return makeError(ErrorKind::Spec, "name " + name + ": " + key + ": " + why);
   }
   StringRef next() { return pos < fields.size() ? fields[pos++] : StringRef(); }
-  StringRef peek() const { return pos < fields.size() ? fields[pos] : StringRef(); }
+  StringRef peek() const {
+    return pos < fields.size() ? fields[pos] : StringRef();
+  }
   llvm::Error readTypes(KernelSpec &s, StringRef field);
   llvm::Error readHeadDims(KernelSpec &s, StringRef field);
   void readOptional(KernelSpec &s);
@@ -215,8 +216,9 @@ llvm::Expected<KernelSpec> fmhajit::decodeName(StringRef name) {
   if (!resolved)
     return resolved.takeError();
   if (*resolved != *read || encodeName(*resolved) != name)
-    return makeError(ErrorKind::Spec, "name " + name +
-                                          ": not canonical; the canonical name is " +
-                                          encodeName(*resolved));
+    return makeError(ErrorKind::Spec,
+                     "name " + name +
+                         ": not canonical; the canonical name is " +
+                         encodeName(*resolved));
   return *resolved;
 }

@@ -17,10 +17,8 @@ static const Spelling<Family> kFamilies[] = {
     {Family::BwdConvertDq, "bwd_convert_dq", "bwdconvertdq"},
 };
 static const Spelling<DType> kDTypes[] = {
-    {DType::F32, "fp32", "fp32"},
-    {DType::F16, "fp16", "fp16"},
-    {DType::BF16, "bf16", "bf16"},
-    {DType::F8E4M3, "fp8_e4m3", "e4m3"},
+    {DType::F32, "fp32", "fp32"},        {DType::F16, "fp16", "fp16"},
+    {DType::BF16, "bf16", "bf16"},       {DType::F8E4M3, "fp8_e4m3", "e4m3"},
     {DType::F8E5M2, "fp8_e5m2", "e5m2"},
 };
 static const Spelling<Mask> kMasks[] = {
@@ -35,9 +33,9 @@ static const Spelling<Bias> kBiases[] = {
     {Bias::Elementwise, "elementwise", "elembias"},
 };
 static const Spelling<Pipeline> kPipelines[] = {
-    {Pipeline::Auto, "auto", "auto"},     {Pipeline::Vector, "vector", "vector"},
-    {Pipeline::Simt, "simt", "simt"},     {Pipeline::Mma, "mma", "mma"},
-    {Pipeline::Wgmma, "wgmma", "wgmma"},  {Pipeline::Mfma, "mfma", "mfma"},
+    {Pipeline::Auto, "auto", "auto"},    {Pipeline::Vector, "vector", "vector"},
+    {Pipeline::Simt, "simt", "simt"},    {Pipeline::Mma, "mma", "mma"},
+    {Pipeline::Wgmma, "wgmma", "wgmma"}, {Pipeline::Mfma, "mfma", "mfma"},
     {Pipeline::Wmma, "wmma", "wmma"},
 };
 

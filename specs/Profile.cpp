@@ -90,12 +90,14 @@ std::vector<ProfileInfo> fmhajit::listProfiles() {
 llvm::Expected<std::vector<KernelSpec>>
 fmhajit::expandProfile(StringRef name, std::optional<StringRef> target) {
   std::vector<Profile> profiles = loadProfiles();
-  auto it = llvm::find_if(profiles, [&](const Profile &p) { return p.info.name == name; });
+  auto it = llvm::find_if(
+      profiles, [&](const Profile &p) { return p.info.name == name; });
   if (it == profiles.end()) {
     std::vector<std::string> names;
     for (const Profile &p : profiles)
       names.push_back(p.info.name);
-    return makeError(ErrorKind::Spec, "profile=" + name + ": unknown profile; use " +
+    return makeError(ErrorKind::Spec, "profile=" + name +
+                                          ": unknown profile; use " +
                                           llvm::join(names, ", "));
   }
   if (target && !findArch(*target))

@@ -31,7 +31,8 @@ static llvm::Error readValue(E &field, StringRef key, StringRef value) {
     field = *v;
     return llvm::Error::success();
   }
-  return badValue(key, value, "unknown " + key + "; use one of " + allKeys<E>());
+  return badValue(key, value,
+                  "unknown " + key + "; use one of " + allKeys<E>());
 }
 
 static llvm::Error readValue(std::optional<DType> &field, StringRef key,
@@ -62,7 +63,8 @@ static llvm::Error readValue(bool &field, StringRef key, StringRef value) {
 
 // The one string key is the target, checked against the arch tables by
 // validateSpec; here it need only be present.
-static llvm::Error readValue(std::string &field, StringRef key, StringRef value) {
+static llvm::Error readValue(std::string &field, StringRef key,
+                             StringRef value) {
   if (value.empty())
     return badValue(key, value, "a target is required");
   field = value.str();
@@ -74,9 +76,8 @@ llvm::Error fmhajit::setSpecKey(KernelSpec &s, StringRef key, StringRef value) {
   if (key == #Name)                                                            \
     return readValue(s.Name, key, value);
 #include "specs/SpecKeys.def"
-  return makeError(ErrorKind::Spec,
-                   "unknown key '" + key + "'; keys are " +
-                       llvm::join(specKeys(), ", "));
+  return makeError(ErrorKind::Spec, "unknown key '" + key + "'; keys are " +
+                                        llvm::join(specKeys(), ", "));
 }
 
 // Applies one key once; a repeated key is an error, not a silent override.
@@ -125,7 +126,8 @@ static std::optional<std::string> jsonScalar(const llvm::json::Value &v) {
 // keys in the order written, repeats included, for applyKey to diagnose.
 static constexpr unsigned kMaxJsonDepth = 64;
 
-static std::optional<std::vector<std::string>> topLevelJsonKeys(StringRef text) {
+static std::optional<std::vector<std::string>>
+topLevelJsonKeys(StringRef text) {
   std::vector<std::string> keys;
   unsigned depth = 0;
   bool expectKey = false;
@@ -166,8 +168,8 @@ static llvm::Expected<KernelSpec> parseJson(StringRef text) {
                                       "pairs; this one nests too deeply");
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value)
-    return makeError(ErrorKind::Spec,
-                     "spec is not valid JSON: " + llvm::toString(value.takeError()));
+    return makeError(ErrorKind::Spec, "spec is not valid JSON: " +
+                                          llvm::toString(value.takeError()));
   const llvm::json::Object *object = value->getAsObject();
   if (!object)
     return makeError(ErrorKind::Spec, "a JSON spec must be an object");
@@ -193,8 +195,9 @@ static llvm::Expected<KernelSpec> parseJson(StringRef text) {
 llvm::Expected<KernelSpec> fmhajit::parseSpec(StringRef text) {
   StringRef trimmed = text.trim();
   if (trimmed.empty())
-    return makeError(ErrorKind::Spec, "the spec is empty; write key=value "
-                                      "pairs such as family=fwd,dtype=bf16,d=128");
+    return makeError(ErrorKind::Spec,
+                     "the spec is empty; write key=value "
+                     "pairs such as family=fwd,dtype=bf16,d=128");
   // '[' too: a JSON array is a JSON mistake, and its message should say so.
   if (trimmed.starts_with("{") || trimmed.starts_with("["))
     return parseJson(trimmed);

@@ -13,8 +13,14 @@ using llvm::Twine;
 namespace {
 /// The optional features a family may use; the rest must stay off.
 enum Feature : unsigned {
-  kMask = 1, kBias = 2, kSoftcap = 4, kLse = 8, kDropout = 16, kSink = 32,
-  kVarlen = 64, kFp8 = 128,
+  kMask = 1,
+  kBias = 2,
+  kSoftcap = 4,
+  kLse = 8,
+  kDropout = 16,
+  kSink = 32,
+  kVarlen = 64,
+  kFp8 = 128,
 };
 struct FamilyRule {
   Family family;
@@ -25,11 +31,13 @@ struct FamilyRule {
 // rather than writing one; helpers that run no attention loop take no score
 // modifiers; paged and combine kernels get their lengths another way.
 const FamilyRule kFamilyRules[] = {
-    {Family::Fwd, kMask | kBias | kSoftcap | kLse | kDropout | kSink | kVarlen | kFp8,
-     ""},
-    {Family::FwdSplitKv, kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8,
+    {Family::Fwd,
+     kMask | kBias | kSoftcap | kLse | kDropout | kSink | kVarlen | kFp8, ""},
+    {Family::FwdSplitKv,
+     kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8,
      "split-KV is an inference kernel"},
-    {Family::SplitKvCombine, kLse | kVarlen, "the combine step runs no attention loop"},
+    {Family::SplitKvCombine, kLse | kVarlen,
+     "the combine step runs no attention loop"},
     {Family::FwdPaged, kMask | kBias | kSoftcap | kLse | kSink | kFp8,
      "paged kernels are inference kernels with per-sequence cache lengths"},
     {Family::AppendKv, kFp8, "append_kv only writes K/V rows"},
@@ -46,8 +54,10 @@ struct FlagFeature {
   const char *key;
 };
 constexpr FlagFeature kFlagFeatures[] = {
-    {&KernelSpec::softcap, kSoftcap, "softcap"}, {&KernelSpec::lse, kLse, "lse"},
-    {&KernelSpec::dropout, kDropout, "dropout"}, {&KernelSpec::sink, kSink, "sink"},
+    {&KernelSpec::softcap, kSoftcap, "softcap"},
+    {&KernelSpec::lse, kLse, "lse"},
+    {&KernelSpec::dropout, kDropout, "dropout"},
+    {&KernelSpec::sink, kSink, "sink"},
     {&KernelSpec::varlen, kVarlen, "varlen"}};
 
 // A flag added to SpecKeys.def must say here which families take it, or the
@@ -69,8 +79,9 @@ constexpr bool flagFeaturesMatchSpecKeys() {
       return false;
   return true;
 }
-static_assert(flagFeaturesMatchSpecKeys(),
-              "kFlagFeatures must list the flags of SpecKeys.def, in its order");
+static_assert(
+    flagFeaturesMatchSpecKeys(),
+    "kFlagFeatures must list the flags of SpecKeys.def, in its order");
 
 const FamilyRule &ruleFor(Family f) {
   for (const FamilyRule &r : kFamilyRules)
@@ -95,7 +106,8 @@ template <typename T> std::string joinValues(const std::vector<T> &values) {
 /// Validation state: the spec being resolved, its arch, the problems found.
 class Validator {
 public:
-  Validator(KernelSpec spec, const ArchInfo &arch) : s(std::move(spec)), arch(arch) {}
+  Validator(KernelSpec spec, const ArchInfo &arch)
+      : s(std::move(spec)), arch(arch) {}
   llvm::Expected<KernelSpec> run();
 
 private:
@@ -140,7 +152,8 @@ void Validator::checkDTypes() {
          "not supported on " + arch.name + "; use " + joinValues(arch.dtypes));
   DType out = s.outType();
   if (isFp8(out))
-    fail("out", keyOf(out), "fp8 outputs are not supported; use fp32, fp16 or bf16");
+    fail("out", keyOf(out),
+         "fp8 outputs are not supported; use fp32, fp16 or bf16");
   else if (!isFp8(s.dtype) && out != s.dtype && out != DType::F32)
     fail("out", keyOf(out),
          "the output of a " + keyOf(s.dtype) + " kernel is " + keyOf(s.dtype) +
@@ -170,8 +183,8 @@ bool Validator::resolvePipeline() {
         s.pipeline = p;
         return true;
       }
-    fail("pipeline", "auto", "no pipeline of " + arch.name + " handles dtype " +
-                                 keyOf(s.dtype));
+    fail("pipeline", "auto",
+         "no pipeline of " + arch.name + " handles dtype " + keyOf(s.dtype));
     return false;
   }
   const PipelineInfo *info = arch.pipeline(s.pipeline);
@@ -180,7 +193,8 @@ bool Validator::resolvePipeline() {
     offered.push_back(entry.first);
   if (!info) {
     fail("pipeline", keyOf(s.pipeline),
-         "not available on " + arch.name + "; use auto, " + joinValues(offered));
+         "not available on " + arch.name + "; use auto, " +
+             joinValues(offered));
     return false;
   }
   if (!llvm::is_contained(info->dtypes, s.dtype)) {
@@ -206,15 +220,16 @@ void Validator::resolveTile() {
 void Validator::checkTile(const PipelineInfo &info) {
   auto checkEdge = [&](const char *key, unsigned v, unsigned multiple) {
     if (v < 16 || v > 256 || v % multiple)
-      fail(key, Twine(v), "tile edges run from 16 to 256 in multiples of " +
-                              Twine(multiple) + " for pipeline " +
-                              keyOf(s.pipeline) + " on " + arch.name);
+      fail(key, Twine(v),
+           "tile edges run from 16 to 256 in multiples of " + Twine(multiple) +
+               " for pipeline " + keyOf(s.pipeline) + " on " + arch.name);
   };
   checkEdge("bm", s.bm, info.bmMultiple);
   checkEdge("bn", s.bn, info.bnMultiple);
   if (!llvm::isPowerOf2_32(s.warps) || s.warps > arch.maxWarps)
     fail("warps", Twine(s.warps),
-         "use a power of two up to " + Twine(arch.maxWarps) + " on " + arch.name);
+         "use a power of two up to " + Twine(arch.maxWarps) + " on " +
+             arch.name);
   if (errors.empty())
     checkTileRules(s, arch, errors);
 }

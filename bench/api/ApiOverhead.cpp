@@ -37,8 +37,10 @@ static api::Problem tinyProblem() {
 namespace {
 /// Inputs and outputs of the tiny problem (packed BSHD, as the plan's).
 struct TinyData {
-  std::vector<float> q = std::vector<float>(64, 0.1f), k = std::vector<float>(16 * 64, 0.2f),
-                     v = std::vector<float>(16 * 64, 0.3f), o = std::vector<float>(64);
+  std::vector<float> q = std::vector<float>(64, 0.1f),
+                     k = std::vector<float>(16 * 64, 0.2f),
+                     v = std::vector<float>(16 * 64, 0.3f),
+                     o = std::vector<float>(64);
 };
 } // namespace
 
@@ -96,23 +98,27 @@ static OverheadResult timePaths(const std::vector<std::function<void()>> &calls,
   return result;
 }
 
-llvm::Expected<OverheadResult> bench::measureApiOverhead(const OverheadConfig &config) {
+llvm::Expected<OverheadResult>
+bench::measureApiOverhead(const OverheadConfig &config) {
   auto loaded = loadBoth();
   if (!loaded)
     return loaded.takeError();
   TinyData data;
   AttentionProblem problem = AttentionProblem::forSpec(loaded->spec);
   problem.seqlenK = 16;
-  KernelArgs params = makeKernelArgs(loaded->spec, problem,
-                                   {data.q.data(), data.k.data(), data.v.data(), data.o.data()});
+  KernelArgs params = makeKernelArgs(
+      loaded->spec, problem,
+      {data.q.data(), data.k.data(), data.v.data(), data.o.data()});
   HostKernelFn fn = loaded->kernel.entry();
   int64_t items = workItems(params);
   HostExecutor executor(1);
-  api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(), data.o.data()};
+  api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(),
+                       data.o.data()};
   if (!api::run(loaded->plan, tensors).ok())
     return makeError(ErrorKind::Jit, "api::run failed on the tiny problem");
   OverheadResult result =
-      timePaths({[&] { fn(&params, 0, items); }, [&] { loaded->kernel.run(params, executor); },
+      timePaths({[&] { fn(&params, 0, items); },
+                 [&] { loaded->kernel.run(params, executor); },
                  [&] { (void)api::run(loaded->plan, tensors); }},
                 config);
   result.kernel = loaded->plan.steps().front().kernel;

@@ -1,8 +1,9 @@
-//===- DecodeRunner.cpp - One decode row: the dispatcher's plan against all -===//
+//===- DecodeRunner.cpp - One decode row: the dispatcher's plan against all
+//-===//
 #include "bench/decode/DecodeRunner.h"
 #include "fmhajit/Fmhajit.h"
-#include "runtime/numerics/Compare.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/numerics/Compare.h"
 #include "runtime/numerics/HostTensor.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
@@ -38,12 +39,14 @@ unsigned DecodeResult::bestSplits() const {
 }
 
 bool DecodeResult::outputsAgree() const {
-  return planRelL2 <= 2e-2 &&
-         llvm::all_of(splits, [](const SplitTiming &s) { return s.relL2 <= 2e-2; });
+  return planRelL2 <= 2e-2 && llvm::all_of(splits, [](const SplitTiming &s) {
+           return s.relL2 <= 2e-2;
+         });
 }
 
 std::string fmhajit::bench::decodeSpecText(const char *family, unsigned d) {
-  return std::string("family=") + family + ",dtype=bf16,d=" + std::to_string(d) + ",bm=16";
+  return std::string("family=") + family +
+         ",dtype=bf16,d=" + std::to_string(d) + ",bm=16";
 }
 
 static llvm::Expected<KernelSpec> resolve(const std::string &text) {
@@ -59,8 +62,10 @@ struct DecodeData {
   HostTensor q, k, v, single, split, planned;
 
   DecodeData(const AttentionProblem &p)
-      : q(DType::BF16, numElements(p.qShape())), k(DType::BF16, numElements(p.kShape())),
-        v(DType::BF16, numElements(p.vShape())), single(DType::BF16, numElements(p.oShape())),
+      : q(DType::BF16, numElements(p.qShape())),
+        k(DType::BF16, numElements(p.kShape())),
+        v(DType::BF16, numElements(p.vShape())),
+        single(DType::BF16, numElements(p.oShape())),
         split(DType::BF16, numElements(p.oShape())),
         planned(DType::BF16, numElements(p.oShape())) {
     q.fillNormal(1);
@@ -83,7 +88,8 @@ double relL2(const HostTensor &a, const HostTensor &b) {
 }
 } // namespace
 
-api::Problem fmhajit::bench::decodeProblem(const DecodeShape &shape, api::Device device) {
+api::Problem fmhajit::bench::decodeProblem(const DecodeShape &shape,
+                                           api::Device device) {
   api::Problem p;
   p.device = device;
   p.batch = shape.batch;
@@ -96,8 +102,9 @@ api::Problem fmhajit::bench::decodeProblem(const DecodeShape &shape, api::Device
   return p;
 }
 
-AttentionProblem fmhajit::bench::decodeAttentionProblem(const DecodeShape &shape,
-                                                       const KernelSpec &spec) {
+AttentionProblem
+fmhajit::bench::decodeAttentionProblem(const DecodeShape &shape,
+                                       const KernelSpec &spec) {
   AttentionProblem p = AttentionProblem::forSpec(spec);
   p.batch = shape.batch;
   p.headsQ = shape.headsQ;
@@ -107,19 +114,21 @@ AttentionProblem fmhajit::bench::decodeAttentionProblem(const DecodeShape &shape
   return p;
 }
 
-static llvm::Expected<api::Plan> planRow(const DecodeShape &shape, unsigned threads) {
+static llvm::Expected<api::Plan> planRow(const DecodeShape &shape,
+                                         unsigned threads) {
   api::Options options;
   options.threads = threads;
-  api::Result<api::Plan> plan = api::plan(decodeProblem(shape, api::Device::Host), options);
+  api::Result<api::Plan> plan =
+      api::plan(decodeProblem(shape, api::Device::Host), options);
   if (!plan.ok())
-    return makeError(ErrorKind::Usage, "api::plan: " + plan.status().toString());
+    return makeError(ErrorKind::Usage,
+                     "api::plan: " + plan.status().toString());
   return *plan;
 }
 
-llvm::Expected<DecodeResult>
-fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> candidates,
-                             HostExecutor &executor, KernelCache &cache,
-                             const TimingPolicy &policy) {
+llvm::Expected<DecodeResult> fmhajit::bench::runDecodeRow(
+    const DecodeShape &shape, std::vector<unsigned> candidates,
+    HostExecutor &executor, KernelCache &cache, const TimingPolicy &policy) {
   auto singleSpec = resolve(decodeSpecText("fwd", shape.d));
   if (!singleSpec)
     return singleSpec.takeError();
@@ -146,23 +155,33 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
   result.planSplits = unsigned(plan->steps().front().keySplits);
   result.planKernel = plan->steps().front().kernel;
 
-  KernelArgs singleParams = makeKernelArgs(*singleSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.single.data()});
+  KernelArgs singleParams = makeKernelArgs(
+      *singleSpec, p,
+      {data.q.data(), data.k.data(), data.v.data(), data.single.data()});
   data.planned.poison();
-  api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(), data.planned.data()};
+  api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(),
+                       data.planned.data()};
   api::Status status;
 
-  if (result.planSplits > 1 && !llvm::is_contained(candidates, result.planSplits))
+  if (result.planSplits > 1 &&
+      !llvm::is_contained(candidates, result.planSplits))
     candidates.push_back(result.planSplits);
   llvm::sort(candidates);
   std::vector<SplitRun> runs;
   for (unsigned n : candidates)
     if (n > 1) {
       SplitKvWorkspaceSize size = splitKvWorkspaceSize(*splitSpec, p, n);
-      runs.push_back({n, std::vector<float>(size.oAccum, NAN), std::vector<float>(size.lseAccum, NAN), {}});
+      runs.push_back({n,
+                      std::vector<float>(size.oAccum, NAN),
+                      std::vector<float>(size.lseAccum, NAN),
+                      {}});
     }
-  for (SplitRun &r : runs) // after the vector stops growing: params point into it
-    r.params = makeSplitKvParams(*splitSpec, p, {data.q.data(), data.k.data(), data.v.data(), data.split.data()},
-                                 r.numSplits, {r.oAccum.data(), r.lseAccum.data()});
+  for (SplitRun &r :
+       runs) // after the vector stops growing: params point into it
+    r.params = makeSplitKvParams(
+        *splitSpec, p,
+        {data.q.data(), data.k.data(), data.v.data(), data.split.data()},
+        r.numSplits, {r.oAccum.data(), r.lseAccum.data()});
 
   std::vector<std::function<void()>> contenders = {
       [&] { single->run(singleParams, executor); },
@@ -178,7 +197,8 @@ fmhajit::bench::runDecodeRow(const DecodeShape &shape, std::vector<unsigned> can
   for (size_t i = 0; i < runs.size(); ++i) {
     data.split.poison(); // each count's own output, checked once more
     split->run(runs[i].params, executor);
-    result.splits.push_back({runs[i].numSplits, times[2 + i], relL2(data.split, data.single)});
+    result.splits.push_back(
+        {runs[i].numSplits, times[2 + i], relL2(data.split, data.single)});
   }
   return result;
 }

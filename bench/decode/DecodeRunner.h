@@ -1,4 +1,5 @@
-//===- DecodeRunner.h - One decode row: the dispatcher's plan against all ---===//
+//===- DecodeRunner.h - One decode row: the dispatcher's plan against all
+//---===//
 //
 // A decode row is one problem (batch, Hq, Hkv, Sq = 1, Sk, d) with seeded
 // bf16 inputs, timed on the same buffers and thread count as
@@ -18,9 +19,9 @@
 #include "bench/host/BenchTimer.h"
 #include "compiler/KernelCache.h"
 #include "fmhajit/Fmhajit.h"
-#include "runtime/numerics/AttentionProblem.h"
 #include "runtime/device/HostExecutor.h"
 #include "runtime/device/SplitKv.h"
+#include "runtime/numerics/AttentionProblem.h"
 #include "llvm/Support/Error.h"
 #include <string>
 #include <vector>
@@ -69,7 +70,8 @@ std::string decodeSpecText(const char *family, unsigned d);
 api::Problem decodeProblem(const DecodeShape &shape, api::Device device);
 
 /// The row's problem for \p spec's kernels (Sq = 1), validated by callers.
-AttentionProblem decodeAttentionProblem(const DecodeShape &shape, const KernelSpec &spec);
+AttentionProblem decodeAttentionProblem(const DecodeShape &shape,
+                                        const KernelSpec &spec);
 
 /// Runs one row: loads the kernels through \p cache, plans the problem
 /// through api::plan() (the process's kernel cache, \p executor's thread
@@ -78,14 +80,16 @@ AttentionProblem decodeAttentionProblem(const DecodeShape &shape, const KernelSp
 /// (timeInterleaved, \p policy's budget for the whole row).
 llvm::Expected<DecodeResult> runDecodeRow(const DecodeShape &shape,
                                           std::vector<unsigned> candidates,
-                                          HostExecutor &executor, KernelCache &cache,
+                                          HostExecutor &executor,
+                                          KernelCache &cache,
                                           const TimingPolicy &policy);
 
 /// The same row on the CUDA GPU (GpuDecodeRunner.cpp): the plan is
 /// api::plan()'s for Device::Cuda, the single-pass and split kernels take
 /// its tile, and DecodeResult::threads is the GPU's SM count.
 llvm::Expected<DecodeResult> runGpuDecodeRow(const DecodeShape &shape,
-                                             std::vector<unsigned> candidates, KernelCache &cache,
+                                             std::vector<unsigned> candidates,
+                                             KernelCache &cache,
                                              const TimingPolicy &policy);
 
 } // namespace fmhajit::bench

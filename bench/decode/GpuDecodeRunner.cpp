@@ -12,10 +12,10 @@
 //===----------------------------------------------------------------------===//
 #include "bench/decode/DecodeRunner.h"
 #include "fmhajit/Fmhajit.h"
-#include "runtime/numerics/Compare.h"
+#include "runtime/device/DeviceCopies.h"
 #include "runtime/device/GpuForwardLaunch.h"
 #include "runtime/device/GpuResources.h"
-#include "runtime/device/DeviceCopies.h"
+#include "runtime/numerics/Compare.h"
 #include "runtime/numerics/HostTensor.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -35,22 +35,24 @@ llvm::Expected<KernelSpec> withFamily(KernelSpec spec, Family family) {
 
 double relL2To(const HostTensor &o, const HostTensor &ref) {
   std::vector<float> y = ref.toFloat();
-  return compareOutputs(o.toFloat(), std::vector<double>(y.begin(), y.end()), {}, {},
-                        DType::BF16)
+  return compareOutputs(o.toFloat(), std::vector<double>(y.begin(), y.end()),
+                        {}, {}, DType::BF16)
       .relL2;
 }
 } // namespace
 
-llvm::Expected<DecodeResult>
-fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> candidates,
-                                KernelCache &cache, const TimingPolicy &policy) {
+llvm::Expected<DecodeResult> fmhajit::bench::runGpuDecodeRow(
+    const DecodeShape &shape, std::vector<unsigned> candidates,
+    KernelCache &cache, const TimingPolicy &policy) {
   auto driver = gpuDriverFor(Backend::Nvptx);
   if (!driver)
     return driver.takeError();
   api::Options options;
-  api::Result<api::Plan> plan = api::plan(decodeProblem(shape, api::Device::Cuda), options);
+  api::Result<api::Plan> plan =
+      api::plan(decodeProblem(shape, api::Device::Cuda), options);
   if (!plan.ok())
-    return makeError(ErrorKind::Usage, "api::plan: " + plan.status().toString());
+    return makeError(ErrorKind::Usage,
+                     "api::plan: " + plan.status().toString());
   auto planned = decodeName(plan->steps().front().kernel);
   if (!planned)
     return planned.takeError();
@@ -65,15 +67,18 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   auto split = GpuKernel::load(*driver, *splitSpec, cache);
   auto combine = GpuKernel::load(*driver, *combineSpec, cache);
   if (!single || !split || !combine)
-    return llvm::joinErrors(llvm::joinErrors(single.takeError(), split.takeError()),
-                            combine.takeError());
+    return llvm::joinErrors(
+        llvm::joinErrors(single.takeError(), split.takeError()),
+        combine.takeError());
   GpuForwardLaunch splitLaunch{std::move(*split), std::move(*combine)};
 
   AttentionProblem p = decodeAttentionProblem(shape, *singleSpec);
   if (llvm::Error err = p.validate(*singleSpec))
     return std::move(err);
-  HostTensor q(DType::BF16, numElements(p.qShape())), k(DType::BF16, numElements(p.kShape())),
-      v(DType::BF16, numElements(p.vShape())), o(DType::BF16, numElements(p.oShape())),
+  HostTensor q(DType::BF16, numElements(p.qShape())),
+      k(DType::BF16, numElements(p.kShape())),
+      v(DType::BF16, numElements(p.vShape())),
+      o(DType::BF16, numElements(p.oShape())),
       ref(DType::BF16, numElements(p.oShape()));
   q.fillNormal(1);
   k.fillNormal(2);
@@ -96,12 +101,14 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   result.threads = unsigned(driver->device().computeUnits);
   result.planSplits = unsigned(plan->steps().front().keySplits);
   result.planKernel = plan->steps().front().kernel;
-  if (result.planSplits > 1 && !llvm::is_contained(candidates, result.planSplits))
+  if (result.planSplits > 1 &&
+      !llvm::is_contained(candidates, result.planSplits))
     candidates.push_back(result.planSplits);
   llvm::sort(candidates);
   llvm::erase_if(candidates, [](unsigned n) { return n < 2; });
 
-  KernelArgs singleParams = makeKernelArgs(*singleSpec, p, {dq, dk, dv, dSingle});
+  KernelArgs singleParams =
+      makeKernelArgs(*singleSpec, p, {dq, dk, dv, dSingle});
   api::Tensors tensors{dq, dk, dv, dPlan};
   tensors.workspace = dWork;
   tensors.stream = stream->get();
@@ -112,9 +119,11 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
   std::vector<SplitRun> runs;
   for (unsigned n : candidates) {
     SplitKvWorkspaceSize size = splitKvWorkspaceSize(*splitSpec, p, n);
-    SplitKvWorkspace partials{dev.allocate<float>(size_t(size.oAccum) * 4, "o_accum"),
-                              dev.allocate<float>(size_t(size.lseAccum) * 4, "lse_accum")};
-    runs.push_back({n, makeSplitKvParams(*splitSpec, p, {dq, dk, dv, dSplit}, n, partials)});
+    SplitKvWorkspace partials{
+        dev.allocate<float>(size_t(size.oAccum) * 4, "o_accum"),
+        dev.allocate<float>(size_t(size.lseAccum) * 4, "lse_accum")};
+    runs.push_back({n, makeSplitKvParams(*splitSpec, p, {dq, dk, dv, dSplit}, n,
+                                         partials)});
   }
   if (!dev.error().empty())
     return makeError(ErrorKind::Driver, dev.error());
@@ -136,7 +145,8 @@ fmhajit::bench::runGpuDecodeRow(const DecodeShape &shape, std::vector<unsigned> 
         finish();
       }};
   for (SplitRun &r : runs)
-    contenders.push_back([&] { check(splitLaunch.launch(r.params, stream->get())), finish(); });
+    contenders.push_back(
+        [&] { check(splitLaunch.launch(r.params, stream->get())), finish(); });
   std::vector<Timing> times = timeInterleaved(contenders, policy);
   if (failed)
     return std::move(failed);

@@ -1,4 +1,5 @@
-//===- main.cpp - fmhajit-bench-decode: is the dispatcher's choice fastest? -===//
+//===- main.cpp - fmhajit-bench-decode: is the dispatcher's choice fastest?
+//-===//
 //
 // Decode on the host (or, with --device cuda, on the GPU): Sq = 1, Sk from
 // 1k to 128k, GQA 8:1, d = 128, bf16.
@@ -28,42 +29,51 @@ using namespace fmhajit;
 using namespace fmhajit::bench;
 
 static llvm::cl::OptionCategory category("fmhajit-bench-decode options");
-static llvm::cl::opt<std::string> jsonPath("json", llvm::cl::desc("where to write the JSON"),
-                                           llvm::cl::init("bench-decode.json"),
-                                           llvm::cl::cat(category));
-static llvm::cl::opt<bool> quick("quick", llvm::cl::desc("two short rows, for smoke tests"),
-                                 llvm::cl::cat(category));
-static llvm::cl::opt<unsigned> threads("num-threads", llvm::cl::desc("worker threads (0: all)"),
-                                       llvm::cl::init(0), llvm::cl::cat(category));
-static llvm::cl::opt<unsigned> headsQ("heads-q", llvm::cl::desc("query heads"), llvm::cl::init(8),
+static llvm::cl::opt<std::string>
+    jsonPath("json", llvm::cl::desc("where to write the JSON"),
+             llvm::cl::init("bench-decode.json"), llvm::cl::cat(category));
+static llvm::cl::opt<bool>
+    quick("quick", llvm::cl::desc("two short rows, for smoke tests"),
+          llvm::cl::cat(category));
+static llvm::cl::opt<unsigned>
+    threads("num-threads", llvm::cl::desc("worker threads (0: all)"),
+            llvm::cl::init(0), llvm::cl::cat(category));
+static llvm::cl::opt<unsigned> headsQ("heads-q", llvm::cl::desc("query heads"),
+                                      llvm::cl::init(8),
                                       llvm::cl::cat(category));
-static llvm::cl::opt<unsigned> headsKv("heads-kv", llvm::cl::desc("K/V heads (8:1 by default)"),
-                                       llvm::cl::init(1), llvm::cl::cat(category));
-static llvm::cl::opt<std::string> device("device",
-                                         llvm::cl::desc("host, or cuda for the NVIDIA GPU"),
-                                         llvm::cl::init("host"), llvm::cl::cat(category));
-static llvm::cl::opt<unsigned> batch("num-seqs", llvm::cl::desc("sequences"), llvm::cl::init(1),
+static llvm::cl::opt<unsigned>
+    headsKv("heads-kv", llvm::cl::desc("K/V heads (8:1 by default)"),
+            llvm::cl::init(1), llvm::cl::cat(category));
+static llvm::cl::opt<std::string>
+    device("device", llvm::cl::desc("host, or cuda for the NVIDIA GPU"),
+           llvm::cl::init("host"), llvm::cl::cat(category));
+static llvm::cl::opt<unsigned> batch("num-seqs", llvm::cl::desc("sequences"),
+                                     llvm::cl::init(1),
                                      llvm::cl::cat(category));
 
 static void printHeader(llvm::raw_ostream &os, const DecodeResult &first) {
-  os << "decode: Sq=1, d=" << first.shape.d << ", bf16, batch " << first.shape.batch << ", Hq="
-     << first.shape.headsQ << ", Hkv=" << first.shape.headsKv << ", " << first.threads
+  os << "decode: Sq=1, d=" << first.shape.d << ", bf16, batch "
+     << first.shape.batch << ", Hq=" << first.shape.headsQ
+     << ", Hkv=" << first.shape.headsKv << ", " << first.threads
      << (device == "cuda" ? " SMs" : " threads")
      << "; best-of-runs ms; plan = what api::plan() runs\n"
      << llvm::format("%8s %9s", "Sk", "single");
   for (const SplitTiming &s : first.splits)
     os << llvm::format(" %9s", ("n=" + std::to_string(s.numSplits)).c_str());
-  os << llvm::format("  %6s %9s %4s %9s %9s %6s\n", "plan n", "plan ms", "best", "single/p",
-                     "plan/best", "choice");
+  os << llvm::format("  %6s %9s %4s %9s %9s %6s\n", "plan n", "plan ms", "best",
+                     "single/p", "plan/best", "choice");
 }
 
 static void printRow(llvm::raw_ostream &os, const DecodeResult &r) {
-  os << llvm::format("%8lld %9.3f", (long long)r.shape.seqlenK, r.single.bestSeconds * 1e3);
+  os << llvm::format("%8lld %9.3f", (long long)r.shape.seqlenK,
+                     r.single.bestSeconds * 1e3);
   for (const SplitTiming &s : r.splits)
     os << llvm::format(" %9.3f", s.timing.bestSeconds * 1e3);
-  os << llvm::format("  %6u %9.3f %4u %8.2fx %8.2fx %6s", r.planSplits, r.plan.bestSeconds * 1e3,
-                     r.bestSplits(), r.single.bestSeconds / r.plan.bestSeconds,
-                     r.plan.bestSeconds / r.bestSeconds(), r.planWithin5Percent() ? "PASS" : "MISS");
+  os << llvm::format("  %6u %9.3f %4u %8.2fx %8.2fx %6s", r.planSplits,
+                     r.plan.bestSeconds * 1e3, r.bestSplits(),
+                     r.single.bestSeconds / r.plan.bestSeconds,
+                     r.plan.bestSeconds / r.bestSeconds(),
+                     r.planWithin5Percent() ? "PASS" : "MISS");
   if (!r.outputsAgree())
     os << "  OUTPUT MISMATCH";
   os << "\n";
@@ -77,20 +87,21 @@ static llvm::json::Value rowJson(const DecodeResult &r) {
                                         {"ms", s.timing.bestSeconds * 1e3},
                                         {"runs", s.timing.runs},
                                         {"rel_l2_vs_single", s.relL2}});
-  return llvm::json::Object{{"seqlen_k", r.shape.seqlenK},
-                            {"single_ms", r.single.bestSeconds * 1e3},
-                            {"splits", std::move(splits)},
-                            {"plan_splits", r.planSplits},
-                            {"plan_kernel", r.planKernel},
-                            {"plan_ms", r.plan.bestSeconds * 1e3},
-                            {"plan_runs", r.plan.runs},
-                            {"plan_rel_l2_vs_single", r.planRelL2},
-                            {"best_splits", r.bestSplits()},
-                            {"best_ms", r.bestSeconds() * 1e3},
-                            {"plan_vs_best", r.plan.bestSeconds / r.bestSeconds()},
-                            {"single_vs_plan", r.single.bestSeconds / r.plan.bestSeconds},
-                            {"plan_within_5_percent", r.planWithin5Percent()},
-                            {"outputs_agree", r.outputsAgree()}};
+  return llvm::json::Object{
+      {"seqlen_k", r.shape.seqlenK},
+      {"single_ms", r.single.bestSeconds * 1e3},
+      {"splits", std::move(splits)},
+      {"plan_splits", r.planSplits},
+      {"plan_kernel", r.planKernel},
+      {"plan_ms", r.plan.bestSeconds * 1e3},
+      {"plan_runs", r.plan.runs},
+      {"plan_rel_l2_vs_single", r.planRelL2},
+      {"best_splits", r.bestSplits()},
+      {"best_ms", r.bestSeconds() * 1e3},
+      {"plan_vs_best", r.plan.bestSeconds / r.bestSeconds()},
+      {"single_vs_plan", r.single.bestSeconds / r.plan.bestSeconds},
+      {"plan_within_5_percent", r.planWithin5Percent()},
+      {"outputs_agree", r.outputsAgree()}};
 }
 
 static llvm::Error writeJson(const std::vector<DecodeResult> &rows) {
@@ -116,7 +127,8 @@ static llvm::Error writeJson(const std::vector<DecodeResult> &rows) {
   std::error_code ec;
   llvm::raw_fd_ostream os(jsonPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
-    return makeError(ErrorKind::Io, "cannot write '" + jsonPath + "': " + ec.message());
+    return makeError(ErrorKind::Io,
+                     "cannot write '" + jsonPath + "': " + ec.message());
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
   return llvm::Error::success();
 }
@@ -124,7 +136,8 @@ static llvm::Error writeJson(const std::vector<DecodeResult> &rows) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::HideUnrelatedOptions(category);
-  llvm::cl::ParseCommandLineOptions(argc, argv, "fmhajit host decode benchmark\n");
+  llvm::cl::ParseCommandLineOptions(argc, argv,
+                                    "fmhajit host decode benchmark\n");
   auto cache = KernelCache::global();
   if (!cache) {
     llvm::errs() << "error: " << llvm::toString(cache.takeError()) << "\n";
@@ -138,7 +151,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   HostExecutor &executor = *sharedHostExecutor(threads);
-  std::vector<int64_t> lengths = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+  std::vector<int64_t> lengths = {1024,  2048,  4096,  8192,
+                                  16384, 32768, 65536, 131072};
   std::vector<unsigned> candidates = {2, 4, 8, 16, 32, 64}; // up to kMaxSplits
   if (quick) {
     lengths = {1024, 4096};
@@ -154,9 +168,11 @@ int main(int argc, char **argv) {
   std::vector<DecodeResult> rows;
   bool agree = true;
   for (int64_t sk : lengths) {
-    DecodeShape shape{int64_t(batch), int64_t(headsQ), int64_t(headsKv), sk, 128};
-    auto row = device == "cuda" ? runGpuDecodeRow(shape, candidates, *cache, policy)
-                                : runDecodeRow(shape, candidates, executor, *cache, policy);
+    DecodeShape shape{int64_t(batch), int64_t(headsQ), int64_t(headsKv), sk,
+                      128};
+    auto row = device == "cuda"
+                   ? runGpuDecodeRow(shape, candidates, *cache, policy)
+                   : runDecodeRow(shape, candidates, executor, *cache, policy);
     if (!row) {
       llvm::errs() << "error: " << llvm::toString(row.takeError()) << "\n";
       return 1;
@@ -171,10 +187,12 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << llvm::toString(std::move(err)) << "\n";
     return 1;
   }
-  size_t passed = llvm::count_if(rows, [](const DecodeResult &r) { return r.planWithin5Percent(); });
-  llvm::outs() << "overall  " << (passed == rows.size() ? "PASS" : "MISS") << ": the plan's choice is "
-               << "the fastest or within 5% of it on " << passed << " of " << rows.size()
-               << " rows\n"
+  size_t passed = llvm::count_if(
+      rows, [](const DecodeResult &r) { return r.planWithin5Percent(); });
+  llvm::outs() << "overall  " << (passed == rows.size() ? "PASS" : "MISS")
+               << ": the plan's choice is "
+               << "the fastest or within 5% of it on " << passed << " of "
+               << rows.size() << " rows\n"
                << "json     " << jsonPath << "\n";
   return agree ? 0 : 1;
 }

@@ -20,8 +20,8 @@ namespace fmhajit::bench {
 
 struct BenchReport {
   bool quick = false;
-  std::string cpu;            ///< LLVM's host CPU name
-  unsigned allThreads = 1;    ///< the "all threads" count: one per hardware thread
+  std::string cpu;         ///< LLVM's host CPU name
+  unsigned allThreads = 1; ///< the "all threads" count: one per hardware thread
   std::vector<FmaPeak> peaks; ///< one per thread count
   std::vector<ForwardResult> forward;
   std::optional<CompileLatency> compile;
@@ -41,9 +41,10 @@ struct BenchReport {
 
 /// One of the goals, judged on this run.
 struct Goal {
-  std::string name;    ///< what is measured
-  std::string unit;    ///< "", "x", "ms", "us"
-  bool atMost = false; ///< the value must be <= limit (else >= limit, or > for "x")
+  std::string name; ///< what is measured
+  std::string unit; ///< "", "x", "ms", "us"
+  bool atMost =
+      false; ///< the value must be <= limit (else >= limit, or > for "x")
   double limit = 0;
   std::optional<double> value; ///< unset when this run did not measure it
   bool pass = false;
@@ -58,12 +59,14 @@ std::vector<Goal> evaluateGoals(const BenchReport &report);
 // Tables (ReportTable.cpp).
 void printPeaks(llvm::raw_ostream &os, const BenchReport &report);
 void printForwardHeader(llvm::raw_ostream &os);
-void printForwardRow(llvm::raw_ostream &os, const ForwardResult &result, const BenchReport &report);
+void printForwardRow(llvm::raw_ostream &os, const ForwardResult &result,
+                     const BenchReport &report);
 void printCompileLatency(llvm::raw_ostream &os, const BenchReport &report);
 void printGoals(llvm::raw_ostream &os, const std::vector<Goal> &goals);
 
 /// Writes \p report and \p goals as JSON to \p path (ReportJson.cpp).
-llvm::Error writeJsonReport(const BenchReport &report, const std::vector<Goal> &goals,
+llvm::Error writeJsonReport(const BenchReport &report,
+                            const std::vector<Goal> &goals,
                             llvm::StringRef path);
 
 } // namespace fmhajit::bench

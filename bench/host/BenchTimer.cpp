@@ -1,4 +1,5 @@
-//===- BenchTimer.cpp - Wall-clock timing: best and median for the host bench --===//
+//===- BenchTimer.cpp - Wall-clock timing: best and median for the host bench
+//--===//
 #include "bench/host/BenchTimer.h"
 #include <algorithm>
 #include <cmath>
@@ -10,18 +11,20 @@ double fmhajit::bench::median(std::vector<double> values) {
     return 0;
   std::sort(values.begin(), values.end());
   size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+  return values.size() % 2 ? values[mid]
+                           : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-std::vector<Timing> fmhajit::bench::timeInterleaved(const std::vector<std::function<void()>> &fns,
-                                                    const TimingPolicy &policy) {
+std::vector<Timing>
+fmhajit::bench::timeInterleaved(const std::vector<std::function<void()>> &fns,
+                                const TimingPolicy &policy) {
   Clock::time_point start = Clock::now();
   for (const auto &fn : fns)
     fn();
   double warmup = std::max(secondsSince(start), 1e-9);
   double fits = std::floor(policy.budgetSeconds / warmup);
-  unsigned rounds =
-      static_cast<unsigned>(std::clamp(fits, double(policy.minRuns), double(policy.maxRuns)));
+  unsigned rounds = static_cast<unsigned>(
+      std::clamp(fits, double(policy.minRuns), double(policy.maxRuns)));
   std::vector<std::vector<double>> times(fns.size());
   for (unsigned r = 0; r < rounds; ++r)
     for (size_t i = 0; i < fns.size(); ++i) {
@@ -35,6 +38,7 @@ std::vector<Timing> fmhajit::bench::timeInterleaved(const std::vector<std::funct
   return out;
 }
 
-Timing fmhajit::bench::timeRuns(const std::function<void()> &fn, const TimingPolicy &policy) {
+Timing fmhajit::bench::timeRuns(const std::function<void()> &fn,
+                                const TimingPolicy &policy) {
   return timeInterleaved({fn}, policy).front();
 }

@@ -50,7 +50,8 @@ Timing timeRuns(const std::function<void()> &fn, const TimingPolicy &policy);
 /// machine's speed (a neighbour's load, a frequency step) falls on all of
 /// them alike instead of on whichever ran at that moment. The warm-ups'
 /// total decides the rounds that fit \p policy's budget.
-std::vector<Timing> timeInterleaved(const std::vector<std::function<void()>> &fns,
-                                    const TimingPolicy &policy);
+std::vector<Timing>
+timeInterleaved(const std::vector<std::function<void()>> &fns,
+                const TimingPolicy &policy);
 
 } // namespace fmhajit::bench

@@ -17,9 +17,12 @@ extern char **environ;
 using namespace fmhajit;
 using namespace fmhajit::bench;
 
-static double msSince(Clock::time_point start) { return secondsSince(start) * 1e3; }
+static double msSince(Clock::time_point start) {
+  return secondsSince(start) * 1e3;
+}
 
-static llvm::Expected<HostKernel> loadSpecText(llvm::StringRef text, KernelCache &cache) {
+static llvm::Expected<HostKernel> loadSpecText(llvm::StringRef text,
+                                               KernelCache &cache) {
   auto parsed = parseSpec(text);
   if (!parsed)
     return parsed.takeError();
@@ -31,7 +34,8 @@ static llvm::Expected<HostKernel> loadSpecText(llvm::StringRef text, KernelCache
 
 // spec text -> callable through a new cache over \p dir; fails unless it
 // really compiled (the directory must not hold the kernel).
-static llvm::Expected<double> coldLoad(llvm::StringRef text, llvm::StringRef dir) {
+static llvm::Expected<double> coldLoad(llvm::StringRef text,
+                                       llvm::StringRef dir) {
   Clock::time_point start = Clock::now();
   CacheConfig config;
   config.dir = dir.str();
@@ -43,7 +47,8 @@ static llvm::Expected<double> coldLoad(llvm::StringRef text, llvm::StringRef dir
     return kernel.takeError();
   double ms = msSince(start);
   if (kernel->origin() != ArtifactOrigin::Compiled)
-    return makeError(ErrorKind::Io, "cold load of " + text + " found a cached kernel");
+    return makeError(ErrorKind::Io,
+                     "cold load of " + text + " found a cached kernel");
   return ms;
 }
 
@@ -54,8 +59,8 @@ struct MemoryHit {
 
 // validateSpec + HostKernel::load of a kernel \p cache holds, timed one by
 // one, each part on its own too.
-static llvm::Expected<MemoryHit> memoryHit(llvm::StringRef text, KernelCache &cache,
-                                           unsigned runs) {
+static llvm::Expected<MemoryHit> memoryHit(llvm::StringRef text,
+                                           KernelCache &cache, unsigned runs) {
   auto parsed = parseSpec(text);
   if (!parsed)
     return parsed.takeError();
@@ -70,10 +75,12 @@ static llvm::Expected<MemoryHit> memoryHit(llvm::StringRef text, KernelCache &ca
     if (!kernel)
       return kernel.takeError();
     total.push_back(secondsSince(start) * 1e6);
-    validate.push_back(std::chrono::duration<double, std::micro>(validated - start).count());
+    validate.push_back(
+        std::chrono::duration<double, std::micro>(validated - start).count());
     load.push_back(secondsSince(validated) * 1e6);
     if (kernel->origin() != ArtifactOrigin::Memory)
-      return makeError(ErrorKind::Io, "reload of " + text + " missed the memory cache");
+      return makeError(ErrorKind::Io,
+                       "reload of " + text + " missed the memory cache");
   }
   return MemoryHit{median(total), median(validate), median(load)};
 }
@@ -83,7 +90,8 @@ static std::vector<std::string> environmentWithCache(llvm::StringRef dir) {
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e) {
     llvm::StringRef entry(*e);
-    if (!entry.starts_with("FMHAJIT_CACHE_DIR=") && !entry.starts_with("FMHAJIT_CACHE="))
+    if (!entry.starts_with("FMHAJIT_CACHE_DIR=") &&
+        !entry.starts_with("FMHAJIT_CACHE="))
       env.push_back(entry.str());
   }
   env.push_back("FMHAJIT_CACHE_DIR=" + dir.str());
@@ -95,35 +103,40 @@ struct DiskHit {
   double loadMs, processMs;
 };
 
-static llvm::Expected<DiskHit> diskHit(const CompileLatencyOptions &options, llvm::StringRef dir,
+static llvm::Expected<DiskHit> diskHit(const CompileLatencyOptions &options,
+                                       llvm::StringRef dir,
                                        llvm::StringRef outPath) {
   std::string spec = options.specs.front();
   llvm::SmallVector<llvm::StringRef, 10> args = {
-      options.fmhajitBinary, "run", spec, "--seqlen-q", "1", "--iters", "1", "--threads", "1"};
+      options.fmhajitBinary, "run", spec, "--seqlen-q", "1", "--iters", "1",
+      "--threads",           "1"};
   std::vector<std::string> envStrings = environmentWithCache(dir);
   std::vector<llvm::StringRef> env(envStrings.begin(), envStrings.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, outPath, outPath};
   std::string message;
   Clock::time_point start = Clock::now();
-  int rc = llvm::sys::ExecuteAndWait(options.fmhajitBinary, args, env, redirects, 0, 0, &message);
+  int rc = llvm::sys::ExecuteAndWait(options.fmhajitBinary, args, env,
+                                     redirects, 0, 0, &message);
   double processMs = msSince(start);
   auto output = llvm::MemoryBuffer::getFile(outPath);
   std::string text = output ? (*output)->getBuffer().str() : std::string();
   if (rc != 0)
-    return makeError(ErrorKind::Io, options.fmhajitBinary + " exited with " + std::to_string(rc) +
-                                        ": " + message + text);
+    return makeError(ErrorKind::Io, options.fmhajitBinary + " exited with " +
+                                        std::to_string(rc) + ": " + message +
+                                        text);
   llvm::SmallVector<llvm::StringRef, 3> match;
   if (!llvm::Regex("load +([0-9.]+) ms \\(([a-z]+)\\)").match(text, &match))
     return makeError(ErrorKind::Io, "no `load X ms (origin)` line in: " + text);
   if (match[2] != "disk")
-    return makeError(ErrorKind::Io,
-                     "fresh process loaded " + spec + " from " + match[2] + ", not disk");
+    return makeError(ErrorKind::Io, "fresh process loaded " + spec + " from " +
+                                        match[2] + ", not disk");
   double loadMs = 0;
   llvm::to_float(match[1], loadMs);
   return DiskHit{loadMs, processMs};
 }
 
-static llvm::Error measureInDirectory(const CompileLatencyOptions &options, llvm::StringRef dir,
+static llvm::Error measureInDirectory(const CompileLatencyOptions &options,
+                                      llvm::StringRef dir,
                                       CompileLatency &result) {
   for (const std::string &spec : options.specs) {
     auto ms = coldLoad(spec, dir);
@@ -164,10 +177,14 @@ static llvm::Error measureInDirectory(const CompileLatencyOptions &options, llvm
 llvm::Expected<CompileLatency>
 fmhajit::bench::measureCompileLatency(const CompileLatencyOptions &options) {
   if (options.specs.empty())
-    return makeError(ErrorKind::Usage, "compile latency needs at least one spec");
+    return makeError(ErrorKind::Usage,
+                     "compile latency needs at least one spec");
   llvm::SmallString<128> dir;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("fmhajit-bench-cache", dir))
-    return makeError(ErrorKind::Io, "cannot create a temporary cache directory: " + ec.message());
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("fmhajit-bench-cache", dir))
+    return makeError(ErrorKind::Io,
+                     "cannot create a temporary cache directory: " +
+                         ec.message());
   CompileLatency result;
   llvm::Error err = measureInDirectory(options, dir, result);
   llvm::sys::fs::remove_directories(dir);

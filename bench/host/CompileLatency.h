@@ -43,6 +43,7 @@ struct CompileLatency {
 };
 
 /// Measures all three in a fresh temporary cache directory, removed after.
-llvm::Expected<CompileLatency> measureCompileLatency(const CompileLatencyOptions &options);
+llvm::Expected<CompileLatency>
+measureCompileLatency(const CompileLatencyOptions &options);
 
 } // namespace fmhajit::bench

@@ -41,7 +41,8 @@ static uint64_t calibrate(unsigned widthBits, double seconds) {
 
 // \p threads threads each running \p iterations, released at once so they
 // overlap.
-static void runConcurrent(unsigned widthBits, unsigned threads, uint64_t iterations) {
+static void runConcurrent(unsigned widthBits, unsigned threads,
+                          uint64_t iterations) {
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false};
   std::atomic<float> sink{0};
@@ -61,12 +62,14 @@ static void runConcurrent(unsigned widthBits, unsigned threads, uint64_t iterati
 }
 
 FmaWork::FmaWork(unsigned threads, double seconds)
-    : threads(threads), widthBits(fmaWidthBits()), iterations(calibrate(widthBits, seconds)),
+    : threads(threads), widthBits(fmaWidthBits()),
+      iterations(calibrate(widthBits, seconds)),
       flops(flopsPerIteration(widthBits) * double(iterations) * threads) {}
 
 void FmaWork::run() const { runConcurrent(widthBits, threads, iterations); }
 
-FmaPeak fmhajit::bench::measureFmaPeak(unsigned threads, double seconds, unsigned repeats) {
+FmaPeak fmhajit::bench::measureFmaPeak(unsigned threads, double seconds,
+                                       unsigned repeats) {
   FmaPeak peak;
   peak.threads = threads;
   peak.widthBits = fmaWidthBits();

@@ -7,13 +7,17 @@
 using namespace fmhajit;
 using namespace fmhajit::bench;
 
-std::string fmhajit::bench::forwardSpecText(DType dtype, unsigned d, bool causal) {
-  return std::string("family=fwd,dtype=") + (dtype == DType::F32 ? "fp32" : "bf16") +
-         ",d=" + std::to_string(d) + (causal ? ",mask=causal" : "");
+std::string fmhajit::bench::forwardSpecText(DType dtype, unsigned d,
+                                            bool causal) {
+  return std::string("family=fwd,dtype=") +
+         (dtype == DType::F32 ? "fp32" : "bf16") + ",d=" + std::to_string(d) +
+         (causal ? ",mask=causal" : "");
 }
 
-llvm::Expected<FmhajitRunner> FmhajitRunner::create(const ForwardCase &config, KernelCache &cache) {
-  auto parsed = parseSpec(forwardSpecText(config.dtype, config.d, config.causal));
+llvm::Expected<FmhajitRunner> FmhajitRunner::create(const ForwardCase &config,
+                                                    KernelCache &cache) {
+  auto parsed =
+      parseSpec(forwardSpecText(config.dtype, config.d, config.causal));
   if (!parsed)
     return parsed.takeError();
   auto spec = validateSpec(*parsed);
@@ -28,7 +32,8 @@ llvm::Expected<FmhajitRunner> FmhajitRunner::create(const ForwardCase &config, K
   auto kernel = HostKernel::load(*spec, cache);
   if (!kernel)
     return kernel.takeError();
-  return FmhajitRunner(std::move(*kernel), std::move(problem), encodeName(*spec));
+  return FmhajitRunner(std::move(*kernel), std::move(problem),
+                       encodeName(*spec));
 }
 
 void FmhajitRunner::run(const void *q, const void *k, const void *v, void *o,

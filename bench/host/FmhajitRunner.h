@@ -3,9 +3,9 @@
 
 #include "bench/host/ForwardCase.h"
 #include "compiler/KernelCache.h"
-#include "runtime/numerics/AttentionProblem.h"
 #include "runtime/device/HostExecutor.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/numerics/AttentionProblem.h"
 #include "llvm/Support/Error.h"
 #include <string>
 
@@ -20,17 +20,20 @@ std::string forwardSpecText(DType dtype, unsigned d, bool causal);
 class FmhajitRunner {
 public:
   /// Loads the kernel of \p config through \p cache.
-  static llvm::Expected<FmhajitRunner> create(const ForwardCase &config, KernelCache &cache);
+  static llvm::Expected<FmhajitRunner> create(const ForwardCase &config,
+                                              KernelCache &cache);
 
   /// The kernel's encoded name.
   const std::string &kernelName() const { return name; }
 
   /// O = attention(Q, K, V): packed tensors of the case's dtype.
-  void run(const void *q, const void *k, const void *v, void *o, HostExecutor &executor) const;
+  void run(const void *q, const void *k, const void *v, void *o,
+           HostExecutor &executor) const;
 
 private:
   FmhajitRunner(HostKernel kernel, AttentionProblem problem, std::string name)
-      : kernel(std::move(kernel)), problem(std::move(problem)), name(std::move(name)) {}
+      : kernel(std::move(kernel)), problem(std::move(problem)),
+        name(std::move(name)) {}
 
   HostKernel kernel;
   AttentionProblem problem;

@@ -10,8 +10,8 @@ double ForwardCase::flops() const {
   return 4.0 * batch * heads * s * s * d * (causal ? 0.5 : 1.0);
 }
 
-static ForwardCase makeCase(DType dtype, unsigned d, int64_t seqlen, bool causal,
-                            unsigned threads) {
+static ForwardCase makeCase(DType dtype, unsigned d, int64_t seqlen,
+                            bool causal, unsigned threads) {
   ForwardCase c;
   c.dtype = dtype;
   c.d = d;
@@ -22,7 +22,8 @@ static ForwardCase makeCase(DType dtype, unsigned d, int64_t seqlen, bool causal
   return c;
 }
 
-std::vector<ForwardCase> fmhajit::bench::forwardCases(bool quick, unsigned allThreads) {
+std::vector<ForwardCase> fmhajit::bench::forwardCases(bool quick,
+                                                      unsigned allThreads) {
   if (quick)
     return {makeCase(DType::F32, 64, 512, false, 1),
             makeCase(DType::BF16, 64, 512, true, allThreads)};
@@ -40,7 +41,8 @@ std::vector<ForwardCase> fmhajit::bench::forwardCases(bool quick, unsigned allTh
 }
 
 double ForwardResult::fmhajitGflops() const {
-  return fmhajit.bestSeconds > 0 ? config.flops() / fmhajit.bestSeconds / 1e9 : 0;
+  return fmhajit.bestSeconds > 0 ? config.flops() / fmhajit.bestSeconds / 1e9
+                                 : 0;
 }
 
 double ForwardResult::peerGflops() const {

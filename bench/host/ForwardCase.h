@@ -39,14 +39,14 @@ struct ForwardResult {
   std::string kernel; ///< fmhajit's encoded name
   Timing fmhajit, peer;
   PeerThreading peerMode = PeerThreading::Serial; ///< the faster one, kept
-  double peerOtherSeconds = 0;                    ///< best time of the mode not kept (0: one mode)
-  double relL2 = 0;                               ///< ||o_fmhajit - o_peer|| / ||o_peer||
+  double peerOtherSeconds = 0; ///< best time of the mode not kept (0: one mode)
+  double relL2 = 0;            ///< ||o_fmhajit - o_peer|| / ||o_peer||
   double tolerance = 0;
   bool checked = false; ///< relL2 <= tolerance
   /// The FMA peak at the case's thread count measured in the same turns as
   /// fmhajit and the peer (0: not measured).
   double peakGflops = 0;
-  std::string error;    ///< set when the case could not run
+  std::string error; ///< set when the case could not run
 
   double fmhajitGflops() const;
   double peerGflops() const;

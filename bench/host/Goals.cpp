@@ -17,12 +17,14 @@ double BenchReport::peakGflops(const ForwardResult &row) const {
   return std::max(row.peakGflops, runPeak ? runPeak->gflops : 0.0);
 }
 
-double BenchReport::fractionOfPeak(const ForwardResult &row, double gflops) const {
+double BenchReport::fractionOfPeak(const ForwardResult &row,
+                                   double gflops) const {
   double peak = peakGflops(row);
   return peak > 0 ? gflops / peak : 0;
 }
 
-static Goal makeGoal(std::string name, std::string unit, bool atMost, double limit) {
+static Goal makeGoal(std::string name, std::string unit, bool atMost,
+                     double limit) {
   Goal goal;
   goal.name = std::move(name);
   goal.unit = std::move(unit);
@@ -34,14 +36,15 @@ static Goal makeGoal(std::string name, std::string unit, bool atMost, double lim
 static void judge(Goal &goal, double value) {
   goal.value = value;
   goal.pass = goal.atMost ? value <= goal.limit
-                          : (goal.unit == "x" ? value > goal.limit : value >= goal.limit);
+                          : (goal.unit == "x" ? value > goal.limit
+                                              : value >= goal.limit);
 }
 
 static const ForwardResult *goalCase(const BenchReport &report) {
   for (const ForwardResult &r : report.forward) {
     const ForwardCase &c = r.config;
-    if (c.dtype == DType::F32 && c.d == 128 && c.seqlen == 2048 && !c.causal && c.threads == 1 &&
-        r.error.empty())
+    if (c.dtype == DType::F32 && c.d == 128 && c.seqlen == 2048 && !c.causal &&
+        c.threads == 1 && r.error.empty())
       return &r;
   }
   return nullptr;
@@ -49,9 +52,11 @@ static const ForwardResult *goalCase(const BenchReport &report) {
 
 std::vector<Goal> fmhajit::bench::evaluateGoals(const BenchReport &report) {
   Goal peak =
-      makeGoal("fp32 d=128 S=2048 no mask, 1 thread: fraction of FMA peak", "", false, 0.60);
-  Goal peer =
-      makeGoal("fp32 d=128 S=2048 no mask, 1 thread: speedup over OpenBLAS peer", "x", false, 1.0);
+      makeGoal("fp32 d=128 S=2048 no mask, 1 thread: fraction of FMA peak", "",
+               false, 0.60);
+  Goal peer = makeGoal(
+      "fp32 d=128 S=2048 no mask, 1 thread: speedup over OpenBLAS peer", "x",
+      false, 1.0);
   if (const ForwardResult *r = goalCase(report)) {
     judge(peak, report.fractionOfPeak(*r, r->fmhajitGflops()));
     judge(peer, r->speedup());
@@ -61,9 +66,11 @@ std::vector<Goal> fmhajit::bench::evaluateGoals(const BenchReport &report) {
         g->note = "outputs disagree with the peer";
       }
   }
-  Goal cold = makeGoal("compile latency: cold (spec -> callable)", "ms", true, 150);
+  Goal cold =
+      makeGoal("compile latency: cold (spec -> callable)", "ms", true, 150);
   Goal memory = makeGoal("compile latency: memory hit", "us", true, 5);
-  Goal disk = makeGoal("compile latency: disk hit, fresh process", "ms", true, 5);
+  Goal disk =
+      makeGoal("compile latency: disk hit, fresh process", "ms", true, 5);
   if (report.compile) {
     judge(cold, report.compile->coldMedianMs);
     judge(memory, report.compile->memoryHitMedianUs);

@@ -15,7 +15,9 @@ using llvm::json::Object;
 using llvm::json::Value;
 
 // JSON has no infinities or NaNs: those become null.
-static Value finiteOrNull(double v) { return std::isfinite(v) ? Value(v) : Value(nullptr); }
+static Value finiteOrNull(double v) {
+  return std::isfinite(v) ? Value(v) : Value(nullptr);
+}
 
 static Value numbers(const std::vector<double> &values) {
   Array out;
@@ -57,11 +59,11 @@ static Value forwardJson(const ForwardResult &r, const BenchReport &report) {
     o["error"] = r.error;
     return Value(std::move(o));
   }
-  Object fmhajit =
-      timingJson(r.fmhajit, r.fmhajitGflops(), report.fractionOfPeak(r, r.fmhajitGflops()));
+  Object fmhajit = timingJson(r.fmhajit, r.fmhajitGflops(),
+                              report.fractionOfPeak(r, r.fmhajitGflops()));
   fmhajit["kernel"] = r.kernel;
-  Object peer =
-      timingJson(r.peer, r.peerGflops(), report.fractionOfPeak(r, r.peerGflops()));
+  Object peer = timingJson(r.peer, r.peerGflops(),
+                           report.fractionOfPeak(r, r.peerGflops()));
   peer["threading"] = threadingName(r.peerMode);
   if (r.peerOtherSeconds > 0)
     peer["other_threading_ms"] = r.peerOtherSeconds * 1e3;
@@ -70,8 +72,9 @@ static Value forwardJson(const ForwardResult &r, const BenchReport &report) {
   o["speedup"] = finiteOrNull(r.speedup());
   o["peak_gflops"] = report.peakGflops(r);
   o["peak_gflops_in_turns"] = r.peakGflops;
-  o["check"] =
-      Object{{"rel_l2", finiteOrNull(r.relL2)}, {"tolerance", r.tolerance}, {"pass", r.checked}};
+  o["check"] = Object{{"rel_l2", finiteOrNull(r.relL2)},
+                      {"tolerance", r.tolerance},
+                      {"pass", r.checked}};
   return Value(std::move(o));
 }
 
@@ -82,17 +85,18 @@ static Value compileJson(const BenchReport &report) {
   Array specs;
   for (const std::string &s : c.specs)
     specs.push_back(s);
-  return Object{{"cold", Object{{"median_ms", c.coldMedianMs},
-                                {"ms", numbers(c.coldMs)},
-                                {"specs", std::move(specs)}}},
-                {"memory_hit", Object{{"median_us", c.memoryHitMedianUs},
-                                      {"validate_median_us", c.memoryHitValidateUs},
-                                      {"load_median_us", c.memoryHitLoadUs},
-                                      {"runs", c.memoryHitRuns}}},
-                {"disk_hit", Object{{"median_ms", c.diskHitMedianMs},
-                                    {"ms", numbers(c.diskHitMs)},
-                                    {"process_ms", numbers(c.diskProcessMs)},
-                                    {"spec", c.diskSpec}}}};
+  return Object{
+      {"cold", Object{{"median_ms", c.coldMedianMs},
+                      {"ms", numbers(c.coldMs)},
+                      {"specs", std::move(specs)}}},
+      {"memory_hit", Object{{"median_us", c.memoryHitMedianUs},
+                            {"validate_median_us", c.memoryHitValidateUs},
+                            {"load_median_us", c.memoryHitLoadUs},
+                            {"runs", c.memoryHitRuns}}},
+      {"disk_hit", Object{{"median_ms", c.diskHitMedianMs},
+                          {"ms", numbers(c.diskHitMs)},
+                          {"process_ms", numbers(c.diskProcessMs)},
+                          {"spec", c.diskSpec}}}};
 }
 
 static Value goalsJson(const std::vector<Goal> &goals) {
@@ -116,27 +120,31 @@ static Value goalsJson(const std::vector<Goal> &goals) {
 }
 
 llvm::Error fmhajit::bench::writeJsonReport(const BenchReport &report,
-                                            const std::vector<Goal> &goals, llvm::StringRef path) {
+                                            const std::vector<Goal> &goals,
+                                            llvm::StringRef path) {
   Array forward;
   for (const ForwardResult &r : report.forward)
     forward.push_back(forwardJson(r, report));
-  Value root = Object{{"schema", "fmhajit-bench-host/1"},
-                      {"fmhajit_version", FMHAJIT_VERSION},
-                      {"llvm_version", LLVM_VERSION_STRING},
-                      {"quick", report.quick},
-                      {"machine", Object{{"cpu", report.cpu}, {"threads", report.allThreads}}},
-                      {"total_seconds", report.totalSeconds},
-                      {"fma_peak", peaksJson(report)},
-                      {"forward", std::move(forward)},
-                      {"compile", compileJson(report)},
-                      {"goals", goalsJson(goals)}};
+  Value root = Object{
+      {"schema", "fmhajit-bench-host/1"},
+      {"fmhajit_version", FMHAJIT_VERSION},
+      {"llvm_version", LLVM_VERSION_STRING},
+      {"quick", report.quick},
+      {"machine", Object{{"cpu", report.cpu}, {"threads", report.allThreads}}},
+      {"total_seconds", report.totalSeconds},
+      {"fma_peak", peaksJson(report)},
+      {"forward", std::move(forward)},
+      {"compile", compileJson(report)},
+      {"goals", goalsJson(goals)}};
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_Text);
   if (ec)
-    return makeError(ErrorKind::Io, "cannot write " + path + ": " + ec.message());
+    return makeError(ErrorKind::Io,
+                     "cannot write " + path + ": " + ec.message());
   out << llvm::formatv("{0:2}", root) << "\n";
   out.close();
   if (out.has_error())
-    return makeError(ErrorKind::Io, "cannot write " + path + ": " + out.error().message());
+    return makeError(ErrorKind::Io,
+                     "cannot write " + path + ": " + out.error().message());
   return llvm::Error::success();
 }

@@ -14,7 +14,8 @@
 
 using namespace fmhajit::bench;
 
-#define FMHAJIT_BENCH_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define FMHAJIT_BENCH_CLONES                                                   \
+  __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 
 FMHAJIT_BENCH_CLONES
 static void softmaxRow(float *row, int64_t n) {
@@ -32,8 +33,8 @@ static void softmaxRow(float *row, int64_t n) {
     row[j] *= inverse;
 }
 
-void fmhajit::bench::softmaxRows(float *s, int64_t rows, int64_t cols, int64_t firstRow,
-                                 bool causal) {
+void fmhajit::bench::softmaxRows(float *s, int64_t rows, int64_t cols,
+                                 int64_t firstRow, bool causal) {
   for (int64_t r = 0; r < rows; ++r) {
     float *row = s + r * cols;
     int64_t visible = causal ? std::min(cols, firstRow + r + 1) : cols;

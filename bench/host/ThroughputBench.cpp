@@ -11,7 +11,9 @@
 using namespace fmhajit;
 using namespace fmhajit::bench;
 
-double fmhajit::bench::agreementTolerance(DType dtype) { return dtype == DType::F32 ? 1e-3 : 2e-2; }
+double fmhajit::bench::agreementTolerance(DType dtype) {
+  return dtype == DType::F32 ? 1e-3 : 2e-2;
+}
 
 static std::string errorText(llvm::Error err) {
   return llvm::join(takeProblems(std::move(err)).messages, "; ");
@@ -41,8 +43,10 @@ static PeerProblem peerProblem(const ForwardCase &c) {
   return problem;
 }
 
-ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &cache,
-                                             const TimingPolicy &policy, const FmaWork *peak) {
+ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c,
+                                             KernelCache &cache,
+                                             const TimingPolicy &policy,
+                                             const FmaWork *peak) {
   ForwardResult result;
   result.config = c;
   result.tolerance = agreementTolerance(c.dtype);
@@ -70,7 +74,9 @@ ForwardResult fmhajit::bench::runForwardCase(const ForwardCase &c, KernelCache &
   std::vector<std::function<void()>> contenders = {
       [&] { runner->run(q.data(), k.data(), v.data(), o.data(), executor); }};
   for (PeerThreading mode : modes)
-    contenders.push_back([&, mode] { peer.run(q.data(), k.data(), v.data(), peerO.data(), mode); });
+    contenders.push_back([&, mode] {
+      peer.run(q.data(), k.data(), v.data(), peerO.data(), mode);
+    });
   if (peak)
     contenders.push_back([&] { peak->run(); });
   std::vector<Timing> times = timeInterleaved(contenders, policy);

@@ -24,7 +24,8 @@ llvm::StringRef fmhajit::bench::threadingName(PeerThreading mode) {
 
 // Runs fn(item, thread) for items [0, count) on \p threads threads, the
 // last items (the heaviest under a causal mask) first.
-template <typename Fn> static void parallelFor(unsigned threads, int64_t count, Fn fn) {
+template <typename Fn>
+static void parallelFor(unsigned threads, int64_t count, Fn fn) {
   std::atomic<int64_t> next{0};
   auto worker = [&](unsigned thread) {
     for (int64_t claimed = next++; claimed < count; claimed = next++)
@@ -56,7 +57,8 @@ static void floatToBf16(const float *in, uint16_t *out, int64_t n) {
 
 UnfusedAttention::UnfusedAttention(const PeerProblem &problem, unsigned threads)
     : problem(problem), threads(std::max(1u, threads)),
-      blocksPerHead((problem.seqlenQ + kBlockRows - 1) / kBlockRows), scores(this->threads) {
+      blocksPerHead((problem.seqlenQ + kBlockRows - 1) / kBlockRows),
+      scores(this->threads) {
   int64_t rows = std::min(problem.seqlenQ, kBlockRows);
   for (std::vector<float> &s : scores)
     s.resize(rows * problem.seqlenK);
@@ -70,30 +72,35 @@ UnfusedAttention::UnfusedAttention(const PeerProblem &problem, unsigned threads)
   of.resize(qSize);
 }
 
-int64_t UnfusedAttention::items() const { return problem.batch * problem.heads * blocksPerHead; }
+int64_t UnfusedAttention::items() const {
+  return problem.batch * problem.heads * blocksPerHead;
+}
 
 // Item w = (b * heads + h) * blocksPerHead + block.
-void UnfusedAttention::attendBlock(const float *q, const float *k, const float *v, float *o,
-                                   int64_t item, unsigned thread) const {
+void UnfusedAttention::attendBlock(const float *q, const float *k,
+                                   const float *v, float *o, int64_t item,
+                                   unsigned thread) const {
   const PeerProblem &p = problem;
   int64_t block = item % blocksPerHead, bh = item / blocksPerHead;
   int64_t b = bh / p.heads, h = bh % p.heads;
   int64_t ld = p.heads * p.d;
-  int64_t row0 = block * kBlockRows, rows = std::min(kBlockRows, p.seqlenQ - row0);
+  int64_t row0 = block * kBlockRows,
+          rows = std::min(kBlockRows, p.seqlenQ - row0);
   int64_t cols = p.causal ? std::min(p.seqlenK, row0 + rows) : p.seqlenK;
   const float *qBlock = q + (b * p.seqlenQ + row0) * ld + h * p.d;
   const float *kHead = k + b * p.seqlenK * ld + h * p.d;
   const float *vHead = v + b * p.seqlenK * ld + h * p.d;
   float *oBlock = o + (b * p.seqlenQ + row0) * ld + h * p.d;
   float *s = scores[thread].data();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, p.d, p.scale, qBlock, ld, kHead,
-              ld, 0.0f, s, cols);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, p.d, p.scale,
+              qBlock, ld, kHead, ld, 0.0f, s, cols);
   softmaxRows(s, rows, cols, row0, p.causal);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.d, cols, 1.0f, s, cols, vHead, ld,
-              0.0f, oBlock, ld);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.d, cols, 1.0f,
+              s, cols, vHead, ld, 0.0f, oBlock, ld);
 }
 
-void UnfusedAttention::convertInputs(const void *q, const void *k, const void *v) {
+void UnfusedAttention::convertInputs(const void *q, const void *k,
+                                     const void *v) {
   struct Part {
     const void *in;
     std::vector<float> *out;
@@ -101,9 +108,10 @@ void UnfusedAttention::convertInputs(const void *q, const void *k, const void *v
   parallelFor(threads, 3 * threads, [&](int64_t item, unsigned) {
     Part &part = parts[item % 3];
     int64_t n = part.out->size(), chunk = (n + threads - 1) / threads;
-    int64_t begin = std::min(n, item / 3 * chunk), end = std::min(n, begin + chunk);
-    bf16ToFloat(static_cast<const uint16_t *>(part.in) + begin, part.out->data() + begin,
-                end - begin);
+    int64_t begin = std::min(n, item / 3 * chunk),
+            end = std::min(n, begin + chunk);
+    bf16ToFloat(static_cast<const uint16_t *>(part.in) + begin,
+                part.out->data() + begin, end - begin);
   });
 }
 
@@ -117,7 +125,8 @@ void UnfusedAttention::run(const void *q, const void *k, const void *v, void *o,
   const float *vIn = fp32 ? static_cast<const float *>(v) : vf.data();
   float *out = fp32 ? static_cast<float *>(o) : of.data();
   bool ours = mode == PeerThreading::BlocksParallel;
-  openblas_set_num_threads(mode == PeerThreading::BlasThreaded ? int(threads) : 1);
+  openblas_set_num_threads(mode == PeerThreading::BlasThreaded ? int(threads)
+                                                               : 1);
   parallelFor(ours ? threads : 1, items(), [&](int64_t item, unsigned thread) {
     attendBlock(qIn, kIn, vIn, out, item, thread);
   });
@@ -126,6 +135,7 @@ void UnfusedAttention::run(const void *q, const void *k, const void *v, void *o,
   int64_t n = of.size(), chunk = (n + threads - 1) / threads;
   parallelFor(threads, threads, [&](int64_t t, unsigned) {
     int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
-    floatToBf16(of.data() + begin, static_cast<uint16_t *>(o) + begin, end - begin);
+    floatToBf16(of.data() + begin, static_cast<uint16_t *>(o) + begin,
+                end - begin);
   });
 }

@@ -37,7 +37,8 @@ struct PeerProblem {
 /// How the peer uses several threads.
 enum class PeerThreading {
   Serial,         ///< one thread, OpenBLAS single-threaded
-  BlocksParallel, ///< (head, row block) items on our threads, OpenBLAS single-threaded
+  BlocksParallel, ///< (head, row block) items on our threads, OpenBLAS
+                  ///< single-threaded
   BlasThreaded,   ///< items in turn, each sgemm on OpenBLAS's threads
 };
 llvm::StringRef threadingName(PeerThreading mode);
@@ -49,18 +50,19 @@ public:
 
   /// O = softmax(mask(scale Q K^T)) V; q, k, v and o hold elements of the
   /// problem's dtype.
-  void run(const void *q, const void *k, const void *v, void *o, PeerThreading mode);
+  void run(const void *q, const void *k, const void *v, void *o,
+           PeerThreading mode);
 
 private:
   void convertInputs(const void *q, const void *k, const void *v);
-  void attendBlock(const float *q, const float *k, const float *v, float *o, int64_t item,
-                   unsigned thread) const;
+  void attendBlock(const float *q, const float *k, const float *v, float *o,
+                   int64_t item, unsigned thread) const;
   int64_t items() const;
 
   PeerProblem problem;
   unsigned threads;
   int64_t blocksPerHead;
-  std::vector<float> qf, kf, vf, of;              ///< fp32 copies, for bf16 problems
+  std::vector<float> qf, kf, vf, of; ///< fp32 copies, for bf16 problems
   mutable std::vector<std::vector<float>> scores; ///< one S block per thread
 };
 

@@ -25,15 +25,17 @@ using namespace fmhajit;
 using namespace fmhajit::bench;
 
 static llvm::cl::OptionCategory benchCategory("fmhajit-bench-host options");
-static llvm::cl::opt<std::string> jsonPath("json", llvm::cl::desc("where to write the JSON"),
-                                           llvm::cl::init("bench-host.json"),
-                                           llvm::cl::value_desc("path"),
-                                           llvm::cl::cat(benchCategory));
+static llvm::cl::opt<std::string>
+    jsonPath("json", llvm::cl::desc("where to write the JSON"),
+             llvm::cl::init("bench-host.json"), llvm::cl::value_desc("path"),
+             llvm::cl::cat(benchCategory));
 static llvm::cl::opt<bool>
-    quick("quick", llvm::cl::desc("a couple of small cases (< 30 s), for smoke tests"),
+    quick("quick",
+          llvm::cl::desc("a couple of small cases (< 30 s), for smoke tests"),
           llvm::cl::cat(benchCategory));
 static llvm::cl::opt<std::string>
-    fmhajitBinary("fmhajit", llvm::cl::desc("the fmhajit CLI, for the disk-hit processes"),
+    fmhajitBinary("fmhajit",
+                  llvm::cl::desc("the fmhajit CLI, for the disk-hit processes"),
                   llvm::cl::init(FMHAJIT_BINARY), llvm::cl::value_desc("path"),
                   llvm::cl::cat(benchCategory));
 
@@ -42,7 +44,8 @@ static std::string errorText(llvm::Error err) {
 }
 
 // The specs of the throughput cases, each once: the cold-compile specs.
-static std::vector<std::string> caseSpecs(const std::vector<ForwardCase> &cases) {
+static std::vector<std::string>
+caseSpecs(const std::vector<ForwardCase> &cases) {
   std::vector<std::string> specs;
   for (const ForwardCase &c : cases) {
     std::string text = forwardSpecText(c.dtype, c.d, c.causal);
@@ -52,7 +55,8 @@ static std::vector<std::string> caseSpecs(const std::vector<ForwardCase> &cases)
   return specs;
 }
 
-static void measureCompile(BenchReport &report, const std::vector<ForwardCase> &cases) {
+static void measureCompile(BenchReport &report,
+                           const std::vector<ForwardCase> &cases) {
   CompileLatencyOptions options;
   options.specs = caseSpecs(cases);
   options.memoryHitRuns = quick ? 200 : 2000;
@@ -66,7 +70,8 @@ static void measureCompile(BenchReport &report, const std::vector<ForwardCase> &
   printCompileLatency(llvm::outs(), report);
 }
 
-static int measureForward(BenchReport &report, const std::vector<ForwardCase> &cases) {
+static int measureForward(BenchReport &report,
+                          const std::vector<ForwardCase> &cases) {
   auto cache = KernelCache::global();
   if (!cache) {
     llvm::errs() << "error: " << errorText(cache.takeError()) << "\n";
@@ -86,8 +91,8 @@ static int measureForward(BenchReport &report, const std::vector<ForwardCase> &c
   printForwardHeader(llvm::outs());
   for (const ForwardCase &c : cases) {
     auto work = peakWork.find(c.threads);
-    report.forward.push_back(
-        runForwardCase(c, *cache, policy, work == peakWork.end() ? nullptr : &work->second));
+    report.forward.push_back(runForwardCase(
+        c, *cache, policy, work == peakWork.end() ? nullptr : &work->second));
     printForwardRow(llvm::outs(), report.forward.back(), report);
     llvm::outs().flush();
   }
@@ -97,16 +102,18 @@ static int measureForward(BenchReport &report, const std::vector<ForwardCase> &c
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::HideUnrelatedOptions(benchCategory);
-  llvm::cl::ParseCommandLineOptions(argc, argv,
-                                    "fmhajit host benchmark: throughput against the FMA peak "
-                                    "and an OpenBLAS peer, and compile latency\n");
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "fmhajit host benchmark: throughput against the FMA peak "
+      "and an OpenBLAS peer, and compile latency\n");
   Clock::time_point start = Clock::now();
   BenchReport report;
   report.quick = quick;
   report.cpu = llvm::sys::getHostCPUName().str();
   report.allThreads = llvm::hardware_concurrency().compute_thread_count();
-  llvm::outs() << "fmhajit-bench-host" << (quick ? " --quick" : "") << ": " << report.cpu << ", "
-               << report.allThreads << " hardware threads\n\n";
+  llvm::outs() << "fmhajit-bench-host" << (quick ? " --quick" : "") << ": "
+               << report.cpu << ", " << report.allThreads
+               << " hardware threads\n\n";
   double peakSeconds = quick ? 0.05 : 0.2;
   for (unsigned threads : {1u, report.allThreads}) {
     report.peaks.push_back(measureFmaPeak(threads, peakSeconds, quick ? 3 : 5));
@@ -128,7 +135,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << errorText(std::move(err)) << "\n";
     return 1;
   }
-  llvm::outs() << llvm::format("\ntotal %.1f s; JSON written to ", report.totalSeconds) << jsonPath
-               << "\n";
+  llvm::outs() << llvm::format("\ntotal %.1f s; JSON written to ",
+                               report.totalSeconds)
+               << jsonPath << "\n";
   return 0;
 }

@@ -16,8 +16,9 @@
 // before the append; the caller advances its lengths afterwards). RoPE
 // rotates the leading rotaryDim elements of each K (and Q) row by pos:
 //   y[e0] = x[e0] cos - x[e1] sin;  y[e1] = x[e1] cos + x[e0] sin
-//   interleaved (GPT-J) (e0, e1) = (2k, 2k + 1); half (GPT-NeoX) (k, k + rotaryDim / 2)
-//   angle = pos * rotaryBase^(-2k / rotaryDim), unless tables are given.
+//   interleaved (GPT-J) (e0, e1) = (2k, 2k + 1); half (GPT-NeoX) (k, k +
+//   rotaryDim / 2) angle = pos * rotaryBase^(-2k / rotaryDim), unless tables
+//   are given.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -36,13 +37,15 @@ enum class Rotary {
 
 /// One append of newTokens rows per sequence to a K/V cache.
 struct AppendProblem {
-  int64_t batch = 1;     ///< sequences
-  int64_t headsKv = 1;   ///< K/V heads of the cache
-  int64_t headsQ = 0;    ///< query heads (rotateQ), a multiple of headsKv; 0: headsKv
-  int64_t newTokens = 1; ///< rows appended to each sequence
-  int64_t headDim = 128; ///< K (and Q) head dim
-  int64_t headDimV = 0;  ///< V head dim; 0: headDim
-  DType dtype = DType::BF16; ///< of the new rows and the caches (rotated Q: fp8 gives bf16)
+  int64_t batch = 1;   ///< sequences
+  int64_t headsKv = 1; ///< K/V heads of the cache
+  int64_t headsQ =
+      0; ///< query heads (rotateQ), a multiple of headsKv; 0: headsKv
+  int64_t newTokens = 1;     ///< rows appended to each sequence
+  int64_t headDim = 128;     ///< K (and Q) head dim
+  int64_t headDimV = 0;      ///< V head dim; 0: headDim
+  DType dtype = DType::BF16; ///< of the new rows and the caches (rotated Q: fp8
+                             ///< gives bf16)
   /// A paged cache when pagesKv.enabled(), else contiguous with capacity
   /// rows per sequence.
   PagedKv pagesKv;
@@ -51,18 +54,21 @@ struct AppendProblem {
   /// copy; AppendTensors::seqlens may give the current ones at run time).
   std::vector<int32_t> seqlens;
   Rotary rotary = Rotary::None;
-  int64_t rotaryDim = 0;      ///< rotated leading elements, even; 0: headDim
+  int64_t rotaryDim = 0;       ///< rotated leading elements, even; 0: headDim
   float rotaryBase = 10000.0f; ///< RoPE's frequency base (the plan's tables)
-  bool rotateQ = false;       ///< also rotate Q into AppendTensors::qOut
+  bool rotateQ = false;        ///< also rotate Q into AppendTensors::qOut
   Device device = Device::Host;
-  void *stream = nullptr; ///< GPU: the CUstream / hipStream_t to launch on (null: default)
+  void *stream =
+      nullptr; ///< GPU: the CUstream / hipStream_t to launch on (null: default)
 };
 
 /// The memory of one append (host pointers on Device::Host).
 struct AppendTensors {
   const void *kNew = nullptr, *vNew = nullptr; ///< the rows to append
-  void *kCache = nullptr, *vCache = nullptr;   ///< pools, or [batch, capacity, ...]
-  const int32_t *blockTable = nullptr; ///< paged: [batch, maxPagesPerSeq] (required)
+  void *kCache = nullptr,
+       *vCache = nullptr; ///< pools, or [batch, capacity, ...]
+  const int32_t *blockTable =
+      nullptr; ///< paged: [batch, maxPagesPerSeq] (required)
   /// [batch] rows before the append; on the host null takes the problem's
   /// seqlens; on a GPU a device copy (required). The host checks that every
   /// row written lies in the cache; a GPU launch cannot read them first.

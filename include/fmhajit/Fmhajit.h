@@ -73,8 +73,9 @@ struct PlanStep {
   std::string kernel;    ///< the kernel's encoded name (docs/names.md)
   std::string role;      ///< "forward", "split-KV forward", "combine", ...
   int64_t workItems = 0; ///< host work items, or GPU blocks
-  int64_t keySplits = 1; ///< parts each query tile's keys are cut into (split-KV)
-  std::string grid;      ///< what the work items are, in words
+  int64_t keySplits =
+      1;            ///< parts each query tile's keys are cut into (split-KV)
+  std::string grid; ///< what the work items are, in words
   int64_t workspaceOffset = 0, workspaceBytes = 0;
   std::string why; ///< why this kernel, in one line
   StepLoad load;

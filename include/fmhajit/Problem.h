@@ -6,9 +6,9 @@
 // Tensors. Nothing here names a kernel: fmhajit chooses (see Fmhajit.h).
 //
 // Tensor shapes are logical; the last dim is always contiguous:
-//   Q [batch, seqlenQ, headsQ, headDim]     K [batch, seqlenK, headsKv, headDim]
-//   O [batch, seqlenQ, headsQ, headDimV]    V [batch, seqlenK, headsKv, headDimV]
-//   LSE (fp32, packed) [batch, headsQ, seqlenQ]
+//   Q [batch, seqlenQ, headsQ, headDim]     K [batch, seqlenK, headsKv,
+//   headDim] O [batch, seqlenQ, headsQ, headDimV]    V [batch, seqlenK,
+//   headsKv, headDimV] LSE (fp32, packed) [batch, headsQ, seqlenQ]
 // Under varlen (cuSeqlensQ/K given) sequences are packed end to end:
 //   Q [totalQ, headsQ, headDim] ... and LSE [headsQ, totalQ].
 // Semantics (i, j: query and key index in a sequence of Sq queries and Sk
@@ -103,7 +103,8 @@ struct Problem {
   float scale = 0;                ///< softmax scale; 0: 1/sqrt(headDim)
   bool wantLse = false;           ///< also write the log-sum-exp of each row
   Device device = Device::Host;
-  void *stream = nullptr; ///< GPU: the CUstream / hipStream_t to launch on (null: default)
+  void *stream =
+      nullptr; ///< GPU: the CUstream / hipStream_t to launch on (null: default)
 };
 
 /// The memory of one call: host pointers for Device::Host, device pointers

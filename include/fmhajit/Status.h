@@ -32,7 +32,8 @@ class Status {
 public:
   /// Success.
   Status() = default;
-  Status(StatusCode code, std::string message) : statusCode(code), text(std::move(message)) {}
+  Status(StatusCode code, std::string message)
+      : statusCode(code), text(std::move(message)) {}
 
   bool ok() const { return statusCode == StatusCode::Ok; }
   StatusCode code() const { return statusCode; }

@@ -48,11 +48,13 @@ using namespace llvm;
 
 AmdgpuMatrixInstr::~AmdgpuMatrixInstr() = default;
 
-Value *fmhajit::amdgpuShuffleXor(IRBuilderBase &b, Value *v, Value *lane, unsigned mask) {
+Value *fmhajit::amdgpuShuffleXor(IRBuilderBase &b, Value *v, Value *lane,
+                                 unsigned mask) {
   Type *type = v->getType();
   Value *address = b.CreateShl(b.CreateXor(lane, b.getInt32(mask)), 2); // bytes
-  Value *bits = b.CreateIntrinsic(Intrinsic::amdgcn_ds_bpermute, {},
-                                  {address, b.CreateBitCast(v, b.getInt32Ty())});
+  Value *bits =
+      b.CreateIntrinsic(Intrinsic::amdgcn_ds_bpermute, {},
+                        {address, b.CreateBitCast(v, b.getInt32Ty())});
   return b.CreateBitCast(bits, type);
 }
 
@@ -66,8 +68,9 @@ class AmdgpuMatrixTileOps : public TileOps {
 public:
   AmdgpuMatrixTileOps(IRBuilderBase &b, GpuTargetInfo &target,
                       std::unique_ptr<AmdgpuMatrixInstr> instruction)
-      : b(b), target(target), spec(target.kernelSpec()), layout(spec, *findArch(spec.target)),
-        instr(std::move(instruction)), m(instr->m), nTiles(layout.queryTilesPerWave),
+      : b(b), target(target), spec(target.kernelSpec()),
+        layout(spec, *findArch(spec.target)), instr(std::move(instruction)),
+        m(instr->m), nTiles(layout.queryTilesPerWave),
         elem(elementType(b.getContext(), spec.dtype)) {
     assert(instr->m == layout.m && instr->k == layout.k &&
            "the instruction is the one the table's shape names");
@@ -80,20 +83,23 @@ public:
     q0 = b.CreateMul(wave, b.getInt32(nTiles * m));
   }
 
-  Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
+  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
+                const Twine &name) override {
     switch (role) {
     case TileRole::Query:
       if (layout.queryInShared)
         return {role, rows, cols, shared(layout.query)};
-      return {role, rows, cols,
-              entryAlloca(b, operandType(), name, 16, nTiles * (cols / instr->k))};
+      return {
+          role, rows, cols,
+          entryAlloca(b, operandType(), name, 16, nTiles * (cols / instr->k))};
     case TileRole::KeyT: // K rows: cols (keys) x rows (d)
       return {role, rows, cols, shared(layout.keys)};
     case TileRole::Value: // V^T rows: cols (dv) x rows (keys)
       return {role, rows, cols, shared(layout.valuesT)};
     case TileRole::Scores:
     case TileRole::Output:
-      return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 4, accCount(cols))};
+      return {role, rows, cols,
+              entryAlloca(b, b.getFloatTy(), name, 4, accCount(cols))};
     }
     llvm_unreachable("unknown tile role");
   }
@@ -102,7 +108,8 @@ public:
   }
 
   void fill(Tile &t, float value) override {
-    assert((t.role == TileRole::Scores || t.role == TileRole::Output) && "fill accumulators");
+    assert((t.role == TileRole::Scores || t.role == TileRole::Output) &&
+           "fill accumulators");
     for (unsigned e = 0; e < accCount(t.cols); ++e)
       b.CreateStore(f32(value), slot(t.storage, e));
   }
@@ -111,7 +118,8 @@ public:
       b.CreateStore(f32(value), slot(r.storage, j));
   }
 
-  void load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) override;
+  void load(Tile &t, const GlobalRows &src, Value *valid,
+            Value *scale) override;
   void mma(Tile &acc, const Tile &a, const Tile &bt) override;
   void map(Tile &t, ElementFn fn) override;
   void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
@@ -122,28 +130,36 @@ public:
 
 private:
   Value *f32(float v) { return ConstantFP::get(b.getFloatTy(), v); }
-  Type *operandType() { return FixedVectorType::get(b.getInt16Ty(), instr->kPerLane); }
+  Type *operandType() {
+    return FixedVectorType::get(b.getInt16Ty(), instr->kPerLane);
+  }
   /// Element \p i of a register array (an alloca SROA turns into registers).
   Value *slot(Value *base, unsigned i) {
-    return b.CreateConstInBoundsGEP1_32(cast<AllocaInst>(base)->getAllocatedType(), base, i);
+    return b.CreateConstInBoundsGEP1_32(
+        cast<AllocaInst>(base)->getAllocatedType(), base, i);
   }
   Value *shared(const SharedTile &tile) {
     return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
   }
   /// Blocks of m rows covering \p n accumulator rows (keys or dv).
   unsigned blocks(unsigned n) const { return divideCeil(n, m); }
-  unsigned accCount(unsigned n) const { return blocks(n) * nTiles * instr->accPerLane; }
+  unsigned accCount(unsigned n) const {
+    return blocks(n) * nTiles * instr->accPerLane;
+  }
   unsigned accIndex(unsigned i, unsigned j, unsigned r) const {
     return (i * nTiles + j) * instr->accPerLane + r;
   }
   /// The lane's query in query tile \p j, relative to the tile's first row.
-  Value *queryRow(unsigned j) { return b.CreateAdd(q0, b.CreateAdd(col, b.getInt32(j * m))); }
+  Value *queryRow(unsigned j) {
+    return b.CreateAdd(q0, b.CreateAdd(col, b.getInt32(j * m)));
+  }
   /// The logical column (key or dv) of accumulator element (i, r).
   Value *accColumn(unsigned i, unsigned r) {
     return b.CreateAdd(b.getInt32(i * m), instr->accRow(b, h, r));
   }
   /// Calls fn(i, j, r) for every accumulator element of a tile of \p n rows.
-  void forEachAcc(unsigned n, function_ref<void(unsigned, unsigned, unsigned)> fn) {
+  void forEachAcc(unsigned n,
+                  function_ref<void(unsigned, unsigned, unsigned)> fn) {
     for (unsigned i = 0; i < blocks(n); ++i)
       for (unsigned j = 0; j < nTiles; ++j)
         for (unsigned r = 0; r < instr->accPerLane; ++r)
@@ -154,12 +170,14 @@ private:
   Value *sharedOperand(Value *tile, unsigned pitch, Value *row, unsigned s) {
     Value *c = b.CreateAdd(b.getInt32(s * instr->k), instr->operandK0(b, h));
     Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), c);
-    return loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), tile, index), instr->kPerLane);
+    return loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), tile, index),
+                    instr->kPerLane);
   }
   Value *queryOperand(const Tile &q, unsigned j, unsigned s) {
     if (layout.queryInShared)
       return sharedOperand(q.storage, layout.query.pitch, queryRow(j), s);
-    return b.CreateLoad(operandType(), slot(q.storage, j * (q.cols / instr->k) + s));
+    return b.CreateLoad(operandType(),
+                        slot(q.storage, j * (q.cols / instr->k) + s));
   }
   Value *toBits(Value *x) {
     return b.CreateBitCast(b.CreateFPTrunc(x, elem), b.getInt16Ty());
@@ -184,7 +202,8 @@ private:
   bool copiesPending = false; ///< LDS copies no barrier has published yet
   BasicBlock *loadEndBlock = nullptr; ///< where the last load ended ...
   size_t loadEndSize = 0;             ///< ... and how long that block was
-  DenseMap<Value *, Value *> queryScale; ///< Query storage -> its deferred scale
+  DenseMap<Value *, Value *>
+      queryScale; ///< Query storage -> its deferred scale
 };
 } // namespace
 
@@ -197,7 +216,8 @@ void AmdgpuMatrixTileOps::beginSharedLoad() {
   }
 }
 
-void AmdgpuMatrixTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) {
+void AmdgpuMatrixTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
+                               Value *scale) {
   if (t.role == TileRole::Query && scale)
     queryScale[t.storage] = scale;
   if (t.role == TileRole::Query && !layout.queryInShared) {
@@ -216,7 +236,8 @@ void AmdgpuMatrixTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Val
 
 // Each lane loads its B operands straight from global memory, once per
 // work item: query row q0 + j*m + l%m, columns s*k + k0(h) onwards.
-void AmdgpuMatrixTileOps::loadQueryFragments(Tile &t, const GlobalRows &src, Value *valid) {
+void AmdgpuMatrixTileOps::loadQueryFragments(Tile &t, const GlobalRows &src,
+                                             Value *valid) {
   unsigned steps = t.cols / instr->k;
   auto *vector = FixedVectorType::get(elem, instr->kPerLane);
   Value *k0 = instr->operandK0(b, h);
@@ -226,19 +247,23 @@ void AmdgpuMatrixTileOps::loadQueryFragments(Tile &t, const GlobalRows &src, Val
     Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
     Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
     for (unsigned s = 0; s < steps; ++s) {
-      Value *c = b.CreateZExt(b.CreateAdd(b.getInt32(s * instr->k), k0), b.getInt64Ty());
+      Value *c = b.CreateZExt(b.CreateAdd(b.getInt32(s * instr->k), k0),
+                              b.getInt64Ty());
       Value *p = b.CreateInBoundsGEP(elem, rowPtr, c);
       Value *bits = b.CreateBitCast(
-          b.CreateAlignedLoad(vector, p, Align(std::min(16u, 2 * instr->kPerLane))),
+          b.CreateAlignedLoad(vector, p,
+                              Align(std::min(16u, 2 * instr->kPerLane))),
           operandType());
-      b.CreateStore(b.CreateSelect(inside, bits, Constant::getNullValue(operandType())),
-                    slot(t.storage, j * steps + s));
+      b.CreateStore(
+          b.CreateSelect(inside, bits, Constant::getNullValue(operandType())),
+          slot(t.storage, j * steps + s));
     }
   }
 }
 
 // Eight elements of source row \p row from column \p c, zeros past valid.
-Value *AmdgpuMatrixTileOps::loadChunk(const GlobalRows &src, Value *row, Value *c, Value *valid) {
+Value *AmdgpuMatrixTileOps::loadChunk(const GlobalRows &src, Value *row,
+                                      Value *c, Value *valid) {
   auto *chunk = FixedVectorType::get(b.getInt16Ty(), 8);
   Value *inside = b.CreateICmpSLT(row, valid);
   Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
@@ -250,37 +275,49 @@ Value *AmdgpuMatrixTileOps::loadChunk(const GlobalRows &src, Value *row, Value *
 
 // Rows of K (or Q) into [rows][width + 8]; thread t copies chunks t,
 // t + threads, ..., each 16 bytes of one row.
-void AmdgpuMatrixTileOps::copyRows(Tile &t, const GlobalRows &src, Value *valid) {
+void AmdgpuMatrixTileOps::copyRows(Tile &t, const GlobalRows &src,
+                                   Value *valid) {
   bool isKey = t.role == TileRole::KeyT;
   unsigned rows = isKey ? t.cols : t.rows, width = isKey ? t.rows : t.cols;
-  unsigned chunks = width / 8, pitch = isKey ? layout.keys.pitch : layout.query.pitch;
-  emitFor(b, target.threadId(b), b.getInt32(rows * chunks), b.getInt32(target.numThreads()),
-          "copy", [&](Value *i) {
-    Value *row = b.CreateUDiv(i, b.getInt32(chunks));
-    Value *c = b.CreateMul(b.CreateURem(i, b.getInt32(chunks)), b.getInt32(8));
-    Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), c);
-    b.CreateAlignedStore(loadChunk(src, row, c, valid),
-                         b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index), Align(16));
-  });
+  unsigned chunks = width / 8,
+           pitch = isKey ? layout.keys.pitch : layout.query.pitch;
+  emitFor(b, target.threadId(b), b.getInt32(rows * chunks),
+          b.getInt32(target.numThreads()), "copy", [&](Value *i) {
+            Value *row = b.CreateUDiv(i, b.getInt32(chunks));
+            Value *c =
+                b.CreateMul(b.CreateURem(i, b.getInt32(chunks)), b.getInt32(8));
+            Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), c);
+            b.CreateAlignedStore(
+                loadChunk(src, row, c, valid),
+                b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index),
+                Align(16));
+          });
 }
 
 // V rows into V^T [dv][keys + 8]. Thread t takes key pairs first, so that
 // the lanes of a wave write consecutive words of each V^T row.
-void AmdgpuMatrixTileOps::copyTransposed(Tile &t, const GlobalRows &src, Value *valid) {
+void AmdgpuMatrixTileOps::copyTransposed(Tile &t, const GlobalRows &src,
+                                         Value *valid) {
   unsigned keys = t.rows, width = t.cols, pairs = keys / 2;
-  emitFor(b, target.threadId(b), b.getInt32(pairs * (width / 8)), b.getInt32(target.numThreads()),
-          "copy.t", [&](Value *i) {
-    Value *key = b.CreateShl(b.CreateURem(i, b.getInt32(pairs)), 1);
-    Value *c = b.CreateMul(b.CreateUDiv(i, b.getInt32(pairs)), b.getInt32(8));
-    Value *first = loadChunk(src, key, c, valid);
-    Value *second = loadChunk(src, b.CreateAdd(key, b.getInt32(1)), c, valid);
-    for (unsigned e = 0; e < 8; ++e) {
-      Value *pair = b.CreateShuffleVector(first, second, ArrayRef<int>{int(e), int(8 + e)});
-      Value *row = b.CreateAdd(c, b.getInt32(e));
-      Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(layout.valuesT.pitch)), key);
-      b.CreateAlignedStore(pair, b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index), Align(4));
-    }
-  });
+  emitFor(b, target.threadId(b), b.getInt32(pairs * (width / 8)),
+          b.getInt32(target.numThreads()), "copy.t", [&](Value *i) {
+            Value *key = b.CreateShl(b.CreateURem(i, b.getInt32(pairs)), 1);
+            Value *c =
+                b.CreateMul(b.CreateUDiv(i, b.getInt32(pairs)), b.getInt32(8));
+            Value *first = loadChunk(src, key, c, valid);
+            Value *second =
+                loadChunk(src, b.CreateAdd(key, b.getInt32(1)), c, valid);
+            for (unsigned e = 0; e < 8; ++e) {
+              Value *pair = b.CreateShuffleVector(
+                  first, second, ArrayRef<int>{int(e), int(8 + e)});
+              Value *row = b.CreateAdd(c, b.getInt32(e));
+              Value *index = b.CreateAdd(
+                  b.CreateMul(row, b.getInt32(layout.valuesT.pitch)), key);
+              b.CreateAlignedStore(
+                  pair, b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index),
+                  Align(4));
+            }
+          });
 }
 
 void AmdgpuMatrixTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
@@ -294,10 +331,12 @@ void AmdgpuMatrixTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
     outputProduct(acc, a, bt);
 }
 
-void AmdgpuMatrixTileOps::scoresProduct(Tile &acc, const Tile &q, const Tile &kT) {
+void AmdgpuMatrixTileOps::scoresProduct(Tile &acc, const Tile &q,
+                                        const Tile &kT) {
   unsigned keyBlocks = kT.cols / m, steps = q.cols / instr->k;
   auto *accType = FixedVectorType::get(b.getFloatTy(), instr->accPerLane);
-  SmallVector<Value *, 32> sums(keyBlocks * nTiles, Constant::getNullValue(accType));
+  SmallVector<Value *, 32> sums(keyBlocks * nTiles,
+                                Constant::getNullValue(accType));
   for (unsigned s = 0; s < steps; ++s) {
     SmallVector<Value *, 8> qB;
     for (unsigned j = 0; j < nTiles; ++j)
@@ -306,41 +345,51 @@ void AmdgpuMatrixTileOps::scoresProduct(Tile &acc, const Tile &q, const Tile &kT
       Value *key = b.CreateAdd(b.getInt32(i * m), col);
       Value *a = sharedOperand(kT.storage, layout.keys.pitch, key, s);
       for (unsigned j = 0; j < nTiles; ++j)
-        sums[i * nTiles + j] = instr->multiply(b, a, qB[j], sums[i * nTiles + j]);
+        sums[i * nTiles + j] =
+            instr->multiply(b, a, qB[j], sums[i * nTiles + j]);
     }
   }
   Value *scale = queryScale.lookup(q.storage);
-  forEachAcc(acc.cols, [&](unsigned i, unsigned j, unsigned r) { // acc += scale * KQ^T
+  forEachAcc(acc.cols, [&](unsigned i, unsigned j,
+                           unsigned r) { // acc += scale * KQ^T
     Value *p = slot(acc.storage, accIndex(i, j, r));
     Value *old = b.CreateLoad(b.getFloatTy(), p);
     Value *v = b.CreateExtractElement(sums[i * nTiles + j], uint64_t(r));
-    b.CreateStore(scale ? b.CreateIntrinsic(Intrinsic::fmuladd, {b.getFloatTy()}, {v, scale, old})
+    b.CreateStore(scale ? b.CreateIntrinsic(Intrinsic::fmuladd,
+                                            {b.getFloatTy()}, {v, scale, old})
                         : b.CreateFAdd(v, old),
                   p);
   });
 }
 
-void AmdgpuMatrixTileOps::outputProduct(Tile &acc, const Tile &p, const Tile &v) {
-  unsigned keyBlocks = p.cols / m, steps = m / instr->k, dvBlocks = blocks(acc.cols);
+void AmdgpuMatrixTileOps::outputProduct(Tile &acc, const Tile &p,
+                                        const Tile &v) {
+  unsigned keyBlocks = p.cols / m, steps = m / instr->k,
+           dvBlocks = blocks(acc.cols);
   unsigned pitch = layout.valuesT.pitch;
   auto *accType = FixedVectorType::get(b.getFloatTy(), instr->accPerLane);
   SmallVector<Value *, 64> sums(dvBlocks * nTiles, PoisonValue::get(accType));
   forEachAcc(acc.cols, [&](unsigned i, unsigned j, unsigned r) {
-    Value *x = b.CreateLoad(b.getFloatTy(), slot(acc.storage, accIndex(i, j, r)));
-    sums[i * nTiles + j] = b.CreateInsertElement(sums[i * nTiles + j], x, uint64_t(r));
+    Value *x =
+        b.CreateLoad(b.getFloatTy(), slot(acc.storage, accIndex(i, j, r)));
+    sums[i * nTiles + j] =
+        b.CreateInsertElement(sums[i * nTiles + j], x, uint64_t(r));
   });
-  SmallVector<Value *, 8> vRows; // clamped: a partial last block repeats row dv - 1
+  SmallVector<Value *, 8>
+      vRows; // clamped: a partial last block repeats row dv - 1
   for (unsigned i = 0; i < dvBlocks; ++i) {
     Value *row = b.CreateAdd(b.getInt32(i * m), col);
     if ((i + 1) * m > acc.cols)
-      row = b.CreateBinaryIntrinsic(Intrinsic::umin, row, b.getInt32(acc.cols - 1));
+      row = b.CreateBinaryIntrinsic(Intrinsic::umin, row,
+                                    b.getInt32(acc.cols - 1));
     vRows.push_back(b.CreateMul(row, b.getInt32(pitch)));
   }
   for (unsigned ki = 0; ki < keyBlocks; ++ki) {
     SmallVector<SmallVector<Value *, 16>, 8> bits(nTiles);
     for (unsigned j = 0; j < nTiles; ++j)
       for (unsigned r = 0; r < instr->accPerLane; ++r) {
-        Value *x = b.CreateLoad(b.getFloatTy(), slot(p.storage, accIndex(ki, j, r)));
+        Value *x =
+            b.CreateLoad(b.getFloatTy(), slot(p.storage, accIndex(ki, j, r)));
         bits[j].push_back(toBits(x));
       }
     for (unsigned s = 0; s < steps; ++s) {
@@ -352,7 +401,8 @@ void AmdgpuMatrixTileOps::outputProduct(Tile &acc, const Tile &p, const Tile &v)
         Value *row = b.CreateInBoundsGEP(b.getInt16Ty(), v.storage, index);
         Value *a = instr->transposedOperand(b, row, s, h);
         for (unsigned j = 0; j < nTiles; ++j)
-          sums[i * nTiles + j] = instr->multiply(b, a, pB[j], sums[i * nTiles + j]);
+          sums[i * nTiles + j] =
+              instr->multiply(b, a, pB[j], sums[i * nTiles + j]);
       }
     }
   }
@@ -365,7 +415,9 @@ void AmdgpuMatrixTileOps::outputProduct(Tile &acc, const Tile &p, const Tile &v)
 void AmdgpuMatrixTileOps::map(Tile &t, ElementFn fn) {
   forEachAcc(t.cols, [&](unsigned i, unsigned j, unsigned r) {
     Value *p = slot(t.storage, accIndex(i, j, r));
-    b.CreateStore(fn(b, queryRow(j), accColumn(i, r), b.CreateLoad(b.getFloatTy(), p)), p);
+    b.CreateStore(
+        fn(b, queryRow(j), accColumn(i, r), b.CreateLoad(b.getFloatTy(), p)),
+        p);
   });
 }
 
@@ -389,13 +441,15 @@ void AmdgpuMatrixTileOps::reduceRows(const Tile &t, RowVec &out, bool isMax) {
     Value *v = f32(isMax ? -INFINITY : 0.0f);
     for (unsigned i = 0; i < blocks(t.cols); ++i)
       for (unsigned r = 0; r < instr->accPerLane; ++r)
-        v = combine(v, b.CreateLoad(b.getFloatTy(), slot(t.storage, accIndex(i, j, r))));
+        v = combine(v, b.CreateLoad(b.getFloatTy(),
+                                    slot(t.storage, accIndex(i, j, r))));
     v = combine(v, amdgpuShuffleXor(b, v, lane, m));
     b.CreateStore(v, slot(out.storage, j));
   }
 }
 
-void AmdgpuMatrixTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) {
+void AmdgpuMatrixTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
+                                  RowFn fn) {
   for (unsigned j = 0; j < nTiles; ++j) {
     SmallVector<Value *, 4> values;
     for (const RowVec *r : in)
@@ -404,7 +458,8 @@ void AmdgpuMatrixTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowF
   }
 }
 
-void AmdgpuMatrixTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
+void AmdgpuMatrixTileOps::store(const Tile &t, const GlobalRows &dst,
+                                Value *valid) {
   assert(t.role == TileRole::Output && "only the output accumulator is stored");
   Type *outElem = elementType(b.getContext(), dst.dtype);
   for (unsigned j = 0; j < nTiles; ++j) {
@@ -415,10 +470,13 @@ void AmdgpuMatrixTileOps::store(const Tile &t, const GlobalRows &dst, Value *val
         for (unsigned r = 0; r < instr->accPerLane; ++r) {
           Value *c = accColumn(i, r);
           auto put = [&] {
-            Value *x = b.CreateLoad(b.getFloatTy(), slot(t.storage, accIndex(i, j, r)));
+            Value *x = b.CreateLoad(b.getFloatTy(),
+                                    slot(t.storage, accIndex(i, j, r)));
             if (!outElem->isFloatTy())
               x = b.CreateFPTrunc(x, outElem);
-            b.CreateStore(x, b.CreateInBoundsGEP(outElem, rowPtr, b.CreateZExt(c, b.getInt64Ty())));
+            b.CreateStore(x,
+                          b.CreateInBoundsGEP(outElem, rowPtr,
+                                              b.CreateZExt(c, b.getInt64Ty())));
           };
           if ((i + 1) * m > t.cols) // the clamped columns past dv
             emitIf(b, b.CreateICmpULT(c, b.getInt32(t.cols)), "store.col", put);
@@ -432,7 +490,8 @@ void AmdgpuMatrixTileOps::store(const Tile &t, const GlobalRows &dst, Value *val
 void AmdgpuMatrixTileOps::store(const RowVec &r, Value *dst, Value *valid) {
   for (unsigned j = 0; j < nTiles; ++j) {
     Value *row = queryRow(j);
-    Value *mine = b.CreateAnd(b.CreateICmpEQ(h, b.getInt32(0)), b.CreateICmpSLT(row, valid));
+    Value *mine = b.CreateAnd(b.CreateICmpEQ(h, b.getInt32(0)),
+                              b.CreateICmpSLT(row, valid));
     emitIf(b, mine, "store.row", [&] {
       b.CreateStore(b.CreateLoad(b.getFloatTy(), slot(r.storage, j)),
                     b.CreateInBoundsGEP(b.getFloatTy(), dst, row));

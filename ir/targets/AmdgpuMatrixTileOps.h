@@ -30,7 +30,8 @@ namespace fmhajit {
 /// 16-bit elements; C and D as <accPerLane x float>.
 class AmdgpuMatrixInstr {
 public:
-  AmdgpuMatrixInstr(unsigned m, unsigned k, unsigned kPerLane, unsigned accPerLane)
+  AmdgpuMatrixInstr(unsigned m, unsigned k, unsigned kPerLane,
+                    unsigned accPerLane)
       : m(m), k(k), kPerLane(kPerLane), accPerLane(accPerLane) {}
   virtual ~AmdgpuMatrixInstr();
 
@@ -41,33 +42,38 @@ public:
 
   /// The k of element 0 of lane group \p h's A and B operands; element e
   /// holds k0 + e.
-  virtual llvm::Value *operandK0(llvm::IRBuilderBase &b, llvm::Value *h) const = 0;
+  virtual llvm::Value *operandK0(llvm::IRBuilderBase &b,
+                                 llvm::Value *h) const = 0;
   /// The row of accumulator element \p r in lane group \p h.
-  virtual llvm::Value *accRow(llvm::IRBuilderBase &b, llvm::Value *h, unsigned r) const = 0;
+  virtual llvm::Value *accRow(llvm::IRBuilderBase &b, llvm::Value *h,
+                              unsigned r) const = 0;
   /// d = a * b + c.
-  virtual llvm::Value *multiply(llvm::IRBuilderBase &b, llvm::Value *a, llvm::Value *bOp,
-                                llvm::Value *c) const = 0;
+  virtual llvm::Value *multiply(llvm::IRBuilderBase &b, llvm::Value *a,
+                                llvm::Value *bOp, llvm::Value *c) const = 0;
   /// The B operand of k-step \p step (of m / k) of a product whose B is an
   /// accumulator tile: \p acc holds that tile's accPerLane elements as i16
   /// dtype bits. Its k order is the instruction's to choose.
-  virtual llvm::Value *accumulatorOperand(llvm::IRBuilderBase &b, llvm::ArrayRef<llvm::Value *> acc,
+  virtual llvm::Value *accumulatorOperand(llvm::IRBuilderBase &b,
+                                          llvm::ArrayRef<llvm::Value *> acc,
                                           unsigned step, llvm::Value *lane,
                                           llvm::Value *h) const = 0;
   /// The A operand matching accumulatorOperand's k order, from one row of a
   /// transposed tile in LDS: \p row points at its k = 0 (i16 elements,
   /// 16-byte aligned).
-  virtual llvm::Value *transposedOperand(llvm::IRBuilderBase &b, llvm::Value *row, unsigned step,
+  virtual llvm::Value *transposedOperand(llvm::IRBuilderBase &b,
+                                         llvm::Value *row, unsigned step,
                                          llvm::Value *h) const = 0;
 };
 
 /// The tile ops over \p instr for \p target's spec, placed by
 /// AmdgpuMatrixLayout (specs/pipelines), which also says where Q lives.
-std::unique_ptr<TileOps> createAmdgpuMatrixTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
-                                                   std::unique_ptr<AmdgpuMatrixInstr> instr);
+std::unique_ptr<TileOps>
+createAmdgpuMatrixTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
+                          std::unique_ptr<AmdgpuMatrixInstr> instr);
 
 /// \p v (32 bits) of lane `lane ^ mask`, through ds_bpermute_b32.
-llvm::Value *amdgpuShuffleXor(llvm::IRBuilderBase &b, llvm::Value *v, llvm::Value *lane,
-                              unsigned mask);
+llvm::Value *amdgpuShuffleXor(llvm::IRBuilderBase &b, llvm::Value *v,
+                              llvm::Value *lane, unsigned mask);
 
 /// \p count consecutive i16 at \p p (LDS), as one vector.
 llvm::Value *loadI16s(llvm::IRBuilderBase &b, llvm::Value *p, unsigned count);

@@ -37,24 +37,32 @@ public:
   Value *accRow(IRBuilderBase &b, Value *h, unsigned r) const override {
     return b.CreateAdd(b.CreateShl(h, 2), b.getInt32(8 * (r / 4) + r % 4));
   }
-  Value *multiply(IRBuilderBase &b, Value *a, Value *bOp, Value *c) const override {
-    return b.CreateIntrinsic(id, {}, {b.CreateBitCast(a, operand), b.CreateBitCast(bOp, operand), c,
-                                      b.getInt32(0), b.getInt32(0), b.getInt32(0)});
+  Value *multiply(IRBuilderBase &b, Value *a, Value *bOp,
+                  Value *c) const override {
+    return b.CreateIntrinsic(id, {},
+                             {b.CreateBitCast(a, operand),
+                              b.CreateBitCast(bOp, operand), c, b.getInt32(0),
+                              b.getInt32(0), b.getInt32(0)});
   }
-  Value *accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc, unsigned step, Value *,
-                            Value *) const override {
+  Value *accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc,
+                            unsigned step, Value *, Value *) const override {
     Value *v = PoisonValue::get(FixedVectorType::get(b.getInt16Ty(), kPerLane));
     for (unsigned e = 0; e < kPerLane; ++e)
       v = b.CreateInsertElement(v, acc[step * kPerLane + e], uint64_t(e));
     return v;
   }
   // Runs of four keys: 8 * (step*kl/4 + run) + 4h onwards.
-  Value *transposedOperand(IRBuilderBase &b, Value *row, unsigned step, Value *h) const override {
+  Value *transposedOperand(IRBuilderBase &b, Value *row, unsigned step,
+                           Value *h) const override {
     Value *v = nullptr;
     for (unsigned run = 0; run < kPerLane / 4; ++run) {
-      Value *key = b.CreateAdd(b.CreateShl(h, 2), b.getInt32(8 * (step * kPerLane / 4 + run)));
-      Value *four = loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), row, key), 4);
-      v = v ? b.CreateShuffleVector(v, four, ArrayRef<int>{0, 1, 2, 3, 4, 5, 6, 7}) : four;
+      Value *key = b.CreateAdd(b.CreateShl(h, 2),
+                               b.getInt32(8 * (step * kPerLane / 4 + run)));
+      Value *four =
+          loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), row, key), 4);
+      v = v ? b.CreateShuffleVector(v, four,
+                                    ArrayRef<int>{0, 1, 2, 3, 4, 5, 6, 7})
+            : four;
     }
     return v;
   }
@@ -64,9 +72,11 @@ private:
   Type *operand;
 };
 
-std::unique_ptr<AmdgpuMatrixInstr> mfmaFor(LLVMContext &ctx, const KernelSpec &spec) {
+std::unique_ptr<AmdgpuMatrixInstr> mfmaFor(LLVMContext &ctx,
+                                           const KernelSpec &spec) {
   bool half = spec.dtype == DType::F16;
-  if (findArch(spec.target)->pipeline(Pipeline::Mfma)->shape == "32x32x16") { // gfx950
+  if (findArch(spec.target)->pipeline(Pipeline::Mfma)->shape ==
+      "32x32x16") { // gfx950
     Intrinsic::ID id = half ? Intrinsic::amdgcn_mfma_f32_32x32x16_f16
                             : Intrinsic::amdgcn_mfma_f32_32x32x16_bf16;
     Type *elem = half ? Type::getHalfTy(ctx) : Type::getBFloatTy(ctx);
@@ -74,7 +84,8 @@ std::unique_ptr<AmdgpuMatrixInstr> mfmaFor(LLVMContext &ctx, const KernelSpec &s
   }
   Intrinsic::ID id = half ? Intrinsic::amdgcn_mfma_f32_32x32x8f16
                           : Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k;
-  Type *elem = half ? Type::getHalfTy(ctx) : Type::getInt16Ty(ctx); // bf16_1k takes i16 bits
+  Type *elem = half ? Type::getHalfTy(ctx)
+                    : Type::getInt16Ty(ctx); // bf16_1k takes i16 bits
   return std::make_unique<MfmaInstr>(8, id, FixedVectorType::get(elem, 4));
 }
 } // namespace
@@ -82,6 +93,8 @@ std::unique_ptr<AmdgpuMatrixInstr> mfmaFor(LLVMContext &ctx, const KernelSpec &s
 // Q stays in registers (AmdgpuMatrixLayout::queryInShared is false for
 // mfma): CDNA's 512 VGPRs+AGPRs a lane hold its B operands beside the S^T
 // and O^T accumulators.
-std::unique_ptr<TileOps> fmhajit::createAmdgpuMfmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
-  return createAmdgpuMatrixTileOps(b, target, mfmaFor(b.getContext(), target.kernelSpec()));
+std::unique_ptr<TileOps>
+fmhajit::createAmdgpuMfmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
+  return createAmdgpuMatrixTileOps(
+      b, target, mfmaFor(b.getContext(), target.kernelSpec()));
 }

@@ -41,7 +41,9 @@ class AmdgpuTargetInfo : public GpuTargetInfo {
 public:
   using GpuTargetInfo::GpuTargetInfo;
 
-  unsigned paramAddressSpace() const override { return 4; } // constant: kernargs
+  unsigned paramAddressSpace() const override {
+    return 4;
+  } // constant: kernargs
 
   void declareKernel(Function &fn, StructType *params) override {
     Module &m = *fn.getParent();
@@ -50,14 +52,17 @@ public:
     m.setDataLayout(m.getTargetTriple().computeDataLayout());
     // Code object v5: what ROCm 5.x and 6.x load (LLVM 22 defaults to v6).
     if (!m.getModuleFlag("amdhsa_code_object_version"))
-      m.addModuleFlag(Module::Error, "amdhsa_code_object_version", kCodeObjectVersion);
+      m.addModuleFlag(Module::Error, "amdhsa_code_object_version",
+                      kCodeObjectVersion);
     fn.setCallingConv(CallingConv::AMDGPU_KERNEL);
     fn.addParamAttr(0, Attribute::getWithByRefType(fn.getContext(), params));
     fn.addParamAttr(0, Attribute::NoAlias);
-    fn.addFnAttr("amdgpu-flat-work-group-size", "1," + std::to_string(numThreads()));
+    fn.addFnAttr("amdgpu-flat-work-group-size",
+                 "1," + std::to_string(numThreads()));
     fn.addFnAttr("uniform-work-group-size", "true");
     fn.addFnAttr("target-cpu", arch.cpu);
-    fn.addFnAttr("target-features", waveSize() == 64 ? "+wavefrontsize64" : "+wavefrontsize32");
+    fn.addFnAttr("target-features",
+                 waveSize() == 64 ? "+wavefrontsize64" : "+wavefrontsize32");
     fn.addFnAttr("denormal-fp-math-f32", "preserve-sign,preserve-sign");
     // RDNA has 256 VGPRs a lane, which the default scheduler overfills on
     // WMMA kernels (d=80 spilled on gfx1100); the min-register one does not.
@@ -72,7 +77,8 @@ public:
     return b.CreateIntrinsic(Intrinsic::amdgcn_workgroup_id_x, {});
   }
   void barrier(IRBuilderBase &b) override {
-    SyncScope::ID workgroup = b.getContext().getOrInsertSyncScopeID("workgroup");
+    SyncScope::ID workgroup =
+        b.getContext().getOrInsertSyncScopeID("workgroup");
     b.CreateFence(AtomicOrdering::Release, workgroup);
     b.CreateIntrinsic(Intrinsic::amdgcn_s_barrier, {});
     b.CreateFence(AtomicOrdering::Acquire, workgroup);
@@ -110,7 +116,7 @@ public:
 };
 } // namespace
 
-std::unique_ptr<TargetInfo> fmhajit::createAmdgpuTargetInfo(const KernelSpec &spec,
-                                                           const ArchInfo &arch) {
+std::unique_ptr<TargetInfo>
+fmhajit::createAmdgpuTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
   return std::make_unique<AmdgpuTargetInfo>(spec, arch);
 }

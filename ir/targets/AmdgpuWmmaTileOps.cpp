@@ -33,7 +33,8 @@ namespace {
 class WmmaInstr : public AmdgpuMatrixInstr {
 public:
   WmmaInstr(bool gfx12, bool half)
-      : AmdgpuMatrixInstr(16, 16, gfx12 ? 8 : 16, 8), gfx12(gfx12), half(half) {}
+      : AmdgpuMatrixInstr(16, 16, gfx12 ? 8 : 16, 8), gfx12(gfx12), half(half) {
+  }
 
   Value *operandK0(IRBuilderBase &b, Value *h) const override {
     return gfx12 ? b.CreateShl(h, 3) : b.getInt32(0);
@@ -42,18 +43,23 @@ public:
     return gfx12 ? b.CreateAdd(b.CreateShl(h, 3), b.getInt32(r))
                  : b.CreateAdd(h, b.getInt32(2 * r));
   }
-  Value *multiply(IRBuilderBase &b, Value *a, Value *bOp, Value *c) const override {
-    Type *operand = FixedVectorType::get(half ? b.getHalfTy() : b.getInt16Ty(), kPerLane);
-    return b.CreateIntrinsic(half ? Intrinsic::amdgcn_wmma_f32_16x16x16_f16
-                                  : Intrinsic::amdgcn_wmma_f32_16x16x16_bf16,
-                             {c->getType(), operand},
-                             {b.CreateBitCast(a, operand), b.CreateBitCast(bOp, operand), c});
+  Value *multiply(IRBuilderBase &b, Value *a, Value *bOp,
+                  Value *c) const override {
+    Type *operand =
+        FixedVectorType::get(half ? b.getHalfTy() : b.getInt16Ty(), kPerLane);
+    return b.CreateIntrinsic(
+        half ? Intrinsic::amdgcn_wmma_f32_16x16x16_f16
+             : Intrinsic::amdgcn_wmma_f32_16x16x16_bf16,
+        {c->getType(), operand},
+        {b.CreateBitCast(a, operand), b.CreateBitCast(bOp, operand), c});
   }
-  Value *accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc, unsigned, Value *lane,
-                            Value *h) const override;
-  Value *transposedOperand(IRBuilderBase &b, Value *row, unsigned, Value *h) const override {
+  Value *accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc, unsigned,
+                            Value *lane, Value *h) const override;
+  Value *transposedOperand(IRBuilderBase &b, Value *row, unsigned,
+                           Value *h) const override {
     if (gfx12)
-      return loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), row, b.CreateShl(h, 3)), 8);
+      return loadI16s(
+          b, b.CreateInBoundsGEP(b.getInt16Ty(), row, b.CreateShl(h, 3)), 8);
     SmallVector<int, 16> order;
     for (int e = 0; e < 16; ++e)
       order.push_back(2 * (e % 8) + e / 8);
@@ -64,8 +70,8 @@ private:
   bool gfx12, half;
 };
 
-Value *WmmaInstr::accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc, unsigned,
-                                     Value *lane, Value *h) const {
+Value *WmmaInstr::accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc,
+                                     unsigned, Value *lane, Value *h) const {
   auto *halfVector = FixedVectorType::get(b.getInt16Ty(), 8);
   Value *own = PoisonValue::get(halfVector);
   for (unsigned r = 0; r < 8; ++r)
@@ -77,7 +83,9 @@ Value *WmmaInstr::accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc, un
   Value *partner = PoisonValue::get(words);
   for (unsigned w = 0; w < 4; ++w)
     partner = b.CreateInsertElement(
-        partner, amdgpuShuffleXor(b, b.CreateExtractElement(ownWords, uint64_t(w)), lane, 16),
+        partner,
+        amdgpuShuffleXor(b, b.CreateExtractElement(ownWords, uint64_t(w)), lane,
+                         16),
         uint64_t(w));
   Value *upper = b.CreateICmpNE(h, b.getInt32(0));
   Value *even = b.CreateSelect(upper, partner, ownWords); // keys 0, 2, .., 14
@@ -88,9 +96,10 @@ Value *WmmaInstr::accumulatorOperand(IRBuilderBase &b, ArrayRef<Value *> acc, un
 }
 } // namespace
 
-std::unique_ptr<TileOps> fmhajit::createAmdgpuWmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
+std::unique_ptr<TileOps>
+fmhajit::createAmdgpuWmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
   const KernelSpec &spec = target.kernelSpec();
   bool gfx12 = StringRef(findArch(spec.target)->cpu).starts_with("gfx12");
-  return createAmdgpuMatrixTileOps(b, target,
-                                   std::make_unique<WmmaInstr>(gfx12, spec.dtype == DType::F16));
+  return createAmdgpuMatrixTileOps(
+      b, target, std::make_unique<WmmaInstr>(gfx12, spec.dtype == DType::F16));
 }

@@ -16,14 +16,17 @@ void GpuTargetInfo::emitBlockWorkItem(
   ArgsReader p(b, params);
   Value *total = p.workItems(hasSplitWorkItems(spec.family));
   Value *block = b.CreateZExt(blockId(b), b.getInt64Ty());
-  body(b, params, b.CreateSub(b.CreateSub(total, b.getInt64(1)), block, "work"));
+  body(b, params,
+       b.CreateSub(b.CreateSub(total, b.getInt64(1)), block, "work"));
 }
 
-Function *GpuTargetInfo::emitKernel(Module &m, StringRef name, StructType *params,
-                                    function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
+Function *GpuTargetInfo::emitKernel(
+    Module &m, StringRef name, StructType *params,
+    function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
   LLVMContext &ctx = m.getContext();
-  auto *type = FunctionType::get(Type::getVoidTy(ctx),
-                                 {PointerType::get(ctx, paramAddressSpace())}, false);
+  auto *type =
+      FunctionType::get(Type::getVoidTy(ctx),
+                        {PointerType::get(ctx, paramAddressSpace())}, false);
   Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
   fn->addParamAttr(0, Attribute::getWithAlignment(ctx, Align(8)));
   fn->addFnAttr(Attribute::NoUnwind);

@@ -30,7 +30,9 @@ public:
   virtual llvm::Value *sharedMemory(llvm::IRBuilderBase &b, unsigned bytes) = 0;
 
   std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) override;
-  llvm::Value *itemThread(llvm::IRBuilderBase &b) override { return threadId(b); }
+  llvm::Value *itemThread(llvm::IRBuilderBase &b) override {
+    return threadId(b);
+  }
   unsigned itemThreads() const override { return numThreads(); }
 
   /// Creates kernel \p name with one parameter pointing at the KernelArgs,
@@ -51,19 +53,23 @@ protected:
   /// Emits the body for this block's work item, counted from the end so the
   /// heaviest causal tiles start first: item = total - 1 - blockId.
   void emitBlockWorkItem(llvm::IRBuilderBase &b, llvm::Value *params,
-                         llvm::function_ref<void(llvm::IRBuilderBase &, llvm::Value *,
-                                                 llvm::Value *)> body);
+                         llvm::function_ref<void(llvm::IRBuilderBase &,
+                                                 llvm::Value *, llvm::Value *)>
+                             body);
 
   KernelSpec spec;
   const ArchInfo &arch;
 };
 
 /// The simt tile ops: tiles in shared memory, each thread a micro-tile.
-std::unique_ptr<TileOps> createGpuSimtTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target);
+std::unique_ptr<TileOps> createGpuSimtTileOps(llvm::IRBuilderBase &b,
+                                              GpuTargetInfo &target);
 
 /// The mma tile ops (NVPTX mma.sync m16n8k16, sm_80+).
-std::unique_ptr<TileOps> createNvptxMmaTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target);
+std::unique_ptr<TileOps> createNvptxMmaTileOps(llvm::IRBuilderBase &b,
+                                               GpuTargetInfo &target);
 
-std::unique_ptr<TargetInfo> createNvptxTargetInfo(const KernelSpec &spec, const ArchInfo &arch);
+std::unique_ptr<TargetInfo> createNvptxTargetInfo(const KernelSpec &spec,
+                                                  const ArchInfo &arch);
 
 } // namespace fmhajit

@@ -21,8 +21,9 @@ class HostTargetInfo : public TargetInfo {
 public:
   explicit HostTargetInfo(unsigned lanes) : lanes(lanes) {}
 
-  Function *emitKernel(Module &m, StringRef name, StructType *params,
-                       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
+  Function *emitKernel(
+      Module &m, StringRef name, StructType *params,
+      function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
     LLVMContext &ctx = m.getContext();
     Type *i64 = Type::getInt64Ty(ctx);
     auto *type = FunctionType::get(Type::getVoidTy(ctx),
@@ -48,20 +49,28 @@ public:
   // elsewhere the float's exponent bits are built from n. Below -126 the
   // result is exactly 0, so no denormal reaches the products.
   Value *exp2(IRBuilderBase &b, Value *x) override {
-    auto c = [&](double v) { return splatLike(b, ConstantFP::get(b.getFloatTy(), v), x); };
+    auto c = [&](double v) {
+      return splatLike(b, ConstantFP::get(b.getFloatTy(), v), x);
+    };
     bool scalef = hasScalef(x);
     Value *clamped = b.CreateMaxNum(x, c(-126.0));
     if (!scalef)
       clamped = b.CreateMinNum(clamped, c(127.0));
     Value *n = b.CreateUnaryIntrinsic(Intrinsic::roundeven, clamped);
     Value *f = b.CreateFSub(clamped, n);
-    static const double kCoeffs[] = {1.5403530393381606e-4, 1.3333558146428443e-3,
-                                     9.618129107628477e-3, 5.550410866482158e-2,
-                                     2.402265069591007e-1, 6.931471805599453e-1, 1.0};
+    static const double kCoeffs[] = {1.5403530393381606e-4,
+                                     1.3333558146428443e-3,
+                                     9.618129107628477e-3,
+                                     5.550410866482158e-2,
+                                     2.402265069591007e-1,
+                                     6.931471805599453e-1,
+                                     1.0};
     Value *poly = c(kCoeffs[0]);
     for (double k : ArrayRef<double>(kCoeffs).drop_front())
-      poly = b.CreateIntrinsic(Intrinsic::fmuladd, {poly->getType()}, {poly, f, c(k)});
-    Value *scaled = scalef ? scaleByPowerOf2(b, poly, n) : multiplyByPowerOf2(b, poly, n);
+      poly = b.CreateIntrinsic(Intrinsic::fmuladd, {poly->getType()},
+                               {poly, f, c(k)});
+    Value *scaled =
+        scalef ? scaleByPowerOf2(b, poly, n) : multiplyByPowerOf2(b, poly, n);
     return b.CreateSelect(b.CreateFCmpOLT(x, c(-126.0)), c(0.0), scaled);
   }
 
@@ -69,12 +78,17 @@ public:
   // log2(m) = 2/ln2 * atanh(t), t = (m - 1)/(m + 1), |t| < 0.172, by its odd
   // series to t^9 (error < 1e-9). Inline, so no libm call is left behind.
   Value *log2(IRBuilderBase &b, Value *x) override {
-    auto c = [&](double v) { return splatLike(b, ConstantFP::get(b.getFloatTy(), v), x); };
+    auto c = [&](double v) {
+      return splatLike(b, ConstantFP::get(b.getFloatTy(), v), x);
+    };
     Type *intType = x->getType()->getWithNewType(b.getInt32Ty());
     auto ci = [&](uint32_t v) { return ConstantInt::get(intType, v); };
     Value *bits = b.CreateBitCast(x, intType);
-    Value *e = b.CreateSIToFP(b.CreateSub(b.CreateLShr(bits, ci(23)), ci(127)), x->getType());
-    Value *m = b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, ci(0x7FFFFF)), ci(0x3F800000)), x->getType());
+    Value *e = b.CreateSIToFP(b.CreateSub(b.CreateLShr(bits, ci(23)), ci(127)),
+                              x->getType());
+    Value *m = b.CreateBitCast(
+        b.CreateOr(b.CreateAnd(bits, ci(0x7FFFFF)), ci(0x3F800000)),
+        x->getType());
     Value *big = b.CreateFCmpOGT(m, c(1.4142135623730951));
     m = b.CreateSelect(big, b.CreateFMul(m, c(0.5)), m);
     e = b.CreateSelect(big, b.CreateFAdd(e, c(1.0)), e);
@@ -82,7 +96,8 @@ public:
     Value *t2 = b.CreateFMul(t, t);
     Value *series = c(1.0 / 9);
     for (double k : {1.0 / 7, 1.0 / 5, 1.0 / 3, 1.0})
-      series = b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()}, {series, t2, c(k)});
+      series = b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()},
+                                 {series, t2, c(k)});
     return b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()},
                              {b.CreateFMul(series, t), c(2.0 * kLog2e), e});
   }
@@ -105,14 +120,16 @@ private:
   static Value *scaleByPowerOf2(IRBuilderBase &b, Value *p, Value *n) {
     constexpr unsigned kCurrentRounding = 4;
     return b.CreateIntrinsic(Intrinsic::x86_avx512_mask_scalef_ps_512, {},
-                             {p, n, PoisonValue::get(p->getType()), b.getInt16(0xFFFF),
+                             {p, n, PoisonValue::get(p->getType()),
+                              b.getInt16(0xFFFF),
                               b.getInt32(kCurrentRounding)});
   }
   /// p * 2^n for integral n in [-126, 127], by building 2^n's exponent bits.
   static Value *multiplyByPowerOf2(IRBuilderBase &b, Value *p, Value *n) {
     Value *ni = b.CreateFPToSI(n, n->getType()->getWithNewType(b.getInt32Ty()));
-    Value *bits = b.CreateShl(b.CreateAdd(ni, splatLike(b, b.getInt32(127), ni)),
-                              splatLike(b, b.getInt32(23), ni));
+    Value *bits =
+        b.CreateShl(b.CreateAdd(ni, splatLike(b, b.getInt32(127), ni)),
+                    splatLike(b, b.getInt32(23), ni));
     return b.CreateFMul(p, b.CreateBitCast(bits, p->getType()));
   }
 
@@ -129,11 +146,13 @@ Value *fmhajit::roundToBf16(IRBuilderBase &b, Value *x) {
   auto k = [&](uint32_t v) { return ConstantInt::get(ints, v); };
   Value *bits = b.CreateBitCast(x, ints);
   Value *odd = b.CreateAnd(b.CreateLShr(bits, k(16)), k(1));
-  Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(odd, k(0x7FFF))), k(16));
+  Value *rounded =
+      b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(odd, k(0x7FFF))), k(16));
   Value *isNan = b.CreateFCmpUNO(x, x);
   Value *half = b.CreateSelect(isNan, k(0x7FC0), rounded);
-  return b.CreateBitCast(b.CreateTrunc(half, x->getType()->getWithNewType(b.getInt16Ty())),
-                         x->getType()->getWithNewType(b.getBFloatTy()));
+  return b.CreateBitCast(
+      b.CreateTrunc(half, x->getType()->getWithNewType(b.getInt16Ty())),
+      x->getType()->getWithNewType(b.getBFloatTy()));
 }
 
 const StringMap<bool> &fmhajit::hostCpuFeatures() {

@@ -1,18 +1,19 @@
 //===- HostTileOps.cpp - Tiles as stack buffers with vector loops ---------===//
 //
 // Layouts (physical buffers are row-major fp32):
-//   Query  [bm][d]  stored as Q^T [d][bm]      Scores [bm][bn] stored as S^T [bn][bm]
-//   KeyT   [d][bn]  stored as K   [bn][d]      Value  [bn][dv], Output [bm][dv] as is
-// so S^T = K * Q^T and O += P * V both have the form acc[M][N] += A[M][K] * B[K][N]
-// with B's rows contiguous: the micro-kernel keeps an R x C block of <L x float>
-// accumulators in registers, broadcasts A(m, k) and streams B's row k:
+//   Query  [bm][d]  stored as Q^T [d][bm]      Scores [bm][bn] stored as S^T
+//   [bn][bm] KeyT   [d][bn]  stored as K   [bn][d]      Value  [bn][dv], Output
+//   [bm][dv] as is
+// so S^T = K * Q^T and O += P * V both have the form acc[M][N] += A[M][K] *
+// B[K][N] with B's rows contiguous: the micro-kernel keeps an R x C block of <L
+// x float> accumulators in registers, broadcasts A(m, k) and streams B's row k:
 //   acc[r][c] = fmuladd(splat(A(m0 + r, k)), B[k][n0 + c*L ...], acc[r][c])
 //
 //===----------------------------------------------------------------------===//
 #include "ir/targets/HostTileOps.h"
-#include "ir/targets/HostTarget.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "ir/targets/HostTarget.h"
 #include "specs/pipelines/VectorLayout.h"
 #include "llvm/IR/Intrinsics.h"
 #include <cmath>
@@ -46,7 +47,8 @@ unsigned blockColumns(unsigned vectors, unsigned lanes) {
   static const unsigned kWide[] = {4, 5, 3, 2, 1};
   static const unsigned kNarrow[] = {2, 1};
   bool wide = vectorRegisters(lanes) == 32;
-  for (unsigned c : wide ? ArrayRef<unsigned>(kWide) : ArrayRef<unsigned>(kNarrow))
+  for (unsigned c :
+       wide ? ArrayRef<unsigned>(kWide) : ArrayRef<unsigned>(kNarrow))
     if (vectors % c == 0)
       return c;
   return 1;
@@ -67,14 +69,16 @@ unsigned blockRows(unsigned M, unsigned C, unsigned lanes) {
 class HostTileOps : public TileOps {
 public:
   HostTileOps(IRBuilderBase &b, unsigned lanes)
-      : b(b), lanes(lanes),
-        vec(FixedVectorType::get(b.getFloatTy(), lanes)) {
+      : b(b), lanes(lanes), vec(FixedVectorType::get(b.getFloatTy(), lanes)) {
     // Validation keeps every tile edge a multiple of kMaxLanes.
-    assert(VectorLayout::kMaxLanes % lanes == 0 && "a vector wider than VectorLayout allows");
+    assert(VectorLayout::kMaxLanes % lanes == 0 &&
+           "a vector wider than VectorLayout allows");
   }
 
-  Tile makeTile(TileRole role, unsigned rows, unsigned cols, const Twine &name) override {
-    return {role, rows, cols, entryAlloca(b, b.getFloatTy(), name, 64, rows * cols)};
+  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
+                const Twine &name) override {
+    return {role, rows, cols,
+            entryAlloca(b, b.getFloatTy(), name, 64, rows * cols)};
   }
   RowVec makeRowVec(unsigned rows, const Twine &name) override {
     return {rows, entryAlloca(b, b.getFloatTy(), name, 64, rows)};
@@ -89,13 +93,20 @@ public:
       storeVec(r.storage, b.getInt64(c * lanes), splat(value));
   }
 
-  void load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) override;
-  void mma(Tile &acc, const Tile &a, const Tile &bt) override { product(acc, a, bt, AccStart::Load); }
-  void matmul(Tile &acc, const Tile &a, const Tile &bt) override { product(acc, a, bt, AccStart::Zero); }
-  void mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &bt) override;
+  void load(Tile &t, const GlobalRows &src, Value *valid,
+            Value *scale) override;
+  void mma(Tile &acc, const Tile &a, const Tile &bt) override {
+    product(acc, a, bt, AccStart::Load);
+  }
+  void matmul(Tile &acc, const Tile &a, const Tile &bt) override {
+    product(acc, a, bt, AccStart::Zero);
+  }
+  void mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
+                   const Tile &bt) override;
   void map(Tile &t, ElementFn fn) override;
   void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
-  void mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn, RowVec &sum) override;
+  void mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn,
+                         RowVec &sum) override;
   void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
@@ -104,11 +115,18 @@ public:
 
 private:
   Value *splat(float v) {
-    return ConstantVector::getSplat(vec->getElementCount(), ConstantFP::get(b.getFloatTy(), v));
+    return ConstantVector::getSplat(vec->getElementCount(),
+                                    ConstantFP::get(b.getFloatTy(), v));
   }
-  Value *at(Value *base, Value *index) { return b.CreateInBoundsGEP(b.getFloatTy(), base, index); }
-  Value *loadVec(Value *base, Value *index) { return b.CreateAlignedLoad(vec, at(base, index), Align(4)); }
-  void storeVec(Value *base, Value *index, Value *v) { b.CreateAlignedStore(v, at(base, index), Align(4)); }
+  Value *at(Value *base, Value *index) {
+    return b.CreateInBoundsGEP(b.getFloatTy(), base, index);
+  }
+  Value *loadVec(Value *base, Value *index) {
+    return b.CreateAlignedLoad(vec, at(base, index), Align(4));
+  }
+  void storeVec(Value *base, Value *index, Value *v) {
+    b.CreateAlignedStore(v, at(base, index), Align(4));
+  }
   /// <c*L, c*L+1, ...> as i32 lanes: the coordinates of vector chunk c.
   Value *laneCoords(unsigned chunk) {
     SmallVector<Constant *, 16> coords;
@@ -128,15 +146,16 @@ private:
   /// out[logical row] = combine over the physical rows of a transposed \p t,
   /// from \p identity; each vector is first passed through \p mapFirst
   /// (with its element index and chunk of the physical row), when given.
-  void reduceDown(const Tile &t, RowVec &out, const Twine &name, CombineFn combine,
-                  float identity, MapFn mapFirst = nullptr);
+  void reduceDown(const Tile &t, RowVec &out, const Twine &name,
+                  CombineFn combine, float identity, MapFn mapFirst = nullptr);
   void loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale);
   void zeroRow(const Tile &t, Value *r);
 
   /// End of the micro-kernel's loop over \p extent (i64) of \p acc: a
   /// dimension of query rows stops at the first whole \p step past the
   /// live ones.
-  Value *liveExtent(const Tile &acc, bool queryDim, unsigned extent, unsigned step);
+  Value *liveExtent(const Tile &acc, bool queryDim, unsigned extent,
+                    unsigned step);
 
   IRBuilderBase &b;
   unsigned lanes;
@@ -149,66 +168,80 @@ private:
 // (Query, stored transposed: a scatter paid once per query tile). Chunks are
 // an IR loop, not unrolled here: a loop body with hundreds of memory
 // accesses makes LLVM's loop-access analyses quadratic.
-void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale) {
+void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r,
+                          Value *scale) {
   Layout layout = layoutOf(t);
   bool scatter = t.role == TileRole::Query;
   unsigned width = scatter ? t.cols : layout.physCols;
   Type *elem = elementType(b.getContext(), src.dtype);
   Value *rowPtr = src.rowPointer(b, r);
   auto *srcVec = FixedVectorType::get(elem, lanes);
-  emitFor(b, b.getInt64(0), b.getInt64(width), b.getInt64(lanes), "chunk", [&](Value *e0) {
-    Value *x = b.CreateAlignedLoad(srcVec, b.CreateInBoundsGEP(elem, rowPtr, e0),
-                                   Align(elem->getPrimitiveSizeInBits() / 8));
-    if (!elem->isFloatTy())
-      x = b.CreateFPExt(x, vec);
-    if (scale)
-      x = b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
-    if (!scatter) {
-      storeVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(width)), e0), x);
-      return;
-    }
-    for (unsigned l = 0; l < lanes; ++l) {
-      Value *e = b.CreateAdd(e0, b.getInt64(l));
-      b.CreateStore(b.CreateExtractElement(x, l),
-                    at(t.storage, b.CreateAdd(b.CreateMul(e, b.getInt64(layout.physCols)), r)));
-    }
-  });
+  emitFor(
+      b, b.getInt64(0), b.getInt64(width), b.getInt64(lanes), "chunk",
+      [&](Value *e0) {
+        Value *x =
+            b.CreateAlignedLoad(srcVec, b.CreateInBoundsGEP(elem, rowPtr, e0),
+                                Align(elem->getPrimitiveSizeInBits() / 8));
+        if (!elem->isFloatTy())
+          x = b.CreateFPExt(x, vec);
+        if (scale)
+          x = b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
+        if (!scatter) {
+          storeVec(t.storage,
+                   b.CreateAdd(b.CreateMul(r, b.getInt64(width)), e0), x);
+          return;
+        }
+        for (unsigned l = 0; l < lanes; ++l) {
+          Value *e = b.CreateAdd(e0, b.getInt64(l));
+          b.CreateStore(
+              b.CreateExtractElement(x, l),
+              at(t.storage,
+                 b.CreateAdd(b.CreateMul(e, b.getInt64(layout.physCols)), r)));
+        }
+      });
 }
 
 void HostTileOps::zeroRow(const Tile &t, Value *r) {
   Layout layout = layoutOf(t);
   if (t.role != TileRole::Query) {
     Value *rowStart = b.CreateMul(r, b.getInt64(layout.physCols));
-    emitFor(b, b.getInt64(0), b.getInt64(layout.physCols), b.getInt64(lanes), "zero",
-            [&](Value *e0) { storeVec(t.storage, b.CreateAdd(rowStart, e0), splat(0)); });
+    emitFor(b, b.getInt64(0), b.getInt64(layout.physCols), b.getInt64(lanes),
+            "zero", [&](Value *e0) {
+              storeVec(t.storage, b.CreateAdd(rowStart, e0), splat(0));
+            });
     return;
   }
   emitFor(b, t.cols, "zero", [&](Value *e) {
-    b.CreateStore(ConstantFP::get(b.getFloatTy(), 0.0),
-                  at(t.storage, b.CreateAdd(b.CreateMul(e, b.getInt64(layout.physCols)), r)));
+    b.CreateStore(
+        ConstantFP::get(b.getFloatTy(), 0.0),
+        at(t.storage,
+           b.CreateAdd(b.CreateMul(e, b.getInt64(layout.physCols)), r)));
   });
 }
 
-void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid, Value *scale) {
+void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
+                       Value *scale) {
   unsigned sourceRows = t.role == TileRole::KeyT ? t.cols : t.rows;
   emitFor(b, sourceRows, "load", [&](Value *r) {
     Value *inside = b.CreateICmpSLT(b.CreateTrunc(r, b.getInt32Ty()), valid);
-    emitIfElse(b, inside, "row", [&] { loadRow(t, src, r, scale); },
-               [&] { zeroRow(t, r); });
+    emitIfElse(
+        b, inside, "row", [&] { loadRow(t, src, r, scale); },
+        [&] { zeroRow(t, r); });
   });
 }
 
 // O's rows are physical rows: the micro-kernel scales each accumulator row
 // as it loads it, sparing a pass over O. S^T's rows are physical columns,
 // which only the generic pass handles.
-void HostTileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a, const Tile &bt) {
+void HostTileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
+                              const Tile &bt) {
   if (layoutOf(acc).transposed)
     return TileOps::mmaRescaled(acc, accScale, a, bt);
   product(acc, a, bt, AccStart::LoadScaled, &accScale);
 }
 
-void HostTileOps::product(Tile &acc, const Tile &a, const Tile &bt, AccStart start,
-                          const RowVec *accScale) {
+void HostTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
+                          AccStart start, const RowVec *accScale) {
   Layout layout = layoutOf(acc);
   unsigned M = layout.physRows, N = layout.physCols, K = a.cols;
   // A'(m, k) = transposed acc ? bt(k, m) : a(m, k), at m*strideM + k*strideK.
@@ -230,63 +263,84 @@ void HostTileOps::product(Tile &acc, const Tile &a, const Tile &bt, AccStart sta
   Value *mEnd = liveExtent(acc, !layout.transposed, M, R);
   Value *nEnd = liveExtent(acc, layout.transposed, N, C * lanes);
   // n outer: the K x C*L panel of B stays in L1 while A's rows stream by.
-  emitFor(b, b.getInt64(0), nEnd, b.getInt64(C * lanes), "mma.n", [&](Value *n0) {
-    emitFor(b, b.getInt64(0), mEnd, b.getInt64(R), "mma.m", [&](Value *m0) {
-      auto accIndex = [&](unsigned r, unsigned c) {
-        return b.CreateAdd(b.CreateMul(b.CreateAdd(m0, b.getInt64(r)), b.getInt64(N)),
-                           b.CreateAdd(n0, b.getInt64(c * lanes)));
-      };
-      SmallVector<Value *, 16> init;
-      for (unsigned r = 0; r < R; ++r) {
-        Value *rowScale = start == AccStart::LoadScaled
-                              ? b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(),
-                                    at(accScale->storage, b.CreateAdd(m0, b.getInt64(r)))))
-                              : nullptr;
-        for (unsigned c = 0; c < C; ++c) {
-          Value *x = start == AccStart::Zero ? splat(0) : loadVec(acc.storage, accIndex(r, c));
-          init.push_back(rowScale ? b.CreateFMul(x, rowScale) : x);
-        }
-      }
-      auto sums = emitForCarried(b, b.getInt64(0), b.getInt64(K), b.getInt64(1), "mma.k", init,
-                                 [&](Value *k, ArrayRef<Value *> cur) {
-        SmallVector<Value *, 8> bRow;
-        for (unsigned c = 0; c < C; ++c)
-          bRow.push_back(loadVec(bBase, b.CreateAdd(b.CreateMul(k, b.getInt64(N)),
-                                                    b.CreateAdd(n0, b.getInt64(c * lanes)))));
-        SmallVector<Value *, 16> next;
-        for (unsigned r = 0; r < R; ++r) {
-          Value *aIndex = b.CreateAdd(b.CreateMul(b.CreateAdd(m0, b.getInt64(r)), b.getInt64(strideM)),
-                                      b.CreateMul(k, b.getInt64(strideK)));
-          Value *aValue = b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(), at(aSrc.storage, aIndex)));
-          for (unsigned c = 0; c < C; ++c)
-            next.push_back(b.CreateIntrinsic(Intrinsic::fmuladd, {vec},
-                                             {aValue, bRow[c], cur[r * C + c]}));
-        }
-        return next;
+  emitFor(
+      b, b.getInt64(0), nEnd, b.getInt64(C * lanes), "mma.n", [&](Value *n0) {
+        emitFor(b, b.getInt64(0), mEnd, b.getInt64(R), "mma.m", [&](Value *m0) {
+          auto accIndex = [&](unsigned r, unsigned c) {
+            return b.CreateAdd(
+                b.CreateMul(b.CreateAdd(m0, b.getInt64(r)), b.getInt64(N)),
+                b.CreateAdd(n0, b.getInt64(c * lanes)));
+          };
+          SmallVector<Value *, 16> init;
+          for (unsigned r = 0; r < R; ++r) {
+            Value *rowScale =
+                start == AccStart::LoadScaled
+                    ? b.CreateVectorSplat(
+                          lanes,
+                          b.CreateLoad(b.getFloatTy(),
+                                       at(accScale->storage,
+                                          b.CreateAdd(m0, b.getInt64(r)))))
+                    : nullptr;
+            for (unsigned c = 0; c < C; ++c) {
+              Value *x = start == AccStart::Zero
+                             ? splat(0)
+                             : loadVec(acc.storage, accIndex(r, c));
+              init.push_back(rowScale ? b.CreateFMul(x, rowScale) : x);
+            }
+          }
+          auto sums = emitForCarried(
+              b, b.getInt64(0), b.getInt64(K), b.getInt64(1), "mma.k", init,
+              [&](Value *k, ArrayRef<Value *> cur) {
+                SmallVector<Value *, 8> bRow;
+                for (unsigned c = 0; c < C; ++c)
+                  bRow.push_back(loadVec(
+                      bBase,
+                      b.CreateAdd(b.CreateMul(k, b.getInt64(N)),
+                                  b.CreateAdd(n0, b.getInt64(c * lanes)))));
+                SmallVector<Value *, 16> next;
+                for (unsigned r = 0; r < R; ++r) {
+                  Value *aIndex =
+                      b.CreateAdd(b.CreateMul(b.CreateAdd(m0, b.getInt64(r)),
+                                              b.getInt64(strideM)),
+                                  b.CreateMul(k, b.getInt64(strideK)));
+                  Value *aValue = b.CreateVectorSplat(
+                      lanes,
+                      b.CreateLoad(b.getFloatTy(), at(aSrc.storage, aIndex)));
+                  for (unsigned c = 0; c < C; ++c)
+                    next.push_back(
+                        b.CreateIntrinsic(Intrinsic::fmuladd, {vec},
+                                          {aValue, bRow[c], cur[r * C + c]}));
+                }
+                return next;
+              });
+          for (unsigned r = 0; r < R; ++r)
+            for (unsigned c = 0; c < C; ++c)
+              storeVec(acc.storage, accIndex(r, c), sums[r * C + c]);
+        });
       });
-      for (unsigned r = 0; r < R; ++r)
-        for (unsigned c = 0; c < C; ++c)
-          storeVec(acc.storage, accIndex(r, c), sums[r * C + c]);
-    });
-  });
 }
 
-Value *HostTileOps::liveExtent(const Tile &acc, bool queryDim, unsigned extent, unsigned step) {
-  bool holdsQueries = acc.role == TileRole::Scores || acc.role == TileRole::Output;
+Value *HostTileOps::liveExtent(const Tile &acc, bool queryDim, unsigned extent,
+                               unsigned step) {
+  bool holdsQueries =
+      acc.role == TileRole::Scores || acc.role == TileRole::Output;
   if (!queryRows || !queryDim || !holdsQueries)
     return b.getInt64(extent);
   Value *rows = b.CreateZExt(queryRows, b.getInt64Ty());
-  Value *rounded = b.CreateMul(b.CreateUDiv(b.CreateAdd(rows, b.getInt64(step - 1)), b.getInt64(step)),
-                               b.getInt64(step));
+  Value *rounded = b.CreateMul(
+      b.CreateUDiv(b.CreateAdd(rows, b.getInt64(step - 1)), b.getInt64(step)),
+      b.getInt64(step));
   return b.CreateBinaryIntrinsic(Intrinsic::umin, rounded, b.getInt64(extent));
 }
 
 void HostTileOps::map(Tile &t, ElementFn fn) {
   Layout layout = layoutOf(t);
   emitFor(b, layout.physRows, "map", [&](Value *pr) {
-    Value *prCoord = b.CreateVectorSplat(lanes, b.CreateTrunc(pr, b.getInt32Ty()));
+    Value *prCoord =
+        b.CreateVectorSplat(lanes, b.CreateTrunc(pr, b.getInt32Ty()));
     for (unsigned c = 0; c < layout.physCols / lanes; ++c) {
-      Value *index = b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)), b.getInt64(c * lanes));
+      Value *index = b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)),
+                                 b.getInt64(c * lanes));
       Value *lanesCoord = laneCoords(c);
       Value *row = layout.transposed ? lanesCoord : prCoord;
       Value *col = layout.transposed ? prCoord : lanesCoord;
@@ -298,11 +352,16 @@ void HostTileOps::map(Tile &t, ElementFn fn) {
 void HostTileOps::mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) {
   Layout layout = layoutOf(t);
   emitFor(b, layout.physRows, "maprow", [&](Value *pr) {
-    Value *perRow = layout.transposed ? nullptr
-                                      : b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(), at(row.storage, pr)));
+    Value *perRow =
+        layout.transposed
+            ? nullptr
+            : b.CreateVectorSplat(
+                  lanes, b.CreateLoad(b.getFloatTy(), at(row.storage, pr)));
     for (unsigned c = 0; c < layout.physCols / lanes; ++c) {
-      Value *index = b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)), b.getInt64(c * lanes));
-      Value *rowValue = perRow ? perRow : loadVec(row.storage, b.getInt64(c * lanes));
+      Value *index = b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)),
+                                 b.getInt64(c * lanes));
+      Value *rowValue =
+          perRow ? perRow : loadVec(row.storage, b.getInt64(c * lanes));
       storeVec(t.storage, index, fn(b, loadVec(t.storage, index), rowValue));
     }
   });
@@ -311,40 +370,53 @@ void HostTileOps::mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) {
 // Logical rows are physical columns of a transposed tile, so a row reduction
 // is an element-wise max/add down the physical rows.
 void HostTileOps::reduceRows(const Tile &t, RowVec &out, bool isMax) {
-  assert(layoutOf(t).transposed && "host reduces rows of transposed tiles only");
-  reduceDown(t, out, isMax ? "rowmax" : "rowsum", [&](Value *x, Value *acc) {
-    // x > acc ? x : acc is one vmaxps; maxnum's NaN handling would cost two
-    // more instructions, and acc, which starts at -inf, is never NaN.
-    return isMax ? b.CreateSelect(b.CreateFCmpOGT(x, acc), x, acc) : b.CreateFAdd(acc, x);
-  }, isMax ? -INFINITY : 0.0f);
+  assert(layoutOf(t).transposed &&
+         "host reduces rows of transposed tiles only");
+  reduceDown(
+      t, out, isMax ? "rowmax" : "rowsum",
+      [&](Value *x, Value *acc) {
+        // x > acc ? x : acc is one vmaxps; maxnum's NaN handling would cost two
+        // more instructions, and acc, which starts at -inf, is never NaN.
+        return isMax ? b.CreateSelect(b.CreateFCmpOGT(x, acc), x, acc)
+                     : b.CreateFAdd(acc, x);
+      },
+      isMax ? -INFINITY : 0.0f);
 }
 
-void HostTileOps::mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn, RowVec &sum) {
+void HostTileOps::mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn,
+                                    RowVec &sum) {
   if (!layoutOf(t).transposed)
     return TileOps::mapWithRowThenSum(t, row, fn, sum);
-  reduceDown(t, sum, "maprow.sum", [&](Value *x, Value *acc) { return b.CreateFAdd(acc, x); }, 0.0f,
-             [&](Value *index, unsigned chunk, Value *x) {
-    Value *mapped = fn(b, x, loadVec(row.storage, b.getInt64(chunk * lanes)));
-    storeVec(t.storage, index, mapped);
-    return mapped;
-  });
+  reduceDown(
+      t, sum, "maprow.sum",
+      [&](Value *x, Value *acc) { return b.CreateFAdd(acc, x); }, 0.0f,
+      [&](Value *index, unsigned chunk, Value *x) {
+        Value *mapped =
+            fn(b, x, loadVec(row.storage, b.getInt64(chunk * lanes)));
+        storeVec(t.storage, index, mapped);
+        return mapped;
+      });
 }
 
-void HostTileOps::reduceDown(const Tile &t, RowVec &out, const Twine &name, CombineFn combine,
-                             float identity, MapFn mapFirst) {
+void HostTileOps::reduceDown(const Tile &t, RowVec &out, const Twine &name,
+                             CombineFn combine, float identity,
+                             MapFn mapFirst) {
   Layout layout = layoutOf(t);
   unsigned chunks = layout.physCols / lanes;
   SmallVector<Value *, 16> init(chunks, splat(identity));
-  auto result = emitForCarried(b, b.getInt64(0), b.getInt64(layout.physRows), b.getInt64(1), name, init,
-                               [&](Value *pr, ArrayRef<Value *> cur) {
-    SmallVector<Value *, 16> next;
-    for (unsigned c = 0; c < chunks; ++c) {
-      Value *index = b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)), b.getInt64(c * lanes));
-      Value *x = loadVec(t.storage, index);
-      next.push_back(combine(mapFirst ? mapFirst(index, c, x) : x, cur[c]));
-    }
-    return next;
-  });
+  auto result = emitForCarried(
+      b, b.getInt64(0), b.getInt64(layout.physRows), b.getInt64(1), name, init,
+      [&](Value *pr, ArrayRef<Value *> cur) {
+        SmallVector<Value *, 16> next;
+        for (unsigned c = 0; c < chunks; ++c) {
+          Value *index =
+              b.CreateAdd(b.CreateMul(pr, b.getInt64(layout.physCols)),
+                          b.getInt64(c * lanes));
+          Value *x = loadVec(t.storage, index);
+          next.push_back(combine(mapFirst ? mapFirst(index, c, x) : x, cur[c]));
+        }
+        return next;
+      });
   for (unsigned c = 0; c < chunks; ++c)
     storeVec(out.storage, b.getInt64(c * lanes), result[c]);
 }
@@ -374,10 +446,13 @@ void HostTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
     Value *r = b.CreateSExt(r32, b.getInt64Ty());
     Value *rowPtr = dst.rowPointer(b, r);
     for (unsigned c = 0; c < t.cols / lanes; ++c) {
-      Value *x = loadVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(t.cols)), b.getInt64(c * lanes)));
+      Value *x =
+          loadVec(t.storage, b.CreateAdd(b.CreateMul(r, b.getInt64(t.cols)),
+                                         b.getInt64(c * lanes)));
       x = narrow(x, dst.dtype, dstVec);
-      b.CreateAlignedStore(x, b.CreateConstInBoundsGEP1_64(elem, rowPtr, c * lanes),
-                           Align(elem->getPrimitiveSizeInBits() / 8));
+      b.CreateAlignedStore(
+          x, b.CreateConstInBoundsGEP1_64(elem, rowPtr, c * lanes),
+          Align(elem->getPrimitiveSizeInBits() / 8));
     }
   });
 }
@@ -389,6 +464,7 @@ void HostTileOps::store(const RowVec &r, Value *dst, Value *valid) {
   });
 }
 
-std::unique_ptr<TileOps> fmhajit::createHostTileOps(IRBuilderBase &b, unsigned lanes) {
+std::unique_ptr<TileOps> fmhajit::createHostTileOps(IRBuilderBase &b,
+                                                    unsigned lanes) {
   return std::make_unique<HostTileOps>(b, lanes);
 }

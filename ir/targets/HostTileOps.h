@@ -10,6 +10,7 @@ namespace fmhajit {
 /// stored transposed (and KeyT as the K rows it came from) so that both
 /// products broadcast one operand and stream the other along contiguous
 /// vectors, and the softmax's row reductions become element-wise vector ops.
-std::unique_ptr<TileOps> createHostTileOps(llvm::IRBuilderBase &b, unsigned lanes);
+std::unique_ptr<TileOps> createHostTileOps(llvm::IRBuilderBase &b,
+                                           unsigned lanes);
 
 } // namespace fmhajit

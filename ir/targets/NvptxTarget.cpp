@@ -10,8 +10,8 @@
 // recipe requires) and lg2.approx.f32.
 //
 //===----------------------------------------------------------------------===//
-#include "ir/targets/GpuTarget.h"
 #include "ir/TileOps.h"
+#include "ir/targets/GpuTarget.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
@@ -38,7 +38,8 @@ public:
     return b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {});
   }
   void barrier(IRBuilderBase &b) override {
-    b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_all, {b.getInt32(0)});
+    b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_all,
+                      {b.getInt32(0)});
   }
   // Dynamic shared memory: a block may use more than the 48 KiB a static
   // array allows, once the runtime raises the kernel's limit.
@@ -47,8 +48,9 @@ public:
     auto *type = ArrayType::get(b.getInt8Ty(), 0);
     GlobalVariable *smem = m.getGlobalVariable("fmhajit_smem");
     if (!smem) {
-      smem = new GlobalVariable(m, type, false, GlobalValue::ExternalLinkage, nullptr,
-                                "fmhajit_smem", nullptr, GlobalValue::NotThreadLocal, 3);
+      smem = new GlobalVariable(m, type, false, GlobalValue::ExternalLinkage,
+                                nullptr, "fmhajit_smem", nullptr,
+                                GlobalValue::NotThreadLocal, 3);
       smem->setAlignment(Align(16));
     }
     return smem;
@@ -61,7 +63,8 @@ public:
   }
 
   Value *exp2(IRBuilderBase &b, Value *x) override {
-    return b.CreateIntrinsic(Intrinsic::nvvm_ex2_approx_ftz, {x->getType()}, {x});
+    return b.CreateIntrinsic(Intrinsic::nvvm_ex2_approx_ftz, {x->getType()},
+                             {x});
   }
   Value *log2(IRBuilderBase &b, Value *x) override {
     return b.CreateIntrinsic(Intrinsic::nvvm_lg2_approx_f, {}, {x});
@@ -69,7 +72,7 @@ public:
 };
 } // namespace
 
-std::unique_ptr<TargetInfo> fmhajit::createNvptxTargetInfo(const KernelSpec &spec,
-                                                           const ArchInfo &arch) {
+std::unique_ptr<TargetInfo>
+fmhajit::createNvptxTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
   return std::make_unique<NvptxTargetInfo>(spec, arch);
 }

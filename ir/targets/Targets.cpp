@@ -24,6 +24,6 @@ fmhajit::createTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
     break;
   }
   return makeError(ErrorKind::Unsupported,
-                   "code generation for pipeline=" + keyOf(spec.pipeline) + " on " + arch.name +
-                       " is not implemented yet");
+                   "code generation for pipeline=" + keyOf(spec.pipeline) +
+                       " on " + arch.name + " is not implemented yet");
 }

@@ -1,7 +1,7 @@
 //===- ApiContext.cpp - What the public entry points look up --------------===//
 #include "runtime/api/ApiContext.h"
-#include "runtime/device/GpuDriver.h"
 #include "runtime/api/ProblemLowering.h"
+#include "runtime/device/GpuDriver.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include <map>
@@ -14,10 +14,11 @@ using namespace fmhajit;
 static llvm::Expected<std::string> gpuDeviceTarget(Backend backend) {
   auto driver = gpuDriverFor(backend);
   if (!driver)
-    return makeError(ErrorKind::Driver,
-                     toString(driver.takeError()) +
-                         " (to plan for a GPU this machine lacks, set Options::target and "
-                         "Options::load = false)");
+    return makeError(
+        ErrorKind::Driver,
+        toString(driver.takeError()) +
+            " (to plan for a GPU this machine lacks, set Options::target and "
+            "Options::load = false)");
   if (!driver->device().target)
     return makeError(ErrorKind::Unsupported, driver->noTargetReason());
   return *driver->device().target;
@@ -47,20 +48,22 @@ static const char *deviceFor(Backend backend) {
   return "?";
 }
 
-llvm::Expected<std::string> fmhajit::resolveTarget(api::Device device,
-                                                   const std::string &requested) {
+llvm::Expected<std::string>
+fmhajit::resolveTarget(api::Device device, const std::string &requested) {
   if (requested.empty())
     return device == api::Device::Host ? std::string("host")
                                        : gpuDeviceTarget(backendOf(device));
   const ArchInfo *arch = findArch(requested);
   if (!arch)
-    return makeError(ErrorKind::Usage,
-                     "target " + requested + " is unknown; use one of " + allArchNames());
+    return makeError(ErrorKind::Usage, "target " + requested +
+                                           " is unknown; use one of " +
+                                           allArchNames());
   if (arch->backend != backendOf(device))
-    return makeError(ErrorKind::Usage, "target " + requested + " does not run on device " +
-                                           deviceName(device) + ": use a " + deviceName(device) +
-                                           " target, or set Problem::device to " +
-                                           deviceFor(arch->backend));
+    return makeError(ErrorKind::Usage,
+                     "target " + requested + " does not run on device " +
+                         deviceName(device) + ": use a " + deviceName(device) +
+                         " target, or set Problem::device to " +
+                         deviceFor(arch->backend));
   return requested;
 }
 

@@ -15,7 +15,8 @@ namespace fmhajit {
 
 /// The target for \p device: \p requested when given (it must run on that
 /// device), else "host" on the host and the GPU's own target on CUDA and HIP.
-llvm::Expected<std::string> resolveTarget(api::Device device, const std::string &requested);
+llvm::Expected<std::string> resolveTarget(api::Device device,
+                                          const std::string &requested);
 
 /// The workers a split-KV plan spreads its items over: \p hostThreads on
 /// the host, the GPU's SMs (CUDA) or CUs (HIP); 0 when unknown (a GPU

@@ -10,15 +10,15 @@
 #include "runtime/api/ApiStatus.h"
 #include "runtime/api/Autotune.h"
 #include "runtime/api/Dispatcher.h"
+#include "runtime/api/PinnedKernel.h"
 #include "runtime/api/PlanBuilder.h"
 #include "runtime/api/PlanDescribe.h"
-#include "runtime/api/PinnedKernel.h"
 #include "runtime/api/PlanState.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/api/SplitHeuristic.h"
 #include "runtime/api/SplitPlanner.h"
-#include "runtime/device/SplitKv.h"
 #include "runtime/api/TuningStore.h"
+#include "runtime/device/SplitKv.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -58,38 +58,46 @@ static llvm::Error applyTuning(Planning &p, const Dispatch &untuned) {
   if (store)
     if (std::optional<TuningRecord> record = store->load(bucket)) {
       p.query.tunedWinner = record->winner;
-      p.state->decisions.push_back("autotune: reused " + store->pathFor(bucket));
+      p.state->decisions.push_back("autotune: reused " +
+                                   store->pathFor(bucket));
       return llvm::Error::success();
     }
   if (!p.options.load) {
-    p.state->decisions.push_back("autotune: nothing stored for this bucket, and measuring "
-                                 "needs Options::load");
+    p.state->decisions.push_back(
+        "autotune: nothing stored for this bucket, and measuring "
+        "needs Options::load");
     return llvm::Error::success();
   }
-  auto timings = timeCandidates(untuned.featureMatches, p.lowered, *p.cache, p.threads);
+  auto timings =
+      timeCandidates(untuned.featureMatches, p.lowered, *p.cache, p.threads);
   if (!timings)
     return timings.takeError();
   for (const TunedTiming &t : *timings)
     p.state->timings.push_back({t.kernel, t.ms});
   p.query.tunedWinner = timings->front().kernel;
   if (!store) {
-    p.state->decisions.push_back("autotune: measured; not stored (the kernel cache's disk is off)");
+    p.state->decisions.push_back(
+        "autotune: measured; not stored (the kernel cache's disk is off)");
     return llvm::Error::success();
   }
-  if (llvm::Error err = store->save(bucket, {timings->front().kernel, *timings}))
+  if (llvm::Error err =
+          store->save(bucket, {timings->front().kernel, *timings}))
     return err;
-  p.state->decisions.push_back("autotune: measured, stored in " + store->pathFor(bucket));
+  p.state->decisions.push_back("autotune: measured, stored in " +
+                               store->pathFor(bucket));
   return llvm::Error::success();
 }
 
-static llvm::Expected<Dispatch> chooseSingle(Planning &p, const Registry &registry,
+static llvm::Expected<Dispatch> chooseSingle(Planning &p,
+                                             const Registry &registry,
                                              const DispatchTable &table) {
   auto chosen = dispatch(p.query, registry, table);
   if (!chosen || !p.options.autotune)
     return chosen;
   if (p.lowered.pagedCache) {
-    p.state->decisions.push_back("autotune: not for paged K/V (scratch tensors have no block "
-                                 "table to time against): the dispatcher's pick");
+    p.state->decisions.push_back(
+        "autotune: not for paged K/V (scratch tensors have no block "
+        "table to time against): the dispatcher's pick");
     return chosen;
   }
   if (llvm::Error err = applyTuning(p, *chosen))
@@ -106,23 +114,27 @@ static void recordRules(PlanState &s, const Dispatch &d, const char *prefix) {
 // are unknown: a GPU plan made without its driver).
 static unsigned pinnedSplits(Planning &p, const KernelSpec &pinned) {
   if (p.options.numSplits) {
-    p.state->decisions.push_back("plan: " + std::to_string(p.options.numSplits) +
-                                 " key splits (Options::numSplits)");
+    p.state->decisions.push_back(
+        "plan: " + std::to_string(p.options.numSplits) +
+        " key splits (Options::numSplits)");
     return p.options.numSplits;
   }
   unsigned workers = splitWorkers(p.lowered.device, p.threads);
-  unsigned n = workers ? chooseNumSplits(pinned, p.lowered.problem, workers) : 1;
+  unsigned n =
+      workers ? chooseNumSplits(pinned, p.lowered.problem, workers) : 1;
   std::string unit = p.lowered.device != Device::Host ? " SMs"
                      : workers == 1                   ? " thread"
                                                       : " threads";
-  p.state->decisions.push_back("plan: " + std::to_string(n) + " key splits (chooseNumSplits for " +
+  p.state->decisions.push_back("plan: " + std::to_string(n) +
+                               " key splits (chooseNumSplits for " +
                                std::to_string(workers) + unit + ")");
   return n;
 }
 
 // Options::kernel: that kernel, with its combine when it cuts key ranges.
 static llvm::Expected<PlanLayout> choosePinned(Planning &p) {
-  auto pinned = resolvePinnedKernel(p.options.kernel, p.lowered.features.target);
+  auto pinned =
+      resolvePinnedKernel(p.options.kernel, p.lowered.features.target);
   if (!pinned)
     return pinned.takeError();
   auto chosen = dispatchPinned(*pinned, p.query);
@@ -131,9 +143,11 @@ static llvm::Expected<PlanLayout> choosePinned(Planning &p) {
   recordRules(*p.state, *chosen, "");
   bool cutsKeys = hasSplitWorkItems(pinned->family);
   if (!cutsKeys && p.options.numSplits > 1)
-    return makeError(ErrorKind::Spec, "Options::numSplits needs a fwd_splitkv or fwd_paged "
-                                      "kernel; " + encodeName(*pinned) + " has family " +
-                                      keyOf(pinned->family).str());
+    return makeError(ErrorKind::Spec,
+                     "Options::numSplits needs a fwd_splitkv or fwd_paged "
+                     "kernel; " +
+                         encodeName(*pinned) + " has family " +
+                         keyOf(pinned->family).str());
   unsigned n = cutsKeys ? pinnedSplits(p, *pinned) : 1;
   if (pinned->family != Family::FwdSplitKv && n <= 1)
     return layoutPlan(p.lowered, *chosen, std::nullopt);
@@ -149,8 +163,9 @@ static llvm::Expected<PlanLayout> choose(Planning &p) {
   if (!p.options.kernel.empty())
     return choosePinned(p);
   if (p.options.numSplits)
-    return makeError(ErrorKind::Spec, "Options::numSplits applies to a pinned kernel: set "
-                                      "Options::kernel to a fwd_splitkv or fwd_paged kernel");
+    return makeError(ErrorKind::Spec,
+                     "Options::numSplits applies to a pinned kernel: set "
+                     "Options::kernel to a fwd_splitkv or fwd_paged kernel");
   const std::string &target = p.lowered.features.target;
   auto registry = Registry::forTarget(target);
   if (!registry)
@@ -176,8 +191,9 @@ static llvm::Expected<PlanLayout> choose(Planning &p) {
 static void recordLayout(Planning &p, const PlanLayout &layout) {
   PlanState &s = *p.state;
   for (const StepLayout &step : layout.steps)
-    s.steps.push_back({encodeName(step.spec), step.role, step.workItems, step.keySplits,
-                       step.grid, step.workspaceOffset, step.workspaceBytes, step.why});
+    s.steps.push_back({encodeName(step.spec), step.role, step.workItems,
+                       step.keySplits, step.grid, step.workspaceOffset,
+                       step.workspaceBytes, step.why});
   s.workspaceBytes = layout.workspaceBytes;
   s.target = p.lowered.features.target;
   s.device = p.lowered.device;
@@ -193,21 +209,25 @@ static void recordLayout(Planning &p, const PlanLayout &layout) {
 
 static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {
   if (!p.options.load) {
-    p.state->loadText = "not loaded (Options::load = false): run() refuses this plan";
+    p.state->loadText =
+        "not loaded (Options::load = false): run() refuses this plan";
     return llvm::Error::success();
   }
   std::vector<StepLoad> loads;
-  auto runners = loadPlan(layout, p.lowered, *p.cache, p.options.threads, loads);
+  auto runners =
+      loadPlan(layout, p.lowered, *p.cache, p.options.threads, loads);
   if (!runners)
     return runners.takeError();
   for (size_t i = 0; i < loads.size() && i < p.state->steps.size(); ++i)
     p.state->steps[i].load = loads[i];
   p.state->runners = std::move(*runners);
-  p.state->loadText = "loaded through the kernel cache in " + p.cache->directory();
+  p.state->loadText =
+      "loaded through the kernel cache in " + p.cache->directory();
   return llvm::Error::success();
 }
 
-static llvm::Expected<Plan> buildPlan(const Problem &problem, const Options &options) {
+static llvm::Expected<Plan> buildPlan(const Problem &problem,
+                                      const Options &options) {
   auto target = resolveTarget(problem.device, options.target);
   if (!target)
     return target.takeError();
@@ -219,10 +239,12 @@ static llvm::Expected<Plan> buildPlan(const Problem &problem, const Options &opt
     return cache.takeError();
   Planning p{options, std::move(*lowered)};
   p.cache = &*cache;
-  p.threads =
-      options.threads ? options.threads : llvm::hardware_concurrency().compute_thread_count();
-  p.query = {p.lowered.features, p.lowered.problem.maxSeqlenQ(), p.lowered.problem.maxSeqlenK(),
-             std::nullopt, p.lowered.kvRowAlignment};
+  p.threads = options.threads
+                  ? options.threads
+                  : llvm::hardware_concurrency().compute_thread_count();
+  p.query = {p.lowered.features, p.lowered.problem.maxSeqlenQ(),
+             p.lowered.problem.maxSeqlenK(), std::nullopt,
+             p.lowered.kvRowAlignment};
   auto layout = choose(p);
   if (!layout)
     return layout.takeError();
@@ -253,7 +275,9 @@ Plan::~Plan() = default;
 Plan::Plan(const Plan &) = default;
 Plan &Plan::operator=(const Plan &) = default;
 
-const std::vector<PlanStep> &Plan::steps() const { return stateOf(*this).steps; }
+const std::vector<PlanStep> &Plan::steps() const {
+  return stateOf(*this).steps;
+}
 int64_t Plan::workspaceBytes() const { return stateOf(*this).workspaceBytes; }
 const std::string &Plan::target() const { return stateOf(*this).target; }
 Device Plan::device() const { return stateOf(*this).device; }
@@ -261,9 +285,14 @@ bool Plan::loaded() const {
   const PlanState &s = stateOf(*this);
   return !s.runners.empty() || s.appender;
 }
-const std::vector<std::string> &Plan::decisions() const { return stateOf(*this).decisions; }
-const std::vector<CandidateTiming> &Plan::timings() const { return stateOf(*this).timings; }
+const std::vector<std::string> &Plan::decisions() const {
+  return stateOf(*this).decisions;
+}
+const std::vector<CandidateTiming> &Plan::timings() const {
+  return stateOf(*this).timings;
+}
 std::string Plan::describe() const {
   const PlanState *s = PlanAccess::state(*this);
-  return s ? describePlan(*s) : "an empty plan: make one with fmhajit::api::plan()\n";
+  return s ? describePlan(*s)
+           : "an empty plan: make one with fmhajit::api::plan()\n";
 }

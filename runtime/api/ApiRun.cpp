@@ -11,30 +11,38 @@
 using namespace fmhajit;
 using namespace fmhajit::api;
 
-static Status invalid(const char *message) { return Status(StatusCode::InvalidArgument, message); }
+static Status invalid(const char *message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
 
 // Pointers the plan needs but the caller left null, named by field.
 static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
   if (!t.q || !t.k || !t.v || !t.o)
-    return invalid("Tensors q, k, v and o must all point to the caller's memory");
+    return invalid(
+        "Tensors q, k, v and o must all point to the caller's memory");
   if (s.needsLse && !t.lse)
-    return invalid("the problem wants LSE: set Tensors::lse ([batch, headsQ, seqlenQ] "
-                   "floats, [headsQ, totalQ] under varlen)");
+    return invalid(
+        "the problem wants LSE: set Tensors::lse ([batch, headsQ, seqlenQ] "
+        "floats, [headsQ, totalQ] under varlen)");
   if (s.needsWorkspace && !t.workspace)
     return invalid("this plan needs a workspace: set Tensors::workspace to "
                    "Plan::workspaceBytes() bytes of device memory");
   if (s.needsCuSeqlens && (!t.cuSeqlensQ || !t.cuSeqlensK))
-    return invalid("a varlen plan on a GPU reads cu_seqlens from device memory: set "
-                   "Tensors::cuSeqlensQ and cuSeqlensK to device copies of the problem's");
+    return invalid(
+        "a varlen plan on a GPU reads cu_seqlens from device memory: set "
+        "Tensors::cuSeqlensQ and cuSeqlensK to device copies of the problem's");
   if (s.needsSlopes && !t.alibiSlopes)
-    return invalid("an ALiBi plan on a GPU reads its slopes from device memory: set "
-                   "Tensors::alibiSlopes to [headsQ] floats on the device");
+    return invalid(
+        "an ALiBi plan on a GPU reads its slopes from device memory: set "
+        "Tensors::alibiSlopes to [headsQ] floats on the device");
   if (s.needsBlockTable && !t.blockTable)
-    return invalid("a paged plan reads its block table: set Tensors::blockTable to the "
-                   "[batch, maxPagesPerSeq] int32 page indices");
+    return invalid(
+        "a paged plan reads its block table: set Tensors::blockTable to the "
+        "[batch, maxPagesPerSeq] int32 page indices");
   if (s.needsDeviceLengths && !t.seqlensK)
-    return invalid("a paged plan on a GPU reads each sequence's key count from device "
-                   "memory: set Tensors::seqlensK to [batch] int32 on the device");
+    return invalid(
+        "a paged plan on a GPU reads each sequence's key count from device "
+        "memory: set Tensors::seqlensK to [batch] int32 on the device");
   return Status();
 }
 
@@ -43,11 +51,13 @@ Status api::run(const Plan &plan, const Tensors &tensors) {
   if (!s)
     return invalid("the plan is empty: make one with fmhajit::api::plan()");
   if (s->isAppend)
-    return invalid("this plan appends to a K/V cache: call fmhajit::api::append(plan, "
-                   "AppendTensors) to run it");
+    return invalid(
+        "this plan appends to a K/V cache: call fmhajit::api::append(plan, "
+        "AppendTensors) to run it");
   if (s->runners.empty())
-    return invalid("the plan was made with Options::load = false, so no kernel is loaded: "
-                   "plan again with Options::load = true");
+    return invalid(
+        "the plan was made with Options::load = false, so no kernel is loaded: "
+        "plan again with Options::load = true");
   if (Status status = checkTensors(*s, tensors); !status.ok())
     return status;
   for (const std::unique_ptr<const StepRunner> &step : s->runners)

@@ -24,7 +24,8 @@ api::Status toStatus(llvm::Error err);
 llvm::Error toError(const api::Status &status);
 
 /// \p value, or its error through toStatus().
-template <typename T, typename U = T> api::Result<U> toResult(llvm::Expected<T> value) {
+template <typename T, typename U = T>
+api::Result<U> toResult(llvm::Expected<T> value) {
   if (!value)
     return toStatus(value.takeError());
   return U(std::move(*value));

@@ -17,11 +17,13 @@ static constexpr size_t kListedFailures = 5;
 
 // Compiles every kernel and reports the ones that failed together, so one
 // unimplemented family does not hide the state of the rest.
-static llvm::Error compileProfile(const std::string &profile, const std::string &target,
+static llvm::Error compileProfile(const std::string &profile,
+                                  const std::string &target,
                                   KernelCache &cache) {
   if (!findArch(target))
-    return makeError(ErrorKind::Usage,
-                     "target " + target + " is unknown; use one of " + allArchNames());
+    return makeError(ErrorKind::Usage, "target " + target +
+                                           " is unknown; use one of " +
+                                           allArchNames());
   auto specs = expandProfile(profile, llvm::StringRef(target));
   if (!specs)
     return specs.takeError();
@@ -29,17 +31,20 @@ static llvm::Error compileProfile(const std::string &profile, const std::string 
   for (const KernelSpec &spec : *specs) {
     auto artifact = compileKernel(spec, cache);
     if (!artifact)
-      failures.push_back(encodeName(spec) + ": " +
-                         llvm::join(takeProblems(artifact.takeError()).messages, "; "));
+      failures.push_back(
+          encodeName(spec) + ": " +
+          llvm::join(takeProblems(artifact.takeError()).messages, "; "));
   }
   if (failures.empty())
     return llvm::Error::success();
-  std::string text = std::to_string(failures.size()) + " of " + std::to_string(specs->size()) +
-                     " kernels of profile " + profile + " failed to compile for " + target;
+  std::string text = std::to_string(failures.size()) + " of " +
+                     std::to_string(specs->size()) + " kernels of profile " +
+                     profile + " failed to compile for " + target;
   for (size_t i = 0; i < failures.size() && i < kListedFailures; ++i)
     text += "\n  " + failures[i];
   if (failures.size() > kListedFailures)
-    text += "\n  and " + std::to_string(failures.size() - kListedFailures) + " more";
+    text += "\n  and " + std::to_string(failures.size() - kListedFailures) +
+            " more";
   return makeError(ErrorKind::Unsupported, text);
 }
 

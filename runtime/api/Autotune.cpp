@@ -13,7 +13,8 @@ using namespace fmhajit;
 using Clock = std::chrono::steady_clock;
 
 double fmhajit::medianOf(std::vector<double> times) {
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  std::nth_element(times.begin(), times.begin() + times.size() / 2,
+                   times.end());
   return times[times.size() / 2];
 }
 
@@ -22,7 +23,8 @@ namespace {
 struct HostScratch {
   explicit HostScratch(const LoweredProblem &l) {
     const KernelSpec &s = l.features;
-    auto bytes = [](const TensorShape &shape, const TensorStrides &strides, DType t) {
+    auto bytes = [](const TensorShape &shape, const TensorStrides &strides,
+                    DType t) {
       return size_t(spanElements(shape, strides)) * dtypeBytes(t);
     };
     q.resize(bytes(l.qShape, l.strides.q, s.dtype));
@@ -53,18 +55,22 @@ static double timeHostKernel(const HostKernel &kernel, const KernelArgs &params,
   std::vector<double> times;
   double total = 0;
   while (times.size() < TuningPolicy::kMinRuns ||
-         (times.size() < TuningPolicy::kMaxRuns && total < TuningPolicy::kBudgetMs)) {
+         (times.size() < TuningPolicy::kMaxRuns &&
+          total < TuningPolicy::kBudgetMs)) {
     Clock::time_point start = Clock::now();
     kernel.run(params, executor);
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double, std::milli>(Clock::now() - start)
+            .count());
     total += times.back();
   }
   return medianOf(times);
 }
 
 static llvm::Expected<std::vector<TunedTiming>>
-timeHostCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &l,
-                   KernelCache &cache, unsigned threads) {
+timeHostCandidates(const std::vector<KernelSpec> &candidates,
+                   const LoweredProblem &l, KernelCache &cache,
+                   unsigned threads) {
   HostScratch scratch(l);
   std::shared_ptr<HostExecutor> executor = sharedHostExecutor(threads);
   std::vector<TunedTiming> out;
@@ -72,19 +78,23 @@ timeHostCandidates(const std::vector<KernelSpec> &candidates, const LoweredProbl
     auto kernel = HostKernel::load(spec, cache);
     if (!kernel)
       return kernel.takeError();
-    KernelArgs params = makeKernelArgs(spec, l.problem, scratch.buffers(l), l.strides);
-    out.push_back({encodeName(spec), timeHostKernel(*kernel, params, *executor)});
+    KernelArgs params =
+        makeKernelArgs(spec, l.problem, scratch.buffers(l), l.strides);
+    out.push_back(
+        {encodeName(spec), timeHostKernel(*kernel, params, *executor)});
   }
   return out;
 }
 
 llvm::Expected<std::vector<TunedTiming>>
-fmhajit::timeCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &l,
-                        KernelCache &cache, unsigned threads) {
+fmhajit::timeCandidates(const std::vector<KernelSpec> &candidates,
+                        const LoweredProblem &l, KernelCache &cache,
+                        unsigned threads) {
   const ArchInfo &arch = *findArch(l.features.target);
   llvm::Expected<std::vector<TunedTiming>> timings =
-      arch.backend == Backend::Host ? timeHostCandidates(candidates, l, cache, threads)
-                                    : timeGpuCandidates(candidates, l, cache);
+      arch.backend == Backend::Host
+          ? timeHostCandidates(candidates, l, cache, threads)
+          : timeGpuCandidates(candidates, l, cache);
   if (timings)
     llvm::sort(*timings, [](const TunedTiming &a, const TunedTiming &b) {
       return a.ms != b.ms ? a.ms < b.ms : a.kernel < b.kernel;

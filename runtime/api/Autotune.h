@@ -27,14 +27,15 @@ struct TuningPolicy {
 };
 
 /// Times \p candidates on \p problem, fastest first.
-llvm::Expected<std::vector<TunedTiming>> timeCandidates(const std::vector<KernelSpec> &candidates,
-                                                        const LoweredProblem &problem,
-                                                        KernelCache &cache, unsigned threads);
+llvm::Expected<std::vector<TunedTiming>>
+timeCandidates(const std::vector<KernelSpec> &candidates,
+               const LoweredProblem &problem, KernelCache &cache,
+               unsigned threads);
 
 /// The GPU half of timeCandidates (AutotuneGpu.cpp).
 llvm::Expected<std::vector<TunedTiming>>
-timeGpuCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &problem,
-                   KernelCache &cache);
+timeGpuCandidates(const std::vector<KernelSpec> &candidates,
+                  const LoweredProblem &problem, KernelCache &cache);
 
 /// The median of \p times (which must not be empty).
 double medianOf(std::vector<double> times);

@@ -12,9 +12,12 @@ namespace {
 struct DeviceScratch {
   GpuBuffer q, k, v, o, lse, cuQ, cuK, slopes;
 
-  static llvm::Expected<DeviceScratch> create(GpuDriver &driver, const LoweredProblem &l);
+  static llvm::Expected<DeviceScratch> create(GpuDriver &driver,
+                                              const LoweredProblem &l);
   ForwardBuffers buffers() const {
-    auto ptr = [](const GpuBuffer &b) { return b.size() ? b.pointer() : nullptr; };
+    auto ptr = [](const GpuBuffer &b) {
+      return b.size() ? b.pointer() : nullptr;
+    };
     return {ptr(q),
             ptr(k),
             ptr(v),
@@ -27,13 +30,15 @@ struct DeviceScratch {
 };
 } // namespace
 
-llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver, const LoweredProblem &l) {
+llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver,
+                                                    const LoweredProblem &l) {
   const KernelSpec &s = l.features;
   DeviceScratch d;
-  auto alloc = [&](GpuBuffer &b, const TensorShape &shape, const TensorStrides &strides, DType t,
+  auto alloc = [&](GpuBuffer &b, const TensorShape &shape,
+                   const TensorStrides &strides, DType t,
                    const char *what) -> llvm::Error {
-    auto buffer =
-        GpuBuffer::create(driver, size_t(spanElements(shape, strides)) * dtypeBytes(t), what);
+    auto buffer = GpuBuffer::create(
+        driver, size_t(spanElements(shape, strides)) * dtypeBytes(t), what);
     if (!buffer)
       return buffer.takeError();
     b = std::move(*buffer);
@@ -49,33 +54,39 @@ llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver, const Low
     b = std::move(*buffer);
     return llvm::Error::success();
   };
-  size_t lseBytes = s.lse ? size_t(numElements(l.problem.lseShape())) * sizeof(float) : 0;
-  if (llvm::Error err =
-          llvm::joinErrors(llvm::joinErrors(alloc(d.q, l.qShape, l.strides.q, s.dtype, "q"),
-                                            alloc(d.k, l.kShape, l.strides.k, s.dtype, "k")),
-                           llvm::joinErrors(alloc(d.v, l.vShape, l.strides.v, s.dtype, "v"),
-                                            alloc(d.o, l.oShape, l.strides.o, s.outType(), "o"))))
+  size_t lseBytes =
+      s.lse ? size_t(numElements(l.problem.lseShape())) * sizeof(float) : 0;
+  if (llvm::Error err = llvm::joinErrors(
+          llvm::joinErrors(alloc(d.q, l.qShape, l.strides.q, s.dtype, "q"),
+                           alloc(d.k, l.kShape, l.strides.k, s.dtype, "k")),
+          llvm::joinErrors(
+              alloc(d.v, l.vShape, l.strides.v, s.dtype, "v"),
+              alloc(d.o, l.oShape, l.strides.o, s.outType(), "o"))))
     return std::move(err);
   std::vector<float> zeros(lseBytes / sizeof(float));
   if (llvm::Error err = llvm::joinErrors(
-          llvm::joinErrors(
-              upload(d.lse, zeros.data(), lseBytes, "lse"),
-              upload(d.cuQ, l.cuSeqlensQ.data(), l.cuSeqlensQ.size() * 4, "cu_seqlens_q")),
-          llvm::joinErrors(
-              upload(d.cuK, l.cuSeqlensK.data(), l.cuSeqlensK.size() * 4, "cu_seqlens_k"),
-              upload(d.slopes, l.alibiSlopes.data(), l.alibiSlopes.size() * 4, "alibi_slopes"))))
+          llvm::joinErrors(upload(d.lse, zeros.data(), lseBytes, "lse"),
+                           upload(d.cuQ, l.cuSeqlensQ.data(),
+                                  l.cuSeqlensQ.size() * 4, "cu_seqlens_q")),
+          llvm::joinErrors(upload(d.cuK, l.cuSeqlensK.data(),
+                                  l.cuSeqlensK.size() * 4, "cu_seqlens_k"),
+                           upload(d.slopes, l.alibiSlopes.data(),
+                                  l.alibiSlopes.size() * 4, "alibi_slopes"))))
     return std::move(err);
   return std::move(d);
 }
 
-static llvm::Expected<double> timeGpuKernel(const GpuKernel &kernel, const KernelArgs &params,
-                                            const GpuStream &stream, GpuTimer &timer) {
+static llvm::Expected<double> timeGpuKernel(const GpuKernel &kernel,
+                                            const KernelArgs &params,
+                                            const GpuStream &stream,
+                                            GpuTimer &timer) {
   if (llvm::Error err = kernel.launch(params, stream.get())) // warm-up
     return std::move(err);
   std::vector<double> times;
   double total = 0;
   while (times.size() < TuningPolicy::kMinRuns ||
-         (times.size() < TuningPolicy::kMaxRuns && total < TuningPolicy::kBudgetMs)) {
+         (times.size() < TuningPolicy::kMaxRuns &&
+          total < TuningPolicy::kBudgetMs)) {
     auto ms = kernel.launchTimed(params, stream.get(), timer);
     if (!ms)
       return ms.takeError();
@@ -86,8 +97,8 @@ static llvm::Expected<double> timeGpuKernel(const GpuKernel &kernel, const Kerne
 }
 
 llvm::Expected<std::vector<TunedTiming>>
-fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates, const LoweredProblem &l,
-                           KernelCache &cache) {
+fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates,
+                           const LoweredProblem &l, KernelCache &cache) {
   auto driver = gpuDriverFor(findArch(l.features.target)->backend);
   if (!driver)
     return driver.takeError();
@@ -105,7 +116,8 @@ fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates, const Lowe
     auto kernel = GpuKernel::load(*driver, spec, cache);
     if (!kernel)
       return kernel.takeError();
-    KernelArgs params = makeKernelArgs(spec, l.problem, scratch->buffers(), l.strides);
+    KernelArgs params =
+        makeKernelArgs(spec, l.problem, scratch->buffers(), l.strides);
     auto ms = timeGpuKernel(*kernel, params, *stream, *timer);
     if (!ms)
       return ms.takeError();

@@ -10,20 +10,23 @@ using namespace fmhajit;
 namespace json = llvm::json;
 
 std::string Tile::str() const {
-  return "m" + std::to_string(bm) + "n" + std::to_string(bn) + "w" + std::to_string(warps) + "s" +
-         std::to_string(stages);
+  return "m" + std::to_string(bm) + "n" + std::to_string(bn) + "w" +
+         std::to_string(warps) + "s" + std::to_string(stages);
 }
 
-Tile fmhajit::tileOf(const KernelSpec &spec) { return {spec.bm, spec.bn, spec.warps, spec.stages}; }
+Tile fmhajit::tileOf(const KernelSpec &spec) {
+  return {spec.bm, spec.bn, spec.warps, spec.stages};
+}
 
 // The tables are part of the build: a malformed one is a bug that the unit
 // tests catch on first load, so it aborts naming the file and the field.
-[[noreturn]] static void badTable(llvm::StringRef file, const llvm::Twine &what) {
+[[noreturn]] static void badTable(llvm::StringRef file,
+                                  const llvm::Twine &what) {
   llvm::report_fatal_error("specs/" + file + ": " + what);
 }
 
-static unsigned readUnsigned(const json::Object &o, llvm::StringRef key, llvm::StringRef file,
-                             bool required) {
+static unsigned readUnsigned(const json::Object &o, llvm::StringRef key,
+                             llvm::StringRef file, bool required) {
   if (auto v = o.getInteger(key); v && *v >= 0)
     return unsigned(*v);
   if (required)
@@ -49,13 +52,15 @@ static void readTiles(const json::Object *tiles, DispatchTable &table) {
   for (const auto &[key, rows] : *tiles) {
     auto p = parseKey<Pipeline>(key.str());
     if (!p || !rows.getAsArray())
-      badTable(table.file, "'tiles' maps pipeline names to row lists; got '" + key.str() + "'");
+      badTable(table.file, "'tiles' maps pipeline names to row lists; got '" +
+                               key.str() + "'");
     for (const json::Value &row : *rows.getAsArray())
       table.tiles[*p].push_back(readRow(*row.getAsObject(), table.file));
   }
 }
 
-static void readFile(const EmbeddedFile &f, std::map<std::string, DispatchTable> &out) {
+static void readFile(const EmbeddedFile &f,
+                     std::map<std::string, DispatchTable> &out) {
   llvm::Expected<json::Value> parsed = json::parse(f.text);
   if (!parsed)
     badTable(f.path, llvm::toString(parsed.takeError()));
@@ -73,7 +78,8 @@ static void readFile(const EmbeddedFile &f, std::map<std::string, DispatchTable>
   for (const json::Value &v : *o->getArray("targets")) {
     std::string target = v.getAsString().value_or("").str();
     if (!findArch(target) || out.count(target))
-      badTable(f.path, "target '" + target + "' is unknown or in two dispatch files");
+      badTable(f.path,
+               "target '" + target + "' is unknown or in two dispatch files");
     out[target] = table;
   }
 }
@@ -95,8 +101,8 @@ const DispatchTable &DispatchTable::forTarget(llvm::StringRef target) {
 }
 
 // A row's missing warps/stages come from the arch default for the head dim.
-static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p, unsigned d,
-                                       const TileRow &row) {
+static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p,
+                                       unsigned d, const TileRow &row) {
   const TileConfig *def = arch.defaultTile(p, d);
   if (!def)
     return std::nullopt;
@@ -104,17 +110,20 @@ static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p, unsigne
               row.stages ? row.stages : def->stages};
 }
 
-std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch, Pipeline p, unsigned d,
+std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
+                                                Pipeline p, unsigned d,
                                                 int64_t seqlenQ) const {
   auto rows = tiles.find(p);
   if (rows != tiles.end())
     for (const TileRow &row : rows->second)
       if (seqlenQ <= row.maxSeqlenQ && d <= row.maxD)
         if (std::optional<Tile> t = completeRow(arch, p, d, row)) {
-          std::string sq = row.maxSeqlenQ == INT64_MAX
-                               ? std::string("any seqlen_q")
-                               : "seqlen_q <= " + std::to_string(row.maxSeqlenQ);
-          return TileChoice{*t, sq + ", d <= " + std::to_string(row.maxD) + " (" + file + ")"};
+          std::string sq =
+              row.maxSeqlenQ == INT64_MAX
+                  ? std::string("any seqlen_q")
+                  : "seqlen_q <= " + std::to_string(row.maxSeqlenQ);
+          return TileChoice{*t, sq + ", d <= " + std::to_string(row.maxD) +
+                                    " (" + file + ")"};
         }
   const TileConfig *def = arch.defaultTile(p, d);
   if (!def)
@@ -123,7 +132,8 @@ std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch, Pipeline p
                     "the arch default for d <= " + std::to_string(def->maxD)};
 }
 
-std::vector<Tile> DispatchTable::tilesFor(const ArchInfo &arch, Pipeline p, unsigned d) const {
+std::vector<Tile> DispatchTable::tilesFor(const ArchInfo &arch, Pipeline p,
+                                          unsigned d) const {
   // Exactly the tiles choose() can return for d: one per row boundary, and
   // whatever catches the longest queries.
   std::vector<int64_t> lengths = {INT64_MAX};

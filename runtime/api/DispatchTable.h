@@ -25,7 +25,7 @@ namespace fmhajit {
 /// One row of a tile table. warps/stages of 0 take the arch default tile's.
 struct TileRow {
   int64_t maxSeqlenQ = INT64_MAX; ///< the row applies up to this query length
-  unsigned maxD = 0;              ///< ... and up to this head dim (max of d, dv)
+  unsigned maxD = 0; ///< ... and up to this head dim (max of d, dv)
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
 };
 
@@ -39,7 +39,8 @@ struct DecodeRule {
 struct Tile {
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
   friend bool operator==(const Tile &a, const Tile &b) {
-    return a.bm == b.bm && a.bn == b.bn && a.warps == b.warps && a.stages == b.stages;
+    return a.bm == b.bm && a.bn == b.bn && a.warps == b.warps &&
+           a.stages == b.stages;
   }
   /// "m64n64w1s1", as in encoded names.
   std::string str() const;
@@ -69,7 +70,8 @@ struct DispatchTable {
                                    int64_t seqlenQ) const;
   /// Every tile choose() can return for \p p and \p d, shortest queries
   /// first: the tiles the registry holds.
-  std::vector<Tile> tilesFor(const ArchInfo &arch, Pipeline p, unsigned d) const;
+  std::vector<Tile> tilesFor(const ArchInfo &arch, Pipeline p,
+                             unsigned d) const;
 };
 
 } // namespace fmhajit

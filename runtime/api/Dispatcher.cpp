@@ -21,7 +21,9 @@ struct Narrowing {
   std::map<Pipeline, Tile> wanted; ///< rule 2's tile per pipeline
   Dispatch result;
 
-  unsigned headDim() const { return std::max(query.features.d, query.features.headDimV()); }
+  unsigned headDim() const {
+    return std::max(query.features.d, query.features.headDimV());
+  }
   void note(const char *rule, std::string outcome) {
     result.rules.push_back({rule, std::move(outcome)});
   }
@@ -35,8 +37,9 @@ static std::string count(size_t n, const char *what) {
 std::string fmhajit::whyChosen(const Dispatch &d) {
   if (d.pinned)
     return "named by Options::kernel";
-  return d.fromRegistry ? "the dispatcher's pick from the registry"
-                        : "made for this problem (no registry kernel has its features)";
+  return d.fromRegistry
+             ? "the dispatcher's pick from the registry"
+             : "made for this problem (no registry kernel has its features)";
 }
 
 unsigned fmhajit::kvRowAlignmentNeeded(const KernelSpec &spec) {
@@ -49,7 +52,8 @@ static void dropMisaligned(Narrowing &n) {
     return kvRowAlignmentNeeded(c) > n.query.kvRowAlignment;
   });
   if (n.candidates.size() != before)
-    n.note("1 layout", "K/V rows start only " + std::to_string(n.query.kvRowAlignment) +
+    n.note("1 layout", "K/V rows start only " +
+                           std::to_string(n.query.kvRowAlignment) +
                            "-byte aligned: dropped " +
                            count(before - n.candidates.size(), "candidate") +
                            " of pipeline mma (16-byte cp.async copies)");
@@ -59,8 +63,10 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
   std::string key = featureKey(n.query.features);
   n.candidates = registry.matching(key);
   if (!n.candidates.empty()) {
-    n.note("1 features", count(n.candidates.size(), "candidate") + " of the registry (profiles " +
-                             llvm::join(registry.profiles(), ", ") + ") match " + key);
+    n.note("1 features", count(n.candidates.size(), "candidate") +
+                             " of the registry (profiles " +
+                             llvm::join(registry.profiles(), ", ") +
+                             ") match " + key);
   } else {
     n.result.fromRegistry = false;
     n.candidates = candidateVariants(n.query.features, n.arch, n.table);
@@ -76,8 +82,9 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
   llvm::Expected<KernelSpec> why = validateSpec(n.query.features);
   if (!why)
     return why.takeError();
-  return makeError(ErrorKind::Unsupported, "no kernel of " + n.arch.name + " computes " + key +
-                                               ": no pipeline and tile of it are valid");
+  return makeError(ErrorKind::Unsupported,
+                   "no kernel of " + n.arch.name + " computes " + key +
+                       ": no pipeline and tile of it are valid");
 }
 
 static void ruleTiles(Narrowing &n) {
@@ -88,7 +95,8 @@ static void ruleTiles(Narrowing &n) {
     if (!llvm::is_contained(pipelines, c.pipeline))
       pipelines.push_back(c.pipeline);
   for (Pipeline p : pipelines) {
-    std::optional<TileChoice> choice = n.table.choose(n.arch, p, n.headDim(), n.query.seqlenQ);
+    std::optional<TileChoice> choice =
+        n.table.choose(n.arch, p, n.headDim(), n.query.seqlenQ);
     auto ofPipeline = [&](const KernelSpec &c) { return c.pipeline == p; };
     auto inTile = [&](const KernelSpec &c) {
       return ofPipeline(c) && choice && tileOf(c) == choice->tile;
@@ -99,14 +107,15 @@ static void ruleTiles(Narrowing &n) {
         kept.push_back(c);
     if (choice)
       n.wanted[p] = choice->tile;
-    parts.push_back(keyOf(p).str() + " " + (choice ? choice->tile.str() : "-") + " (" +
-                    (choice ? choice->row : "no row") + ")" +
+    parts.push_back(keyOf(p).str() + " " + (choice ? choice->tile.str() : "-") +
+                    " (" + (choice ? choice->row : "no row") + ")" +
                     (found ? "" : ": no candidate has it, all kept"));
   }
   n.note("2 tiles", "seqlen_q " + std::to_string(n.query.seqlenQ) + ", d " +
-                        std::to_string(n.headDim()) + ": " + llvm::join(parts, "; ") + "; " +
-                        std::to_string(kept.size()) + " of " + std::to_string(n.candidates.size()) +
-                        " kept");
+                        std::to_string(n.headDim()) + ": " +
+                        llvm::join(parts, "; ") + "; " +
+                        std::to_string(kept.size()) + " of " +
+                        std::to_string(n.candidates.size()) + " kept");
   n.candidates = std::move(kept);
 }
 
@@ -120,9 +129,11 @@ static double tileDistance(const Narrowing &n, const KernelSpec &c) {
   if (it == n.wanted.end())
     return 0;
   const Tile &w = it->second;
-  auto logRatio = [](unsigned a, unsigned b) { return std::fabs(std::log2(double(a) / b)); };
-  return logRatio(c.bm, w.bm) + logRatio(c.bn, w.bn) + logRatio(c.warps, w.warps) +
-         std::abs(int(c.stages) - int(w.stages));
+  auto logRatio = [](unsigned a, unsigned b) {
+    return std::fabs(std::log2(double(a) / b));
+  };
+  return logRatio(c.bm, w.bm) + logRatio(c.bn, w.bn) +
+         logRatio(c.warps, w.warps) + std::abs(int(c.stages) - int(w.stages));
 }
 
 static void rulePriority(Narrowing &n) {
@@ -131,7 +142,8 @@ static void rulePriority(Narrowing &n) {
     ranked.push_back({c, encodeName(c)});
   // Names are unique, so this is a total order.
   llvm::sort(ranked, [&](const auto &a, const auto &b) {
-    int ra = pipelineRank(n.arch, a.first.pipeline), rb = pipelineRank(n.arch, b.first.pipeline);
+    int ra = pipelineRank(n.arch, a.first.pipeline),
+        rb = pipelineRank(n.arch, b.first.pipeline);
     if (ra != rb)
       return ra < rb;
     double da = tileDistance(n, a.first), db = tileDistance(n, b.first);
@@ -144,23 +156,27 @@ static void rulePriority(Narrowing &n) {
     order.push_back(keyOf(p).str());
   n.result.chosen = ranked.front().first;
   n.note("3 priority", "pipelines in " + n.arch.name + "'s auto_order (" +
-                           llvm::join(order, " > ") + "), then nearest tile: " +
-                           ranked.front().second + " first of " + std::to_string(ranked.size()));
+                           llvm::join(order, " > ") +
+                           "), then nearest tile: " + ranked.front().second +
+                           " first of " + std::to_string(ranked.size()));
 }
 
 static void ruleTuned(Narrowing &n) {
   if (!n.query.tunedWinner)
     return;
   const std::string &name = *n.query.tunedWinner;
-  auto it = llvm::find_if(n.result.featureMatches,
-                          [&](const KernelSpec &c) { return encodeName(c) == name; });
+  auto it = llvm::find_if(n.result.featureMatches, [&](const KernelSpec &c) {
+    return encodeName(c) == name;
+  });
   if (it == n.result.featureMatches.end()) {
-    n.note("autotune", "the stored winner " + name + " is no longer a candidate; ignored");
+    n.note("autotune",
+           "the stored winner " + name + " is no longer a candidate; ignored");
     return;
   }
   bool same = *it == n.result.chosen;
   n.note("autotune",
-         "the stored winner " + name + (same ? " agrees with rule 3" : " replaces rule 3's pick"));
+         "the stored winner " + name +
+             (same ? " agrees with rule 3" : " replaces rule 3's pick"));
   n.result.chosen = *it;
 }
 
@@ -170,21 +186,26 @@ static void ruleDecode(Narrowing &n) {
   if (!rule || (family != Family::Fwd && family != Family::FwdPaged))
     return;
   const DispatchQuery &q = n.query;
-  n.result.decodeShaped = q.seqlenQ <= rule->maxSeqlenQ && q.seqlenK >= rule->minSeqlenK;
+  n.result.decodeShaped =
+      q.seqlenQ <= rule->maxSeqlenQ && q.seqlenK >= rule->minSeqlenK;
   n.note("decode",
          "seqlen_q " + std::to_string(q.seqlenQ) +
-             (q.seqlenQ <= rule->maxSeqlenQ ? " <= " : " > ") + std::to_string(rule->maxSeqlenQ) +
-             ", seqlen_k " + std::to_string(q.seqlenK) +
-             (q.seqlenK >= rule->minSeqlenK ? " >= " : " < ") + std::to_string(rule->minSeqlenK) +
-             ": " + (n.result.decodeShaped ? "decode-shaped" : "not decode-shaped"));
+             (q.seqlenQ <= rule->maxSeqlenQ ? " <= " : " > ") +
+             std::to_string(rule->maxSeqlenQ) + ", seqlen_k " +
+             std::to_string(q.seqlenK) +
+             (q.seqlenK >= rule->minSeqlenK ? " >= " : " < ") +
+             std::to_string(rule->minSeqlenK) + ": " +
+             (n.result.decodeShaped ? "decode-shaped" : "not decode-shaped"));
 }
 
-llvm::Expected<Dispatch> fmhajit::dispatch(const DispatchQuery &query, const Registry &registry,
+llvm::Expected<Dispatch> fmhajit::dispatch(const DispatchQuery &query,
+                                           const Registry &registry,
                                            const DispatchTable &table) {
   const ArchInfo *arch = findArch(query.features.target);
   if (!arch)
     return makeError(ErrorKind::Spec, "target=" + query.features.target +
-                                          ": unknown target; use one of " + allArchNames());
+                                          ": unknown target; use one of " +
+                                          allArchNames());
   Narrowing n{query, *arch, table, {}, {}, {}};
   if (llvm::Error err = ruleFeatures(n, registry))
     return std::move(err);

@@ -58,7 +58,7 @@ struct Dispatch {
   std::vector<KernelSpec> featureMatches;
   std::vector<RuleOutcome> rules;
   bool fromRegistry = true; ///< false: made up by rule 1
-  bool pinned = false;      ///< Options::kernel's, not the rules' (PinnedKernel.h)
+  bool pinned = false; ///< Options::kernel's, not the rules' (PinnedKernel.h)
   bool decodeShaped = false;
 };
 
@@ -70,7 +70,8 @@ std::string whyChosen(const Dispatch &d);
 unsigned kvRowAlignmentNeeded(const KernelSpec &spec);
 
 /// Chooses the kernel for \p query from \p registry by \p table's data.
-llvm::Expected<Dispatch> dispatch(const DispatchQuery &query, const Registry &registry,
+llvm::Expected<Dispatch> dispatch(const DispatchQuery &query,
+                                  const Registry &registry,
                                   const DispatchTable &table);
 
 } // namespace fmhajit

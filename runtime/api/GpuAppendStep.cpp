@@ -6,17 +6,19 @@
 using namespace fmhajit;
 
 llvm::Expected<std::unique_ptr<const GpuAppendStep>>
-GpuAppendStep::load(GpuDriver &driver, const KernelSpec &spec, const LoweredAppend &l,
-                    KernelCache &cache, void *stream) {
+GpuAppendStep::load(GpuDriver &driver, const KernelSpec &spec,
+                    const LoweredAppend &l, KernelCache &cache, void *stream) {
   auto kernel = GpuKernel::load(driver, spec, cache);
   if (!kernel)
     return kernel.takeError();
   GpuBuffer cos, sin;
   if (l.problem.rotary != RotaryForm::None) {
-    RotaryTables tables = makeRotaryTables(l.problem.cache.rowsPerSequence(),
-                                           l.problem.resolvedRotaryDim(), l.rotaryBase);
+    RotaryTables tables =
+        makeRotaryTables(l.problem.cache.rowsPerSequence(),
+                         l.problem.resolvedRotaryDim(), l.rotaryBase);
     auto upload = [&](const std::vector<float> &table, const char *what) {
-      return GpuBuffer::upload(driver, table.data(), table.size() * sizeof(float), what);
+      return GpuBuffer::upload(driver, table.data(),
+                               table.size() * sizeof(float), what);
     };
     auto c = upload(tables.cos, "rotary cos");
     if (!c)
@@ -27,8 +29,8 @@ GpuAppendStep::load(GpuDriver &driver, const KernelSpec &spec, const LoweredAppe
     cos = std::move(*c);
     sin = std::move(*s);
   }
-  return std::unique_ptr<const GpuAppendStep>(
-      new GpuAppendStep(std::move(*kernel), l.problem, std::move(cos), std::move(sin), stream));
+  return std::unique_ptr<const GpuAppendStep>(new GpuAppendStep(
+      std::move(*kernel), l.problem, std::move(cos), std::move(sin), stream));
 }
 
 llvm::Error GpuAppendStep::run(const api::AppendTensors &t) const {
@@ -38,8 +40,10 @@ llvm::Error GpuAppendStep::run(const api::AppendTensors &t) const {
   buffers.cache = {t.kCache, t.vCache, t.blockTable, t.seqlens};
   buffers.q = t.q;
   buffers.qOut = t.qOut;
-  buffers.rotaryCos = t.rotaryCos ? t.rotaryCos : static_cast<const float *>(cos.pointer());
-  buffers.rotarySin = t.rotarySin ? t.rotarySin : static_cast<const float *>(sin.pointer());
+  buffers.rotaryCos =
+      t.rotaryCos ? t.rotaryCos : static_cast<const float *>(cos.pointer());
+  buffers.rotarySin =
+      t.rotarySin ? t.rotarySin : static_cast<const float *>(sin.pointer());
   return kernel.launch(makeAppendKvParams(kernel.spec(), problem, buffers),
                        t.stream ? t.stream : stream);
 }

@@ -10,9 +10,9 @@
 #pragma once
 
 #include "runtime/api/AppendLowering.h"
+#include "runtime/api/PlanState.h"
 #include "runtime/device/GpuKernel.h"
 #include "runtime/device/GpuResources.h"
-#include "runtime/api/PlanState.h"
 
 namespace fmhajit {
 
@@ -28,10 +28,10 @@ public:
   llvm::Error run(const api::AppendTensors &tensors) const override;
 
 private:
-  GpuAppendStep(GpuKernel kernel, AppendKvProblem problem, GpuBuffer cos, GpuBuffer sin,
-                void *stream)
-      : kernel(std::move(kernel)), problem(std::move(problem)), cos(std::move(cos)),
-        sin(std::move(sin)), stream(stream) {}
+  GpuAppendStep(GpuKernel kernel, AppendKvProblem problem, GpuBuffer cos,
+                GpuBuffer sin, void *stream)
+      : kernel(std::move(kernel)), problem(std::move(problem)),
+        cos(std::move(cos)), sin(std::move(sin)), stream(stream) {}
 
   GpuKernel kernel;
   AppendKvProblem problem;

@@ -7,12 +7,15 @@
 using namespace fmhajit;
 
 llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
-  auto misaligned = [&](const void *p) { return reinterpret_cast<uintptr_t>(p) % kvAlignment; };
+  auto misaligned = [&](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % kvAlignment;
+  };
   if (misaligned(t.k) || misaligned(t.v))
-    return makeError(ErrorKind::Usage,
-                     "Tensors::k and Tensors::v must start on " + llvm::Twine(kvAlignment) +
-                         "-byte boundaries for kernel " + encodeName(kernels.kernel.spec()) +
-                         " (it copies K/V rows in 16-byte pieces)");
+    return makeError(
+        ErrorKind::Usage,
+        "Tensors::k and Tensors::v must start on " + llvm::Twine(kvAlignment) +
+            "-byte boundaries for kernel " + encodeName(kernels.kernel.spec()) +
+            " (it copies K/V rows in 16-byte pieces)");
   KernelArgs p = params;
   p.q = t.q;
   p.k = t.k;
@@ -25,6 +28,7 @@ llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
   p.blockTable = t.blockTable; // read by fwd_paged only
   p.cacheSeqlens = t.seqlensK;
   if (kernels.combine)
-    setSplits(p, unsigned(p.numSplits), splitWorkspaceAt(t.workspace, workspace));
+    setSplits(p, unsigned(p.numSplits),
+              splitWorkspaceAt(t.workspace, workspace));
   return kernels.launch(p, t.stream ? t.stream : stream);
 }

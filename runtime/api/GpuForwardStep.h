@@ -12,8 +12,8 @@
 #pragma once
 
 #include "ir/KernelAbi.h"
-#include "runtime/device/GpuForwardLaunch.h"
 #include "runtime/api/PlanState.h"
+#include "runtime/device/GpuForwardLaunch.h"
 #include "runtime/device/SplitKv.h"
 
 namespace fmhajit {
@@ -24,10 +24,11 @@ public:
   /// split plan). \p kernels: the combine too, for a plan with several parts.
   /// \p kvAlignment: the bytes K and V must start on (16 for pipeline mma,
   /// whose cp.async copies K/V rows 16 bytes at a time).
-  GpuForwardStep(GpuForwardLaunch kernels, const KernelArgs &params, void *stream,
-                  unsigned kvAlignment, SplitWorkspaceLayout workspace)
-      : kernels(std::move(kernels)), params(params), stream(stream), kvAlignment(kvAlignment),
-        workspace(workspace) {}
+  GpuForwardStep(GpuForwardLaunch kernels, const KernelArgs &params,
+                 void *stream, unsigned kvAlignment,
+                 SplitWorkspaceLayout workspace)
+      : kernels(std::move(kernels)), params(params), stream(stream),
+        kvAlignment(kvAlignment), workspace(workspace) {}
 
   /// Launches on Tensors::stream, else the problem's stream; asynchronous.
   llvm::Error run(const api::Tensors &tensors) const override;

@@ -10,9 +10,9 @@
 #pragma once
 
 #include "runtime/api/AppendLowering.h"
+#include "runtime/api/PlanState.h"
 #include "runtime/device/HostExecutor.h"
 #include "runtime/device/HostKernel.h"
-#include "runtime/api/PlanState.h"
 #include "runtime/numerics/Rotary.h"
 #include <memory>
 
@@ -21,19 +21,23 @@ namespace fmhajit {
 class HostAppendStep : public AppendRunner {
 public:
   /// \p tables: the plan's cos/sin tables (empty without rotary).
-  HostAppendStep(HostKernel kernel, AppendKvProblem problem, std::vector<int32_t> seqlens,
-                 RotaryTables tables, std::shared_ptr<HostExecutor> executor)
-      : kernel(std::move(kernel)), problem(std::move(problem)), seqlens(std::move(seqlens)),
-        tables(std::move(tables)), executor(std::move(executor)) {}
+  HostAppendStep(HostKernel kernel, AppendKvProblem problem,
+                 std::vector<int32_t> seqlens, RotaryTables tables,
+                 std::shared_ptr<HostExecutor> executor)
+      : kernel(std::move(kernel)), problem(std::move(problem)),
+        seqlens(std::move(seqlens)), tables(std::move(tables)),
+        executor(std::move(executor)) {}
 
   llvm::Error run(const api::AppendTensors &tensors) const override;
 
 private:
-  llvm::Error checkCache(const int32_t *blockTable, const int32_t *lengths) const;
+  llvm::Error checkCache(const int32_t *blockTable,
+                         const int32_t *lengths) const;
 
   HostKernel kernel;
   AppendKvProblem problem;
-  std::vector<int32_t> seqlens; ///< the problem's, for a null AppendTensors::seqlens
+  std::vector<int32_t>
+      seqlens; ///< the problem's, for a null AppendTensors::seqlens
   RotaryTables tables;
   std::shared_ptr<HostExecutor> executor;
 };

@@ -11,7 +11,8 @@ std::shared_ptr<HostExecutor> fmhajit::sharedHostExecutor(unsigned threads) {
   static std::map<unsigned, std::shared_ptr<HostExecutor>> executors;
   std::lock_guard<std::mutex> lock(mutex);
   // Keyed by the resolved count, so 0 and the machine's count share a pool.
-  unsigned workers = threads ? threads : llvm::hardware_concurrency().compute_thread_count();
+  unsigned workers =
+      threads ? threads : llvm::hardware_concurrency().compute_thread_count();
   std::shared_ptr<HostExecutor> &slot = executors[workers];
   if (!slot)
     slot = std::make_shared<HostExecutor>(workers);

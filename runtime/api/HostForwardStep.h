@@ -8,8 +8,8 @@
 #pragma once
 
 #include "ir/KernelAbi.h"
-#include "runtime/device/HostExecutor.h"
 #include "runtime/api/PlanState.h"
+#include "runtime/device/HostExecutor.h"
 #include <memory>
 #include <vector>
 
@@ -24,8 +24,9 @@ class HostBinding {
 public:
   HostBinding(const KernelArgs &params, std::vector<int32_t> cuSeqlensQ,
               std::vector<int32_t> cuSeqlensK, std::vector<float> alibiSlopes)
-      : params(params), cuSeqlensQ(std::move(cuSeqlensQ)), cuSeqlensK(std::move(cuSeqlensK)),
-        alibiSlopes(std::move(alibiSlopes)) {}
+      : params(params), cuSeqlensQ(std::move(cuSeqlensQ)),
+        cuSeqlensK(std::move(cuSeqlensK)), alibiSlopes(std::move(alibiSlopes)) {
+  }
 
   /// The parameters with \p t's pointers; cu_seqlens and slopes the caller
   /// leaves null come from this binding's copies.
@@ -54,9 +55,10 @@ private:
 /// A single-pass forward kernel on the host.
 class HostForwardStep : public StepRunner {
 public:
-  HostForwardStep(HostKernelFn fn, HostBinding binding, std::shared_ptr<HostExecutor> executor,
-                  int64_t items)
-      : fn(fn), binding(std::move(binding)), executor(std::move(executor)), items(items) {}
+  HostForwardStep(HostKernelFn fn, HostBinding binding,
+                  std::shared_ptr<HostExecutor> executor, int64_t items)
+      : fn(fn), binding(std::move(binding)), executor(std::move(executor)),
+        items(items) {}
 
   llvm::Error run(const api::Tensors &tensors) const override;
 

@@ -19,25 +19,29 @@ namespace fmhajit {
 
 class HostPagedStep : public StepRunner {
 public:
-  HostPagedStep(HostSplitKv kernels, HostBinding binding, SplitWorkspaceLayout workspace,
+  HostPagedStep(HostSplitKv kernels, HostBinding binding,
+                SplitWorkspaceLayout workspace,
                 std::shared_ptr<HostExecutor> executor, KvCacheLayout cache,
                 std::vector<int32_t> seqlensK)
-      : kernels(std::move(kernels)), binding(std::move(binding)), workspace(workspace),
-        executor(std::move(executor)), cache(cache), seqlensK(std::move(seqlensK)) {}
+      : kernels(std::move(kernels)), binding(std::move(binding)),
+        workspace(workspace), executor(std::move(executor)), cache(cache),
+        seqlensK(std::move(seqlensK)) {}
 
   llvm::Error run(const api::Tensors &tensors) const override;
 
 private:
   /// Refuses lengths outside [1, maxPagesPerSeq * pageSize] and page
   /// indices in use outside [0, numPages).
-  llvm::Error checkCache(const int32_t *blockTable, const int32_t *lengths) const;
+  llvm::Error checkCache(const int32_t *blockTable,
+                         const int32_t *lengths) const;
 
   HostSplitKv kernels;
   HostBinding binding; ///< numSplits set; pages, lengths, partials not yet
   SplitWorkspaceLayout workspace;
   std::shared_ptr<HostExecutor> executor;
   KvCacheLayout cache;
-  std::vector<int32_t> seqlensK; ///< the problem's, for a null Tensors::seqlensK
+  std::vector<int32_t>
+      seqlensK; ///< the problem's, for a null Tensors::seqlensK
 };
 
 } // namespace fmhajit

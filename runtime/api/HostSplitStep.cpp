@@ -13,7 +13,8 @@ uint8_t *fmhajit::hostWorkspace(int64_t bytes) {
 }
 
 llvm::Error HostSplitStep::run(const api::Tensors &t) const {
-  uint8_t *base = t.workspace ? static_cast<uint8_t *>(t.workspace) : hostWorkspace(workspace.bytes);
+  uint8_t *base = t.workspace ? static_cast<uint8_t *>(t.workspace)
+                              : hostWorkspace(workspace.bytes);
   KernelArgs p = binding.bind(t);
   setSplits(p, unsigned(p.numSplits), splitWorkspaceAt(base, workspace));
   kernels.run(p, *executor);

@@ -17,10 +17,11 @@ uint8_t *hostWorkspace(int64_t bytes);
 /// calls, so host callers need not allocate one.
 class HostSplitStep : public StepRunner {
 public:
-  HostSplitStep(HostSplitKv kernels, HostBinding binding, SplitWorkspaceLayout workspace,
+  HostSplitStep(HostSplitKv kernels, HostBinding binding,
+                SplitWorkspaceLayout workspace,
                 std::shared_ptr<HostExecutor> executor)
-      : kernels(std::move(kernels)), binding(std::move(binding)), workspace(workspace),
-        executor(std::move(executor)) {}
+      : kernels(std::move(kernels)), binding(std::move(binding)),
+        workspace(workspace), executor(std::move(executor)) {}
 
   llvm::Error run(const api::Tensors &tensors) const override;
 

@@ -14,17 +14,19 @@ static llvm::Expected<KernelSpec> parsePinned(const std::string &text) {
   return parseSpec(text);
 }
 
-llvm::Expected<KernelSpec> fmhajit::resolvePinnedKernel(const std::string &text,
-                                                        const std::string &target) {
+llvm::Expected<KernelSpec>
+fmhajit::resolvePinnedKernel(const std::string &text,
+                             const std::string &target) {
   auto spec = parsePinned(text);
   if (!spec)
     return spec.takeError();
   if (spec->target == "host")
     spec->target = target;
   if (spec->target != target)
-    return makeError(ErrorKind::Spec, "kernel " + text + " is for target " + spec->target +
-                                          ", but the plan's target is " + target +
-                                          ": name a kernel of " + target);
+    return makeError(ErrorKind::Spec,
+                     "kernel " + text + " is for target " + spec->target +
+                         ", but the plan's target is " + target +
+                         ": name a kernel of " + target);
   return validateSpec(*spec);
 }
 
@@ -43,11 +45,12 @@ llvm::Expected<Dispatch> fmhajit::dispatchPinned(const KernelSpec &pinned,
     return makeError(ErrorKind::Spec, "kernel " + name + " computes " + has +
                                           ", but the problem needs " + needs);
   if (kvRowAlignmentNeeded(pinned) > query.kvRowAlignment)
-    return makeError(ErrorKind::Spec,
-                     "kernel " + name + " reads K/V rows " +
-                         std::to_string(kvRowAlignmentNeeded(pinned)) +
-                         " bytes at a time, but the problem's rows start only " +
-                         std::to_string(query.kvRowAlignment) + "-byte aligned");
+    return makeError(
+        ErrorKind::Spec,
+        "kernel " + name + " reads K/V rows " +
+            std::to_string(kvRowAlignmentNeeded(pinned)) +
+            " bytes at a time, but the problem's rows start only " +
+            std::to_string(query.kvRowAlignment) + "-byte aligned");
   Dispatch d;
   d.chosen = pinned;
   d.featureMatches = {pinned};

@@ -2,8 +2,8 @@
 #include "runtime/api/PlanBuilder.h"
 #include "runtime/api/GpuForwardStep.h"
 #include "runtime/api/HostForwardStep.h"
-#include "runtime/device/HostKernel.h"
 #include "runtime/api/HostPagedStep.h"
+#include "runtime/device/HostKernel.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include <chrono>
@@ -12,7 +12,8 @@ using namespace fmhajit;
 using Clock = std::chrono::steady_clock;
 
 int64_t fmhajit::alignWorkspace(int64_t bytes) {
-  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment *
+         kWorkspaceAlignment;
 }
 
 void fmhajit::addStep(PlanLayout &layout, StepLayout step) {
@@ -28,10 +29,13 @@ static int64_t queryTiles(const AttentionProblem &a, const KernelSpec &spec) {
 }
 
 // Slowest index first, as the work items are numbered (ir/WorkItem.h).
-static std::string gridText(const AttentionProblem &a, const KernelSpec &spec, unsigned splits) {
-  std::string text = std::to_string(a.batch) + " x " + std::to_string(a.headsQ) + " x " +
+static std::string gridText(const AttentionProblem &a, const KernelSpec &spec,
+                            unsigned splits) {
+  std::string text = std::to_string(a.batch) + " x " +
+                     std::to_string(a.headsQ) + " x " +
                      std::to_string(queryTiles(a, spec));
-  std::string what = "batch x heads_q x query tiles of " + std::to_string(spec.bm);
+  std::string what =
+      "batch x heads_q x query tiles of " + std::to_string(spec.bm);
   if (splits > 1) {
     text = std::to_string(splits) + " x " + text;
     what = "key splits x " + what;
@@ -45,35 +49,44 @@ static const char *forwardRole(const LoweredProblem &l, bool split) {
   return split ? "split-KV forward" : "forward";
 }
 
-static void layoutSingle(const LoweredProblem &l, const Dispatch &d, PlanLayout &layout) {
+static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
+                         PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
-  addStep(layout, {d.chosen, forwardRole(l, false), a.batch * a.headsQ * queryTiles(a, d.chosen),
-                   1, gridText(a, d.chosen, 1), 0, 0, whyChosen(d)});
+  addStep(layout, {d.chosen, forwardRole(l, false),
+                   a.batch * a.headsQ * queryTiles(a, d.chosen), 1,
+                   gridText(a, d.chosen, 1), 0, 0, whyChosen(d)});
 }
 
 // The partials sit in one slice that the split launch writes and the
 // combine reads: oAccum, then lseAccum at the next boundary.
-static void layoutSplit(const LoweredProblem &l, const SplitChoice &s, PlanLayout &layout) {
+static void layoutSplit(const LoweredProblem &l, const SplitChoice &s,
+                        PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
-  SplitKvWorkspaceSize floats = splitKvWorkspaceSize(s.split.chosen, a, s.numSplits);
+  SplitKvWorkspaceSize floats =
+      splitKvWorkspaceSize(s.split.chosen, a, s.numSplits);
   int64_t lseOffset = alignWorkspace(floats.oAccum * int64_t(sizeof(float)));
   int64_t bytes = lseOffset + floats.lseAccum * int64_t(sizeof(float));
-  addStep(layout, {s.split.chosen, forwardRole(l, true),
-                   a.batch * a.headsQ * queryTiles(a, s.split.chosen) * s.numSplits, s.numSplits,
-                   gridText(a, s.split.chosen, s.numSplits), 0, bytes,
-                   whyChosen(s.split) + "; writes fp32 partial O and LSE of " +
-                       std::to_string(s.numSplits) + " key ranges"});
+  addStep(layout,
+          {s.split.chosen, forwardRole(l, true),
+           a.batch * a.headsQ * queryTiles(a, s.split.chosen) * s.numSplits,
+           s.numSplits, gridText(a, s.split.chosen, s.numSplits), 0, bytes,
+           whyChosen(s.split) + "; writes fp32 partial O and LSE of " +
+               std::to_string(s.numSplits) + " key ranges"});
   const StepLayout &first = layout.steps.back();
-  layout.splitWorkspace = {first.workspaceOffset, first.workspaceOffset + lseOffset,
+  layout.splitWorkspace = {first.workspaceOffset,
+                           first.workspaceOffset + lseOffset,
                            layout.workspaceBytes};
   if (s.numSplits <= 1) // one part: the split kernel writes O and LSE itself
     return;
-  addStep(layout, {s.combine, "combine", a.batch * a.headsQ * queryTiles(a, s.combine), 1,
-                   gridText(a, s.combine, 1), 0, 0,
-                   "merges the partials of step " + std::to_string(layout.steps.size())});
+  addStep(
+      layout,
+      {s.combine, "combine", a.batch * a.headsQ * queryTiles(a, s.combine), 1,
+       gridText(a, s.combine, 1), 0, 0,
+       "merges the partials of step " + std::to_string(layout.steps.size())});
 }
 
-PlanLayout fmhajit::layoutPlan(const LoweredProblem &problem, const Dispatch &single,
+PlanLayout fmhajit::layoutPlan(const LoweredProblem &problem,
+                               const Dispatch &single,
                                std::optional<SplitChoice> split) {
   PlanLayout layout;
   if (split)
@@ -87,9 +100,11 @@ PlanLayout fmhajit::layoutPlan(const LoweredProblem &problem, const Dispatch &si
 // The launch's KernelArgs but the caller's pointers: a split or paged
 // kernel's part count (one when the plan does not cut key ranges) and a
 // paged plan's page fields.
-static KernelArgs planParams(const PlanLayout &layout, const LoweredProblem &l) {
+static KernelArgs planParams(const PlanLayout &layout,
+                             const LoweredProblem &l) {
   const KernelSpec &spec = layout.steps.front().spec;
-  KernelArgs params = makeKernelArgs(spec, l.problem, ForwardBuffers{}, l.strides);
+  KernelArgs params =
+      makeKernelArgs(spec, l.problem, ForwardBuffers{}, l.strides);
   if (hasSplitWorkItems(spec.family))
     setSplits(params, layout.split ? layout.split->numSplits : 1, {});
   if (l.pagedCache) {
@@ -99,12 +114,14 @@ static KernelArgs planParams(const PlanLayout &layout, const LoweredProblem &l) 
   return params;
 }
 
-static HostBinding hostBinding(const KernelArgs &params, const LoweredProblem &l) {
+static HostBinding hostBinding(const KernelArgs &params,
+                               const LoweredProblem &l) {
   return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
 }
 
 static double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
 }
 
 static api::StepLoad hostLoad(const HostKernel &kernel, double ms) {
@@ -117,21 +134,28 @@ static api::StepLoad hostLoad(const HostKernel &kernel, double ms) {
 static api::StepLoad gpuLoad(const GpuKernel &kernel) {
   const GpuLoadStats &stats = kernel.loadStats();
   const GpuKernelResources &res = kernel.resources();
-  return {originName(stats.origin).str(), stats.codegenMs, stats.loadMs, res.registers,
-          res.localBytes, int(kernel.sharedBytes()), int(kernel.blockThreads())};
+  return {originName(stats.origin).str(),
+          stats.codegenMs,
+          stats.loadMs,
+          res.registers,
+          res.localBytes,
+          int(kernel.sharedBytes()),
+          int(kernel.blockThreads())};
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>
-loadHostSingle(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
-               unsigned threads, std::vector<api::StepLoad> &loads) {
+loadHostSingle(const PlanLayout &layout, const LoweredProblem &l,
+               KernelCache &cache, unsigned threads,
+               std::vector<api::StepLoad> &loads) {
   Clock::time_point start = Clock::now();
   auto kernel = HostKernel::load(layout.steps.front().spec, cache);
   if (!kernel)
     return kernel.takeError();
   loads.push_back(hostLoad(*kernel, msSince(start)));
   KernelArgs params = planParams(layout, l);
-  return std::make_unique<const HostForwardStep>(kernel->entry(), hostBinding(params, l),
-                                                 sharedHostExecutor(threads), workItems(params));
+  return std::make_unique<const HostForwardStep>(
+      kernel->entry(), hostBinding(params, l), sharedHostExecutor(threads),
+      workItems(params));
 }
 
 // Both kernels of a split pair load in one timed call; the split kernel
@@ -144,8 +168,9 @@ static void addHostLoads(const HostSplitKv &kernels, double ms, bool combines,
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>
-loadHostSplit(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
-              unsigned threads, std::vector<api::StepLoad> &loads) {
+loadHostSplit(const PlanLayout &layout, const LoweredProblem &l,
+              KernelCache &cache, unsigned threads,
+              std::vector<api::StepLoad> &loads) {
   const SplitChoice &s = *layout.split;
   Clock::time_point start = Clock::now();
   auto kernels = HostSplitKv::load(s.split.chosen, cache);
@@ -153,16 +178,18 @@ loadHostSplit(const PlanLayout &layout, const LoweredProblem &l, KernelCache &ca
     return kernels.takeError();
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   KernelArgs params = planParams(layout, l);
-  return std::make_unique<const HostSplitStep>(std::move(*kernels), hostBinding(params, l),
-                                               layout.splitWorkspace, sharedHostExecutor(threads));
+  return std::make_unique<const HostSplitStep>(
+      std::move(*kernels), hostBinding(params, l), layout.splitWorkspace,
+      sharedHostExecutor(threads));
 }
 
 // fwd_paged with the plan's part count (one: no combine runs), the pools'
 // strides from the lowering and the paged fields; the block table, the
 // lengths and the partials are bound per run.
 static llvm::Expected<std::unique_ptr<const StepRunner>>
-loadHostPaged(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
-              unsigned threads, std::vector<api::StepLoad> &loads) {
+loadHostPaged(const PlanLayout &layout, const LoweredProblem &l,
+              KernelCache &cache, unsigned threads,
+              std::vector<api::StepLoad> &loads) {
   const KernelSpec &spec = layout.steps.front().spec;
   Clock::time_point start = Clock::now();
   auto kernels = HostSplitKv::load(spec, cache);
@@ -170,9 +197,9 @@ loadHostPaged(const PlanLayout &layout, const LoweredProblem &l, KernelCache &ca
     return kernels.takeError();
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   KernelArgs params = planParams(layout, l);
-  return std::make_unique<const HostPagedStep>(std::move(*kernels), hostBinding(params, l),
-                                               layout.splitWorkspace, sharedHostExecutor(threads),
-                                               *l.pagedCache, l.seqlensK);
+  return std::make_unique<const HostPagedStep>(
+      std::move(*kernels), hostBinding(params, l), layout.splitWorkspace,
+      sharedHostExecutor(threads), *l.pagedCache, l.seqlensK);
 }
 
 // The forward kernel, with the combine when the plan cuts key ranges, on
@@ -196,15 +223,16 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
     loads.push_back(gpuLoad(*loaded));
     combine = std::move(*loaded);
   }
-  return std::make_unique<const GpuForwardStep>(GpuForwardLaunch{std::move(*kernel),
-                                                                 std::move(combine)},
-                                                planParams(layout, l), l.stream,
-                                                kvRowAlignmentNeeded(spec), layout.splitWorkspace);
+  return std::make_unique<const GpuForwardStep>(
+      GpuForwardLaunch{std::move(*kernel), std::move(combine)},
+      planParams(layout, l), l.stream, kvRowAlignmentNeeded(spec),
+      layout.splitWorkspace);
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>
-loadRunner(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
-           unsigned threads, std::vector<api::StepLoad> &loads) {
+loadRunner(const PlanLayout &layout, const LoweredProblem &l,
+           KernelCache &cache, unsigned threads,
+           std::vector<api::StepLoad> &loads) {
   if (findArch(layout.steps.front().spec.target)->backend != Backend::Host)
     return loadGpu(layout, l, cache, loads);
   if (l.pagedCache)
@@ -215,8 +243,9 @@ loadRunner(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache
 }
 
 llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>
-fmhajit::loadPlan(const PlanLayout &layout, const LoweredProblem &problem, KernelCache &cache,
-                  unsigned threads, std::vector<api::StepLoad> &loads) {
+fmhajit::loadPlan(const PlanLayout &layout, const LoweredProblem &problem,
+                  KernelCache &cache, unsigned threads,
+                  std::vector<api::StepLoad> &loads) {
   auto runner = loadRunner(layout, problem, cache, threads, loads);
   if (!runner)
     return runner.takeError();

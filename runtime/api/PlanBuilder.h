@@ -68,7 +68,8 @@ PlanLayout layoutPlan(const LoweredProblem &problem, const Dispatch &single,
 /// \p problem's device, ready to run with \p threads host workers;
 /// \p loads gets how each step's kernel was loaded, in step order.
 llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>
-loadPlan(const PlanLayout &layout, const LoweredProblem &problem, KernelCache &cache,
-         unsigned threads, std::vector<api::StepLoad> &loads);
+loadPlan(const PlanLayout &layout, const LoweredProblem &problem,
+         KernelCache &cache, unsigned threads,
+         std::vector<api::StepLoad> &loads);
 
 } // namespace fmhajit

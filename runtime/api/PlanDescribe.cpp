@@ -8,19 +8,22 @@ using namespace fmhajit;
 
 static std::string lengths(const AttentionProblem &a) {
   if (!a.isVarlen())
-    return "seqlen q " + std::to_string(a.seqlenQ) + " / k " + std::to_string(a.seqlenK);
+    return "seqlen q " + std::to_string(a.seqlenQ) + " / k " +
+           std::to_string(a.seqlenK);
   return "varlen (longest q " + std::to_string(a.maxSeqlenQ()) + " / k " +
-         std::to_string(a.maxSeqlenK()) + ", total q " + std::to_string(a.totalQ()) + " / k " +
-         std::to_string(a.totalK()) + ")";
+         std::to_string(a.maxSeqlenK()) + ", total q " +
+         std::to_string(a.totalQ()) + " / k " + std::to_string(a.totalK()) +
+         ")";
 }
 
 static std::string heads(const AttentionProblem &a) {
-  std::string text =
-      "heads " + std::to_string(a.headsQ) + " q / " + std::to_string(a.headsKv) + " kv";
+  std::string text = "heads " + std::to_string(a.headsQ) + " q / " +
+                     std::to_string(a.headsKv) + " kv";
   if (a.headsQ == a.headsKv)
     return text;
-  return text +
-         (a.headsKv == 1 ? " (MQA)" : " (GQA " + std::to_string(a.headsQ / a.headsKv) + ":1)");
+  return text + (a.headsKv == 1
+                     ? " (MQA)"
+                     : " (GQA " + std::to_string(a.headsQ / a.headsKv) + ":1)");
 }
 
 static std::string modifiers(const LoweredProblem &l) {
@@ -45,9 +48,10 @@ static std::string modifiers(const LoweredProblem &l) {
 
 static std::string pagedLengths(const LoweredProblem &l) {
   const KvCacheLayout &c = *l.pagedCache;
-  return "seqlen q " + std::to_string(l.problem.seqlenQ) + " / k per sequence (longest " +
-         std::to_string(l.problem.seqlenK) + "), paged K/V: " + std::to_string(c.numPages) +
-         " pages of " + std::to_string(c.pageSize) + " rows, up to " +
+  return "seqlen q " + std::to_string(l.problem.seqlenQ) +
+         " / k per sequence (longest " + std::to_string(l.problem.seqlenK) +
+         "), paged K/V: " + std::to_string(c.numPages) + " pages of " +
+         std::to_string(c.pageSize) + " rows, up to " +
          std::to_string(c.maxPagesPerSeq) + " per sequence";
 }
 
@@ -57,22 +61,24 @@ std::string fmhajit::describeProblem(const LoweredProblem &l) {
   return "batch " + std::to_string(a.batch) + ", " + heads(a) + ", " +
          (l.pagedCache ? pagedLengths(l) : lengths(a)) + ", d " +
          std::to_string(f.d) + " / dv " + std::to_string(f.headDimV()) + ", " +
-         keyOf(f.dtype).str() + " -> " + keyOf(f.outType()).str() + ", " + modifiers(l) +
-         ", layouts q " + layoutName(l.qLayout) + " k " + layoutName(l.kLayout) + " v " +
-         layoutName(l.vLayout) + " o " + layoutName(l.oLayout);
+         keyOf(f.dtype).str() + " -> " + keyOf(f.outType()).str() + ", " +
+         modifiers(l) + ", layouts q " + layoutName(l.qLayout) + " k " +
+         layoutName(l.kLayout) + " v " + layoutName(l.vLayout) + " o " +
+         layoutName(l.oLayout);
 }
 
 std::string fmhajit::describePlan(const api::detail::PlanState &s) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "plan for target " << s.target << " (device " << deviceName(s.device) << ")\n"
+  os << "plan for target " << s.target << " (device " << deviceName(s.device)
+     << ")\n"
      << "problem    " << s.problemText << "\n";
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const api::PlanStep &step = s.steps[i];
     os << "step " << i + 1 << "     " << step.role << " " << step.kernel << "\n"
        << "  grid       " << step.grid << " = " << step.workItems
-       << (step.workItems == 1 ? " work item\n" : " work items\n") << "  workspace  "
-       << step.workspaceBytes << " bytes";
+       << (step.workItems == 1 ? " work item\n" : " work items\n")
+       << "  workspace  " << step.workspaceBytes << " bytes";
     if (step.workspaceBytes)
       os << " at offset " << step.workspaceOffset;
     os << "\n  why        " << step.why << "\n";

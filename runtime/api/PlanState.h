@@ -54,14 +54,16 @@ struct PlanState {
   std::string loadText; ///< how the kernels were loaded, for describe()
   // What run() requires of the caller's Tensors.
   bool needsLse = false;
-  bool needsWorkspace = false; ///< a GPU plan with workspace (the host has its own)
+  bool needsWorkspace =
+      false; ///< a GPU plan with workspace (the host has its own)
   bool needsCuSeqlens = false; ///< a GPU varlen plan: device cu_seqlens
   bool needsSlopes = false;    ///< a GPU ALiBi plan: device slopes
-  bool needsBlockTable = false; ///< paged K/V: Tensors/AppendTensors::blockTable
+  bool needsBlockTable =
+      false; ///< paged K/V: Tensors/AppendTensors::blockTable
   /// A GPU plan with paged K/V (Tensors::seqlensK), or a GPU append
   /// (AppendTensors::seqlens): the lengths the kernel reads, in device memory.
   bool needsDeviceLengths = false;
-  bool needsQ = false;          ///< an append that rotates Q: q and qOut
+  bool needsQ = false; ///< an append that rotates Q: q and qOut
 };
 
 /// The one way in and out of a Plan's state.

@@ -61,12 +61,14 @@ static std::string joinDims(const std::vector<unsigned> &dims) {
   return llvm::join(parts, ", ");
 }
 
-void fmhajit::checkTypesAndDims(int64_t headDim, int64_t headDimV, api::DType dtype,
-                                const ArchInfo &arch, ErrorList &errors) {
+void fmhajit::checkTypesAndDims(int64_t headDim, int64_t headDimV,
+                                api::DType dtype, const ArchInfo &arch,
+                                ErrorList &errors) {
   auto checkDim = [&](const char *field, int64_t d) {
     if (d < 1 || d > 1024 || !arch.hasHeadDim(unsigned(d)))
-      errors.add(ErrorKind::Usage, Twine(field) + " " + Twine(d) + " is not supported on " +
-                                       arch.name + "; use one of " + joinDims(arch.headDims));
+      errors.add(ErrorKind::Usage,
+                 Twine(field) + " " + Twine(d) + " is not supported on " +
+                     arch.name + "; use one of " + joinDims(arch.headDims));
   };
   checkDim("headDim", headDim);
   if (headDimV != 0)
@@ -75,8 +77,9 @@ void fmhajit::checkTypesAndDims(int64_t headDim, int64_t headDimV, api::DType dt
     std::vector<std::string> names;
     for (DType t : arch.dtypes)
       names.push_back(keyOf(t).str());
-    errors.add(ErrorKind::Usage, "dtype " + keyOf(toDType(dtype)) + " is not supported on " +
-                                     arch.name + "; use " + llvm::join(names, ", "));
+    errors.add(ErrorKind::Usage, "dtype " + keyOf(toDType(dtype)) +
+                                     " is not supported on " + arch.name +
+                                     "; use " + llvm::join(names, ", "));
   }
 }
 
@@ -84,35 +87,42 @@ void fmhajit::checkTypesAndDims(int64_t headDim, int64_t headDimV, api::DType dt
 static void checkCuSeqlens(const api::Problem &p, ErrorList &errors) {
   bool hasQ = !p.cuSeqlensQ.empty(), hasK = !p.cuSeqlensK.empty();
   if (hasQ != hasK) {
-    errors.add(ErrorKind::Usage, "varlen needs both cuSeqlensQ and cuSeqlensK; only " +
-                                     Twine(hasQ ? "cuSeqlensQ" : "cuSeqlensK") + " is given");
+    errors.add(ErrorKind::Usage,
+               "varlen needs both cuSeqlensQ and cuSeqlensK; only " +
+                   Twine(hasQ ? "cuSeqlensQ" : "cuSeqlensK") + " is given");
     return;
   }
-  for (auto [name, cu] :
-       {std::pair{"cuSeqlensQ", &p.cuSeqlensQ}, std::pair{"cuSeqlensK", &p.cuSeqlensK}}) {
+  for (auto [name, cu] : {std::pair{"cuSeqlensQ", &p.cuSeqlensQ},
+                          std::pair{"cuSeqlensK", &p.cuSeqlensK}}) {
     if (!hasQ)
       break;
     bool rising = llvm::is_sorted(*cu);
     if (cu->size() < 2 || cu->front() != 0 || !rising)
-      errors.add(ErrorKind::Usage, Twine(name) + " must be cumulative lengths: batch + 1 "
-                                                 "values starting at 0, never decreasing");
+      errors.add(ErrorKind::Usage,
+                 Twine(name) + " must be cumulative lengths: batch + 1 "
+                               "values starting at 0, never decreasing");
     else if (int64_t(cu->size()) - 1 != p.batch)
-      errors.add(ErrorKind::Usage, Twine(name) + " holds " + Twine(cu->size() - 1) +
-                                       " sequences but batch is " + Twine(p.batch) +
-                                       ": set batch = " + Twine(cu->size() - 1));
+      errors.add(ErrorKind::Usage,
+                 Twine(name) + " holds " + Twine(cu->size() - 1) +
+                     " sequences but batch is " + Twine(p.batch) +
+                     ": set batch = " + Twine(cu->size() - 1));
   }
 }
 
 static void checkScores(const api::Problem &p, ErrorList &errors) {
-  if (p.mask != api::Mask::Window && (p.windowLeft != -1 || p.windowRight != -1))
-    errors.add(ErrorKind::Usage, "windowLeft/windowRight (" + Twine(p.windowLeft) + ", " +
-                                     Twine(p.windowRight) +
-                                     ") are set but mask is not Mask::Window: set "
-                                     "mask = Mask::Window, or leave them at -1");
+  if (p.mask != api::Mask::Window &&
+      (p.windowLeft != -1 || p.windowRight != -1))
+    errors.add(ErrorKind::Usage,
+               "windowLeft/windowRight (" + Twine(p.windowLeft) + ", " +
+                   Twine(p.windowRight) +
+                   ") are set but mask is not Mask::Window: set "
+                   "mask = Mask::Window, or leave them at -1");
   if (!(p.softcap >= 0) || !std::isfinite(p.softcap))
-    errors.add(ErrorKind::Usage, "softcap must be 0 (off) or a finite value > 0");
+    errors.add(ErrorKind::Usage,
+               "softcap must be 0 (off) or a finite value > 0");
   if (!p.alibi && !p.alibiSlopes.empty())
-    errors.add(ErrorKind::Usage, "alibiSlopes are given but alibi is false: set alibi = true");
+    errors.add(ErrorKind::Usage,
+               "alibiSlopes are given but alibi is false: set alibi = true");
 }
 
 static std::vector<int64_t> lengthsOf(const std::vector<int32_t> &cu) {
@@ -139,13 +149,16 @@ static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   return s;
 }
 
-static AttentionProblem attentionProblemOf(const api::Problem &p, const KernelSpec &s) {
+static AttentionProblem attentionProblemOf(const api::Problem &p,
+                                           const KernelSpec &s) {
   AttentionProblem a = AttentionProblem::forSpec(s);
   a.batch = p.batch;
   a.headsQ = p.headsQ;
   a.headsKv = p.headsKv ? p.headsKv : p.headsQ;
   a.seqlenQ = p.seqlenQ;
-  a.seqlenK = p.pagesKv.enabled() ? longestSeqlenK(p) : p.seqlenK ? p.seqlenK : p.seqlenQ;
+  a.seqlenK = p.pagesKv.enabled() ? longestSeqlenK(p)
+              : p.seqlenK         ? p.seqlenK
+                                  : p.seqlenQ;
   a.seqlensQ = lengthsOf(p.cuSeqlensQ);
   a.seqlensK = lengthsOf(p.cuSeqlensK);
   a.scale = p.scale;
@@ -161,7 +174,8 @@ static void setShapes(LoweredProblem &l) {
   const AttentionProblem &a = l.problem;
   bool varlen = a.isVarlen();
   int64_t batch = varlen ? 1 : a.batch;
-  int64_t sq = varlen ? a.totalQ() : a.seqlenQ, sk = varlen ? a.totalK() : a.seqlenK;
+  int64_t sq = varlen ? a.totalQ() : a.seqlenQ,
+          sk = varlen ? a.totalK() : a.seqlenK;
   int64_t kvBatch = batch;
   if (l.pagedCache) {
     kvBatch = l.pagedCache->numPages;
@@ -173,15 +187,16 @@ static void setShapes(LoweredProblem &l) {
   l.oShape = {batch, sq, a.headsQ, a.dv, varlen};
 }
 
-static void checkLayouts(const api::Problem &p, const LoweredProblem &l, ErrorList &errors) {
+static void checkLayouts(const api::Problem &p, const LoweredProblem &l,
+                         ErrorList &errors) {
   checkLayout("q", p.q, l.qShape, false, errors);
   checkLayout("k", p.k, l.kShape, false, errors);
   checkLayout("v", p.v, l.vShape, false, errors);
   checkLayout("o", p.o, l.oShape, true, errors);
 }
 
-llvm::Expected<LoweredProblem> fmhajit::lowerProblem(const api::Problem &p,
-                                                     const std::string &target) {
+llvm::Expected<LoweredProblem>
+fmhajit::lowerProblem(const api::Problem &p, const std::string &target) {
   const ArchInfo *arch = findArch(target);
   assert(arch && "the caller resolves the target");
   ErrorList errors;
@@ -213,8 +228,9 @@ llvm::Expected<LoweredProblem> fmhajit::lowerProblem(const api::Problem &p,
   l.strides = {resolveStrides(p.q, l.qShape), resolveStrides(p.k, l.kShape),
                resolveStrides(p.v, l.vShape), resolveStrides(p.o, l.oShape)};
   unsigned bytes = dtypeBytes(l.features.dtype);
-  l.kvRowAlignment = std::min(rowAlignment(l.strides.k, bytes, l.features.varlen),
-                              rowAlignment(l.strides.v, bytes, l.features.varlen));
+  l.kvRowAlignment =
+      std::min(rowAlignment(l.strides.k, bytes, l.features.varlen),
+               rowAlignment(l.strides.v, bytes, l.features.varlen));
   l.device = p.device;
   l.stream = p.stream;
   l.cuSeqlensQ = p.cuSeqlensQ;

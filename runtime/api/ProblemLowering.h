@@ -12,10 +12,10 @@
 #pragma once
 
 #include "fmhajit/Problem.h"
+#include "runtime/api/TensorLayouts.h"
+#include "runtime/device/HostKernel.h"
 #include "runtime/numerics/AttentionProblem.h"
 #include "runtime/numerics/KvCache.h"
-#include "runtime/device/HostKernel.h"
-#include "runtime/api/TensorLayouts.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include "specs/KernelSpec.h"
@@ -52,11 +52,12 @@ const char *deviceName(api::Device device);
 
 /// Head dims (\p headDimV 0: none given) and the dtype in the public
 /// structs' words, before validateSpec would report them in a spec's.
-void checkTypesAndDims(int64_t headDim, int64_t headDimV, api::DType dtype, const ArchInfo &arch,
-                       ErrorList &errors);
+void checkTypesAndDims(int64_t headDim, int64_t headDimV, api::DType dtype,
+                       const ArchInfo &arch, ErrorList &errors);
 
 /// Checks \p problem for \p target (a known target of the problem's
 /// device) and lowers it.
-llvm::Expected<LoweredProblem> lowerProblem(const api::Problem &problem, const std::string &target);
+llvm::Expected<LoweredProblem> lowerProblem(const api::Problem &problem,
+                                            const std::string &target);
 
 } // namespace fmhajit

@@ -14,12 +14,13 @@ using namespace fmhajit;
 
 std::string fmhajit::featureKey(const KernelSpec &s) {
   std::string key = keyOf(s.family).str() + " " + keyOf(s.dtype).str() + "->" +
-                    keyOf(s.outType()).str() + " d" + std::to_string(s.d) + "v" +
-                    std::to_string(s.headDimV()) + " " + keyOf(s.mask).str() + " " +
-                    keyOf(s.bias).str();
-  for (auto [on, word] : {std::pair{s.softcap, " softcap"}, std::pair{s.lse, " lse"},
-                          std::pair{s.dropout, " dropout"}, std::pair{s.sink, " sink"},
-                          std::pair{s.varlen, " varlen"}})
+                    keyOf(s.outType()).str() + " d" + std::to_string(s.d) +
+                    "v" + std::to_string(s.headDimV()) + " " +
+                    keyOf(s.mask).str() + " " + keyOf(s.bias).str();
+  for (auto [on, word] :
+       {std::pair{s.softcap, " softcap"}, std::pair{s.lse, " lse"},
+        std::pair{s.dropout, " dropout"}, std::pair{s.sink, " sink"},
+        std::pair{s.varlen, " varlen"}})
     if (on)
       key += word;
   return key + " @" + s.target;
@@ -28,8 +29,10 @@ std::string fmhajit::featureKey(const KernelSpec &s) {
 // The pipelines a profile spec stands for: every pipeline of the target's
 // auto order that takes its dtype (pipeline=auto picked the first of them),
 // or the one it names when that is outside the auto order.
-static std::vector<Pipeline> pipelinesFor(const KernelSpec &spec, const ArchInfo &arch) {
-  if (spec.pipeline != Pipeline::Auto && !llvm::is_contained(arch.autoOrder, spec.pipeline))
+static std::vector<Pipeline> pipelinesFor(const KernelSpec &spec,
+                                          const ArchInfo &arch) {
+  if (spec.pipeline != Pipeline::Auto &&
+      !llvm::is_contained(arch.autoOrder, spec.pipeline))
     return {spec.pipeline};
   std::vector<Pipeline> out;
   for (Pipeline p : arch.autoOrder)
@@ -38,7 +41,8 @@ static std::vector<Pipeline> pipelinesFor(const KernelSpec &spec, const ArchInfo
   return out;
 }
 
-std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec, const ArchInfo &arch,
+std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec,
+                                                   const ArchInfo &arch,
                                                    const DispatchTable &table) {
   if (!hasAttentionLoop(spec.family)) {
     llvm::Expected<KernelSpec> resolved = validateSpec(spec);
@@ -63,11 +67,13 @@ std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec, const
   return out;
 }
 
-llvm::Expected<Registry> Registry::build(llvm::StringRef target, const DispatchTable &table) {
+llvm::Expected<Registry> Registry::build(llvm::StringRef target,
+                                         const DispatchTable &table) {
   const ArchInfo *arch = findArch(target);
   if (!arch)
-    return makeError(ErrorKind::Spec,
-                     "target=" + target + ": unknown target; use one of " + allArchNames());
+    return makeError(ErrorKind::Spec, "target=" + target +
+                                          ": unknown target; use one of " +
+                                          allArchNames());
   Registry r;
   r.profileNames = table.profiles;
   llvm::StringSet<> seen;

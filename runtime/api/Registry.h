@@ -30,7 +30,8 @@ std::string featureKey(const KernelSpec &spec);
 /// loop, one per pipeline of \p arch's auto order that takes its dtype
 /// (or its own pipeline, when outside that order) and tile \p table can
 /// choose for it; otherwise \p spec itself. Invalid variants are dropped.
-std::vector<KernelSpec> candidateVariants(const KernelSpec &spec, const ArchInfo &arch,
+std::vector<KernelSpec> candidateVariants(const KernelSpec &spec,
+                                          const ArchInfo &arch,
                                           const DispatchTable &table);
 
 class Registry {
@@ -39,7 +40,8 @@ public:
   static llvm::Expected<const Registry &> forTarget(llvm::StringRef target);
 
   /// Builds the registry of \p target from \p table's profiles.
-  static llvm::Expected<Registry> build(llvm::StringRef target, const DispatchTable &table);
+  static llvm::Expected<Registry> build(llvm::StringRef target,
+                                        const DispatchTable &table);
 
   llvm::ArrayRef<KernelSpec> candidates() const { return specs; }
   const std::vector<std::string> &profiles() const { return profileNames; }

@@ -60,8 +60,8 @@ inline constexpr int64_t kHostCachedPartBytes = int64_t(1) << 20;
 /// with \p spec's tiles on \p workers parallel workers (host threads, or the
 /// GPU's multiprocessors); 1 means no split. The rule follows the backend
 /// of spec.target.
-unsigned chooseNumSplits(const KernelSpec &spec, const AttentionProblem &problem,
-                         unsigned workers);
+unsigned chooseNumSplits(const KernelSpec &spec,
+                         const AttentionProblem &problem, unsigned workers);
 
 /// The GPU rule on the raw counts: \p items work items of one pass over
 /// \p keyTiles key tiles each, on \p workers multiprocessors (0: unknown,

@@ -10,7 +10,8 @@ using namespace fmhajit;
 
 // fwd_paged cuts its key ranges itself (numSplits at run time), so its own
 // pick is the split kernel; fwd asks the dispatcher for fwd_splitkv.
-static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single, const DispatchQuery &query,
+static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single,
+                                              const DispatchQuery &query,
                                               const Registry &registry,
                                               const DispatchTable &table) {
   if (single.chosen.family == Family::FwdPaged)
@@ -22,14 +23,16 @@ static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single, const Disp
 }
 
 llvm::Expected<std::optional<SplitChoice>>
-fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single, const DispatchQuery &query,
-                     const Registry &registry, const DispatchTable &table, unsigned workers,
+fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
+                     const DispatchQuery &query, const Registry &registry,
+                     const DispatchTable &table, unsigned workers,
                      std::vector<std::string> &notes) {
   if (!single.decodeShaped)
     return std::nullopt;
   bool host = findArch(l.features.target)->backend == Backend::Host;
   if (workers == 0) {
-    notes.push_back("decode-shaped, but split-KV is sized by the GPU's SM count, which needs "
+    notes.push_back("decode-shaped, but split-KV is sized by the GPU's SM "
+                    "count, which needs "
                     "its driver: single pass");
     return std::nullopt;
   }
@@ -41,14 +44,16 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single, const Disp
                        std::to_string(workers) + (host ? " worker" : " SM") +
                        (workers == 1 ? "" : "s");
   if (n <= 1) {
-    notes.push_back("decode-shaped, but " + counts +
-                    " (the work items already fill them, or the key range is too short to "
-                    "cut): single pass");
+    notes.push_back(
+        "decode-shaped, but " + counts +
+        " (the work items already fill them, or the key range is too short to "
+        "cut): single pass");
     return std::nullopt;
   }
   auto combine = combineSpecFor(split->chosen);
   if (!combine)
     return combine.takeError();
-  notes.push_back("decode-shaped: split-KV, " + counts + ", combined by " + encodeName(*combine));
+  notes.push_back("decode-shaped: split-KV, " + counts + ", combined by " +
+                  encodeName(*combine));
   return SplitChoice{std::move(*split), *combine, n};
 }

@@ -36,8 +36,9 @@ struct SplitChoice {
 /// The split plan for \p problem, whose single-pass dispatch is \p single,
 /// or none; \p notes gets why. \p workers: splitWorkers (0: unknown).
 llvm::Expected<std::optional<SplitChoice>>
-chooseSplit(const LoweredProblem &problem, const Dispatch &single, const DispatchQuery &query,
-            const Registry &registry, const DispatchTable &table, unsigned workers,
+chooseSplit(const LoweredProblem &problem, const Dispatch &single,
+            const DispatchQuery &query, const Registry &registry,
+            const DispatchTable &table, unsigned workers,
             std::vector<std::string> &notes);
 
 } // namespace fmhajit

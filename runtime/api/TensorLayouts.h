@@ -24,12 +24,13 @@ struct TensorShape {
 };
 
 /// The element strides of \p layout for a tensor of \p shape.
-TensorStrides resolveStrides(const api::TensorLayout &layout, const TensorShape &shape);
+TensorStrides resolveStrides(const api::TensorLayout &layout,
+                             const TensorShape &shape);
 
 /// Adds one Usage error per problem with tensor \p name ("q", "o"...) laid
 /// out as \p layout; \p output also refuses overlapping elements.
-void checkLayout(llvm::StringRef name, const api::TensorLayout &layout, const TensorShape &shape,
-                 bool output, ErrorList &errors);
+void checkLayout(llvm::StringRef name, const api::TensorLayout &layout,
+                 const TensorShape &shape, bool output, ErrorList &errors);
 
 /// Elements from the first to one past the last element the tensor
 /// addresses: the size of a buffer that holds it.
@@ -39,7 +40,8 @@ int64_t spanElements(const TensorShape &shape, const TensorStrides &strides);
 /// rows, heads and batches (under varlen: rows and heads) of a tensor with
 /// \p strides and \p elementBytes-byte elements: the alignment of each row
 /// start relative to the base pointer.
-unsigned rowAlignment(const TensorStrides &strides, unsigned elementBytes, bool varlen);
+unsigned rowAlignment(const TensorStrides &strides, unsigned elementBytes,
+                      bool varlen);
 
 /// "BSHD", "BHSD" or "strided(b,s,h)".
 std::string layoutName(const api::TensorLayout &layout);

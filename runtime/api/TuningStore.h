@@ -40,7 +40,8 @@ class TuningStore {
 public:
   /// Records under \p cacheDir/tuning for kernels built with \p fingerprint.
   TuningStore(std::string cacheDir, std::string fingerprint)
-      : dir(std::move(cacheDir) + "/tuning"), fingerprint(std::move(fingerprint)) {}
+      : dir(std::move(cacheDir) + "/tuning"),
+        fingerprint(std::move(fingerprint)) {}
 
   /// The record of \p bucket, if one was stored with this fingerprint.
   std::optional<TuningRecord> load(llvm::StringRef bucket) const;

@@ -21,30 +21,31 @@ namespace fmhajit::cuda {
 using CUresult = int;
 inline constexpr CUresult kSuccess = 0; ///< CUDA_SUCCESS
 
-using CUdevice = int;                    ///< CUdevice (an ordinal)
-using CUdeviceptr = unsigned long long;  ///< CUdeviceptr_v2
-using CUcontext = struct CUctx_st *;     ///< CUcontext
-using CUmodule = struct CUmod_st *;      ///< CUmodule
-using CUfunction = struct CUfunc_st *;   ///< CUfunction
-using CUstream = struct CUstream_st *;   ///< CUstream (null: legacy stream)
-using CUevent = struct CUevent_st *;     ///< CUevent
+using CUdevice = int;                   ///< CUdevice (an ordinal)
+using CUdeviceptr = unsigned long long; ///< CUdeviceptr_v2
+using CUcontext = struct CUctx_st *;    ///< CUcontext
+using CUmodule = struct CUmod_st *;     ///< CUmodule
+using CUfunction = struct CUfunc_st *;  ///< CUfunction
+using CUstream = struct CUstream_st *;  ///< CUstream (null: legacy stream)
+using CUevent = struct CUevent_st *;    ///< CUevent
 
 /// CUdevice_attribute enumerators.
 enum CUdeviceAttribute : int {
-  kAttrMaxThreadsPerBlock = 1,            ///< ..._MAX_THREADS_PER_BLOCK
-  kAttrMaxSharedMemoryPerBlock = 8,       ///< ..._MAX_SHARED_MEMORY_PER_BLOCK
-  kAttrMultiprocessorCount = 16,          ///< ..._MULTIPROCESSOR_COUNT
-  kAttrComputeCapabilityMajor = 75,       ///< ..._COMPUTE_CAPABILITY_MAJOR
-  kAttrComputeCapabilityMinor = 76,       ///< ..._COMPUTE_CAPABILITY_MINOR
-  kAttrMaxSharedMemoryPerBlockOptin = 97, ///< ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+  kAttrMaxThreadsPerBlock = 1,      ///< ..._MAX_THREADS_PER_BLOCK
+  kAttrMaxSharedMemoryPerBlock = 8, ///< ..._MAX_SHARED_MEMORY_PER_BLOCK
+  kAttrMultiprocessorCount = 16,    ///< ..._MULTIPROCESSOR_COUNT
+  kAttrComputeCapabilityMajor = 75, ///< ..._COMPUTE_CAPABILITY_MAJOR
+  kAttrComputeCapabilityMinor = 76, ///< ..._COMPUTE_CAPABILITY_MINOR
+  kAttrMaxSharedMemoryPerBlockOptin =
+      97, ///< ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 };
 
 /// CUfunction_attribute enumerators.
 enum CUfunctionAttribute : int {
-  kFuncMaxThreadsPerBlock = 0,        ///< CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-  kFuncSharedSizeBytes = 1,           ///< CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-  kFuncLocalSizeBytes = 3,            ///< CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
-  kFuncNumRegs = 4,                   ///< CU_FUNC_ATTRIBUTE_NUM_REGS
+  kFuncMaxThreadsPerBlock = 0, ///< CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  kFuncSharedSizeBytes = 1,    ///< CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+  kFuncLocalSizeBytes = 3,     ///< CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+  kFuncNumRegs = 4,            ///< CU_FUNC_ATTRIBUTE_NUM_REGS
   kFuncMaxDynamicSharedSizeBytes = 8, ///< ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
 
@@ -67,22 +68,25 @@ inline constexpr unsigned kStreamNonBlocking = 1;
 /// comment names the exported symbol CudaDriver resolves (the versioned
 /// one where the driver exports several).
 struct DriverApi {
-  CUresult (*init)(unsigned flags);                           // cuInit
-  CUresult (*driverGetVersion)(int *version);                 // cuDriverGetVersion
+  CUresult (*init)(unsigned flags);           // cuInit
+  CUresult (*driverGetVersion)(int *version); // cuDriverGetVersion
   CUresult (*getErrorName)(CUresult error, const char **str); // cuGetErrorName
-  CUresult (*getErrorString)(CUresult error, const char **str); // cuGetErrorString
-  CUresult (*deviceGetCount)(int *count);                     // cuDeviceGetCount
-  CUresult (*deviceGet)(CUdevice *device, int ordinal);       // cuDeviceGet
+  CUresult (*getErrorString)(CUresult error,
+                             const char **str);         // cuGetErrorString
+  CUresult (*deviceGetCount)(int *count);               // cuDeviceGetCount
+  CUresult (*deviceGet)(CUdevice *device, int ordinal); // cuDeviceGet
   CUresult (*deviceGetAttribute)(int *value, int attribute,
-                                 CUdevice device);            // cuDeviceGetAttribute
+                                 CUdevice device); // cuDeviceGetAttribute
   CUresult (*deviceGetName)(char *name, int length,
-                            CUdevice device);                 // cuDeviceGetName
-  CUresult (*deviceTotalMem)(size_t *bytes, CUdevice device); // cuDeviceTotalMem_v2
-  CUresult (*devicePrimaryCtxRetain)(CUcontext *context,
-                                     CUdevice device); // cuDevicePrimaryCtxRetain
-  CUresult (*ctxSetCurrent)(CUcontext context);        // cuCtxSetCurrent
-  CUresult (*ctxSynchronize)();                        // cuCtxSynchronize
-  CUresult (*memGetInfo)(size_t *free, size_t *total); // cuMemGetInfo_v2
+                            CUdevice device); // cuDeviceGetName
+  CUresult (*deviceTotalMem)(size_t *bytes,
+                             CUdevice device); // cuDeviceTotalMem_v2
+  CUresult (*devicePrimaryCtxRetain)(
+      CUcontext *context,
+      CUdevice device);                         // cuDevicePrimaryCtxRetain
+  CUresult (*ctxSetCurrent)(CUcontext context); // cuCtxSetCurrent
+  CUresult (*ctxSynchronize)();                 // cuCtxSynchronize
+  CUresult (*memGetInfo)(size_t *free, size_t *total);  // cuMemGetInfo_v2
   CUresult (*memAlloc)(CUdeviceptr *ptr, size_t bytes); // cuMemAlloc_v2
   CUresult (*memFree)(CUdeviceptr ptr);                 // cuMemFree_v2
   CUresult (*memcpyHtoD)(CUdeviceptr dst, const void *src,
@@ -107,14 +111,14 @@ struct DriverApi {
                            unsigned gridZ, unsigned blockX, unsigned blockY,
                            unsigned blockZ, unsigned sharedBytes,
                            CUstream stream, void **params,
-                           void **extra); // cuLaunchKernel
+                           void **extra);                     // cuLaunchKernel
   CUresult (*streamCreate)(CUstream *stream, unsigned flags); // cuStreamCreate
-  CUresult (*streamDestroy)(CUstream stream);       // cuStreamDestroy_v2
-  CUresult (*streamSynchronize)(CUstream stream);   // cuStreamSynchronize
+  CUresult (*streamDestroy)(CUstream stream);     // cuStreamDestroy_v2
+  CUresult (*streamSynchronize)(CUstream stream); // cuStreamSynchronize
   CUresult (*eventCreate)(CUevent *event, unsigned flags); // cuEventCreate
-  CUresult (*eventDestroy)(CUevent event);          // cuEventDestroy_v2
+  CUresult (*eventDestroy)(CUevent event);                 // cuEventDestroy_v2
   CUresult (*eventRecord)(CUevent event, CUstream stream); // cuEventRecord
-  CUresult (*eventSynchronize)(CUevent event);      // cuEventSynchronize
+  CUresult (*eventSynchronize)(CUevent event);             // cuEventSynchronize
   CUresult (*eventElapsedTime)(float *ms, CUevent start,
                                CUevent end); // cuEventElapsedTime(_v2)
 };

@@ -9,7 +9,8 @@
 using namespace fmhajit;
 using namespace fmhajit::cuda;
 
-llvm::Expected<std::unique_ptr<CudaDriver>> CudaDriver::load(const char *library) {
+llvm::Expected<std::unique_ptr<CudaDriver>>
+CudaDriver::load(const char *library) {
   // RTLD_LOCAL: the driver's symbols stay out of the process's global
   // namespace, which the host JIT searches. The handle is never closed: a
   // driver unloaded under live contexts crashes at exit.
@@ -17,7 +18,8 @@ llvm::Expected<std::unique_ptr<CudaDriver>> CudaDriver::load(const char *library
   if (!handle) {
     const char *why = dlerror();
     return makeError(ErrorKind::Driver,
-                     llvm::Twine("no CUDA driver: ") + library + " could not be loaded (" +
+                     llvm::Twine("no CUDA driver: ") + library +
+                         " could not be loaded (" +
                          (why ? why : "unknown reason") +
                          "); --device cuda needs an NVIDIA GPU and driver");
   }
@@ -57,8 +59,9 @@ llvm::Error CudaDriver::resolve() {
         fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
         return;
       }
-    missing.add(ErrorKind::Driver, llvm::Twine("the CUDA driver lacks ") + *names.begin() +
-                                       "; update the NVIDIA driver (CUDA 12 or newer)");
+    missing.add(ErrorKind::Driver,
+                llvm::Twine("the CUDA driver lacks ") + *names.begin() +
+                    "; update the NVIDIA driver (CUDA 12 or newer)");
   };
   bind(fns.init, {"cuInit"});
   bind(fns.driverGetVersion, {"cuDriverGetVersion"});
@@ -107,13 +110,15 @@ llvm::Error CudaDriver::check(CUresult result, llvm::StringRef call) const {
   if (fns.getErrorString(result, &text) != kSuccess || !text)
     text = "no description";
   return makeError(ErrorKind::Driver, call + " failed: " + name + " (" + text +
-                                          ", code " + llvm::Twine(result) + ")");
+                                          ", code " + llvm::Twine(result) +
+                                          ")");
 }
 
 llvm::Error CudaDriver::initialize() {
   if (llvm::Error err = check(fns.init(0), "cuInit"))
     return err;
-  if (llvm::Error err = check(fns.driverGetVersion(&version), "cuDriverGetVersion"))
+  if (llvm::Error err =
+          check(fns.driverGetVersion(&version), "cuDriverGetVersion"))
     return err;
   int count = 0;
   if (llvm::Error err = check(fns.deviceGetCount(&count), "cuDeviceGetCount"))
@@ -124,21 +129,27 @@ llvm::Error CudaDriver::initialize() {
   if (llvm::Error err = queryDevice())
     return err;
   CUdevice device = 0;
-  if (llvm::Error err = check(fns.deviceGet(&device, info.ordinal), "cuDeviceGet"))
+  if (llvm::Error err =
+          check(fns.deviceGet(&device, info.ordinal), "cuDeviceGet"))
     return err;
-  return check(fns.devicePrimaryCtxRetain(&ctx, device), "cuDevicePrimaryCtxRetain");
+  return check(fns.devicePrimaryCtxRetain(&ctx, device),
+               "cuDevicePrimaryCtxRetain");
 }
 
 llvm::Error CudaDriver::queryDevice() {
   CUdevice device = 0;
-  if (llvm::Error err = check(fns.deviceGet(&device, info.ordinal), "cuDeviceGet"))
+  if (llvm::Error err =
+          check(fns.deviceGet(&device, info.ordinal), "cuDeviceGet"))
     return err;
   char name[256] = {};
   if (llvm::Error err = check(fns.deviceGetName(name, sizeof(name) - 1, device),
                               "cuDeviceGetName"))
     return err;
   info.name = name;
-  struct Query { int *field; CUdeviceAttribute attribute; };
+  struct Query {
+    int *field;
+    CUdeviceAttribute attribute;
+  };
   const Query queries[] = {
       {&info.cc.major, kAttrComputeCapabilityMajor},
       {&info.cc.minor, kAttrComputeCapabilityMinor},
@@ -147,8 +158,9 @@ llvm::Error CudaDriver::queryDevice() {
       {&info.maxSharedPerBlock, kAttrMaxSharedMemoryPerBlock},
       {&info.maxSharedPerBlockOptin, kAttrMaxSharedMemoryPerBlockOptin}};
   for (const Query &q : queries)
-    if (llvm::Error err = check(fns.deviceGetAttribute(q.field, q.attribute, device),
-                                "cuDeviceGetAttribute"))
+    if (llvm::Error err =
+            check(fns.deviceGetAttribute(q.field, q.attribute, device),
+                  "cuDeviceGetAttribute"))
       return err;
   if (llvm::Error err = check(fns.deviceTotalMem(&info.totalMemory, device),
                               "cuDeviceTotalMem"))
@@ -186,10 +198,10 @@ std::string CudaDriver::noTargetReason() const {
 std::string CudaDriver::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << info.name << " (" << info.target.value_or("no fmhajit target") << ", cc "
-     << info.cc.str() << ", " << info.computeUnits << " SMs, "
-     << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30)) << "), driver "
-     << driverVersionString(version);
+  os << info.name << " (" << info.target.value_or("no fmhajit target")
+     << ", cc " << info.cc.str() << ", " << info.computeUnits << " SMs, "
+     << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30))
+     << "), driver " << driverVersionString(version);
   if (unsigned ptx = ptxVersion())
     os << ", PTX " << ptx / 10 << "." << ptx % 10;
   return text;

@@ -34,7 +34,7 @@ namespace fmhajit {
 /// GpuDeviceInfo's target is targetForCapability(cc); computeUnits counts
 /// streaming multiprocessors.
 struct CudaDeviceInfo : GpuDeviceInfo {
-  ComputeCapability cc;       ///< {9, 0}
+  ComputeCapability cc; ///< {9, 0}
   int maxThreadsPerBlock = 0;
   int maxSharedPerBlock = 0;      ///< bytes, without opting in
   int maxSharedPerBlockOptin = 0; ///< bytes, after opting in per kernel
@@ -96,19 +96,25 @@ public:
   llvm::Expected<GpuEventHandle> createEvent() override;
   void destroyEvent(GpuEventHandle event) override;
   llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) override;
-  llvm::Expected<float> elapsedMs(GpuEventHandle begin, GpuEventHandle end) override;
-  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef ptx, const ArchInfo &arch) override;
+  llvm::Expected<float> elapsedMs(GpuEventHandle begin,
+                                  GpuEventHandle end) override;
+  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef ptx,
+                                            const ArchInfo &arch) override;
   void unloadModule(GpuModuleHandle module) override;
   llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
                                              llvm::StringRef name) override;
-  llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks, GpuLaunchShape shape,
-                     GpuStreamHandle stream, const void *args, size_t argBytes) override;
+  llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks,
+                     GpuLaunchShape shape, GpuStreamHandle stream,
+                     const void *args, size_t argBytes) override;
   llvm::Error checkTarget(const ArchInfo &arch) const override;
-  CompileOptions compileOptions() const override { return CompileOptions{ptxVersion()}; }
+  CompileOptions compileOptions() const override {
+    return CompileOptions{ptxVersion()};
+  }
   llvm::Error checkArtifact(llvm::StringRef ptx, llvm::StringRef name,
                             GpuKernelResources &resources) const override;
-  llvm::Expected<GpuLaunchShape> configureKernel(GpuFunctionHandle fn, const KernelSpec &spec,
-                                                 GpuKernelResources &resources) override;
+  llvm::Expected<GpuLaunchShape>
+  configureKernel(GpuFunctionHandle fn, const KernelSpec &spec,
+                  GpuKernelResources &resources) override;
   const char *blockNoun() const override { return "thread blocks"; }
 
 private:

@@ -10,7 +10,9 @@
 using namespace fmhajit;
 using namespace fmhajit::cuda;
 
-static CUdeviceptr devicePtr(const void *ptr) { return reinterpret_cast<CUdeviceptr>(ptr); }
+static CUdeviceptr devicePtr(const void *ptr) {
+  return reinterpret_cast<CUdeviceptr>(ptr);
+}
 
 llvm::Expected<void *> CudaDriver::allocate(size_t bytes) {
   CUdeviceptr ptr = 0;
@@ -46,7 +48,8 @@ llvm::Error CudaDriver::fill32(void *dst, uint32_t value, size_t count) {
 
 llvm::Expected<GpuStreamHandle> CudaDriver::createStream() {
   CUstream stream = nullptr;
-  if (llvm::Error err = check(fns.streamCreate(&stream, kStreamNonBlocking), "cuStreamCreate"))
+  if (llvm::Error err = check(fns.streamCreate(&stream, kStreamNonBlocking),
+                              "cuStreamCreate"))
     return std::move(err);
   return stream;
 }
@@ -56,12 +59,14 @@ void CudaDriver::destroyStream(GpuStreamHandle stream) {
 }
 
 llvm::Error CudaDriver::synchronize(GpuStreamHandle stream) {
-  return check(fns.streamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
+  return check(fns.streamSynchronize(static_cast<CUstream>(stream)),
+               "cuStreamSynchronize");
 }
 
 llvm::Expected<GpuEventHandle> CudaDriver::createEvent() {
   CUevent event = nullptr;
-  if (llvm::Error err = check(fns.eventCreate(&event, kEventDefault), "cuEventCreate"))
+  if (llvm::Error err =
+          check(fns.eventCreate(&event, kEventDefault), "cuEventCreate"))
     return std::move(err);
   return event;
 }
@@ -71,18 +76,21 @@ void CudaDriver::destroyEvent(GpuEventHandle event) {
 }
 
 llvm::Error CudaDriver::record(GpuEventHandle event, GpuStreamHandle stream) {
-  return check(fns.eventRecord(static_cast<CUevent>(event), static_cast<CUstream>(stream)),
+  return check(fns.eventRecord(static_cast<CUevent>(event),
+                               static_cast<CUstream>(stream)),
                "cuEventRecord");
 }
 
-llvm::Expected<float> CudaDriver::elapsedMs(GpuEventHandle begin, GpuEventHandle end) {
+llvm::Expected<float> CudaDriver::elapsedMs(GpuEventHandle begin,
+                                            GpuEventHandle end) {
   if (llvm::Error err = check(fns.eventSynchronize(static_cast<CUevent>(end)),
                               "cuEventSynchronize"))
     return std::move(err);
   float ms = 0;
-  if (llvm::Error err = check(fns.eventElapsedTime(&ms, static_cast<CUevent>(begin),
-                                                   static_cast<CUevent>(end)),
-                              "cuEventElapsedTime"))
+  if (llvm::Error err =
+          check(fns.eventElapsedTime(&ms, static_cast<CUevent>(begin),
+                                     static_cast<CUevent>(end)),
+                "cuEventElapsedTime"))
     return std::move(err);
   return ms;
 }
@@ -90,8 +98,9 @@ llvm::Expected<float> CudaDriver::elapsedMs(GpuEventHandle begin, GpuEventHandle
 // The kernel's one parameter is passed by value: the driver copies
 // argBytes from args at launch (kernelParams holds one pointer per
 // parameter).
-llvm::Error CudaDriver::launch(GpuFunctionHandle fn, unsigned gridBlocks, GpuLaunchShape shape,
-                               GpuStreamHandle stream, const void *args, size_t argBytes) {
+llvm::Error CudaDriver::launch(GpuFunctionHandle fn, unsigned gridBlocks,
+                               GpuLaunchShape shape, GpuStreamHandle stream,
+                               const void *args, size_t argBytes) {
   (void)argBytes; // the PTX declares the size; checkArtifact checked it
   void *params[] = {const_cast<void *>(args)};
   return check(fns.launchKernel(static_cast<CUfunction>(fn), gridBlocks, 1, 1,

@@ -29,25 +29,29 @@ static std::string ptxIsa(unsigned version) {
 // would fail later with a less helpful CUDA_ERROR_NO_BINARY_FOR_GPU.
 llvm::Error CudaDriver::checkTarget(const ArchInfo &arch) const {
   std::string suggestion =
-      info.target ? "; use target=" + *info.target + " for this GPU" : std::string();
+      info.target ? "; use target=" + *info.target + " for this GPU"
+                  : std::string();
   if (arch.backend != Backend::Nvptx)
     return makeError(ErrorKind::Usage, "target " + arch.name +
-                                           " does not run on a CUDA GPU" + suggestion +
-                                           " (or --device host)");
+                                           " does not run on a CUDA GPU" +
+                                           suggestion + " (or --device host)");
   if (!targetRunsOn(arch.name, info.cc)) {
     std::optional<TargetCapability> need = capabilityOfTarget(arch.name);
     std::string rule = need && need->exact ? "exactly " + need->cc.str()
-                                           : need ? need->cc.str() + " or newer" : "?";
-    return makeError(ErrorKind::Unsupported,
-                     "target " + arch.name + " needs a GPU of compute capability " + rule +
-                         ", but " + info.name + " is " + info.cc.str() + suggestion);
+                       : need              ? need->cc.str() + " or newer"
+                                           : "?";
+    return makeError(
+        ErrorKind::Unsupported,
+        "target " + arch.name + " needs a GPU of compute capability " + rule +
+            ", but " + info.name + " is " + info.cc.str() + suggestion);
   }
   unsigned ptx = ptxVersion();
   if (ptx && ptx < arch.minPtx)
     return makeError(ErrorKind::Driver,
-                     "target " + arch.name + " needs PTX ISA " + ptxIsa(arch.minPtx) +
-                         ", but CUDA driver " + driverVersionString(version) +
-                         " accepts at most " + ptxIsa(ptx) + "; update the NVIDIA driver");
+                     "target " + arch.name + " needs PTX ISA " +
+                         ptxIsa(arch.minPtx) + ", but CUDA driver " +
+                         driverVersionString(version) + " accepts at most " +
+                         ptxIsa(ptx) + "; update the NVIDIA driver");
   return llvm::Error::success();
 }
 
@@ -59,48 +63,59 @@ llvm::Error CudaDriver::checkArtifact(llvm::StringRef ptx, llvm::StringRef name,
   size_t at = ptx.find(marker);
   unsigned bytes = 0;
   if (at == llvm::StringRef::npos ||
-      ptx.substr(at + marker.size()).take_until([](char c) { return c == ']'; })
+      ptx.substr(at + marker.size())
+          .take_until([](char c) { return c == ']'; })
           .getAsInteger(10, bytes))
-    return makeError(ErrorKind::Jit, "the PTX of " + name + " has no KernelArgs parameter");
+    return makeError(ErrorKind::Jit,
+                     "the PTX of " + name + " has no KernelArgs parameter");
   if (bytes != sizeof(KernelArgs))
-    return makeError(ErrorKind::Jit, "the PTX of " + name + " takes a " + llvm::Twine(bytes) +
-                                         "-byte parameter, but KernelArgs has " +
-                                         llvm::Twine(sizeof(KernelArgs)) +
-                                         " bytes: rebuild the kernel (fmhajit cache clear)");
+    return makeError(ErrorKind::Jit,
+                     "the PTX of " + name + " takes a " + llvm::Twine(bytes) +
+                         "-byte parameter, but KernelArgs has " +
+                         llvm::Twine(sizeof(KernelArgs)) +
+                         " bytes: rebuild the kernel (fmhajit cache clear)");
   return llvm::Error::success();
 }
 
 // Reads the kernel's resources, checks the block fits them and opts in to
 // the dynamic shared memory the tile needs.
-llvm::Expected<GpuLaunchShape> CudaDriver::configureKernel(GpuFunctionHandle handle,
-                                                           const KernelSpec &spec,
-                                                           GpuKernelResources &res) {
+llvm::Expected<GpuLaunchShape>
+CudaDriver::configureKernel(GpuFunctionHandle handle, const KernelSpec &spec,
+                            GpuKernelResources &res) {
   auto fn = static_cast<CUfunction>(handle);
-  struct Query { int *field; CUfunctionAttribute attribute; };
-  for (Query q : {Query{&res.registers, kFuncNumRegs}, Query{&res.localBytes, kFuncLocalSizeBytes},
+  struct Query {
+    int *field;
+    CUfunctionAttribute attribute;
+  };
+  for (Query q : {Query{&res.registers, kFuncNumRegs},
+                  Query{&res.localBytes, kFuncLocalSizeBytes},
                   Query{&res.staticSharedBytes, kFuncSharedSizeBytes},
                   Query{&res.maxThreadsPerBlock, kFuncMaxThreadsPerBlock}})
     if (llvm::Error err = check(fns.funcGetAttribute(q.field, q.attribute, fn),
                                 "cuFuncGetAttribute"))
       return std::move(err);
-  GpuLaunchShape shape{spec.warps * 32, tileFootprintBytes(spec, *findArch(spec.target))};
+  GpuLaunchShape shape{spec.warps * 32,
+                       tileFootprintBytes(spec, *findArch(spec.target))};
   std::string name = encodeName(spec);
   if (int(shape.blockThreads) > res.maxThreadsPerBlock)
-    return makeError(ErrorKind::Unsupported,
-                     name + " needs " + llvm::Twine(shape.blockThreads) +
-                         " threads per block, but with " + llvm::Twine(res.registers) +
-                         " registers per thread the GPU allows " +
-                         llvm::Twine(res.maxThreadsPerBlock) + "; use fewer warps");
+    return makeError(
+        ErrorKind::Unsupported,
+        name + " needs " + llvm::Twine(shape.blockThreads) +
+            " threads per block, but with " + llvm::Twine(res.registers) +
+            " registers per thread the GPU allows " +
+            llvm::Twine(res.maxThreadsPerBlock) + "; use fewer warps");
   unsigned total = shape.sharedBytes + unsigned(res.staticSharedBytes);
   if (total > unsigned(info.maxSharedPerBlockOptin))
     return makeError(ErrorKind::Unsupported,
-                     name + " needs " + llvm::Twine(total) + " bytes of shared memory, but " +
-                         info.name + " allows " + llvm::Twine(info.maxSharedPerBlockOptin) +
+                     name + " needs " + llvm::Twine(total) +
+                         " bytes of shared memory, but " + info.name +
+                         " allows " + llvm::Twine(info.maxSharedPerBlockOptin) +
                          " per block; use smaller bm, bn or stages");
   if (shape.sharedBytes > kDefaultSharedLimit)
-    if (llvm::Error err = check(fns.funcSetAttribute(fn, kFuncMaxDynamicSharedSizeBytes,
-                                                     int(shape.sharedBytes)),
-                                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
+    if (llvm::Error err =
+            check(fns.funcSetAttribute(fn, kFuncMaxDynamicSharedSizeBytes,
+                                       int(shape.sharedBytes)),
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
       return std::move(err);
   return shape;
 }

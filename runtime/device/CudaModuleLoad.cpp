@@ -21,30 +21,35 @@ static constexpr size_t kLogBytes = 16 * 1024;
 
 // The size options are in/out: on return they hold the bytes written.
 static std::string logText(const std::string &buffer, void *size) {
-  size_t used = std::min(reinterpret_cast<uintptr_t>(size), uintptr_t(buffer.size()));
+  size_t used =
+      std::min(reinterpret_cast<uintptr_t>(size), uintptr_t(buffer.size()));
   std::string text = buffer.substr(0, strnlen(buffer.data(), used));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\0'))
     text.pop_back();
   return text;
 }
 
-llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(llvm::StringRef ptx, const ArchInfo &) {
+llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(llvm::StringRef ptx,
+                                                      const ArchInfo &) {
   std::string image = ptx.str(); // cuModuleLoadDataEx reads PTX up to a NUL
   std::string infoLog(kLogBytes, '\0'), errorLog(kLogBytes, '\0');
-  int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes, kJitErrorLogBuffer,
-                   kJitErrorLogBufferSizeBytes, kJitLogVerbose};
-  void *values[] = {infoLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
-                    errorLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
-                    reinterpret_cast<void *>(uintptr_t(1))};
+  int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes,
+                   kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes,
+                   kJitLogVerbose};
+  void *values[] = {
+      infoLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
+      errorLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
+      reinterpret_cast<void *>(uintptr_t(1))};
   CUmodule module = nullptr;
-  CUresult result =
-      fns.moduleLoadDataEx(&module, image.c_str(), std::size(options), options, values);
+  CUresult result = fns.moduleLoadDataEx(&module, image.c_str(),
+                                         std::size(options), options, values);
   if (result != kSuccess) {
     std::string log = logText(errorLog, values[3]);
-    return makeError(ErrorKind::Driver,
-                     llvm::toString(check(result, "cuModuleLoadDataEx (PTX JIT)")) +
-                         (log.empty() ? std::string("; the driver gave no log")
-                                      : "; driver log:\n" + log));
+    return makeError(
+        ErrorKind::Driver,
+        llvm::toString(check(result, "cuModuleLoadDataEx (PTX JIT)")) +
+            (log.empty() ? std::string("; the driver gave no log")
+                         : "; driver log:\n" + log));
   }
   return GpuLoadedImage{module, logText(infoLog, values[1])};
 }
@@ -57,8 +62,10 @@ llvm::Expected<GpuFunctionHandle> CudaDriver::function(GpuModuleHandle module,
                                                        llvm::StringRef name) {
   CUfunction fn = nullptr;
   std::string symbol = name.str();
-  if (fns.moduleGetFunction(&fn, static_cast<CUmodule>(module), symbol.c_str()) != kSuccess)
-    return makeError(ErrorKind::Jit, "the PTX has no kernel named " + name +
-                                         " (the artifact does not match its spec)");
+  if (fns.moduleGetFunction(&fn, static_cast<CUmodule>(module),
+                            symbol.c_str()) != kSuccess)
+    return makeError(ErrorKind::Jit,
+                     "the PTX has no kernel named " + name +
+                         " (the artifact does not match its spec)");
   return fn;
 }

@@ -44,12 +44,13 @@ struct NvptxTarget {
 } // namespace
 
 static const NvptxTarget kTargets[] = {
-    {"sm_80", {8, 0}, false},  {"sm_86", {8, 6}, false},
-    {"sm_89", {8, 9}, false},  {"sm_90a", {9, 0}, true},
+    {"sm_80", {8, 0}, false},   {"sm_86", {8, 6}, false},
+    {"sm_89", {8, 9}, false},   {"sm_90a", {9, 0}, true},
     {"sm_100a", {10, 0}, true},
 };
 
-std::optional<TargetCapability> fmhajit::capabilityOfTarget(llvm::StringRef target) {
+std::optional<TargetCapability>
+fmhajit::capabilityOfTarget(llvm::StringRef target) {
   for (const NvptxTarget &t : kTargets)
     if (t.name == target)
       return TargetCapability{t.cc, t.exact};
@@ -67,7 +68,8 @@ bool fmhajit::targetRunsOn(llvm::StringRef target, ComputeCapability cc) {
 
 // The exact match first (it may be an "a" target with the newest
 // instructions); otherwise the newest portable target the GPU can run.
-std::optional<llvm::StringRef> fmhajit::targetForCapability(ComputeCapability cc) {
+std::optional<llvm::StringRef>
+fmhajit::targetForCapability(ComputeCapability cc) {
   for (const NvptxTarget &t : kTargets)
     if (t.cc.number() == cc.number())
       return llvm::StringRef(t.name);

@@ -24,7 +24,8 @@ public:
   explicit DeviceCopies(Backend backend);
 
   /// A device copy of \p bytes at \p data; null for 0 bytes or on failure.
-  template <typename T = void> T *upload(const void *data, size_t bytes, const char *what) {
+  template <typename T = void>
+  T *upload(const void *data, size_t bytes, const char *what) {
     return static_cast<T *>(make(data, bytes, what));
   }
   /// \p bytes of device memory, contents unspecified; null for 0 bytes.

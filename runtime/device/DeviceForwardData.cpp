@@ -6,7 +6,8 @@
 
 using namespace fmhajit;
 
-ForwardSizes ForwardSizes::of(const KernelSpec &spec, const AttentionProblem &p) {
+ForwardSizes ForwardSizes::of(const KernelSpec &spec,
+                              const AttentionProblem &p) {
   auto bytes = [](llvm::ArrayRef<int64_t> shape, DType type) {
     return size_t(numElements(shape)) * dtypeBytes(type);
   };
@@ -30,49 +31,60 @@ size_t ForwardSizes::total() const {
 
 static std::string gibibytes(size_t bytes) {
   std::string text;
-  llvm::raw_string_ostream(text) << llvm::format("%.2f GiB", double(bytes) / (1ull << 30));
+  llvm::raw_string_ostream(text)
+      << llvm::format("%.2f GiB", double(bytes) / (1ull << 30));
   return text;
 }
 
-llvm::Error fmhajit::checkForwardFits(const KernelSpec &spec, const AttentionProblem &problem,
-                                      size_t deviceBytes, const std::string &deviceName) {
+llvm::Error fmhajit::checkForwardFits(const KernelSpec &spec,
+                                      const AttentionProblem &problem,
+                                      size_t deviceBytes,
+                                      const std::string &deviceName) {
   size_t total = ForwardSizes::of(spec, problem).total();
   if (total <= deviceBytes)
     return llvm::Error::success();
-  return makeError(ErrorKind::Usage,
-                   "the problem's tensors need " + gibibytes(total) + " but " + deviceName +
-                       " has " + gibibytes(deviceBytes) +
-                       "; use a smaller batch, fewer heads or shorter sequences");
+  return makeError(
+      ErrorKind::Usage,
+      "the problem's tensors need " + gibibytes(total) + " but " + deviceName +
+          " has " + gibibytes(deviceBytes) +
+          "; use a smaller batch, fewer heads or shorter sequences");
 }
 
-llvm::Error fmhajit::checkFitsOnGpu(const GpuDriver &driver, const KernelSpec &spec,
+llvm::Error fmhajit::checkFitsOnGpu(const GpuDriver &driver,
+                                    const KernelSpec &spec,
                                     const AttentionProblem &problem) {
-  return checkForwardFits(spec, problem, driver.device().totalMemory, driver.device().name);
+  return checkForwardFits(spec, problem, driver.device().totalMemory,
+                          driver.device().name);
 }
 
-llvm::Expected<DeviceForwardData> DeviceForwardData::upload(GpuDriver &driver,
-                                                            const KernelSpec &spec,
-                                                            const AttentionProblem &problem,
-                                                            const ForwardBuffers &host) {
+llvm::Expected<DeviceForwardData>
+DeviceForwardData::upload(GpuDriver &driver, const KernelSpec &spec,
+                          const AttentionProblem &problem,
+                          const ForwardBuffers &host) {
   ForwardSizes sizes = ForwardSizes::of(spec, problem);
   DeviceForwardData data;
   data.outType = spec.outType();
-  struct Input { GpuBuffer *buffer; const void *data; size_t bytes; const char *what; };
-  const Input inputs[] = {{&data.q, host.q, sizes.q, "q"},
-                          {&data.k, host.k, sizes.k, "k"},
-                          {&data.v, host.v, sizes.v, "v"},
-                          {&data.cuSeqlensQ, host.cuSeqlensQ, sizes.cuSeqlensQ, "cu_seqlens_q"},
-                          {&data.cuSeqlensK, host.cuSeqlensK, sizes.cuSeqlensK, "cu_seqlens_k"},
-                          {&data.alibiSlopes, host.alibiSlopes, sizes.alibiSlopes,
-                           "alibi slopes"}};
+  struct Input {
+    GpuBuffer *buffer;
+    const void *data;
+    size_t bytes;
+    const char *what;
+  };
+  const Input inputs[] = {
+      {&data.q, host.q, sizes.q, "q"},
+      {&data.k, host.k, sizes.k, "k"},
+      {&data.v, host.v, sizes.v, "v"},
+      {&data.cuSeqlensQ, host.cuSeqlensQ, sizes.cuSeqlensQ, "cu_seqlens_q"},
+      {&data.cuSeqlensK, host.cuSeqlensK, sizes.cuSeqlensK, "cu_seqlens_k"},
+      {&data.alibiSlopes, host.alibiSlopes, sizes.alibiSlopes, "alibi slopes"}};
   for (const Input &in : inputs) {
     auto buffer = GpuBuffer::upload(driver, in.data, in.bytes, in.what);
     if (!buffer)
       return buffer.takeError(); // buffers made so far are freed with data
     *in.buffer = std::move(*buffer);
   }
-  for (auto [buffer, bytes, what] :
-       {std::tuple{&data.o, sizes.o, "o"}, std::tuple{&data.lse, sizes.lse, "lse"}}) {
+  for (auto [buffer, bytes, what] : {std::tuple{&data.o, sizes.o, "o"},
+                                     std::tuple{&data.lse, sizes.lse, "lse"}}) {
     auto made = GpuBuffer::create(driver, bytes, what);
     if (!made)
       return made.takeError();
@@ -102,6 +114,7 @@ llvm::Error DeviceForwardData::download(const ForwardBuffers &host) const {
   if (llvm::Error err = o.copyTo(host.o, o.size()))
     return err;
   if (lse.size() && !host.lse)
-    return makeError(ErrorKind::Usage, "the spec has lse=1 but no host lse buffer was given");
+    return makeError(ErrorKind::Usage,
+                     "the spec has lse=1 but no host lse buffer was given");
   return lse.copyTo(host.lse, lse.size());
 }

@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/numerics/AttentionProblem.h"
 #include "runtime/device/GpuResources.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/numerics/AttentionProblem.h"
 #include "llvm/Support/Error.h"
 
 namespace fmhajit {
@@ -23,14 +23,16 @@ struct ForwardSizes {
   size_t q = 0, k = 0, v = 0, o = 0, lse = 0;
   size_t cuSeqlensQ = 0, cuSeqlensK = 0, alibiSlopes = 0;
 
-  static ForwardSizes of(const KernelSpec &spec, const AttentionProblem &problem);
+  static ForwardSizes of(const KernelSpec &spec,
+                         const AttentionProblem &problem);
   size_t total() const;
 };
 
 /// An error when the tensors of (\p spec, \p problem) exceed \p deviceBytes
 /// of \p deviceName's memory. Callers check before making the host copies:
 /// a problem too large for the GPU would first exhaust host memory.
-llvm::Error checkForwardFits(const KernelSpec &spec, const AttentionProblem &problem,
+llvm::Error checkForwardFits(const KernelSpec &spec,
+                             const AttentionProblem &problem,
                              size_t deviceBytes, const std::string &deviceName);
 
 /// checkForwardFits against \p driver's GPU.
@@ -42,9 +44,9 @@ public:
   /// Allocates device buffers for (\p spec, \p problem), uploads the inputs
   /// of \p host (host pointers, as makeKernelArgs takes them) and poisons
   /// the outputs.
-  static llvm::Expected<DeviceForwardData> upload(GpuDriver &driver, const KernelSpec &spec,
-                                                  const AttentionProblem &problem,
-                                                  const ForwardBuffers &host);
+  static llvm::Expected<DeviceForwardData>
+  upload(GpuDriver &driver, const KernelSpec &spec,
+         const AttentionProblem &problem, const ForwardBuffers &host);
 
   /// The device pointers, for makeKernelArgs.
   ForwardBuffers buffers() const;

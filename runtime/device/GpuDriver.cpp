@@ -32,6 +32,7 @@ llvm::Expected<GpuDriver &> fmhajit::gpuDriverFor(Backend backend) {
 
 std::string fmhajit::mebibytes(size_t bytes) {
   std::string text;
-  llvm::raw_string_ostream(text) << llvm::format("%.1f MiB", double(bytes) / (1 << 20));
+  llvm::raw_string_ostream(text)
+      << llvm::format("%.1f MiB", double(bytes) / (1 << 20));
   return text;
 }

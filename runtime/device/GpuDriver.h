@@ -31,7 +31,8 @@
 
 namespace fmhajit {
 
-using GpuStreamHandle = void *;   ///< CUstream / hipStream_t; null: the default stream
+using GpuStreamHandle =
+    void *; ///< CUstream / hipStream_t; null: the default stream
 using GpuEventHandle = void *;    ///< CUevent / hipEvent_t
 using GpuModuleHandle = void *;   ///< CUmodule / hipModule_t
 using GpuFunctionHandle = void *; ///< CUfunction / hipFunction_t
@@ -41,7 +42,8 @@ struct GpuDeviceInfo {
   int ordinal = 0;
   std::string name;       ///< "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"
   size_t totalMemory = 0; ///< bytes of device memory
-  int computeUnits = 0;   ///< streaming multiprocessors (CUDA), compute units (HIP)
+  int computeUnits =
+      0; ///< streaming multiprocessors (CUDA), compute units (HIP)
   /// The fmhajit target for this GPU, if fmhajit has one.
   std::optional<std::string> target;
 };
@@ -86,7 +88,8 @@ public:
   virtual void release(void *ptr) = 0;
   /// " (X MiB of Y MiB free)", or empty when the driver cannot say.
   virtual std::string freeMemoryNote() = 0;
-  virtual llvm::Error copyToDevice(void *dst, const void *src, size_t bytes) = 0;
+  virtual llvm::Error copyToDevice(void *dst, const void *src,
+                                   size_t bytes) = 0;
   virtual llvm::Error copyToHost(void *dst, const void *src, size_t bytes) = 0;
   /// Fills \p count 16- or 32-bit words at \p dst with \p value.
   virtual llvm::Error fill16(void *dst, uint16_t value, size_t count) = 0;
@@ -101,7 +104,8 @@ public:
   virtual void destroyEvent(GpuEventHandle event) = 0;
   virtual llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) = 0;
   /// Waits for \p end; milliseconds between the two records.
-  virtual llvm::Expected<float> elapsedMs(GpuEventHandle begin, GpuEventHandle end) = 0;
+  virtual llvm::Expected<float> elapsedMs(GpuEventHandle begin,
+                                          GpuEventHandle end) = 0;
 
   /// Loads a module image (PTX text, an .hsaco) compiled for \p arch.
   virtual llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef image,
@@ -112,8 +116,9 @@ public:
                                                      llvm::StringRef name) = 0;
   /// Launches \p fn, whose one parameter is the \p argBytes bytes at
   /// \p args, on a 1-D grid; asynchronous.
-  virtual llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks, GpuLaunchShape shape,
-                             GpuStreamHandle stream, const void *args, size_t argBytes) = 0;
+  virtual llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks,
+                             GpuLaunchShape shape, GpuStreamHandle stream,
+                             const void *args, size_t argBytes) = 0;
 
   /// Kernel hooks, in the order GpuKernel::load calls them.
   /// Whether code for \p arch runs on this GPU (a Usage or Unsupported
@@ -127,9 +132,9 @@ public:
                                     GpuKernelResources &resources) const = 0;
   /// Reads the loaded function's resources, checks the block fits and
   /// returns its launch shape (opting in to shared memory where needed).
-  virtual llvm::Expected<GpuLaunchShape> configureKernel(GpuFunctionHandle fn,
-                                                         const KernelSpec &spec,
-                                                         GpuKernelResources &resources) = 0;
+  virtual llvm::Expected<GpuLaunchShape>
+  configureKernel(GpuFunctionHandle fn, const KernelSpec &spec,
+                  GpuKernelResources &resources) = 0;
   /// What a block is called in errors: "thread blocks", "workgroups".
   virtual const char *blockNoun() const = 0;
 };

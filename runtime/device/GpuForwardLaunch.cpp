@@ -5,7 +5,8 @@
 
 using namespace fmhajit;
 
-llvm::Error GpuForwardLaunch::launch(const KernelArgs &params, GpuStreamHandle stream) const {
+llvm::Error GpuForwardLaunch::launch(const KernelArgs &params,
+                                     GpuStreamHandle stream) const {
   if (llvm::Error err = kernel.launch(params, stream))
     return err;
   if (!combine)

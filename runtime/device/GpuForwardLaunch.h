@@ -21,7 +21,8 @@ struct GpuForwardLaunch {
   /// asynchronous.
   llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream) const;
   /// Both between \p timer's events, and waits: their milliseconds.
-  llvm::Expected<float> launchTimed(const KernelArgs &params, GpuStreamHandle stream,
+  llvm::Expected<float> launchTimed(const KernelArgs &params,
+                                    GpuStreamHandle stream,
                                     GpuTimer &timer) const;
 };
 

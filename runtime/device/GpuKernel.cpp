@@ -13,15 +13,16 @@ using namespace fmhajit;
 using Clock = std::chrono::steady_clock;
 
 static double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
 }
 
 /// Compiles (or finds) the artifact of \p spec, checks it and loads it,
 /// unless this process has loaded it already; fills \p stats and what the
 /// artifact says of \p res.
 static llvm::Expected<std::shared_ptr<const GpuModule>>
-loadModule(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache, GpuLoadStats &stats,
-           GpuKernelResources &res) {
+loadModule(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache,
+           GpuLoadStats &stats, GpuKernelResources &res) {
   std::string name = encodeName(spec);
   Clock::time_point start = Clock::now();
   auto artifact = compileKernel(spec, cache, driver.compileOptions());
@@ -35,15 +36,16 @@ loadModule(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache, GpuLoa
     stats.moduleReused = true;
     return module;
   }
-  auto module = GpuModule::load(driver, (*artifact)->bytes(), *findArch(spec.target));
+  auto module =
+      GpuModule::load(driver, (*artifact)->bytes(), *findArch(spec.target));
   if (!module)
     return module.takeError();
   stats.loadMs = (*module)->loadMs();
   return LoadedModules::get().insert(name, std::move(*module));
 }
 
-llvm::Expected<GpuKernel> GpuKernel::load(GpuDriver &driver, const KernelSpec &spec,
-                                          KernelCache &cache) {
+llvm::Expected<GpuKernel>
+GpuKernel::load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache) {
   if (llvm::Error err = driver.checkTarget(*findArch(spec.target)))
     return std::move(err);
   GpuLoadStats stats;
@@ -66,12 +68,13 @@ llvm::Expected<GpuKernel> GpuKernel::load(GpuDriver &driver, const KernelSpec &s
 
 const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
 
-llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream) const {
+llvm::Error GpuKernel::launch(const KernelArgs &params,
+                              GpuStreamHandle stream) const {
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
-    return makeError(ErrorKind::Usage, "the problem needs " + llvm::Twine(blocks) + " " +
-                                           gpu->blockNoun() +
-                                           "; the GPU launches 1 to 2^31-1");
+    return makeError(ErrorKind::Usage,
+                     "the problem needs " + llvm::Twine(blocks) + " " +
+                         gpu->blockNoun() + "; the GPU launches 1 to 2^31-1");
   // The driver copies the bytes at launch; a copy keeps the caller's const.
   KernelArgs copy = params;
   return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy));
@@ -85,7 +88,8 @@ llvm::Expected<float> GpuKernel::launchTimed(const KernelArgs &params,
   return launchTimed(params, stream, *timer);
 }
 
-llvm::Expected<float> GpuKernel::launchTimed(const KernelArgs &params, GpuStreamHandle stream,
+llvm::Expected<float> GpuKernel::launchTimed(const KernelArgs &params,
+                                             GpuStreamHandle stream,
                                              GpuTimer &timer) const {
   return timedLaunch(timer, stream, [&] { return launch(params, stream); });
 }

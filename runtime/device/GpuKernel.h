@@ -37,7 +37,8 @@ class GpuTimer;
 
 /// What loading a kernel cost and where its code came from.
 struct GpuLoadStats {
-  ArtifactOrigin origin = ArtifactOrigin::Compiled; ///< of the PTX / code object
+  ArtifactOrigin origin =
+      ArtifactOrigin::Compiled; ///< of the PTX / code object
   double codegenMs = 0; ///< spec -> artifact, or the cache lookup on a hit
   double loadMs = 0;    ///< the driver's load; 0 when the module was loaded
   bool moduleReused = false; ///< this process had loaded it already
@@ -48,8 +49,8 @@ public:
   /// Compiles (through \p cache) and loads the kernel of a resolved spec
   /// on \p driver's GPU; refuses targets this GPU cannot run and blocks
   /// that do not fit it.
-  static llvm::Expected<GpuKernel> load(GpuDriver &driver, const KernelSpec &spec,
-                                        KernelCache &cache);
+  static llvm::Expected<GpuKernel>
+  load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache);
 
   const KernelSpec &spec() const { return kernelSpec; }
   GpuDriver &driver() const { return *gpu; }
@@ -65,16 +66,19 @@ public:
   /// failures inside the kernel). \p params holds device pointers.
   llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream) const;
   /// Launches between two events and waits: the kernel's milliseconds.
-  llvm::Expected<float> launchTimed(const KernelArgs &params, GpuStreamHandle stream) const;
+  llvm::Expected<float> launchTimed(const KernelArgs &params,
+                                    GpuStreamHandle stream) const;
   /// The same with the events of \p timer, for loops that time many
   /// launches.
-  llvm::Expected<float> launchTimed(const KernelArgs &params, GpuStreamHandle stream,
+  llvm::Expected<float> launchTimed(const KernelArgs &params,
+                                    GpuStreamHandle stream,
                                     GpuTimer &timer) const;
 
 private:
-  GpuKernel(GpuDriver &driver, KernelSpec spec, std::shared_ptr<const GpuModule> module,
-            GpuFunctionHandle fn)
-      : gpu(&driver), kernelSpec(std::move(spec)), module(std::move(module)), fn(fn) {}
+  GpuKernel(GpuDriver &driver, KernelSpec spec,
+            std::shared_ptr<const GpuModule> module, GpuFunctionHandle fn)
+      : gpu(&driver), kernelSpec(std::move(spec)), module(std::move(module)),
+        fn(fn) {}
 
   GpuDriver *gpu;
   KernelSpec kernelSpec;

@@ -5,15 +5,17 @@
 using namespace fmhajit;
 
 llvm::Expected<std::unique_ptr<GpuModule>>
-GpuModule::load(GpuDriver &driver, llvm::StringRef image, const ArchInfo &arch) {
+GpuModule::load(GpuDriver &driver, llvm::StringRef image,
+                const ArchInfo &arch) {
   auto start = std::chrono::steady_clock::now();
   auto loaded = driver.loadModule(image, arch);
   if (!loaded)
     return loaded.takeError();
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                        start)
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
                   .count();
-  return std::unique_ptr<GpuModule>(new GpuModule(driver, std::move(*loaded), ms));
+  return std::unique_ptr<GpuModule>(
+      new GpuModule(driver, std::move(*loaded), ms));
 }
 
 LoadedModules &LoadedModules::get() {
@@ -26,8 +28,9 @@ std::shared_ptr<const GpuModule> LoadedModules::find(llvm::StringRef name) {
   return modules.lookup(name);
 }
 
-std::shared_ptr<const GpuModule> LoadedModules::insert(llvm::StringRef name,
-                                                       std::shared_ptr<const GpuModule> module) {
+std::shared_ptr<const GpuModule>
+LoadedModules::insert(llvm::StringRef name,
+                      std::shared_ptr<const GpuModule> module) {
   std::lock_guard<std::mutex> lock(mutex);
   return modules.try_emplace(name, std::move(module)).first->second;
 }

@@ -20,8 +20,8 @@ namespace fmhajit {
 class GpuModule {
 public:
   /// Loads \p image, compiled for \p arch, into \p driver.
-  static llvm::Expected<std::unique_ptr<GpuModule>> load(GpuDriver &driver, llvm::StringRef image,
-                                                         const ArchInfo &arch);
+  static llvm::Expected<std::unique_ptr<GpuModule>>
+  load(GpuDriver &driver, llvm::StringRef image, const ArchInfo &arch);
   GpuModule(const GpuModule &) = delete;
   GpuModule &operator=(const GpuModule &) = delete;
   ~GpuModule() { driver.unloadModule(module); }
@@ -37,7 +37,8 @@ public:
 
 private:
   GpuModule(GpuDriver &driver, GpuLoadedImage image, double ms)
-      : driver(driver), module(image.module), info(std::move(image.infoLog)), ms(ms) {}
+      : driver(driver), module(image.module), info(std::move(image.infoLog)),
+        ms(ms) {}
   GpuDriver &driver;
   GpuModuleHandle module;
   std::string info;
@@ -51,8 +52,8 @@ public:
   std::shared_ptr<const GpuModule> find(llvm::StringRef name);
   /// Keeps \p module unless another thread got there first; returns the
   /// one kept.
-  std::shared_ptr<const GpuModule> insert(llvm::StringRef name,
-                                          std::shared_ptr<const GpuModule> module);
+  std::shared_ptr<const GpuModule>
+  insert(llvm::StringRef name, std::shared_ptr<const GpuModule> module);
 
 private:
   std::mutex mutex;

@@ -12,16 +12,18 @@ llvm::Expected<GpuBuffer> GpuBuffer::create(GpuDriver &driver, size_t bytes,
     return std::move(buffer);
   auto ptr = driver.allocate(bytes);
   if (!ptr)
-    return makeError(ErrorKind::Driver,
-                     "cannot allocate " + mebibytes(bytes) + " for " + what + " on the GPU" +
-                         driver.freeMemoryNote() + ": " + llvm::toString(ptr.takeError()) +
-                         "; use a smaller batch, fewer heads or shorter sequences");
+    return makeError(
+        ErrorKind::Driver,
+        "cannot allocate " + mebibytes(bytes) + " for " + what + " on the GPU" +
+            driver.freeMemoryNote() + ": " + llvm::toString(ptr.takeError()) +
+            "; use a smaller batch, fewer heads or shorter sequences");
   buffer.ptr = *ptr;
   buffer.bytes = bytes;
   return std::move(buffer);
 }
 
-llvm::Expected<GpuBuffer> GpuBuffer::upload(GpuDriver &driver, const void *data, size_t bytes,
+llvm::Expected<GpuBuffer> GpuBuffer::upload(GpuDriver &driver, const void *data,
+                                            size_t bytes,
                                             llvm::StringRef what) {
   auto buffer = create(driver, bytes, what);
   if (!buffer)
@@ -99,7 +101,8 @@ llvm::Expected<GpuTimer> GpuTimer::create(GpuDriver &driver) {
   for (GpuEventHandle *event : {&timer.begin, &timer.end}) {
     auto made = driver.createEvent();
     if (!made)
-      return made.takeError(); // the destructor frees the first if the second failed
+      return made
+          .takeError(); // the destructor frees the first if the second failed
     *event = *made;
   }
   return std::move(timer);

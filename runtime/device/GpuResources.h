@@ -25,8 +25,8 @@ public:
   static llvm::Expected<GpuBuffer> create(GpuDriver &driver, size_t bytes,
                                           llvm::StringRef what);
   /// A buffer holding a copy of \p bytes host bytes at \p data.
-  static llvm::Expected<GpuBuffer> upload(GpuDriver &driver, const void *data, size_t bytes,
-                                          llvm::StringRef what);
+  static llvm::Expected<GpuBuffer> upload(GpuDriver &driver, const void *data,
+                                          size_t bytes, llvm::StringRef what);
   GpuBuffer(GpuBuffer &&other) { *this = std::move(other); }
   GpuBuffer &operator=(GpuBuffer &&other);
   ~GpuBuffer() { reset(); }
@@ -62,7 +62,8 @@ public:
   llvm::Error synchronize() const { return driver->synchronize(stream); }
 
 private:
-  GpuStream(GpuDriver &driver, GpuStreamHandle stream) : driver(&driver), stream(stream) {}
+  GpuStream(GpuDriver &driver, GpuStreamHandle stream)
+      : driver(&driver), stream(stream) {}
   GpuDriver *driver;
   GpuStreamHandle stream;
 };
@@ -71,14 +72,19 @@ private:
 class GpuTimer {
 public:
   static llvm::Expected<GpuTimer> create(GpuDriver &driver);
-  GpuTimer(GpuTimer &&other) : driver(other.driver), begin(other.begin), end(other.end) {
+  GpuTimer(GpuTimer &&other)
+      : driver(other.driver), begin(other.begin), end(other.end) {
     other.begin = other.end = nullptr;
   }
   GpuTimer &operator=(GpuTimer &&) = delete;
   ~GpuTimer();
 
-  llvm::Error start(GpuStreamHandle stream) { return driver->record(begin, stream); }
-  llvm::Error stop(GpuStreamHandle stream) { return driver->record(end, stream); }
+  llvm::Error start(GpuStreamHandle stream) {
+    return driver->record(begin, stream);
+  }
+  llvm::Error stop(GpuStreamHandle stream) {
+    return driver->record(end, stream);
+  }
   /// Waits for the stop event; milliseconds between the two records.
   llvm::Expected<float> elapsedMs() { return driver->elapsedMs(begin, end); }
 
@@ -91,7 +97,8 @@ private:
 /// Runs \p launch (returning llvm::Error) between \p timer's events on
 /// \p stream and waits: its milliseconds.
 template <typename Launch>
-llvm::Expected<float> timedLaunch(GpuTimer &timer, GpuStreamHandle stream, Launch launch) {
+llvm::Expected<float> timedLaunch(GpuTimer &timer, GpuStreamHandle stream,
+                                  Launch launch) {
   if (llvm::Error err = timer.start(stream))
     return std::move(err);
   if (llvm::Error err = launch())

@@ -20,11 +20,12 @@ namespace fmhajit::hip {
 using hipError_t = int;
 inline constexpr hipError_t kSuccess = 0; ///< hipSuccess
 
-using hipDevice_t = int;                            ///< hipDevice_t (an ordinal)
-using hipModule_t = struct ihipModule_t *;          ///< hipModule_t
-using hipFunction_t = struct ihipModuleSymbol_t *;  ///< hipFunction_t
-using hipStream_t = struct ihipStream_t *;          ///< hipStream_t (null: the null stream)
-using hipEvent_t = struct ihipEvent_t *;            ///< hipEvent_t
+using hipDevice_t = int;                           ///< hipDevice_t (an ordinal)
+using hipModule_t = struct ihipModule_t *;         ///< hipModule_t
+using hipFunction_t = struct ihipModuleSymbol_t *; ///< hipFunction_t
+using hipStream_t =
+    struct ihipStream_t *; ///< hipStream_t (null: the null stream)
+using hipEvent_t = struct ihipEvent_t *; ///< hipEvent_t
 
 /// hipMemcpyKind enumerators.
 enum hipMemcpyKind : int {
@@ -57,42 +58,51 @@ inline void *const kLaunchParamEnd = reinterpret_cast<void *>(3);
 /// The runtime entry points fmhajit calls, with hip_runtime_api.h's
 /// signatures; each comment names the exported symbol HipRuntime binds.
 struct RuntimeApi {
-  hipError_t (*init)(unsigned flags);                       // hipInit
-  hipError_t (*runtimeGetVersion)(int *version);            // hipRuntimeGetVersion
-  const char *(*getErrorName)(hipError_t error);            // hipGetErrorName
-  const char *(*getErrorString)(hipError_t error);          // hipGetErrorString
-  hipError_t (*getDeviceCount)(int *count);                 // hipGetDeviceCount
-  hipError_t (*deviceGetName)(char *name, int length, hipDevice_t device); // hipDeviceGetName
-  hipError_t (*deviceTotalMem)(size_t *bytes, hipDevice_t device);        // hipDeviceTotalMem
+  hipError_t (*init)(unsigned flags);              // hipInit
+  hipError_t (*runtimeGetVersion)(int *version);   // hipRuntimeGetVersion
+  const char *(*getErrorName)(hipError_t error);   // hipGetErrorName
+  const char *(*getErrorString)(hipError_t error); // hipGetErrorString
+  hipError_t (*getDeviceCount)(int *count);        // hipGetDeviceCount
+  hipError_t (*deviceGetName)(char *name, int length,
+                              hipDevice_t device); // hipDeviceGetName
+  hipError_t (*deviceTotalMem)(size_t *bytes,
+                               hipDevice_t device); // hipDeviceTotalMem
   hipError_t (*deviceGetAttribute)(int *value, int attribute,
-                                   hipDevice_t device);     // hipDeviceGetAttribute
+                                   hipDevice_t device); // hipDeviceGetAttribute
   /// Null before ROCm 6 (the symbol is optional).
-  hipError_t (*getDeviceProperties)(void *props, hipDevice_t device); // hipGetDevicePropertiesR0600
-  hipError_t (*memGetInfo)(size_t *free, size_t *total);    // hipMemGetInfo
-  hipError_t (*malloc)(void **ptr, size_t bytes);           // hipMalloc
-  hipError_t (*free)(void *ptr);                            // hipFree
+  hipError_t (*getDeviceProperties)(
+      void *props, hipDevice_t device); // hipGetDevicePropertiesR0600
+  hipError_t (*memGetInfo)(size_t *free, size_t *total); // hipMemGetInfo
+  hipError_t (*malloc)(void **ptr, size_t bytes);        // hipMalloc
+  hipError_t (*free)(void *ptr);                         // hipFree
   hipError_t (*memcpy)(void *dst, const void *src, size_t bytes,
-                       int kind);                           // hipMemcpy
-  hipError_t (*memsetD16)(void *dst, unsigned short value, size_t count); // hipMemsetD16
-  hipError_t (*memsetD32)(void *dst, int value, size_t count);            // hipMemsetD32
-  hipError_t (*moduleLoadData)(hipModule_t *module, const void *image); // hipModuleLoadData
-  hipError_t (*moduleUnload)(hipModule_t module);           // hipModuleUnload
+                       int kind); // hipMemcpy
+  hipError_t (*memsetD16)(void *dst, unsigned short value,
+                          size_t count);                       // hipMemsetD16
+  hipError_t (*memsetD32)(void *dst, int value, size_t count); // hipMemsetD32
+  hipError_t (*moduleLoadData)(hipModule_t *module,
+                               const void *image); // hipModuleLoadData
+  hipError_t (*moduleUnload)(hipModule_t module);  // hipModuleUnload
   hipError_t (*moduleGetFunction)(hipFunction_t *function, hipModule_t module,
-                                  const char *name);        // hipModuleGetFunction
-  hipError_t (*moduleLaunchKernel)(hipFunction_t function, unsigned gridX, unsigned gridY,
-                                   unsigned gridZ, unsigned blockX, unsigned blockY,
-                                   unsigned blockZ, unsigned sharedBytes, hipStream_t stream,
-                                   void **params, void **extra); // hipModuleLaunchKernel
-  hipError_t (*streamCreateWithFlags)(hipStream_t *stream,
-                                      unsigned flags);      // hipStreamCreateWithFlags
-  hipError_t (*streamDestroy)(hipStream_t stream);          // hipStreamDestroy
-  hipError_t (*streamSynchronize)(hipStream_t stream);      // hipStreamSynchronize
-  hipError_t (*eventCreate)(hipEvent_t *event);             // hipEventCreate
-  hipError_t (*eventDestroy)(hipEvent_t event);             // hipEventDestroy
-  hipError_t (*eventRecord)(hipEvent_t event, hipStream_t stream); // hipEventRecord
-  hipError_t (*eventSynchronize)(hipEvent_t event);         // hipEventSynchronize
+                                  const char *name); // hipModuleGetFunction
+  hipError_t (*moduleLaunchKernel)(hipFunction_t function, unsigned gridX,
+                                   unsigned gridY, unsigned gridZ,
+                                   unsigned blockX, unsigned blockY,
+                                   unsigned blockZ, unsigned sharedBytes,
+                                   hipStream_t stream, void **params,
+                                   void **extra); // hipModuleLaunchKernel
+  hipError_t (*streamCreateWithFlags)(
+      hipStream_t *stream,
+      unsigned flags);                             // hipStreamCreateWithFlags
+  hipError_t (*streamDestroy)(hipStream_t stream); // hipStreamDestroy
+  hipError_t (*streamSynchronize)(hipStream_t stream); // hipStreamSynchronize
+  hipError_t (*eventCreate)(hipEvent_t *event);        // hipEventCreate
+  hipError_t (*eventDestroy)(hipEvent_t event);        // hipEventDestroy
+  hipError_t (*eventRecord)(hipEvent_t event,
+                            hipStream_t stream);    // hipEventRecord
+  hipError_t (*eventSynchronize)(hipEvent_t event); // hipEventSynchronize
   hipError_t (*eventElapsedTime)(float *ms, hipEvent_t start,
-                                 hipEvent_t stop);          // hipEventElapsedTime
+                                 hipEvent_t stop); // hipEventElapsedTime
 };
 
 } // namespace fmhajit::hip

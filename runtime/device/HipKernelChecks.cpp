@@ -16,8 +16,8 @@
 
 using namespace fmhajit;
 
-llvm::Expected<CodeObjectKernel> fmhajit::checkKernelAbi(llvm::StringRef codeObject,
-                                                        llvm::StringRef name) {
+llvm::Expected<CodeObjectKernel>
+fmhajit::checkKernelAbi(llvm::StringRef codeObject, llvm::StringRef name) {
   auto kernels = readCodeObjectKernels(codeObject);
   if (!kernels)
     return kernels.takeError();
@@ -26,26 +26,30 @@ llvm::Expected<CodeObjectKernel> fmhajit::checkKernelAbi(llvm::StringRef codeObj
       continue;
     if (k.kernargSegmentSize != sizeof(KernelArgs) || k.args.size() != 1 ||
         k.args[0].offset != 0 || k.args[0].size != sizeof(KernelArgs))
-      return makeError(ErrorKind::Jit,
-                       "the code object of " + name + " declares a " +
-                           llvm::Twine(k.kernargSegmentSize) +
-                           "-byte kernarg segment, but this build passes one " +
-                           llvm::Twine(sizeof(KernelArgs)) +
-                           "-byte KernelArgs: rebuild the kernel (fmhajit cache clear)");
+      return makeError(
+          ErrorKind::Jit,
+          "the code object of " + name + " declares a " +
+              llvm::Twine(k.kernargSegmentSize) +
+              "-byte kernarg segment, but this build passes one " +
+              llvm::Twine(sizeof(KernelArgs)) +
+              "-byte KernelArgs: rebuild the kernel (fmhajit cache clear)");
     return std::move(k);
   }
-  return makeError(ErrorKind::Jit, "the code object declares no kernel named " + name);
+  return makeError(ErrorKind::Jit,
+                   "the code object declares no kernel named " + name);
 }
 
 llvm::Error HipRuntime::checkTarget(const ArchInfo &arch) const {
   if (arch.backend == Backend::Amdgpu)
     return llvm::Error::success();
-  return makeError(ErrorKind::Usage, "target " + arch.name +
-                                         " does not run on an AMD GPU; use target=gfx90a, "
-                                         "gfx942, gfx950, gfx1100 or gfx1201 (or --device host)");
+  return makeError(ErrorKind::Usage,
+                   "target " + arch.name +
+                       " does not run on an AMD GPU; use target=gfx90a, "
+                       "gfx942, gfx950, gfx1100 or gfx1201 (or --device host)");
 }
 
-llvm::Error HipRuntime::checkArtifact(llvm::StringRef codeObject, llvm::StringRef name,
+llvm::Error HipRuntime::checkArtifact(llvm::StringRef codeObject,
+                                      llvm::StringRef name,
                                       GpuKernelResources &resources) const {
   auto metadata = checkKernelAbi(codeObject, name);
   if (!metadata)
@@ -58,8 +62,8 @@ llvm::Error HipRuntime::checkArtifact(llvm::StringRef codeObject, llvm::StringRe
   return llvm::Error::success();
 }
 
-llvm::Expected<GpuLaunchShape> HipRuntime::configureKernel(GpuFunctionHandle,
-                                                           const KernelSpec &spec,
-                                                           GpuKernelResources &) {
+llvm::Expected<GpuLaunchShape>
+HipRuntime::configureKernel(GpuFunctionHandle, const KernelSpec &spec,
+                            GpuKernelResources &) {
   return GpuLaunchShape{spec.warps * findArch(spec.target)->waveSize, 0};
 }

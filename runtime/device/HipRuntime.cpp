@@ -13,9 +13,10 @@ using namespace fmhajit::hip;
 
 llvm::Expected<std::unique_ptr<HipRuntime>>
 HipRuntime::load(llvm::ArrayRef<const char *> libraries) {
-  auto library = SharedLibrary::open(
-      libraries, "no HIP runtime",
-      "--device hip needs an AMD GPU and ROCm (put ROCm's lib directory on LD_LIBRARY_PATH)");
+  auto library =
+      SharedLibrary::open(libraries, "no HIP runtime",
+                          "--device hip needs an AMD GPU and ROCm (put ROCm's "
+                          "lib directory on LD_LIBRARY_PATH)");
   if (!library)
     return library.takeError();
   std::unique_ptr<HipRuntime> runtime(new HipRuntime(std::move(*library)));
@@ -86,9 +87,9 @@ llvm::Error HipRuntime::check(hipError_t result, llvm::StringRef call) const {
     return llvm::Error::success();
   const char *name = fns.getErrorName(result);
   const char *text = fns.getErrorString(result);
-  return makeError(ErrorKind::Driver, call + " failed: " +
-                                          (name ? name : "an unknown HIP error") + " (" +
-                                          (text ? text : "no description") + ")");
+  return makeError(ErrorKind::Driver,
+                   call + " failed: " + (name ? name : "an unknown HIP error") +
+                       " (" + (text ? text : "no description") + ")");
 }
 
 llvm::Error HipRuntime::initialize() {
@@ -98,34 +99,41 @@ llvm::Error HipRuntime::initialize() {
   if (llvm::Error err = check(fns.getDeviceCount(&count), "hipGetDeviceCount"))
     return err;
   if (count < 1)
-    return makeError(ErrorKind::Driver, "HIP sees no AMD GPU; check HIP_VISIBLE_DEVICES and "
-                                        "that this user may use /dev/kfd");
-  if (llvm::Error err = check(fns.runtimeGetVersion(&version), "hipRuntimeGetVersion"))
+    return makeError(ErrorKind::Driver,
+                     "HIP sees no AMD GPU; check HIP_VISIBLE_DEVICES and "
+                     "that this user may use /dev/kfd");
+  if (llvm::Error err =
+          check(fns.runtimeGetVersion(&version), "hipRuntimeGetVersion"))
     return err;
   return queryDevice();
 }
 
 llvm::Error HipRuntime::queryDevice() {
   char name[256] = {};
-  if (llvm::Error err = check(fns.deviceGetName(name, sizeof(name) - 1, info.ordinal),
-                              "hipDeviceGetName"))
+  if (llvm::Error err =
+          check(fns.deviceGetName(name, sizeof(name) - 1, info.ordinal),
+                "hipDeviceGetName"))
     return err;
   info.name = name;
-  if (llvm::Error err = check(fns.deviceTotalMem(&info.totalMemory, info.ordinal),
-                              "hipDeviceTotalMem"))
+  if (llvm::Error err =
+          check(fns.deviceTotalMem(&info.totalMemory, info.ordinal),
+                "hipDeviceTotalMem"))
     return err;
-  if (llvm::Error err = check(fns.deviceGetAttribute(&info.computeUnits,
-                                                     kAttrMultiprocessorCount, info.ordinal),
-                              "hipDeviceGetAttribute"))
+  if (llvm::Error err =
+          check(fns.deviceGetAttribute(&info.computeUnits,
+                                       kAttrMultiprocessorCount, info.ordinal),
+                "hipDeviceGetAttribute"))
     return err;
   if (!fns.getDeviceProperties)
     return llvm::Error::success();
   std::vector<char> props(2 * kDevicePropBytes, '\0');
-  if (llvm::Error err = check(fns.getDeviceProperties(props.data(), info.ordinal),
-                              "hipGetDevicePropertiesR0600"))
+  if (llvm::Error err =
+          check(fns.getDeviceProperties(props.data(), info.ordinal),
+                "hipGetDevicePropertiesR0600"))
     return err;
   const char *gcnArchName = props.data() + kDevicePropGcnArchNameOffset;
-  info.gfxName = std::string(gcnArchName, strnlen(gcnArchName, kDevicePropGcnArchNameBytes));
+  info.gfxName = std::string(gcnArchName,
+                             strnlen(gcnArchName, kDevicePropGcnArchNameBytes));
   info.target = targetForGfxName(info.gfxName);
   return llvm::Error::success();
 }
@@ -141,9 +149,11 @@ std::optional<std::string> fmhajit::targetForGfxName(llvm::StringRef gfxName) {
 std::string HipRuntime::noTargetReason() const {
   if (info.gfxName.empty())
     return "this HIP runtime cannot report " + info.name +
-           "'s gfx name (it needs ROCm 6 or newer): set the target rocminfo names";
+           "'s gfx name (it needs ROCm 6 or newer): set the target rocminfo "
+           "names";
   return info.name + " is " + info.gfxName +
-         ", which no fmhajit target runs on; fmhajit runs gfx90a, gfx942, gfx950, gfx1100 and "
+         ", which no fmhajit target runs on; fmhajit runs gfx90a, gfx942, "
+         "gfx950, gfx1100 and "
          "gfx1201";
 }
 
@@ -153,7 +163,8 @@ std::string HipRuntime::describe() const {
   llvm::raw_string_ostream os(text);
   os << info.name << " (" << info.target.value_or("no fmhajit target") << ", "
      << info.computeUnits << " CUs, "
-     << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30)) << "), HIP "
-     << version / 10000000 << "." << version / 100000 % 100 << "." << version % 100000 << " (" << library.name() << ")";
+     << llvm::format("%.0f GiB", double(info.totalMemory) / (1ull << 30))
+     << "), HIP " << version / 10000000 << "." << version / 100000 % 100 << "."
+     << version % 100000 << " (" << library.name() << ")";
   return text;
 }

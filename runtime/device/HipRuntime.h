@@ -43,8 +43,8 @@ std::optional<std::string> targetForGfxName(llvm::StringRef gfxName);
 class HipRuntime final : public GpuDriver {
 public:
   /// The libraries get() tries, in order.
-  static constexpr const char *kLibraryNames[] = {"libamdhip64.so", "libamdhip64.so.7",
-                                                  "libamdhip64.so.6"};
+  static constexpr const char *kLibraryNames[] = {
+      "libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6"};
 
   /// The process-wide runtime, loaded and initialized on first use (a
   /// failure is remembered and returned again).
@@ -89,20 +89,23 @@ public:
   llvm::Expected<GpuEventHandle> createEvent() override;
   void destroyEvent(GpuEventHandle event) override;
   llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) override;
-  llvm::Expected<float> elapsedMs(GpuEventHandle begin, GpuEventHandle end) override;
+  llvm::Expected<float> elapsedMs(GpuEventHandle begin,
+                                  GpuEventHandle end) override;
   llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef codeObject,
                                             const ArchInfo &arch) override;
   void unloadModule(GpuModuleHandle module) override;
   llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
                                              llvm::StringRef name) override;
-  llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks, GpuLaunchShape shape,
-                     GpuStreamHandle stream, const void *args, size_t argBytes) override;
+  llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks,
+                     GpuLaunchShape shape, GpuStreamHandle stream,
+                     const void *args, size_t argBytes) override;
   llvm::Error checkTarget(const ArchInfo &arch) const override;
   CompileOptions compileOptions() const override { return {}; }
   llvm::Error checkArtifact(llvm::StringRef codeObject, llvm::StringRef name,
                             GpuKernelResources &resources) const override;
-  llvm::Expected<GpuLaunchShape> configureKernel(GpuFunctionHandle fn, const KernelSpec &spec,
-                                                 GpuKernelResources &resources) override;
+  llvm::Expected<GpuLaunchShape>
+  configureKernel(GpuFunctionHandle fn, const KernelSpec &spec,
+                  GpuKernelResources &resources) override;
   const char *blockNoun() const override { return "workgroups"; }
 
 private:

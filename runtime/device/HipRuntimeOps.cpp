@@ -44,8 +44,9 @@ llvm::Error HipRuntime::fill32(void *dst, uint32_t value, size_t count) {
 
 llvm::Expected<GpuStreamHandle> HipRuntime::createStream() {
   hipStream_t stream = nullptr;
-  if (llvm::Error err = check(fns.streamCreateWithFlags(&stream, kStreamNonBlocking),
-                              "hipStreamCreateWithFlags"))
+  if (llvm::Error err =
+          check(fns.streamCreateWithFlags(&stream, kStreamNonBlocking),
+                "hipStreamCreateWithFlags"))
     return std::move(err);
   return stream;
 }
@@ -55,7 +56,8 @@ void HipRuntime::destroyStream(GpuStreamHandle stream) {
 }
 
 llvm::Error HipRuntime::synchronize(GpuStreamHandle stream) {
-  return check(fns.streamSynchronize(static_cast<hipStream_t>(stream)), "hipStreamSynchronize");
+  return check(fns.streamSynchronize(static_cast<hipStream_t>(stream)),
+               "hipStreamSynchronize");
 }
 
 llvm::Expected<GpuEventHandle> HipRuntime::createEvent() {
@@ -70,30 +72,35 @@ void HipRuntime::destroyEvent(GpuEventHandle event) {
 }
 
 llvm::Error HipRuntime::record(GpuEventHandle event, GpuStreamHandle stream) {
-  return check(fns.eventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
+  return check(fns.eventRecord(static_cast<hipEvent_t>(event),
+                               static_cast<hipStream_t>(stream)),
                "hipEventRecord");
 }
 
-llvm::Expected<float> HipRuntime::elapsedMs(GpuEventHandle begin, GpuEventHandle end) {
+llvm::Expected<float> HipRuntime::elapsedMs(GpuEventHandle begin,
+                                            GpuEventHandle end) {
   if (llvm::Error err =
-          check(fns.eventSynchronize(static_cast<hipEvent_t>(end)), "hipEventSynchronize"))
+          check(fns.eventSynchronize(static_cast<hipEvent_t>(end)),
+                "hipEventSynchronize"))
     return std::move(err);
   float ms = 0;
-  if (llvm::Error err = check(fns.eventElapsedTime(&ms, static_cast<hipEvent_t>(begin),
-                                                   static_cast<hipEvent_t>(end)),
-                              "hipEventElapsedTime"))
+  if (llvm::Error err =
+          check(fns.eventElapsedTime(&ms, static_cast<hipEvent_t>(begin),
+                                     static_cast<hipEvent_t>(end)),
+                "hipEventElapsedTime"))
     return std::move(err);
   return ms;
 }
 
-llvm::Expected<GpuLoadedImage> HipRuntime::loadModule(llvm::StringRef codeObject,
-                                                      const ArchInfo &arch) {
+llvm::Expected<GpuLoadedImage>
+HipRuntime::loadModule(llvm::StringRef codeObject, const ArchInfo &arch) {
   hipModule_t module = nullptr;
   hipError_t result = fns.moduleLoadData(&module, codeObject.data());
   if (result != kSuccess)
-    return makeError(ErrorKind::Driver, llvm::toString(check(result, "hipModuleLoadData")) +
-                                            "; the code object is for " + arch.name +
-                                            ": use the target rocminfo names for this GPU");
+    return makeError(ErrorKind::Driver,
+                     llvm::toString(check(result, "hipModuleLoadData")) +
+                         "; the code object is for " + arch.name +
+                         ": use the target rocminfo names for this GPU");
   return GpuLoadedImage{module, ""};
 }
 
@@ -105,21 +112,25 @@ llvm::Expected<GpuFunctionHandle> HipRuntime::function(GpuModuleHandle module,
                                                        llvm::StringRef name) {
   hipFunction_t fn = nullptr;
   std::string symbol = name.str();
-  if (fns.moduleGetFunction(&fn, static_cast<hipModule_t>(module), symbol.c_str()) != kSuccess)
-    return makeError(ErrorKind::Jit, "the code object has no kernel named " + name +
-                                         " (the artifact does not match its spec)");
+  if (fns.moduleGetFunction(&fn, static_cast<hipModule_t>(module),
+                            symbol.c_str()) != kSuccess)
+    return makeError(ErrorKind::Jit,
+                     "the code object has no kernel named " + name +
+                         " (the artifact does not match its spec)");
   return fn;
 }
 
 // The kernarg segment is the argument bytes: HIP copies `size` bytes from
 // `args` into it at launch (HIP_LAUNCH_PARAM_BUFFER_POINTER).
-llvm::Error HipRuntime::launch(GpuFunctionHandle fn, unsigned gridBlocks, GpuLaunchShape shape,
-                               GpuStreamHandle stream, const void *args, size_t argBytes) {
+llvm::Error HipRuntime::launch(GpuFunctionHandle fn, unsigned gridBlocks,
+                               GpuLaunchShape shape, GpuStreamHandle stream,
+                               const void *args, size_t argBytes) {
   size_t size = argBytes;
-  void *extra[] = {kLaunchParamBufferPointer, const_cast<void *>(args), kLaunchParamBufferSize,
-                   &size, kLaunchParamEnd};
-  return check(fns.moduleLaunchKernel(static_cast<hipFunction_t>(fn), gridBlocks, 1, 1,
-                                      shape.blockThreads, 1, 1, shape.sharedBytes,
-                                      static_cast<hipStream_t>(stream), nullptr, extra),
-               "hipModuleLaunchKernel");
+  void *extra[] = {kLaunchParamBufferPointer, const_cast<void *>(args),
+                   kLaunchParamBufferSize, &size, kLaunchParamEnd};
+  return check(
+      fns.moduleLaunchKernel(static_cast<hipFunction_t>(fn), gridBlocks, 1, 1,
+                             shape.blockThreads, 1, 1, shape.sharedBytes,
+                             static_cast<hipStream_t>(stream), nullptr, extra),
+      "hipModuleLaunchKernel");
 }

@@ -18,12 +18,16 @@ static void callKernel(HostKernelFn fn, const KernelArgs &params, int64_t begin,
 }
 
 HostExecutor::HostExecutor(unsigned threads)
-    : numThreads(threads ? threads : llvm::hardware_concurrency().compute_thread_count()) {
+    : numThreads(threads
+                     ? threads
+                     : llvm::hardware_concurrency().compute_thread_count()) {
   if (numThreads > 1)
-    pool = std::make_unique<llvm::StdThreadPool>(llvm::hardware_concurrency(numThreads));
+    pool = std::make_unique<llvm::StdThreadPool>(
+        llvm::hardware_concurrency(numThreads));
 }
 
-void HostExecutor::run(HostKernelFn fn, const KernelArgs &params, int64_t count) {
+void HostExecutor::run(HostKernelFn fn, const KernelArgs &params,
+                       int64_t count) {
   if (!pool || count <= 1) {
     callKernel(fn, params, 0, count);
     return;

@@ -1,8 +1,8 @@
 //===- HostKernel.cpp - A compiled, loaded host forward kernel ------------===//
 #include "runtime/device/HostKernel.h"
-#include "ir/targets/HostTarget.h"
 #include "compiler/HostJit.h"
 #include "compiler/KernelCompiler.h"
+#include "ir/targets/HostTarget.h"
 #include "runtime/device/HostExecutor.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
@@ -12,8 +12,7 @@
 
 using namespace fmhajit;
 
-static TensorStrides packedStrides(int64_t heads, int64_t dim,
-                                   int64_t seqlen) {
+static TensorStrides packedStrides(int64_t heads, int64_t dim, int64_t seqlen) {
   return {seqlen * heads * dim, heads * dim, dim};
 }
 
@@ -26,13 +25,17 @@ ForwardStrides ForwardStrides::packed(const KernelSpec &spec,
           packedStrides(problem.headsQ, spec.headDimV(), sq)};
 }
 
-KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
-                                 const ForwardBuffers &buf) {
-  return makeKernelArgs(spec, problem, buf, ForwardStrides::packed(spec, problem));
+KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
+                                   const AttentionProblem &problem,
+                                   const ForwardBuffers &buf) {
+  return makeKernelArgs(spec, problem, buf,
+                        ForwardStrides::packed(spec, problem));
 }
 
-KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
-                                 const ForwardBuffers &buf, const ForwardStrides &strides) {
+KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
+                                   const AttentionProblem &problem,
+                                   const ForwardBuffers &buf,
+                                   const ForwardStrides &strides) {
   KernelArgs p{};
   p.q = buf.q;
   p.k = buf.k;
@@ -66,20 +69,23 @@ int64_t fmhajit::workItems(const KernelArgs &p) {
 
 int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
   int64_t tiles = int64_t(p.batch) * p.headsQ * p.numQTiles;
-  return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1) : tiles;
+  return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1)
+                                        : tiles;
 }
 
 // x86-64-v3/v4 code runs only where the CPU has their features.
 static llvm::Error checkRunnable(const ArchInfo &arch) {
   if (arch.backend != Backend::Host)
-    return makeError(ErrorKind::Usage, "target " + arch.name +
-                                           " does not run on the host; use --device");
+    return makeError(ErrorKind::Usage,
+                     "target " + arch.name +
+                         " does not run on the host; use --device");
   const llvm::StringMap<bool> &features = hostCpuFeatures();
   auto require = [&](const char *feature) -> llvm::Error {
     if (features.lookup(feature))
       return llvm::Error::success();
-    return makeError(ErrorKind::Unsupported, "target " + arch.name + " needs " + feature +
-                                                 ", which this CPU lacks; use target=host");
+    return makeError(ErrorKind::Unsupported,
+                     "target " + arch.name + " needs " + feature +
+                         ", which this CPU lacks; use target=host");
   };
   if (arch.name == "x86-64-v4")
     return require("avx512f");
@@ -88,7 +94,8 @@ static llvm::Error checkRunnable(const ArchInfo &arch) {
   return llvm::Error::success();
 }
 
-llvm::Expected<HostKernel> HostKernel::load(const KernelSpec &spec, KernelCache &cache) {
+llvm::Expected<HostKernel> HostKernel::load(const KernelSpec &spec,
+                                            KernelCache &cache) {
   if (llvm::Error err = checkRunnable(*findArch(spec.target)))
     return std::move(err);
   auto artifact = compileKernel(spec, cache);
@@ -100,7 +107,8 @@ llvm::Expected<HostKernel> HostKernel::load(const KernelSpec &spec, KernelCache 
   auto address = jit->load(encodeName(spec), (*artifact)->bytes());
   if (!address)
     return address.takeError();
-  return HostKernel(spec, reinterpret_cast<HostKernelFn>(*address), (*artifact)->origin);
+  return HostKernel(spec, reinterpret_cast<HostKernelFn>(*address),
+                    (*artifact)->origin);
 }
 
 void HostKernel::run(const KernelArgs &params, HostExecutor &executor) const {

@@ -15,10 +15,10 @@ class HostExecutor;
 struct ForwardBuffers {
   const void *q, *k, *v;
   void *o;
-  float *lse = nullptr;                 ///< when spec.lse
-  const int32_t *cuSeqlensQ = nullptr;  ///< under varlen
+  float *lse = nullptr;                ///< when spec.lse
+  const int32_t *cuSeqlensQ = nullptr; ///< under varlen
   const int32_t *cuSeqlensK = nullptr;
-  const float *alibiSlopes = nullptr;   ///< when bias=alibi
+  const float *alibiSlopes = nullptr; ///< when bias=alibi
 };
 
 /// Element strides of Q, K, V and O; the last dim is always contiguous.
@@ -26,17 +26,21 @@ struct ForwardStrides {
   TensorStrides q, k, v, o;
 
   /// The packed layouts of AttentionProblem (BSHD, or THD under varlen).
-  static ForwardStrides packed(const KernelSpec &spec, const AttentionProblem &problem);
+  static ForwardStrides packed(const KernelSpec &spec,
+                               const AttentionProblem &problem);
 };
 
 /// KernelArgs for \p problem (validated) with its tensors at \p strides.
-KernelArgs makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
-                        const ForwardBuffers &buffers, const ForwardStrides &strides);
+KernelArgs makeKernelArgs(const KernelSpec &spec,
+                          const AttentionProblem &problem,
+                          const ForwardBuffers &buffers,
+                          const ForwardStrides &strides);
 
 /// KernelArgs for \p problem (validated) in the packed layouts of
 /// AttentionProblem (BSHD, or THD under varlen).
-KernelArgs makeKernelArgs(const KernelSpec &spec, const AttentionProblem &problem,
-                        const ForwardBuffers &buffers);
+KernelArgs makeKernelArgs(const KernelSpec &spec,
+                          const AttentionProblem &problem,
+                          const ForwardBuffers &buffers);
 
 /// Work items of a forward-family call: batch * headsQ * query tiles *
 /// max(numSplits, 1) (fwd leaves numSplits 0).
@@ -49,7 +53,8 @@ class HostKernel {
 public:
   /// Compiles (through \p cache) and links the kernel of a resolved host
   /// spec; refuses targets this CPU cannot run.
-  static llvm::Expected<HostKernel> load(const KernelSpec &spec, KernelCache &cache);
+  static llvm::Expected<HostKernel> load(const KernelSpec &spec,
+                                         KernelCache &cache);
 
   const KernelSpec &spec() const { return kernelSpec; }
   /// Where the artifact came from on this load (memory, disk, compiled).

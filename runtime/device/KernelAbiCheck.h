@@ -16,6 +16,7 @@ namespace fmhajit {
 
 /// Checks that \p codeObject declares kernel \p name with one kernarg
 /// segment of exactly sizeof(KernelArgs) bytes, and returns its metadata.
-llvm::Expected<CodeObjectKernel> checkKernelAbi(llvm::StringRef codeObject, llvm::StringRef name);
+llvm::Expected<CodeObjectKernel> checkKernelAbi(llvm::StringRef codeObject,
+                                                llvm::StringRef name);
 
 } // namespace fmhajit

@@ -9,9 +9,12 @@ static TensorStrides cacheStrides(const KvCacheLayout &layout, int64_t headsKv,
   return {layout.blockStride(headsKv, dim), headsKv * dim, dim};
 }
 
-KernelArgs fmhajit::makePagedParams(const KernelSpec &spec, const PagedProblem &problem,
-                                   const ForwardBuffers &query, const KvCacheBuffers &cache,
-                                   unsigned numSplits, const SplitKvWorkspace &workspace) {
+KernelArgs fmhajit::makePagedParams(const KernelSpec &spec,
+                                    const PagedProblem &problem,
+                                    const ForwardBuffers &query,
+                                    const KvCacheBuffers &cache,
+                                    unsigned numSplits,
+                                    const SplitKvWorkspace &workspace) {
   KernelArgs p = makeKernelArgs(spec, problem.attention, query);
   const AttentionProblem &a = problem.attention;
   p.k = cache.k;
@@ -26,8 +29,9 @@ KernelArgs fmhajit::makePagedParams(const KernelSpec &spec, const PagedProblem &
   return p;
 }
 
-KernelArgs fmhajit::makeAppendKvParams(const KernelSpec &spec, const AppendKvProblem &problem,
-                                      const AppendKvBuffers &buf) {
+KernelArgs fmhajit::makeAppendKvParams(const KernelSpec &spec,
+                                       const AppendKvProblem &problem,
+                                       const AppendKvBuffers &buf) {
   KernelArgs p{};
   int64_t rows = problem.newTokens;
   auto dense = [&](int64_t heads, int64_t dim) -> TensorStrides {
@@ -48,10 +52,13 @@ KernelArgs fmhajit::makeAppendKvParams(const KernelSpec &spec, const AppendKvPro
   p.blockTable = problem.cache.isPaged() ? buf.cache.blockTable : nullptr;
   p.cacheSeqlens = buf.cache.seqlens;
   p.maxPagesPerSeq = static_cast<int32_t>(problem.cache.maxPagesPerSeq);
-  p.log2PageSize = problem.cache.isPaged() ? static_cast<int32_t>(problem.cache.log2PageSize()) : 0;
+  p.log2PageSize = problem.cache.isPaged()
+                       ? static_cast<int32_t>(problem.cache.log2PageSize())
+                       : 0;
   p.batch = static_cast<int32_t>(problem.batch);
   // Without Q to rotate, items past the K/V heads would have nothing to do.
-  p.headsQ = static_cast<int32_t>(problem.rotateQ ? problem.headsQ : problem.headsKv);
+  p.headsQ =
+      static_cast<int32_t>(problem.rotateQ ? problem.headsQ : problem.headsKv);
   p.headsKv = static_cast<int32_t>(problem.headsKv);
   p.seqlenQ = static_cast<int32_t>(rows);
   p.numQTiles = static_cast<int32_t>((rows + spec.bm - 1) / spec.bm);

@@ -1,8 +1,8 @@
 //===- PagedKv.h - Parameters of calls on a (paged) K/V cache -------------===//
 //
 // The C++ entries of fwd_paged and append_kv: KernelArgs for a validated
-// PagedProblem / AppendKvProblem (runtime/numerics/KvCache.h) and the buffers of one
-// call. Run them with HostKernel::run (append_kv, or fwd_paged with one
+// PagedProblem / AppendKvProblem (runtime/numerics/KvCache.h) and the buffers
+// of one call. Run them with HostKernel::run (append_kv, or fwd_paged with one
 // part) or HostSplitKv::run (fwd_paged with numSplits > 1); see
 // docs/families.md for the fields each family reads.
 //
@@ -11,8 +11,8 @@
 
 #include "ir/KernelAbi.h"
 #include "runtime/device/HostKernel.h"
-#include "runtime/numerics/KvCache.h"
 #include "runtime/device/SplitKv.h"
+#include "runtime/numerics/KvCache.h"
 #include "specs/KernelSpec.h"
 
 namespace fmhajit {
@@ -30,24 +30,26 @@ struct KvCacheBuffers {
 /// (its k and v are not read), keys from \p cache, and \p numSplits parts
 /// per query tile (workspace needed when numSplits > 1).
 KernelArgs makePagedParams(const KernelSpec &spec, const PagedProblem &problem,
-                          const ForwardBuffers &query,
-                          const KvCacheBuffers &cache, unsigned numSplits = 1,
-                          const SplitKvWorkspace &workspace = {});
+                           const ForwardBuffers &query,
+                           const KvCacheBuffers &cache, unsigned numSplits = 1,
+                           const SplitKvWorkspace &workspace = {});
 
 /// The buffers of one append_kv call.
 struct AppendKvBuffers {
-  const void *kNew = nullptr, *vNew = nullptr; ///< [batch, newTokens, headsKv, d|dv]
-  KvCacheBuffers cache;                        ///< written at rows seqlens[b]..
-  const void *q = nullptr; ///< [batch, newTokens, headsQ, d] when rotateQ
-  void *qOut = nullptr;    ///< rotated Q, same shape, out dtype (may be q)
-  const float *rotaryCos = nullptr, *rotarySin = nullptr; ///< [positions, rotaryDim/2]
+  const void *kNew = nullptr,
+             *vNew = nullptr; ///< [batch, newTokens, headsKv, d|dv]
+  KvCacheBuffers cache;       ///< written at rows seqlens[b]..
+  const void *q = nullptr;    ///< [batch, newTokens, headsQ, d] when rotateQ
+  void *qOut = nullptr;       ///< rotated Q, same shape, out dtype (may be q)
+  const float *rotaryCos = nullptr,
+              *rotarySin = nullptr; ///< [positions, rotaryDim/2]
 };
 
 /// KernelArgs of an append_kv call (work items: batch * headsQ * ceil(
 /// newTokens / bm)). The cache lengths are not advanced: the caller adds
 /// newTokens to its seqlens after the call.
 KernelArgs makeAppendKvParams(const KernelSpec &spec,
-                             const AppendKvProblem &problem,
-                             const AppendKvBuffers &buffers);
+                              const AppendKvProblem &problem,
+                              const AppendKvBuffers &buffers);
 
 } // namespace fmhajit

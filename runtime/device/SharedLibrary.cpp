@@ -5,9 +5,9 @@
 
 using namespace fmhajit;
 
-llvm::Expected<SharedLibrary> SharedLibrary::open(llvm::ArrayRef<const char *> names,
-                                                  const llvm::Twine &what,
-                                                  const llvm::Twine &advice) {
+llvm::Expected<SharedLibrary>
+SharedLibrary::open(llvm::ArrayRef<const char *> names, const llvm::Twine &what,
+                    const llvm::Twine &advice) {
   std::string firstFailure;
   for (const char *name : names) {
     if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL))
@@ -17,8 +17,8 @@ llvm::Expected<SharedLibrary> SharedLibrary::open(llvm::ArrayRef<const char *> n
       firstFailure = why ? why : "unknown reason";
   }
   return makeError(ErrorKind::Driver, what + ": " + llvm::join(names, ", ") +
-                                          " could not be loaded (" + firstFailure + "); " +
-                                          advice);
+                                          " could not be loaded (" +
+                                          firstFailure + "); " + advice);
 }
 
 void *SharedLibrary::lookup(std::initializer_list<const char *> symbols) const {

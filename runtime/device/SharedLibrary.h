@@ -37,16 +37,18 @@ public:
   /// Points \p fn at the first of \p symbols found; otherwise adds "<name>
   /// lacks <first symbol>; <advice>" to \p missing.
   template <typename Fn>
-  void bind(Fn *&fn, std::initializer_list<const char *> symbols, ErrorList &missing,
-            const llvm::Twine &advice) const {
+  void bind(Fn *&fn, std::initializer_list<const char *> symbols,
+            ErrorList &missing, const llvm::Twine &advice) const {
     if (void *address = lookup(symbols))
       fn = reinterpret_cast<Fn *>(address);
     else
-      missing.add(ErrorKind::Driver, loaded + " lacks " + *symbols.begin() + "; " + advice);
+      missing.add(ErrorKind::Driver,
+                  loaded + " lacks " + *symbols.begin() + "; " + advice);
   }
 
 private:
-  SharedLibrary(void *handle, std::string loaded) : handle(handle), loaded(std::move(loaded)) {}
+  SharedLibrary(void *handle, std::string loaded)
+      : handle(handle), loaded(std::move(loaded)) {}
   void *handle;
   std::string loaded;
 };

@@ -7,19 +7,23 @@
 
 using namespace fmhajit;
 
-SplitKvWorkspaceSize fmhajit::splitKvWorkspaceSize(const KernelSpec &spec,
-                                                   const AttentionProblem &problem,
-                                                   unsigned numSplits) {
+SplitKvWorkspaceSize
+fmhajit::splitKvWorkspaceSize(const KernelSpec &spec,
+                              const AttentionProblem &problem,
+                              unsigned numSplits) {
   if (numSplits <= 1)
     return {};
   int64_t rows = problem.headsQ * problem.totalQ();
-  return {int64_t(numSplits) * rows * spec.headDimV(), int64_t(numSplits) * rows};
+  return {int64_t(numSplits) * rows * spec.headDimV(),
+          int64_t(numSplits) * rows};
 }
 
 llvm::Expected<KernelSpec> fmhajit::combineSpecFor(const KernelSpec &split) {
   if (!hasSplitWorkItems(split.family))
-    return makeError(ErrorKind::Usage, "family " + keyOf(split.family) +
-                                           " writes no split-KV partials; use fwd_splitkv or fwd_paged");
+    return makeError(
+        ErrorKind::Usage,
+        "family " + keyOf(split.family) +
+            " writes no split-KV partials; use fwd_splitkv or fwd_paged");
   KernelSpec combine;
   combine.family = Family::SplitKvCombine;
   combine.dtype = split.dtype;
@@ -41,28 +45,34 @@ void fmhajit::setSplits(KernelArgs &params, unsigned numSplits,
   params.lseAccum = workspace.lseAccum;
 }
 
-KernelArgs fmhajit::makeSplitKvParams(const KernelSpec &spec, const AttentionProblem &problem,
-                                     const ForwardBuffers &buffers, unsigned numSplits,
-                                     const SplitKvWorkspace &workspace) {
+KernelArgs fmhajit::makeSplitKvParams(const KernelSpec &spec,
+                                      const AttentionProblem &problem,
+                                      const ForwardBuffers &buffers,
+                                      unsigned numSplits,
+                                      const SplitKvWorkspace &workspace) {
   KernelArgs params = makeKernelArgs(spec, problem, buffers);
   setSplits(params, numSplits, workspace);
   return params;
 }
 
-KernelArgs fmhajit::makeCombineParams(const KernelSpec &combine, const KernelArgs &split) {
+KernelArgs fmhajit::makeCombineParams(const KernelSpec &combine,
+                                      const KernelArgs &split) {
   KernelArgs params = split;
-  params.numQTiles = static_cast<int32_t>((int64_t(split.seqlenQ) + combine.bm - 1) / combine.bm);
+  params.numQTiles = static_cast<int32_t>(
+      (int64_t(split.seqlenQ) + combine.bm - 1) / combine.bm);
   return params;
 }
 
-llvm::Expected<HostSplitKv> HostSplitKv::load(const KernelSpec &split, KernelCache &cache) {
+llvm::Expected<HostSplitKv> HostSplitKv::load(const KernelSpec &split,
+                                              KernelCache &cache) {
   llvm::Expected<KernelSpec> combineSpec = combineSpecFor(split);
   if (!combineSpec)
     return combineSpec.takeError();
   llvm::Expected<HostKernel> splitKernel = HostKernel::load(split, cache);
   if (!splitKernel)
     return splitKernel.takeError();
-  llvm::Expected<HostKernel> combineKernel = HostKernel::load(*combineSpec, cache);
+  llvm::Expected<HostKernel> combineKernel =
+      HostKernel::load(*combineSpec, cache);
   if (!combineKernel)
     return combineKernel.takeError();
   return HostSplitKv(std::move(*splitKernel), std::move(*combineKernel));
@@ -74,7 +84,8 @@ void HostSplitKv::run(const KernelArgs &params, HostExecutor &executor) const {
     combine.run(makeCombineParams(combine.spec(), params), executor);
 }
 
-SplitKvWorkspace fmhajit::splitWorkspaceAt(void *base, const SplitWorkspaceLayout &layout) {
+SplitKvWorkspace fmhajit::splitWorkspaceAt(void *base,
+                                           const SplitWorkspaceLayout &layout) {
   auto *bytes = static_cast<uint8_t *>(base);
   return {reinterpret_cast<float *>(bytes + layout.oAccumOffset),
           reinterpret_cast<float *>(bytes + layout.lseAccumOffset)};

@@ -15,8 +15,8 @@
 
 #include "compiler/KernelCache.h"
 #include "ir/KernelAbi.h"
-#include "runtime/numerics/AttentionProblem.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/numerics/AttentionProblem.h"
 #include "specs/KernelSpec.h"
 #include "llvm/Support/Error.h"
 
@@ -43,7 +43,8 @@ struct SplitWorkspaceLayout {
 };
 
 /// The partials' pointers in the workspace at \p base.
-SplitKvWorkspace splitWorkspaceAt(void *base, const SplitWorkspaceLayout &layout);
+SplitKvWorkspace splitWorkspaceAt(void *base,
+                                  const SplitWorkspaceLayout &layout);
 
 /// The workspace \p numSplits parts of \p problem need (zero for one part).
 SplitKvWorkspaceSize splitKvWorkspaceSize(const KernelSpec &spec,
@@ -60,12 +61,13 @@ void setSplits(KernelArgs &params, unsigned numSplits,
 
 /// KernelArgs of a fwd_splitkv call: makeKernelArgs plus setSplits.
 KernelArgs makeSplitKvParams(const KernelSpec &spec,
-                            const AttentionProblem &problem,
-                            const ForwardBuffers &buffers, unsigned numSplits,
-                            const SplitKvWorkspace &workspace);
+                             const AttentionProblem &problem,
+                             const ForwardBuffers &buffers, unsigned numSplits,
+                             const SplitKvWorkspace &workspace);
 
 /// The combine's KernelArgs: \p split's, with numQTiles for the combine's bm.
-KernelArgs makeCombineParams(const KernelSpec &combine, const KernelArgs &split);
+KernelArgs makeCombineParams(const KernelSpec &combine,
+                             const KernelArgs &split);
 
 /// Split-KV on the host: a split kernel (fwd_splitkv or fwd_paged) and the
 /// combine that finishes it, both loaded through the cache.

@@ -30,7 +30,8 @@ public:
   /// Lowers \p problem for \p target (the plan's) and makes its caches and
   /// rows from \p seed.
   static llvm::Expected<AppendCase> make(const api::AppendProblem &problem,
-                                         const std::string &target, uint64_t seed);
+                                         const std::string &target,
+                                         uint64_t seed);
   AppendCase(AppendCase &&);
   AppendCase &operator=(AppendCase &&);
   ~AppendCase();

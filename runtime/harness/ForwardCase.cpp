@@ -21,8 +21,10 @@ using namespace fmhajit::harness;
 struct ForwardCase::State {
   State(LoweredProblem lowered, uint64_t seed)
       : l(std::move(lowered)), seed(seed),
-        q(l.features.dtype, l.qShape, l.strides.q), k(l.features.dtype, l.kShape, l.strides.k),
-        v(l.features.dtype, l.vShape, l.strides.v), o(l.features.outType(), l.oShape, l.strides.o) {}
+        q(l.features.dtype, l.qShape, l.strides.q),
+        k(l.features.dtype, l.kShape, l.strides.k),
+        v(l.features.dtype, l.vShape, l.strides.v),
+        o(l.features.outType(), l.oShape, l.strides.o) {}
 
   LoweredProblem l;
   uint64_t seed;
@@ -51,12 +53,15 @@ static void fillInputs(ForwardCase::State &s) {
   const KvCacheLayout &cache = *s.l.pagedCache;
   const AttentionProblem &a = s.l.problem;
   s.blockTable = shuffledBlockTable(cache, s.keyLengths(), s.seed + 3);
-  fillCache(s.k.data, cache, s.blockTable, s.keyLengths(), a.headsKv, f.d, s.seed + 1);
-  fillCache(s.v.data, cache, s.blockTable, s.keyLengths(), a.headsKv, f.headDimV(), s.seed + 2);
+  fillCache(s.k.data, cache, s.blockTable, s.keyLengths(), a.headsKv, f.d,
+            s.seed + 1);
+  fillCache(s.v.data, cache, s.blockTable, s.keyLengths(), a.headsKv,
+            f.headDimV(), s.seed + 2);
 }
 
 llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
-                                              const std::string &target, uint64_t seed) {
+                                              const std::string &target,
+                                              uint64_t seed) {
   auto lowered = lowerProblem(problem, target);
   if (!lowered)
     return lowered.takeError();
@@ -73,12 +78,13 @@ const LoweredProblem &ForwardCase::lowered() const { return s->l; }
 
 static void poisonOutputs(ForwardCase::State &s) {
   s.o.data.poison();
-  s.lse.assign(s.l.features.lse ? size_t(numElements(s.l.problem.lseShape())) : 0, NAN);
+  s.lse.assign(
+      s.l.features.lse ? size_t(numElements(s.l.problem.lseShape())) : 0, NAN);
 }
 
 static api::Tensors hostTensors(ForwardCase::State &s) {
-  api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(), s.o.data.data(),
-                 s.lse.empty() ? nullptr : s.lse.data()};
+  api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(),
+                 s.o.data.data(), s.lse.empty() ? nullptr : s.lse.data()};
   if (s.paged()) {
     t.blockTable = s.blockTable.data();
     t.seqlensK = s.l.seqlensK.data();
@@ -88,24 +94,27 @@ static api::Tensors hostTensors(ForwardCase::State &s) {
 
 // Device twins of every buffer the plan reads (the lengths, slopes and
 // tables too: a GPU plan reads them from device memory) and its workspace.
-static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s, const api::Plan &plan) {
+static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
+                                                  const api::Plan &plan) {
   s.gpu = std::make_unique<DeviceCopies>(backendOf(plan));
   DeviceCopies &gpu = *s.gpu;
   const LoweredProblem &l = s.l;
-  api::Tensors t{gpu.upload(s.q.data.data(), s.q.data.sizeInBytes(), "q"),
-                 gpu.upload(s.k.data.data(), s.k.data.sizeInBytes(), "k"),
-                 gpu.upload(s.v.data.data(), s.v.data.sizeInBytes(), "v"),
-                 gpu.upload(s.o.data.data(), s.o.data.sizeInBytes(), "o"),
-                 gpu.upload<float>(s.lse.data(), s.lse.size() * 4, "lse"),
-                 gpu.upload<const int32_t>(l.cuSeqlensQ.data(), l.cuSeqlensQ.size() * 4,
-                                           "cu_seqlens_q"),
-                 gpu.upload<const int32_t>(l.cuSeqlensK.data(), l.cuSeqlensK.size() * 4,
-                                           "cu_seqlens_k"),
-                 gpu.upload<const float>(l.alibiSlopes.data(), l.alibiSlopes.size() * 4,
-                                         "alibi slopes")};
-  t.blockTable = gpu.upload<const int32_t>(s.blockTable.data(), s.blockTable.size() * 4,
-                                           "block table");
-  t.seqlensK = gpu.upload<const int32_t>(l.seqlensK.data(), l.seqlensK.size() * 4, "seqlens_k");
+  api::Tensors t{
+      gpu.upload(s.q.data.data(), s.q.data.sizeInBytes(), "q"),
+      gpu.upload(s.k.data.data(), s.k.data.sizeInBytes(), "k"),
+      gpu.upload(s.v.data.data(), s.v.data.sizeInBytes(), "v"),
+      gpu.upload(s.o.data.data(), s.o.data.sizeInBytes(), "o"),
+      gpu.upload<float>(s.lse.data(), s.lse.size() * 4, "lse"),
+      gpu.upload<const int32_t>(l.cuSeqlensQ.data(), l.cuSeqlensQ.size() * 4,
+                                "cu_seqlens_q"),
+      gpu.upload<const int32_t>(l.cuSeqlensK.data(), l.cuSeqlensK.size() * 4,
+                                "cu_seqlens_k"),
+      gpu.upload<const float>(l.alibiSlopes.data(), l.alibiSlopes.size() * 4,
+                              "alibi slopes")};
+  t.blockTable = gpu.upload<const int32_t>(
+      s.blockTable.data(), s.blockTable.size() * 4, "block table");
+  t.seqlensK = gpu.upload<const int32_t>(l.seqlensK.data(),
+                                         l.seqlensK.size() * 4, "seqlens_k");
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
   if (!gpu.error().empty())
     return makeError(ErrorKind::Driver, gpu.error());
@@ -140,30 +149,35 @@ CompareResult ForwardCase::check() const {
   const KernelSpec &f = s->l.features;
   ReferenceOutput ref;
   if (s->paged()) {
-    PagedProblem paged = PagedProblem::make(f, s->l.problem, *s->l.pagedCache, s->keyLengths());
-    ref = referencePaged(f, paged, s->q.packed(), s->k.data.toFloat(), s->v.data.toFloat(),
-                         s->blockTable);
+    PagedProblem paged =
+        PagedProblem::make(f, s->l.problem, *s->l.pagedCache, s->keyLengths());
+    ref = referencePaged(f, paged, s->q.packed(), s->k.data.toFloat(),
+                         s->v.data.toFloat(), s->blockTable);
   } else {
-    ref = referenceForward(f, s->l.problem, s->q.packed(), s->k.packed(), s->v.packed());
+    ref = referenceForward(f, s->l.problem, s->q.packed(), s->k.packed(),
+                           s->v.packed());
   }
-  return compareOutputs(s->o.packed(), ref.o, s->lse, f.lse ? ref.lse : std::vector<double>(),
-                        f.outType());
+  return compareOutputs(s->o.packed(), ref.o, s->lse,
+                        f.lse ? ref.lse : std::vector<double>(), f.outType());
 }
 
 // The paged bundle: the pools as they are, the table and the lengths.
-static llvm::Error savePaged(const ForwardCase::State &s, const std::string &dir,
-                             const KernelSpec &kernel, unsigned numSplits) {
+static llvm::Error savePaged(const ForwardCase::State &s,
+                             const std::string &dir, const KernelSpec &kernel,
+                             unsigned numSplits) {
   const AttentionProblem &a = s.l.problem;
   const KvCacheLayout &cache = *s.l.pagedCache;
-  std::vector<float> q = s.q.packed(), k = s.k.data.toFloat(), v = s.v.data.toFloat(),
-                     o = s.o.packed();
-  std::vector<BundleArray> arrays = {{"q.npy", q, a.qShape()},
-                                     {"k_pool.npy", k, cache.shape(a.batch, a.headsKv, a.d)},
-                                     {"v_pool.npy", v, cache.shape(a.batch, a.headsKv, a.dv)},
-                                     {"o.npy", o, a.oShape()}};
+  std::vector<float> q = s.q.packed(), k = s.k.data.toFloat(),
+                     v = s.v.data.toFloat(), o = s.o.packed();
+  std::vector<BundleArray> arrays = {
+      {"q.npy", q, a.qShape()},
+      {"k_pool.npy", k, cache.shape(a.batch, a.headsKv, a.d)},
+      {"v_pool.npy", v, cache.shape(a.batch, a.headsKv, a.dv)},
+      {"o.npy", o, a.oShape()}};
   if (kernel.lse)
     arrays.push_back({"lse.npy", s.lse, a.lseShape()});
-  BundleMeta meta = familyMetadata(kernel, a.batch, a.headsQ, a.headsKv, s.seed);
+  BundleMeta meta =
+      familyMetadata(kernel, a.batch, a.headsQ, a.headsKv, s.seed);
   llvm::json::Array lens;
   for (int32_t len : s.l.seqlensK)
     lens.push_back(len);
@@ -173,7 +187,8 @@ static llvm::Error savePaged(const ForwardCase::State &s, const std::string &dir
   meta.emplace_back("num_pages", cache.numPages);
   meta.emplace_back("num_splits", int64_t(numSplits));
   meta.emplace_back("cache_lens", std::move(lens));
-  meta.emplace_back("block_table", tableJson(s.blockTable, cache.maxPagesPerSeq));
+  meta.emplace_back("block_table",
+                    tableJson(s.blockTable, cache.maxPagesPerSeq));
   return writeBundle(dir, arrays, meta);
 }
 
@@ -181,15 +196,18 @@ llvm::Error ForwardCase::save(const std::string &dir, const KernelSpec &kernel,
                               unsigned numSplits) const {
   if (s->paged())
     return savePaged(*s, dir, kernel, numSplits);
-  std::vector<float> q = s->q.packed(), k = s->k.packed(), v = s->v.packed(), o = s->o.packed();
+  std::vector<float> q = s->q.packed(), k = s->k.packed(), v = s->v.packed(),
+                     o = s->o.packed();
   return writeRunBundle(dir, kernel, s->l.problem, {q, k, v, o, s->lse});
 }
 
 // Pairs a window lets through: the exact band of query i's keys.
-static int64_t windowKeys(const AttentionProblem &p, int64_t i, int64_t sq, int64_t sk) {
+static int64_t windowKeys(const AttentionProblem &p, int64_t i, int64_t sq,
+                          int64_t sk) {
   int64_t diag = i + sk - sq;
   int64_t lo = p.windowLeft < 0 ? 0 : std::max<int64_t>(0, diag - p.windowLeft);
-  int64_t hi = p.windowRight < 0 ? sk - 1 : std::min(sk - 1, diag + p.windowRight);
+  int64_t hi =
+      p.windowRight < 0 ? sk - 1 : std::min(sk - 1, diag + p.windowRight);
   return std::max<int64_t>(0, hi - lo + 1);
 }
 
@@ -200,7 +218,8 @@ double ForwardCase::flops() const {
   const AttentionProblem &p = s->l.problem;
   double pairs = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    int64_t sq = p.seqlenQOf(b), sk = s->paged() ? s->l.seqlensK[size_t(b)] : p.seqlenKOf(b);
+    int64_t sq = p.seqlenQOf(b),
+            sk = s->paged() ? s->l.seqlensK[size_t(b)] : p.seqlenKOf(b);
     if (f.mask != Mask::Window)
       pairs += double(sq) * double(sk) * (f.mask == Mask::None ? 1.0 : 0.5);
     else

@@ -30,9 +30,8 @@ public:
   /// Lowers \p problem for \p target (the plan's) and makes its inputs
   /// from \p seed (Q, K, V from seed, seed + 1, seed + 2; the block table
   /// from seed + 3).
-  static llvm::Expected<ForwardCase> make(const api::Problem &problem,
-                                          const std::string &target,
-                                          uint64_t seed);
+  static llvm::Expected<ForwardCase>
+  make(const api::Problem &problem, const std::string &target, uint64_t seed);
   ForwardCase(ForwardCase &&);
   ForwardCase &operator=(ForwardCase &&);
   ~ForwardCase();

@@ -15,7 +15,8 @@
 namespace fmhajit::harness {
 
 struct LaidOutTensor {
-  LaidOutTensor(DType type, const TensorShape &shape, const TensorStrides &strides)
+  LaidOutTensor(DType type, const TensorShape &shape,
+                const TensorStrides &strides)
       : shape(shape), strides(strides),
         data(type, size_t(spanElements(shape, strides))) {}
 

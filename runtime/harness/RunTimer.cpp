@@ -24,30 +24,34 @@ struct Rounds {
   bool more() const {
     if (iterations)
       return samples.size() < iterations;
-    double spent = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+    double spent =
+        std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
     return samples.size() < minimum || spent < kBudgetMs;
   }
   Timing median(const char *clock) {
-    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2,
+                     samples.end());
     return {samples[samples.size() / 2], unsigned(samples.size()), clock};
   }
 };
 } // namespace
 
-static llvm::Expected<Timing> timeOnHost(unsigned iterations,
-                                         llvm::function_ref<llvm::Error()> run) {
+static llvm::Expected<Timing>
+timeOnHost(unsigned iterations, llvm::function_ref<llvm::Error()> run) {
   Rounds rounds{iterations, 3};
   while (rounds.more()) {
     Clock::time_point start = Clock::now();
     if (llvm::Error err = run())
       return std::move(err);
     rounds.samples.push_back(
-        std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        std::chrono::duration<double, std::milli>(Clock::now() - start)
+            .count());
   }
   return rounds.median("wall clock");
 }
 
-static llvm::Expected<Timing> timeOnGpu(Backend backend, const char *clock, unsigned iterations,
+static llvm::Expected<Timing> timeOnGpu(Backend backend, const char *clock,
+                                        unsigned iterations,
                                         llvm::function_ref<llvm::Error()> run) {
   auto driver = gpuDriverFor(backend);
   if (!driver)
@@ -68,8 +72,9 @@ static llvm::Expected<Timing> timeOnGpu(Backend backend, const char *clock, unsi
   return rounds.median(clock);
 }
 
-llvm::Expected<Timing> harness::timeRuns(api::Device device, unsigned iterations,
-                                         llvm::function_ref<llvm::Error()> run) {
+llvm::Expected<Timing>
+harness::timeRuns(api::Device device, unsigned iterations,
+                  llvm::function_ref<llvm::Error()> run) {
   switch (device) {
   case api::Device::Host:
     return timeOnHost(iterations, run);
@@ -78,5 +83,6 @@ llvm::Expected<Timing> harness::timeRuns(api::Device device, unsigned iterations
   case api::Device::Hip:
     return timeOnGpu(Backend::Amdgpu, "HIP events", iterations, run);
   }
-  return makeError(ErrorKind::Unsupported, "timing runs on this device is not built yet");
+  return makeError(ErrorKind::Unsupported,
+                   "timing runs on this device is not built yet");
 }

@@ -28,14 +28,12 @@ struct AppendKvCheck {
 
 /// Compares caches \p kAfter / \p vAfter (as floats, after the append; the
 /// bits of \p kBefore / \p vBefore elsewhere) and \p qOut with \p ref.
-AppendKvCheck compareAppendKv(const AppendKvProblem &problem,
-                              llvm::ArrayRef<int32_t> blockTable,
-                              const AppendKvReference &ref,
-                              llvm::ArrayRef<float> kAfter,
-                              llvm::ArrayRef<float> vAfter,
-                              llvm::ArrayRef<float> kBefore,
-                              llvm::ArrayRef<float> vBefore,
-                              llvm::ArrayRef<float> qOut, DType dtype,
-                              DType outType);
+AppendKvCheck
+compareAppendKv(const AppendKvProblem &problem,
+                llvm::ArrayRef<int32_t> blockTable,
+                const AppendKvReference &ref, llvm::ArrayRef<float> kAfter,
+                llvm::ArrayRef<float> vAfter, llvm::ArrayRef<float> kBefore,
+                llvm::ArrayRef<float> vBefore, llvm::ArrayRef<float> qOut,
+                DType dtype, DType outType);
 
 } // namespace fmhajit

@@ -1,4 +1,5 @@
-//===- FamilyReference.cpp - float64 references of the multi-stage families ===//
+//===- FamilyReference.cpp - float64 references of the multi-stage families
+//===//
 #include "runtime/numerics/FamilyReference.h"
 #include <algorithm>
 #include <cassert>
@@ -15,14 +16,17 @@ std::vector<float> fmhajit::gatherCacheRows(llvm::ArrayRef<float> cache,
   int64_t rowElements = headsKv * dim;
   for (int64_t b = 0; b < static_cast<int64_t>(lengths.size()); ++b)
     for (int64_t j = 0; j < lengths[b]; ++j) {
-      const float *row = &cache[layout.cacheRow(blockTable, b, j) * rowElements];
+      const float *row =
+          &cache[layout.cacheRow(blockTable, b, j) * rowElements];
       packed.insert(packed.end(), row, row + rowElements);
     }
   return packed;
 }
 
-ReferenceOutput fmhajit::referencePaged(const KernelSpec &spec, const PagedProblem &problem,
-                                        llvm::ArrayRef<float> q, llvm::ArrayRef<float> kPool,
+ReferenceOutput fmhajit::referencePaged(const KernelSpec &spec,
+                                        const PagedProblem &problem,
+                                        llvm::ArrayRef<float> q,
+                                        llvm::ArrayRef<float> kPool,
                                         llvm::ArrayRef<float> vPool,
                                         llvm::ArrayRef<int32_t> blockTable) {
   const AttentionProblem &dense = problem.attention;
@@ -32,10 +36,12 @@ ReferenceOutput fmhajit::referencePaged(const KernelSpec &spec, const PagedProbl
   AttentionProblem varlen = dense;
   varlen.seqlensQ.assign(dense.batch, dense.seqlenQ);
   varlen.seqlensK = problem.cacheLens;
-  std::vector<float> k = gatherCacheRows(kPool, problem.cache, blockTable, problem.cacheLens,
-                                         dense.headsKv, dense.d);
-  std::vector<float> v = gatherCacheRows(vPool, problem.cache, blockTable, problem.cacheLens,
-                                         dense.headsKv, dense.dv);
+  std::vector<float> k =
+      gatherCacheRows(kPool, problem.cache, blockTable, problem.cacheLens,
+                      dense.headsKv, dense.d);
+  std::vector<float> v =
+      gatherCacheRows(vPool, problem.cache, blockTable, problem.cacheLens,
+                      dense.headsKv, dense.dv);
   ReferenceOutput packed = referenceForward(varlenSpec, varlen, q, k, v);
   // O [totalQ, Hq, dv] is already [batch, seqlenQ, Hq, dv]; LSE goes from
   // [Hq, batch * seqlenQ] to [batch, Hq, seqlenQ].
@@ -51,7 +57,8 @@ ReferenceOutput fmhajit::referencePaged(const KernelSpec &spec, const PagedProbl
   return out;
 }
 
-ReferenceOutput fmhajit::referenceCombine(const AttentionProblem &p, unsigned numSplits,
+ReferenceOutput fmhajit::referenceCombine(const AttentionProblem &p,
+                                          unsigned numSplits,
                                           llvm::ArrayRef<float> oAccum,
                                           llvm::ArrayRef<float> lseAccum) {
   ReferenceOutput out;
@@ -63,7 +70,8 @@ ReferenceOutput fmhajit::referenceCombine(const AttentionProblem &p, unsigned nu
     for (int64_t h = 0; h < p.headsQ; ++h)
       for (int64_t i = 0; i < p.seqlenQOf(b); ++i) {
         int64_t qRow = p.isVarlen() ? cu[b] + i : b * p.seqlenQ + i;
-        int64_t row = p.isVarlen() ? h * p.totalQ() + qRow : (b * p.headsQ + h) * p.seqlenQ + i;
+        int64_t row = p.isVarlen() ? h * p.totalQ() + qRow
+                                   : (b * p.headsQ + h) * p.seqlenQ + i;
         double mx = -INFINITY;
         for (unsigned s = 0; s < numSplits; ++s)
           mx = std::max(mx, static_cast<double>(lseAccum[s * rows + row]));
@@ -86,9 +94,10 @@ ReferenceOutput fmhajit::referenceCombine(const AttentionProblem &p, unsigned nu
 }
 
 AppendKvReference fmhajit::referenceAppendKv(
-    const AppendKvProblem &p, const RotaryTables &tables, llvm::ArrayRef<float> kCache,
-    llvm::ArrayRef<float> vCache, llvm::ArrayRef<int32_t> blockTable,
-    llvm::ArrayRef<float> kNew, llvm::ArrayRef<float> vNew, llvm::ArrayRef<float> q) {
+    const AppendKvProblem &p, const RotaryTables &tables,
+    llvm::ArrayRef<float> kCache, llvm::ArrayRef<float> vCache,
+    llvm::ArrayRef<int32_t> blockTable, llvm::ArrayRef<float> kNew,
+    llvm::ArrayRef<float> vNew, llvm::ArrayRef<float> q) {
   AppendKvReference ref;
   ref.kCache.assign(kCache.begin(), kCache.end());
   ref.vCache.assign(vCache.begin(), vCache.end());
@@ -98,8 +107,10 @@ AppendKvReference fmhajit::referenceAppendKv(
       int64_t row = p.cache.cacheRow(blockTable, b, pos);
       for (int64_t h = 0; h < p.headsKv; ++h) {
         int64_t from = (b * p.newTokens + i) * p.headsKv + h;
-        std::vector<double> k = rotateRowReference(kNew.slice(from * p.d, p.d), p.rotary, tables, pos);
-        std::copy(k.begin(), k.end(), ref.kCache.begin() + (row * p.headsKv + h) * p.d);
+        std::vector<double> k = rotateRowReference(kNew.slice(from * p.d, p.d),
+                                                   p.rotary, tables, pos);
+        std::copy(k.begin(), k.end(),
+                  ref.kCache.begin() + (row * p.headsKv + h) * p.d);
         for (int64_t c = 0; c < p.dv; ++c)
           ref.vCache[(row * p.headsKv + h) * p.dv + c] = vNew[from * p.dv + c];
       }
@@ -107,7 +118,8 @@ AppendKvReference fmhajit::referenceAppendKv(
         continue;
       for (int64_t h = 0; h < p.headsQ; ++h) {
         int64_t at = ((b * p.newTokens + i) * p.headsQ + h) * p.d;
-        std::vector<double> y = rotateRowReference(q.slice(at, p.d), p.rotary, tables, pos);
+        std::vector<double> y =
+            rotateRowReference(q.slice(at, p.d), p.rotary, tables, pos);
         if (ref.q.empty())
           ref.q.resize(q.size());
         std::copy(y.begin(), y.end(), ref.q.begin() + at);

@@ -32,12 +32,10 @@ std::vector<float> gatherCacheRows(llvm::ArrayRef<float> cache,
 /// fwd_paged of \p problem (validated): O [batch, seqlenQ, headsQ, dv] and
 /// LSE [batch, headsQ, seqlenQ]. \p kPool and \p vPool are the pools as
 /// floats (already rounded to the spec's dtype).
-ReferenceOutput referencePaged(const KernelSpec &spec,
-                               const PagedProblem &problem,
-                               llvm::ArrayRef<float> q,
-                               llvm::ArrayRef<float> kPool,
-                               llvm::ArrayRef<float> vPool,
-                               llvm::ArrayRef<int32_t> blockTable);
+ReferenceOutput
+referencePaged(const KernelSpec &spec, const PagedProblem &problem,
+               llvm::ArrayRef<float> q, llvm::ArrayRef<float> kPool,
+               llvm::ArrayRef<float> vPool, llvm::ArrayRef<int32_t> blockTable);
 
 /// splitkv_combine of \p numSplits partials (layouts of ir/KernelAbi.h:
 /// oAccum [numSplits, rows, dv], lseAccum [numSplits, rows], rows in the
@@ -55,13 +53,11 @@ struct AppendKvReference {
 
 /// append_kv of \p problem (validated) on caches \p kCache / \p vCache
 /// (floats, before the append): rows not appended keep their values.
-AppendKvReference referenceAppendKv(const AppendKvProblem &problem,
-                                    const RotaryTables &tables,
-                                    llvm::ArrayRef<float> kCache,
-                                    llvm::ArrayRef<float> vCache,
-                                    llvm::ArrayRef<int32_t> blockTable,
-                                    llvm::ArrayRef<float> kNew,
-                                    llvm::ArrayRef<float> vNew,
-                                    llvm::ArrayRef<float> q);
+AppendKvReference
+referenceAppendKv(const AppendKvProblem &problem, const RotaryTables &tables,
+                  llvm::ArrayRef<float> kCache, llvm::ArrayRef<float> vCache,
+                  llvm::ArrayRef<int32_t> blockTable,
+                  llvm::ArrayRef<float> kNew, llvm::ArrayRef<float> vNew,
+                  llvm::ArrayRef<float> q);
 
 } // namespace fmhajit

@@ -39,8 +39,8 @@ int64_t KvCacheLayout::log2PageSize() const {
   return llvm::Log2_64(pageSize);
 }
 
-llvm::SmallVector<int64_t, 4> KvCacheLayout::shape(int64_t batch, int64_t headsKv,
-                                                   int64_t dim) const {
+llvm::SmallVector<int64_t, 4>
+KvCacheLayout::shape(int64_t batch, int64_t headsKv, int64_t dim) const {
   if (isPaged())
     return {numPages, pageSize, headsKv, dim};
   return {batch, capacity, headsKv, dim};
@@ -59,40 +59,49 @@ int64_t KvCacheLayout::cacheRow(llvm::ArrayRef<int32_t> blockTable, int64_t b,
 }
 
 static void checkPagedShape(const KvCacheLayout &l, ErrorList &errs) {
-  if (l.pageSize < 1 || l.pageSize > kMaxPageSize || !llvm::isPowerOf2_64(l.pageSize))
+  if (l.pageSize < 1 || l.pageSize > kMaxPageSize ||
+      !llvm::isPowerOf2_64(l.pageSize))
     errs.add(ErrorKind::Usage, "page size " + Twine(l.pageSize) +
-                                   " must be a power of two from 1 to " + Twine(kMaxPageSize) +
+                                   " must be a power of two from 1 to " +
+                                   Twine(kMaxPageSize) +
                                    " (16, 64 and 256 are usual)");
   if (l.numPages < 1 || l.maxPagesPerSeq < 1)
-    errs.add(ErrorKind::Usage, "a paged cache needs at least one page (num_pages " +
-                                   Twine(l.numPages) + ", max_pages_per_seq " +
-                                   Twine(l.maxPagesPerSeq) + ")");
+    errs.add(ErrorKind::Usage,
+             "a paged cache needs at least one page (num_pages " +
+                 Twine(l.numPages) + ", max_pages_per_seq " +
+                 Twine(l.maxPagesPerSeq) + ")");
   else if (llvm::SaturatingMultiply(static_cast<uint64_t>(l.numPages),
-                                    static_cast<uint64_t>(l.pageSize)) > kMaxRows)
-    errs.add(ErrorKind::Usage, Twine(l.numPages) + " pages of " + Twine(l.pageSize) +
-                                   " rows exceed the kernel's 32-bit row index; use fewer pages");
+                                    static_cast<uint64_t>(l.pageSize)) >
+           kMaxRows)
+    errs.add(ErrorKind::Usage,
+             Twine(l.numPages) + " pages of " + Twine(l.pageSize) +
+                 " rows exceed the kernel's 32-bit row index; use fewer pages");
 }
 
 static void checkBlockTable(const KvCacheLayout &l, int64_t batch,
                             llvm::ArrayRef<int64_t> lengths,
                             llvm::ArrayRef<int32_t> table, ErrorList &errs) {
   if (static_cast<int64_t>(table.size()) != batch * l.maxPagesPerSeq) {
-    errs.add(ErrorKind::Usage, "the block table has " + Twine(table.size()) +
-                                   " entries; a paged cache needs batch x max_pages_per_seq = " +
-                                   Twine(batch * l.maxPagesPerSeq));
+    errs.add(ErrorKind::Usage,
+             "the block table has " + Twine(table.size()) +
+                 " entries; a paged cache needs batch x max_pages_per_seq = " +
+                 Twine(batch * l.maxPagesPerSeq));
     return;
   }
   for (int64_t b = 0; b < batch; ++b)
-    if (std::optional<int64_t> slot = l.badPageSlot(table.data(), b, 0, lengths[b])) {
-      errs.add(ErrorKind::Usage, "block table entry [" + Twine(b) + "][" + Twine(*slot) +
-                                     "] = " + Twine(table[b * l.maxPagesPerSeq + *slot]) +
-                                     " is not a page index (0 to " + Twine(l.numPages - 1) + ")");
+    if (std::optional<int64_t> slot =
+            l.badPageSlot(table.data(), b, 0, lengths[b])) {
+      errs.add(ErrorKind::Usage,
+               "block table entry [" + Twine(b) + "][" + Twine(*slot) +
+                   "] = " + Twine(table[b * l.maxPagesPerSeq + *slot]) +
+                   " is not a page index (0 to " + Twine(l.numPages - 1) + ")");
       return;
     }
 }
 
-std::optional<int64_t> KvCacheLayout::badPageSlot(const int32_t *blockTable, int64_t b,
-                                                  int64_t firstRow, int64_t endRow) const {
+std::optional<int64_t> KvCacheLayout::badPageSlot(const int32_t *blockTable,
+                                                  int64_t b, int64_t firstRow,
+                                                  int64_t endRow) const {
   const int32_t *pages = blockTable + b * maxPagesPerSeq;
   for (int64_t slot = firstRow / pageSize; slot * pageSize < endRow; ++slot)
     if (pages[slot] < 0 || pages[slot] >= numPages)
@@ -105,27 +114,33 @@ llvm::Error fmhajit::validateKvCache(const KvCacheLayout &l, int64_t batch,
                                      llvm::ArrayRef<int32_t> blockTable) {
   ErrorList errs;
   if (static_cast<int64_t>(lengths.size()) != batch)
-    return makeError(ErrorKind::Usage, "got " + Twine(lengths.size()) + " cache lengths for " +
-                                           Twine(batch) + " sequences: give one per sequence");
+    return makeError(ErrorKind::Usage,
+                     "got " + Twine(lengths.size()) + " cache lengths for " +
+                         Twine(batch) + " sequences: give one per sequence");
   if (l.isPaged())
     checkPagedShape(l, errs);
   else if (l.capacity < 1 || l.capacity > kMaxRows)
-    errs.add(ErrorKind::Usage, "a contiguous cache needs a capacity from 1 to " +
-                                   Twine(kMaxRows) + " rows; got " + Twine(l.capacity));
+    errs.add(ErrorKind::Usage,
+             "a contiguous cache needs a capacity from 1 to " +
+                 Twine(kMaxRows) + " rows; got " + Twine(l.capacity));
   if (!errs.empty())
     return errs.take();
   int64_t longest = lengths.empty() ? 0 : *llvm::max_element(lengths);
   if (longest > l.rowsPerSequence())
-    errs.add(ErrorKind::Usage, "a sequence needs " + Twine(longest) + " cache rows but the cache holds " +
-                                   Twine(l.rowsPerSequence()) + " per sequence; " +
-                                   (l.isPaged() ? "raise max_pages_per_seq" : "raise the capacity"));
+    errs.add(
+        ErrorKind::Usage,
+        "a sequence needs " + Twine(longest) +
+            " cache rows but the cache holds " + Twine(l.rowsPerSequence()) +
+            " per sequence; " +
+            (l.isPaged() ? "raise max_pages_per_seq" : "raise the capacity"));
   else if (l.isPaged() && !blockTable.empty())
     checkBlockTable(l, batch, lengths, blockTable, errs);
   return errs.take();
 }
 
-PagedProblem PagedProblem::make(const KernelSpec &spec, AttentionProblem attention,
-                                KvCacheLayout cache, std::vector<int64_t> cacheLens) {
+PagedProblem PagedProblem::make(const KernelSpec &spec,
+                                AttentionProblem attention, KvCacheLayout cache,
+                                std::vector<int64_t> cacheLens) {
   PagedProblem p;
   p.attention = std::move(attention);
   p.attention.d = spec.d;
@@ -142,14 +157,18 @@ llvm::Error PagedProblem::validate(const KernelSpec &spec) const {
     return err;
   ErrorList errs;
   if (!cache.isPaged())
-    errs.add(ErrorKind::Usage, "fwd_paged reads a paged cache: give a page size (--page-size)");
+    errs.add(ErrorKind::Usage,
+             "fwd_paged reads a paged cache: give a page size (--page-size)");
   if (llvm::any_of(cacheLens, [](int64_t len) { return len < 1; }))
-    errs.add(ErrorKind::Usage, "every cache length must be >= 1 (a sequence with no key "
-                               "has nothing to attend to)");
-  else if (!cacheLens.empty() && attention.seqlenK != *llvm::max_element(cacheLens))
-    errs.add(ErrorKind::Usage, "seqlen_k " + Twine(attention.seqlenK) +
-                                   " must be the longest cache length; build the problem "
-                                   "with PagedProblem::make");
+    errs.add(ErrorKind::Usage,
+             "every cache length must be >= 1 (a sequence with no key "
+             "has nothing to attend to)");
+  else if (!cacheLens.empty() &&
+           attention.seqlenK != *llvm::max_element(cacheLens))
+    errs.add(ErrorKind::Usage,
+             "seqlen_k " + Twine(attention.seqlenK) +
+                 " must be the longest cache length; build the problem "
+                 "with PagedProblem::make");
   if (!errs.empty())
     return errs.take();
   return validateKvCache(cache, attention.batch, cacheLens, {});
@@ -185,26 +204,31 @@ static void checkRotary(const AppendKvProblem &p, ErrorList &errs) {
   int64_t dim = p.resolvedRotaryDim();
   if (p.rotary == RotaryForm::None) {
     if (p.rotaryDim != 0 || p.rotateQ)
-      errs.add(ErrorKind::Usage, "a rotary dim or rotating Q needs a rotary form "
-                                 "(--rotary interleaved|half)");
+      errs.add(ErrorKind::Usage,
+               "a rotary dim or rotating Q needs a rotary form "
+               "(--rotary interleaved|half)");
     return;
   }
   if (dim < 2 || dim > p.d || dim % 2 != 0)
-    errs.add(ErrorKind::Usage, "rotary dim " + Twine(dim) + " must be even and from 2 to d = " +
-                                   Twine(p.d));
+    errs.add(ErrorKind::Usage,
+             "rotary dim " + Twine(dim) +
+                 " must be even and from 2 to d = " + Twine(p.d));
 }
 
 llvm::Error AppendKvProblem::validate(const KernelSpec &spec) const {
   ErrorList errs;
   if (batch < 1 || newTokens < 1)
-    errs.add(ErrorKind::Usage, "batch " + Twine(batch) + " and new tokens " + Twine(newTokens) +
-                                   " must both be >= 1");
+    errs.add(ErrorKind::Usage, "batch " + Twine(batch) + " and new tokens " +
+                                   Twine(newTokens) + " must both be >= 1");
   if (headsQ < 1 || headsKv < 1 || headsQ % headsKv != 0)
-    errs.add(ErrorKind::Usage, "heads_q " + Twine(headsQ) + " must be a multiple of heads_kv " +
+    errs.add(ErrorKind::Usage, "heads_q " + Twine(headsQ) +
+                                   " must be a multiple of heads_kv " +
                                    Twine(headsKv) + " (both >= 1)");
   if (d != spec.d || dv != spec.headDimV())
-    errs.add(ErrorKind::Usage, "problem head dims d=" + Twine(d) + ", dv=" + Twine(dv) +
-                                   " differ from the spec's; build it with AppendKvProblem::forSpec");
+    errs.add(
+        ErrorKind::Usage,
+        "problem head dims d=" + Twine(d) + ", dv=" + Twine(dv) +
+            " differ from the spec's; build it with AppendKvProblem::forSpec");
   if (llvm::any_of(cacheLens, [](int64_t len) { return len < 0; }))
     errs.add(ErrorKind::Usage, "cache lengths must be >= 0");
   checkRotary(*this, errs);

@@ -54,8 +54,8 @@ struct KvCacheLayout {
   /// Of the block-table slots that rows [firstRow, endRow) of sequence
   /// \p b use (paged), the first whose page is not in [0, numPages); none
   /// when every one is.
-  std::optional<int64_t> badPageSlot(const int32_t *blockTable, int64_t b, int64_t firstRow,
-                                     int64_t endRow) const;
+  std::optional<int64_t> badPageSlot(const int32_t *blockTable, int64_t b,
+                                     int64_t firstRow, int64_t endRow) const;
 };
 
 /// Checks \p layout against \p batch sequences that must hold \p lengths

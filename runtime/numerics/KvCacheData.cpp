@@ -7,9 +7,9 @@
 
 using namespace fmhajit;
 
-std::vector<int32_t> fmhajit::shuffledBlockTable(const KvCacheLayout &layout,
-                                                 llvm::ArrayRef<int64_t> lengths,
-                                                 uint64_t seed) {
+std::vector<int32_t>
+fmhajit::shuffledBlockTable(const KvCacheLayout &layout,
+                            llvm::ArrayRef<int64_t> lengths, uint64_t seed) {
   std::vector<int32_t> pool(layout.numPages);
   std::iota(pool.begin(), pool.end(), 0);
   std::mt19937_64 rng(seed);
@@ -26,8 +26,9 @@ std::vector<int32_t> fmhajit::shuffledBlockTable(const KvCacheLayout &layout,
 }
 
 void fmhajit::fillCache(HostTensor &cache, const KvCacheLayout &layout,
-                        llvm::ArrayRef<int32_t> blockTable, llvm::ArrayRef<int64_t> filled,
-                        int64_t headsKv, int64_t dim, uint64_t seed) {
+                        llvm::ArrayRef<int32_t> blockTable,
+                        llvm::ArrayRef<int64_t> filled, int64_t headsKv,
+                        int64_t dim, uint64_t seed) {
   cache.fillNormal(seed);
   int64_t rowElements = headsKv * dim;
   std::vector<bool> used(cache.size() / rowElements, false);

@@ -18,13 +18,15 @@ llvm::StringRef fmhajit::rotaryFormName(RotaryForm form) {
 }
 
 std::optional<RotaryForm> fmhajit::parseRotaryForm(llvm::StringRef name) {
-  for (RotaryForm f : {RotaryForm::None, RotaryForm::Interleaved, RotaryForm::Half})
+  for (RotaryForm f :
+       {RotaryForm::None, RotaryForm::Interleaved, RotaryForm::Half})
     if (rotaryFormName(f) == name)
       return f;
   return std::nullopt;
 }
 
-RotaryTables fmhajit::makeRotaryTables(int64_t positions, int64_t dim, double base) {
+RotaryTables fmhajit::makeRotaryTables(int64_t positions, int64_t dim,
+                                       double base) {
   assert(dim > 0 && dim % 2 == 0 && "rotary dims come in pairs");
   RotaryTables t;
   t.positions = positions;
@@ -35,19 +37,23 @@ RotaryTables fmhajit::makeRotaryTables(int64_t positions, int64_t dim, double ba
   for (int64_t pos = 0; pos < positions; ++pos)
     for (int64_t k = 0; k < half; ++k) {
       double angle = static_cast<double>(pos) *
-                     std::pow(base, -2.0 * static_cast<double>(k) / static_cast<double>(dim));
+                     std::pow(base, -2.0 * static_cast<double>(k) /
+                                        static_cast<double>(dim));
       t.cos[pos * half + k] = static_cast<float>(std::cos(angle));
       t.sin[pos * half + k] = static_cast<float>(std::sin(angle));
     }
   return t;
 }
 
-std::vector<double> fmhajit::rotateRowReference(llvm::ArrayRef<float> x, RotaryForm form,
-                                                const RotaryTables &tables, int64_t pos) {
+std::vector<double> fmhajit::rotateRowReference(llvm::ArrayRef<float> x,
+                                                RotaryForm form,
+                                                const RotaryTables &tables,
+                                                int64_t pos) {
   std::vector<double> y(x.begin(), x.end());
   if (form == RotaryForm::None)
     return y;
-  assert(pos < tables.positions && tables.dim <= static_cast<int64_t>(x.size()) &&
+  assert(pos < tables.positions &&
+         tables.dim <= static_cast<int64_t>(x.size()) &&
          "position or rotary dim outside the tables");
   int64_t half = tables.dim / 2;
   for (int64_t k = 0; k < half; ++k) {

@@ -97,7 +97,8 @@ static std::string pathIn(StringRef dir, StringRef file) {
   return std::string(path);
 }
 
-llvm::Error fmhajit::writeBundle(StringRef dir, llvm::ArrayRef<BundleArray> arrays,
+llvm::Error fmhajit::writeBundle(StringRef dir,
+                                 llvm::ArrayRef<BundleArray> arrays,
                                  MetaEntries meta) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return makeError(ErrorKind::Io,

@@ -42,9 +42,9 @@ struct BundleArray {
 /// The bundles of the multi-stage families (docs/families.md): creates
 /// \p dir, writes each array as .npy and meta.json with \p meta's keys in
 /// the order given. Failures are ErrorKind::Io errors naming the path.
-llvm::Error writeBundle(
-    llvm::StringRef dir, llvm::ArrayRef<BundleArray> arrays,
-    llvm::ArrayRef<std::pair<std::string, llvm::json::Value>> meta);
+llvm::Error
+writeBundle(llvm::StringRef dir, llvm::ArrayRef<BundleArray> arrays,
+            llvm::ArrayRef<std::pair<std::string, llvm::json::Value>> meta);
 
 /// meta.json's object for \p spec (resolved) and \p problem (validated).
 llvm::json::Object runMetadata(const KernelSpec &spec,

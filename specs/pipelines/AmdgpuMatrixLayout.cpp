@@ -13,13 +13,15 @@ static std::pair<unsigned, unsigned> parseShape(llvm::StringRef shape) {
   llvm::SmallVector<llvm::StringRef, 3> parts;
   shape.split(parts, 'x');
   unsigned m = 0, n = 0, k = 0;
-  if (parts.size() != 3 || parts[0].getAsInteger(10, m) || parts[1].getAsInteger(10, n) ||
-      parts[2].getAsInteger(10, k) || m != n || m == 0 || k == 0)
+  if (parts.size() != 3 || parts[0].getAsInteger(10, m) ||
+      parts[1].getAsInteger(10, n) || parts[2].getAsInteger(10, k) || m != n ||
+      m == 0 || k == 0)
     return {0, 0};
   return {m, k};
 }
 
-AmdgpuMatrixLayout::AmdgpuMatrixLayout(const KernelSpec &spec, const ArchInfo &arch)
+AmdgpuMatrixLayout::AmdgpuMatrixLayout(const KernelSpec &spec,
+                                       const ArchInfo &arch)
     : queryInShared(spec.pipeline == Pipeline::Wmma), spec(spec), arch(arch) {
   if (const PipelineInfo *info = arch.pipeline(spec.pipeline))
     std::tie(m, k) = parseShape(info->shape);
@@ -39,8 +41,9 @@ void AmdgpuMatrixLayout::check(ErrorList &errors) const {
   std::string pipeline = keyOf(spec.pipeline).str();
   if (!m || 2 * m != arch.waveSize) { // the table's shape does not fit its wave
     addTileError(errors, "pipeline", pipeline,
-                 "its shape '" + arch.pipeline(spec.pipeline)->shape + "' on " + arch.name +
-                     " is not two lane groups of a " + Twine(arch.waveSize) +
+                 "its shape '" + arch.pipeline(spec.pipeline)->shape + "' on " +
+                     arch.name + " is not two lane groups of a " +
+                     Twine(arch.waveSize) +
                      "-lane wave; this table is not supported");
     return;
   }
@@ -57,9 +60,11 @@ void AmdgpuMatrixLayout::check(ErrorList &errors) const {
                      " keys at a time: use a multiple of " + Twine(m));
   unsigned dStep = std::max(k, kCopyElements);
   if (spec.d % dStep)
-    addTileError(errors, "d", spec.d, "pipeline " + pipeline + " steps over d " + Twine(dStep) +
-                                          " columns at a time: use a multiple of " + Twine(dStep));
+    addTileError(errors, "d", spec.d,
+                 "pipeline " + pipeline + " steps over d " + Twine(dStep) +
+                     " columns at a time: use a multiple of " + Twine(dStep));
   if (spec.headDimV() % kCopyElements)
     addTileError(errors, "dv", spec.headDimV(),
-                 "pipeline " + pipeline + " copies V 8 columns at a time: use a multiple of 8");
+                 "pipeline " + pipeline +
+                     " copies V 8 columns at a time: use a multiple of 8");
 }

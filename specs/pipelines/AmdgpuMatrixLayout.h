@@ -29,7 +29,7 @@ public:
   unsigned m = 0, k = 0; ///< from the shape; 0 if it does not parse
   unsigned queryTilesPerWave = 0;
   bool queryInShared;
-  SharedTile query; ///< rows = 0 when Q lives in registers
+  SharedTile query;         ///< rows = 0 when Q lives in registers
   SharedTile keys, valuesT; ///< the first stage's buffers
 
   /// Q (if in LDS) and `stages` K/V^T buffers.

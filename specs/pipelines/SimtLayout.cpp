@@ -7,7 +7,8 @@ using namespace fmhajit;
 /// \p rows fp32 rows of \p width, padded, placed at \p offset rounded up to
 /// 16 bytes.
 static SharedTile paddedRows(unsigned offset, unsigned rows, unsigned width) {
-  return {unsigned(llvm::alignTo(offset, 16)), rows, width + SimtLayout::kPadElements, 4};
+  return {unsigned(llvm::alignTo(offset, 16)), rows,
+          width + SimtLayout::kPadElements, 4};
 }
 
 SimtLayout::SimtLayout(const KernelSpec &spec) : spec(spec) {

@@ -27,7 +27,9 @@ public:
   SharedTile query, keys, values, scores;
 
   /// Where row vector \p i (< kRowVectors) starts.
-  unsigned rowVectorOffset(unsigned i) const { return rowVectors0 + i * rowVectorBytes; }
+  unsigned rowVectorOffset(unsigned i) const {
+    return rowVectors0 + i * rowVectorBytes;
+  }
   unsigned bytes() const { return rowVectorOffset(kRowVectors); }
   /// stages=1.
   void check(ErrorList &errors) const;

@@ -10,8 +10,8 @@
 using namespace fmhajit;
 using llvm::Twine;
 
-void fmhajit::addTileError(ErrorList &errors, llvm::StringRef key, const Twine &value,
-                           const Twine &why) {
+void fmhajit::addTileError(ErrorList &errors, llvm::StringRef key,
+                           const Twine &value, const Twine &why) {
   errors.add(ErrorKind::Spec, key + "=" + value + ": " + why);
 }
 
@@ -25,13 +25,16 @@ void fmhajit::checkStagesInRange(const KernelSpec &spec, const ArchInfo &arch,
 void fmhajit::checkHeadDimMultiple(const KernelSpec &spec, unsigned multiple,
                                    const Twine &why, ErrorList &errors) {
   if (spec.d % multiple)
-    addTileError(errors, "d", spec.d, why + ": use a multiple of " + Twine(multiple));
+    addTileError(errors, "d", spec.d,
+                 why + ": use a multiple of " + Twine(multiple));
   if (spec.headDimV() != spec.d && spec.headDimV() % multiple)
-    addTileError(errors, "dv", spec.headDimV(), why + ": use a multiple of " + Twine(multiple));
+    addTileError(errors, "dv", spec.headDimV(),
+                 why + ": use a multiple of " + Twine(multiple));
 }
 
 // The pipeline's own rules, then (only if they hold) its footprint.
-void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch, ErrorList &errors) {
+void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch,
+                             ErrorList &errors) {
   ErrorList broken;
   switch (s.pipeline) {
   case Pipeline::Vector:
@@ -61,11 +64,13 @@ void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch, ErrorLis
   if (bytes > arch.sharedBytes)
     addTileError(errors, "bm", s.bm,
                  "tiles bm=" + Twine(s.bm) + ",bn=" + Twine(s.bn) + ",stages=" +
-                     Twine(s.stages) + " need " + Twine(bytes) + " bytes but " + arch.name +
-                     " has " + Twine(arch.sharedBytes) + "; use smaller bm, bn or stages");
+                     Twine(s.stages) + " need " + Twine(bytes) + " bytes but " +
+                     arch.name + " has " + Twine(arch.sharedBytes) +
+                     "; use smaller bm, bn or stages");
 }
 
-unsigned fmhajit::tileFootprintBytes(const KernelSpec &s, const ArchInfo &arch) {
+unsigned fmhajit::tileFootprintBytes(const KernelSpec &s,
+                                     const ArchInfo &arch) {
   switch (s.pipeline) {
   case Pipeline::Vector:
     return VectorLayout(s).bytes();

@@ -30,8 +30,8 @@ struct SharedTile {
 };
 
 /// Adds "key=value: why" (a Spec error) to \p errors.
-void addTileError(ErrorList &errors, llvm::StringRef key, const llvm::Twine &value,
-                  const llvm::Twine &why);
+void addTileError(ErrorList &errors, llvm::StringRef key,
+                  const llvm::Twine &value, const llvm::Twine &why);
 inline void addTileError(ErrorList &errors, llvm::StringRef key, unsigned value,
                          const llvm::Twine &why) {
   addTileError(errors, key, llvm::Twine(value), why);
@@ -51,7 +51,8 @@ void checkHeadDimMultiple(const KernelSpec &spec, unsigned multiple,
 /// granularity) and, when those hold, that its on-chip footprint fits the
 /// target. Adds one error per broken rule, each naming key, value and what
 /// is allowed. The table's rules (tile edges, warps) are validateSpec's.
-void checkTileRules(const KernelSpec &spec, const ArchInfo &arch, ErrorList &errors);
+void checkTileRules(const KernelSpec &spec, const ArchInfo &arch,
+                    ErrorList &errors);
 
 /// Bytes of on-chip tile storage a resolved spec needs: GPU shared memory /
 /// LDS, or the host's per-thread tile buffers. The pipeline's layout class

@@ -12,13 +12,15 @@ void VectorLayout::check(ErrorList &errors) const {
   if (spec.stages != 1)
     addTileError(errors, "stages", spec.stages,
                  "pipeline vector loads one tile at a time; use stages=1");
-  for (auto [key, value] : {std::pair<const char *, unsigned>{"bm", spec.bm}, {"bn", spec.bn}})
+  for (auto [key, value] :
+       {std::pair<const char *, unsigned>{"bm", spec.bm}, {"bn", spec.bn}})
     if (value % kMaxLanes)
       addTileError(errors, key, value,
-                   "pipeline vector steps over whole vectors of " + llvm::Twine(kMaxLanes) +
-                       " floats; use a multiple of " + llvm::Twine(kMaxLanes));
+                   "pipeline vector steps over whole vectors of " +
+                       llvm::Twine(kMaxLanes) + " floats; use a multiple of " +
+                       llvm::Twine(kMaxLanes));
   checkHeadDimMultiple(spec, kMaxLanes,
-                       "pipeline vector steps over whole vectors of " + llvm::Twine(kMaxLanes) +
-                           " floats",
+                       "pipeline vector steps over whole vectors of " +
+                           llvm::Twine(kMaxLanes) + " floats",
                        errors);
 }

@@ -1,4 +1,5 @@
-//===- WgmmaLayout.h - pipeline=wgmma: sm_90a warpgroup tiles (no emitter) -===//
+//===- WgmmaLayout.h - pipeline=wgmma: sm_90a warpgroup tiles (no emitter)
+//-===//
 //
 // sm_90a's table offers wgmma, and specs and names take it, but no emitter
 // exists yet: emitKernelModule refuses it as not implemented. Its rules are
@@ -17,7 +18,8 @@ class WgmmaLayout {
 public:
   static constexpr unsigned kWarpsPerGroup = 4;
 
-  WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch) : spec(spec), arch(arch) {}
+  WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
+      : spec(spec), arch(arch) {}
 
   unsigned bytes() const;
   /// Stages in range; warps whole warpgroups.

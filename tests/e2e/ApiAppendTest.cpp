@@ -28,24 +28,30 @@ struct AppendCase {
 
 void PrintTo(const AppendCase &c, std::ostream *os) { *os << c.label; }
 
-class ApiAppendMatchesReference : public ::testing::TestWithParam<AppendCase> {};
+class ApiAppendMatchesReference : public ::testing::TestWithParam<AppendCase> {
+};
 
 TEST_P(ApiAppendMatchesReference, PlanAndAppend) {
-  AppendOutcome out = checkApiAppend(GetParam().problem, GetParam().callerTables, 4);
+  AppendOutcome out =
+      checkApiAppend(GetParam().problem, GetParam().callerTables, 4);
   ASSERT_EQ(out.plan.steps().size(), 1u);
   EXPECT_EQ(out.plan.steps()[0].role, "append");
-  EXPECT_NE(out.plan.steps()[0].kernel.find("fmha_appendkv_"), std::string::npos);
+  EXPECT_NE(out.plan.steps()[0].kernel.find("fmha_appendkv_"),
+            std::string::npos);
 }
 
 std::vector<AppendCase> appendCases() {
   AppendProblem contiguous = appendProblem({0, 15, 33}, 1, 0, Rotary::None);
   AppendProblem half = appendProblem({0, 15, 33}, 1, 16, Rotary::Half);
   half.rotateQ = true;
-  AppendProblem interleaved = appendProblem({5, 64, 200}, 1, 64, Rotary::Interleaved);
-  AppendProblem partial = appendProblem({3, 100}, 70, 16, Rotary::Half, 64, DType::F16);
+  AppendProblem interleaved =
+      appendProblem({5, 64, 200}, 1, 64, Rotary::Interleaved);
+  AppendProblem partial =
+      appendProblem({3, 100}, 70, 16, Rotary::Half, 64, DType::F16);
   partial.rotaryDim = 32;
   partial.rotateQ = true;
-  AppendProblem contiguousRope = appendProblem({7, 0}, 70, 0, Rotary::Interleaved, 64, DType::F32);
+  AppendProblem contiguousRope =
+      appendProblem({7, 0}, 70, 0, Rotary::Interleaved, 64, DType::F32);
   contiguousRope.rotaryDim = 48;
   AppendProblem tables = appendProblem({9, 31}, 2, 256, Rotary::Half);
   tables.rotateQ = true;
@@ -57,7 +63,8 @@ std::vector<AppendCase> appendCases() {
           {"ContiguousInterleaved70Rows", contiguousRope},
           {"CallerTablesPage256", tables, true}};
 }
-INSTANTIATE_TEST_SUITE_P(Cases, ApiAppendMatchesReference, ::testing::ValuesIn(appendCases()),
+INSTANTIATE_TEST_SUITE_P(Cases, ApiAppendMatchesReference,
+                         ::testing::ValuesIn(appendCases()),
                          [](const auto &info) { return info.param.label; });
 
 // A decode step: append one token to each sequence of a paged cache, then
@@ -76,7 +83,8 @@ TEST(ApiAppendDecodeStep, AttentionReadsTheAppendedRows) {
   std::optional<api::Plan> plan = planChecked(p, options);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->steps().size(), 2u) << plan->describe();
-  fmhajit::CompareResult r = runPagedAgainstReference(*plan, p, out.caches, {}, 6);
+  fmhajit::CompareResult r =
+      runPagedAgainstReference(*plan, p, out.caches, {}, 6);
   EXPECT_TRUE(r.pass) << r.summary() << "\n" << plan->describe();
 }
 
@@ -93,7 +101,8 @@ void PrintTo(const BadAppend &c, std::ostream *os) { *os << c.label; }
 class ApiAppendRefuses : public ::testing::TestWithParam<BadAppend> {};
 
 TEST_P(ApiAppendRefuses, WithAStatus) {
-  expectPlanRefused(GetParam().problem, StatusCode::InvalidArgument, GetParam().says);
+  expectPlanRefused(GetParam().problem, StatusCode::InvalidArgument,
+                    GetParam().says);
 }
 
 std::vector<BadAppend> badAppends() {
@@ -114,11 +123,14 @@ std::vector<BadAppend> badAppends() {
   return {{"OddRotaryDim", odd, "rotaryDim 33 must be even"},
           {"RowsPastTheCache", full, "raise pagesKv.maxPagesPerSeq"},
           {"NoCache", noCache, "a contiguous cache needs capacity"},
-          {"PageSizeNotPowerOfTwo", notPow2, "pagesKv.pageSize 12 must be a power of two"},
-          {"RotateQWithoutRotary", rotateNothing, "choose Rotary::Interleaved or Rotary::Half"},
+          {"PageSizeNotPowerOfTwo", notPow2,
+           "pagesKv.pageSize 12 must be a power of two"},
+          {"RotateQWithoutRotary", rotateNothing,
+           "choose Rotary::Interleaved or Rotary::Half"},
           {"HeadsDivide", heads, "must be >= 1 and divide headsQ 5"}};
 }
-INSTANTIATE_TEST_SUITE_P(Problems, ApiAppendRefuses, ::testing::ValuesIn(badAppends()),
+INSTANTIATE_TEST_SUITE_P(Problems, ApiAppendRefuses,
+                         ::testing::ValuesIn(badAppends()),
                          [](const auto &info) { return info.param.label; });
 
 // An append plan runs through append() only, a forward plan through run()
@@ -133,21 +145,28 @@ TEST(ApiAppendRefuses, WrongEntryAndMissingTensors) {
   ASSERT_TRUE(appendPlan.ok()) << appendPlan.status().toString();
   int dummy = 0;
   api::Status viaRun = api::run(*appendPlan, {&dummy, &dummy, &dummy, &dummy});
-  EXPECT_NE(viaRun.message().find("call fmhajit::api::append"), std::string::npos);
+  EXPECT_NE(viaRun.message().find("call fmhajit::api::append"),
+            std::string::npos);
 
   api::Problem f;
   f.headDim = 64, f.dtype = DType::F32;
   api::Result<api::Plan> forward = api::plan(f, options);
   ASSERT_TRUE(forward.ok()) << forward.status().toString();
-  api::Status viaAppend = api::append(*forward, {&dummy, &dummy, &dummy, &dummy});
-  EXPECT_NE(viaAppend.message().find("call fmhajit::api::run"), std::string::npos);
+  api::Status viaAppend =
+      api::append(*forward, {&dummy, &dummy, &dummy, &dummy});
+  EXPECT_NE(viaAppend.message().find("call fmhajit::api::run"),
+            std::string::npos);
 
-  api::Status noTable = api::append(*appendPlan, {&dummy, &dummy, &dummy, &dummy});
-  EXPECT_NE(noTable.message().find("set AppendTensors::blockTable"), std::string::npos)
+  api::Status noTable =
+      api::append(*appendPlan, {&dummy, &dummy, &dummy, &dummy});
+  EXPECT_NE(noTable.message().find("set AppendTensors::blockTable"),
+            std::string::npos)
       << noTable.toString();
   int32_t table[64] = {};
-  api::Status noQ = api::append(*appendPlan, {&dummy, &dummy, &dummy, &dummy, table});
-  EXPECT_NE(noQ.message().find("set AppendTensors::q and qOut"), std::string::npos)
+  api::Status noQ =
+      api::append(*appendPlan, {&dummy, &dummy, &dummy, &dummy, table});
+  EXPECT_NE(noQ.message().find("set AppendTensors::q and qOut"),
+            std::string::npos)
       << noQ.toString();
 }
 

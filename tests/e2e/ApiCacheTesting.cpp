@@ -1,11 +1,11 @@
 //===- ApiCacheTesting.cpp - The public API on K/V caches -----------------===//
 #include "tests/e2e/ApiCacheTesting.h"
-#include "runtime/harness/AppendCase.h"
-#include "runtime/numerics/FamilyReference.h"
-#include "runtime/numerics/KvCacheData.h"
 #include "runtime/api/PagedLowering.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/device/DeviceCopies.h"
+#include "runtime/harness/AppendCase.h"
+#include "runtime/numerics/FamilyReference.h"
+#include "runtime/numerics/KvCacheData.h"
 #include "specs/ArchTable.h"
 #include "gtest/gtest.h"
 #include <cmath>
@@ -20,7 +20,9 @@ static std::vector<int64_t> widen(const std::vector<int32_t> &lengths) {
 static DType dtypeOf(const api::Problem &p) { return toDType(p.dtype); }
 
 /// "" for success, else the status as text.
-static std::string errorText(const api::Status &s) { return s.ok() ? "" : s.toString(); }
+static std::string errorText(const api::Status &s) {
+  return s.ok() ? "" : s.toString();
+}
 
 // A run that did not happen has not passed.
 static CompareResult notRun() {
@@ -29,11 +31,13 @@ static CompareResult notRun() {
   return r;
 }
 
-api::Problem e2e::pagedProblem(int64_t headsQ, int64_t headsKv, int64_t sq, int64_t d,
-                               api::DType dtype, std::vector<int32_t> lens, int64_t pageSize) {
+api::Problem e2e::pagedProblem(int64_t headsQ, int64_t headsKv, int64_t sq,
+                               int64_t d, api::DType dtype,
+                               std::vector<int32_t> lens, int64_t pageSize) {
   api::Problem p;
   p.batch = int64_t(lens.size());
-  p.headsQ = headsQ, p.headsKv = headsKv, p.seqlenQ = sq, p.headDim = d, p.dtype = dtype;
+  p.headsQ = headsQ, p.headsKv = headsKv, p.seqlenQ = sq, p.headDim = d,
+  p.dtype = dtype;
   p.pagesKv.pageSize = pageSize;
   p.pagesKv.numPages = 2;
   for (int32_t len : lens) {
@@ -45,8 +49,9 @@ api::Problem e2e::pagedProblem(int64_t headsQ, int64_t headsKv, int64_t sq, int6
   return p;
 }
 
-api::AppendProblem e2e::appendProblem(std::vector<int32_t> lens, int64_t newTokens,
-                                      int64_t pageSize, api::Rotary rotary, int64_t d,
+api::AppendProblem e2e::appendProblem(std::vector<int32_t> lens,
+                                      int64_t newTokens, int64_t pageSize,
+                                      api::Rotary rotary, int64_t d,
                                       api::DType dtype) {
   api::AppendProblem p;
   p.batch = int64_t(lens.size());
@@ -72,21 +77,27 @@ api::AppendProblem e2e::appendProblem(std::vector<int32_t> lens, int64_t newToke
 
 PagedPools e2e::makePools(const api::Problem &p, uint64_t seed) {
   KvCacheLayout layout = pagedLayoutOf(p);
-  int64_t headsKv = p.headsKv ? p.headsKv : p.headsQ, dv = p.headDimV ? p.headDimV : p.headDim;
-  PagedPools pools{HostTensor(dtypeOf(p), numElements(layout.shape(p.batch, headsKv, p.headDim))),
-                   HostTensor(dtypeOf(p), numElements(layout.shape(p.batch, headsKv, dv))),
-                   shuffledBlockTable(layout, widen(p.seqlensK), seed)};
-  fillCache(pools.kPool, layout, pools.blockTable, widen(p.seqlensK), headsKv, p.headDim,
-            seed + 1);
-  fillCache(pools.vPool, layout, pools.blockTable, widen(p.seqlensK), headsKv, dv, seed + 2);
+  int64_t headsKv = p.headsKv ? p.headsKv : p.headsQ,
+          dv = p.headDimV ? p.headDimV : p.headDim;
+  PagedPools pools{
+      HostTensor(dtypeOf(p),
+                 numElements(layout.shape(p.batch, headsKv, p.headDim))),
+      HostTensor(dtypeOf(p), numElements(layout.shape(p.batch, headsKv, dv))),
+      shuffledBlockTable(layout, widen(p.seqlensK), seed)};
+  fillCache(pools.kPool, layout, pools.blockTable, widen(p.seqlensK), headsKv,
+            p.headDim, seed + 1);
+  fillCache(pools.vPool, layout, pools.blockTable, widen(p.seqlensK), headsKv,
+            dv, seed + 2);
   return pools;
 }
 
 // The GPU run of a paged plan: device copies of the host Tensors \p t
 // (block table and lengths included) and the workspace; O and LSE back.
-static std::string runPagedOnGpu(const api::Plan &plan, const api::Tensors &host,
-                                 const HostTensor &q, HostTensor &o, std::vector<float> &lse,
-                                 const PagedPools &pools, const std::vector<int32_t> &lengths) {
+static std::string runPagedOnGpu(const api::Plan &plan,
+                                 const api::Tensors &host, const HostTensor &q,
+                                 HostTensor &o, std::vector<float> &lse,
+                                 const PagedPools &pools,
+                                 const std::vector<int32_t> &lengths) {
   DeviceCopies gpu(findArch(plan.target())->backend);
   api::Tensors t = host;
   t.q = gpu.upload(host.q, q.sizeInBytes(), "q");
@@ -94,8 +105,10 @@ static std::string runPagedOnGpu(const api::Plan &plan, const api::Tensors &host
   t.v = gpu.upload(host.v, pools.vPool.sizeInBytes(), "v pool");
   t.o = gpu.upload(host.o, o.sizeInBytes(), "o");
   t.lse = gpu.upload<float>(host.lse, lse.size() * 4, "lse");
-  t.blockTable = gpu.upload<const int32_t>(host.blockTable, pools.blockTable.size() * 4, "table");
-  t.seqlensK = gpu.upload<const int32_t>(host.seqlensK, lengths.size() * 4, "seqlens_k");
+  t.blockTable = gpu.upload<const int32_t>(
+      host.blockTable, pools.blockTable.size() * 4, "table");
+  t.seqlensK =
+      gpu.upload<const int32_t>(host.seqlensK, lengths.size() * 4, "seqlens_k");
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
   if (!gpu.error().empty())
     return gpu.error();
@@ -106,8 +119,10 @@ static std::string runPagedOnGpu(const api::Plan &plan, const api::Tensors &host
   return gpu.error();
 }
 
-CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Problem &problem,
-                                            const PagedPools &pools, std::vector<int32_t> lengths,
+CompareResult e2e::runPagedAgainstReference(const api::Plan &plan,
+                                            const api::Problem &problem,
+                                            const PagedPools &pools,
+                                            std::vector<int32_t> lengths,
                                             uint64_t seed) {
   llvm::Expected<LoweredProblem> l = lowerProblem(problem, plan.target());
   EXPECT_TRUE(bool(l)) << llvm::toString(l.takeError());
@@ -116,12 +131,14 @@ CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Pr
   const KernelSpec &f = l->features;
   if (lengths.empty())
     lengths = problem.seqlensK;
-  PagedProblem paged = PagedProblem::make(f, l->problem, *l->pagedCache, widen(lengths));
+  PagedProblem paged =
+      PagedProblem::make(f, l->problem, *l->pagedCache, widen(lengths));
   HostTensor q(f.dtype, numElements(paged.attention.qShape())),
       o(f.outType(), numElements(paged.attention.oShape()));
   q.fillNormal(seed * 11);
   o.poison();
-  std::vector<float> lse(f.lse ? size_t(numElements(paged.attention.lseShape())) : 0, NAN);
+  std::vector<float> lse(
+      f.lse ? size_t(numElements(paged.attention.lseShape())) : 0, NAN);
   api::Tensors t{q.data(), pools.kPool.data(), pools.vPool.data(), o.data(),
                  lse.empty() ? nullptr : lse.data()};
   t.blockTable = pools.blockTable.data();
@@ -132,14 +149,15 @@ CompareResult e2e::runPagedAgainstReference(const api::Plan &plan, const api::Pr
   EXPECT_EQ(error, "");
   if (!error.empty())
     return notRun();
-  ReferenceOutput ref = referencePaged(f, paged, q.toFloat(), pools.kPool.toFloat(),
-                                       pools.vPool.toFloat(), pools.blockTable);
-  return compareOutputs(o.toFloat(), ref.o, lse, f.lse ? ref.lse : std::vector<double>(),
-                        f.outType());
+  ReferenceOutput ref =
+      referencePaged(f, paged, q.toFloat(), pools.kPool.toFloat(),
+                     pools.vPool.toFloat(), pools.blockTable);
+  return compareOutputs(o.toFloat(), ref.o, lse,
+                        f.lse ? ref.lse : std::vector<double>(), f.outType());
 }
 
-AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool callerTables,
-                                  uint64_t seed) {
+AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem,
+                                  bool callerTables, uint64_t seed) {
   api::Options options;
   options.threads = 2;
   AppendOutcome out;
@@ -154,7 +172,8 @@ AppendOutcome e2e::checkApiAppend(const api::AppendProblem &problem, bool caller
   llvm::Error err = run->run(*plan, callerTables);
   EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
   out.check = run->check();
-  EXPECT_TRUE(out.check.pass) << out.check.summary() << "\n" << plan->describe();
+  EXPECT_TRUE(out.check.pass) << out.check.summary() << "\n"
+                              << plan->describe();
   out.caches = {run->kCache(), run->vCache(), run->blockTable()};
   return out;
 }

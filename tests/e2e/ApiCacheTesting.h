@@ -1,4 +1,5 @@
-//===- ApiCacheTesting.h - The public API on K/V caches, against references ===//
+//===- ApiCacheTesting.h - The public API on K/V caches, against references
+//===//
 //
 // The paged and append counterparts of ApiTesting.h: seeded caches as
 // runtime/numerics/KvCacheData.h builds them (each sequence's pages in a random
@@ -22,14 +23,16 @@ namespace fmhajit::e2e {
 
 /// A paged problem on the host whose pool holds every sequence's pages
 /// (\p lens keys each) plus two spare.
-api::Problem pagedProblem(int64_t headsQ, int64_t headsKv, int64_t sq, int64_t d, api::DType dtype,
+api::Problem pagedProblem(int64_t headsQ, int64_t headsKv, int64_t sq,
+                          int64_t d, api::DType dtype,
                           std::vector<int32_t> lens, int64_t pageSize);
 
 /// An append on the host of \p newTokens rows to caches holding \p lens
 /// rows (8 query heads over 2 K/V heads): paged with room for one more page
 /// per sequence when \p pageSize, else contiguous with 5 rows to spare.
-api::AppendProblem appendProblem(std::vector<int32_t> lens, int64_t newTokens, int64_t pageSize,
-                                 api::Rotary rotary, int64_t d = 128,
+api::AppendProblem appendProblem(std::vector<int32_t> lens, int64_t newTokens,
+                                 int64_t pageSize, api::Rotary rotary,
+                                 int64_t d = 128,
                                  api::DType dtype = api::DType::BF16);
 
 /// The pools and block table of a paged api::Problem (BSHD Q and O).
@@ -44,8 +47,10 @@ PagedPools makePools(const api::Problem &problem, uint64_t seed);
 /// Runs \p plan (of \p problem, paged) on \p pools with fresh Q and
 /// poisoned O/LSE, \p seqlensK (empty: the problem's) given through
 /// Tensors, and compares with referencePaged for those lengths.
-CompareResult runPagedAgainstReference(const api::Plan &plan, const api::Problem &problem,
-                                       const PagedPools &pools, std::vector<int32_t> seqlensK,
+CompareResult runPagedAgainstReference(const api::Plan &plan,
+                                       const api::Problem &problem,
+                                       const PagedPools &pools,
+                                       std::vector<int32_t> seqlensK,
                                        uint64_t seed);
 
 /// What an append through the API left behind, checked.
@@ -59,7 +64,7 @@ struct AppendOutcome {
 /// plan(AppendProblem) + append() on seeded caches (rows past each length
 /// NaN), the plan's rotary tables unless \p callerTables; compared with
 /// referenceAppendKv. Fails the calling test on any error.
-AppendOutcome checkApiAppend(const api::AppendProblem &problem, bool callerTables = false,
-                             uint64_t seed = 1);
+AppendOutcome checkApiAppend(const api::AppendProblem &problem,
+                             bool callerTables = false, uint64_t seed = 1);
 
 } // namespace fmhajit::e2e

@@ -32,12 +32,12 @@ std::string noGpuReason() {
   return plan.ok() ? "" : plan.status().message();
 }
 
-#define REQUIRE_GPU()                                                                              \
-  if (std::string why = noGpuReason(); !why.empty())                                               \
+#define REQUIRE_GPU()                                                          \
+  if (std::string why = noGpuReason(); !why.empty())                           \
   GTEST_SKIP() << why
 
-Problem gpuProblem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq, int64_t sk,
-                   int64_t d, DType dtype) {
+Problem gpuProblem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq,
+                   int64_t sk, int64_t d, DType dtype) {
   Problem p;
   p.batch = batch, p.headsQ = headsQ, p.headsKv = headsKv;
   p.seqlenQ = sq, p.seqlenK = sk, p.headDim = d, p.dtype = dtype;
@@ -48,7 +48,8 @@ Problem gpuProblem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq, i
 struct GpuCase {
   std::string label;
   Problem problem;
-  std::string pipeline; ///< the pipeline the plan must pick, "_mma_" or "_simt_"
+  std::string
+      pipeline; ///< the pipeline the plan must pick, "_mma_" or "_simt_"
 };
 
 void PrintTo(const GpuCase &c, std::ostream *os) { *os << c.label; }
@@ -59,7 +60,8 @@ TEST_P(ApiCuda, MatchesReference) {
   REQUIRE_GPU();
   ApiCheck check = checkApi(GetParam().problem);
   ASSERT_FALSE(check.plan.steps().empty());
-  EXPECT_NE(check.plan.steps().front().kernel.find(GetParam().pipeline), std::string::npos)
+  EXPECT_NE(check.plan.steps().front().kernel.find(GetParam().pipeline),
+            std::string::npos)
       << check.plan.describe();
 }
 
@@ -83,9 +85,12 @@ std::vector<GpuCase> gpuCases() {
   Problem alibi = gpuProblem(1, 4, 4, 64, 64, 128, DType::BF16);
   alibi.alibi = true;
   alibi.softcap = 30;
-  return {{"BshdGqaCausalLse", bshd, "_mma_"},        {"Bhsd", bhsd, "_mma_"},
-          {"MisalignedKvIsSimt", odd, "_simt_"},      {"Fp32Window", fp32, "_simt_"},
-          {"VarlenDeviceCuSeqlens", varlen, "_mma_"}, {"AlibiSoftcap", alibi, "_mma_"}};
+  return {{"BshdGqaCausalLse", bshd, "_mma_"},
+          {"Bhsd", bhsd, "_mma_"},
+          {"MisalignedKvIsSimt", odd, "_simt_"},
+          {"Fp32Window", fp32, "_simt_"},
+          {"VarlenDeviceCuSeqlens", varlen, "_mma_"},
+          {"AlibiSoftcap", alibi, "_mma_"}};
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, ApiCuda, ::testing::ValuesIn(gpuCases()),
                          [](const auto &info) { return info.param.label; });
@@ -98,7 +103,8 @@ TEST(ApiCudaRun, VarlenNeedsDeviceCuSeqlens) {
   ASSERT_TRUE(plan);
   int dummy[4];
   api::Status s = api::run(*plan, {dummy, dummy, dummy, dummy});
-  EXPECT_NE(s.message().find("Tensors::cuSeqlensQ and cuSeqlensK"), std::string::npos)
+  EXPECT_NE(s.message().find("Tensors::cuSeqlensQ and cuSeqlensK"),
+            std::string::npos)
       << s.message();
 }
 
@@ -144,19 +150,26 @@ TEST_P(ApiCudaPaged, MatchesReference) {
   REQUIRE_GPU();
   ApiCheck check = checkApi(GetParam().problem, {}, 5);
   ASSERT_FALSE(check.plan.steps().empty());
-  EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"), std::string::npos)
+  EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"),
+            std::string::npos)
       << check.plan.describe();
 }
 
 std::vector<GpuPagedCase> gpuPagedCases() {
-  Problem decode = onGpu(pagedProblem(16, 2, 1, 128, DType::BF16, {1, 17, 300, 64, 1000}, 16));
+  Problem decode = onGpu(
+      pagedProblem(16, 2, 1, 128, DType::BF16, {1, 17, 300, 64, 1000}, 16));
   decode.wantLse = true;
-  Problem causal = onGpu(pagedProblem(4, 2, 5, 64, DType::F16, {3, 100, 257}, 64));
+  Problem causal =
+      onGpu(pagedProblem(4, 2, 5, 64, DType::F16, {3, 100, 257}, 64));
   causal.mask = Mask::CausalBottomRight;
-  Problem long8k = onGpu(pagedProblem(8, 1, 1, 128, DType::BF16, {9000, 5}, 16));
-  return {{"DecodeGqaLse", decode}, {"CausalBrFp16", causal}, {"LongBesideShort", long8k}};
+  Problem long8k =
+      onGpu(pagedProblem(8, 1, 1, 128, DType::BF16, {9000, 5}, 16));
+  return {{"DecodeGqaLse", decode},
+          {"CausalBrFp16", causal},
+          {"LongBesideShort", long8k}};
 }
-INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaPaged, ::testing::ValuesIn(gpuPagedCases()),
+INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaPaged,
+                         ::testing::ValuesIn(gpuPagedCases()),
                          [](const auto &info) { return info.param.label; });
 
 TEST(ApiCudaPagedRun, NeedsDeviceLengths) {
@@ -168,7 +181,8 @@ TEST(ApiCudaPagedRun, NeedsDeviceLengths) {
   api::Tensors t{dummy, dummy, dummy, dummy};
   t.blockTable = dummy;
   api::Status s = api::run(*plan, t);
-  EXPECT_NE(s.message().find("Tensors::seqlensK"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("Tensors::seqlensK"), std::string::npos)
+      << s.message();
 }
 
 struct GpuAppendCase {
@@ -184,7 +198,8 @@ TEST_P(ApiCudaAppend, MatchesReference) {
   REQUIRE_GPU();
   AppendOutcome out = checkApiAppend(GetParam().problem, false, 6);
   ASSERT_EQ(out.plan.steps().size(), 1u);
-  EXPECT_NE(out.plan.target().find("sm_"), std::string::npos) << out.plan.describe();
+  EXPECT_NE(out.plan.target().find("sm_"), std::string::npos)
+      << out.plan.describe();
 }
 
 std::vector<GpuAppendCase> gpuAppendCases() {
@@ -192,15 +207,19 @@ std::vector<GpuAppendCase> gpuAppendCases() {
     p.device = api::Device::Cuda;
     return p;
   };
-  api::AppendProblem contiguous = gpu(appendProblem({0, 15, 33}, 1, 0, api::Rotary::None));
-  api::AppendProblem pagedHalfQ = gpu(appendProblem({0, 15, 33}, 1, 16, api::Rotary::Half));
+  api::AppendProblem contiguous =
+      gpu(appendProblem({0, 15, 33}, 1, 0, api::Rotary::None));
+  api::AppendProblem pagedHalfQ =
+      gpu(appendProblem({0, 15, 33}, 1, 16, api::Rotary::Half));
   pagedHalfQ.rotateQ = true;
-  api::AppendProblem interleaved =
-      gpu(appendProblem({3, 100}, 70, 16, api::Rotary::Interleaved, 64, DType::F16));
-  return {{"Contiguous", contiguous}, {"PagedHalfRotaryQ", pagedHalfQ},
+  api::AppendProblem interleaved = gpu(appendProblem(
+      {3, 100}, 70, 16, api::Rotary::Interleaved, 64, DType::F16));
+  return {{"Contiguous", contiguous},
+          {"PagedHalfRotaryQ", pagedHalfQ},
           {"PagedInterleaved70Rows", interleaved}};
 }
-INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaAppend, ::testing::ValuesIn(gpuAppendCases()),
+INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaAppend,
+                         ::testing::ValuesIn(gpuAppendCases()),
                          [](const auto &info) { return info.param.label; });
 
 TEST(ApiCudaAppendRun, NeedsDeviceLengths) {
@@ -211,7 +230,8 @@ TEST(ApiCudaAppendRun, NeedsDeviceLengths) {
   ASSERT_TRUE(plan);
   int dummy[4];
   api::Status s = api::append(*plan, {dummy, dummy, dummy, dummy});
-  EXPECT_NE(s.message().find("AppendTensors::seqlens"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("AppendTensors::seqlens"), std::string::npos)
+      << s.message();
 }
 
 } // namespace

@@ -9,8 +9,8 @@
 // refused. On a machine with HIP the driver-less checks skip.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/e2e/ApiCacheTesting.h"
 #include "runtime/device/HipRuntime.h"
+#include "tests/e2e/ApiCacheTesting.h"
 #include "gtest/gtest.h"
 
 using namespace fmhajit::e2e;
@@ -29,17 +29,18 @@ Problem hipProblem() {
   return p;
 }
 
-#define SKIP_WITH_HIP()                                                                            \
-  if (auto hip = fmhajit::HipRuntime::get())                                                       \
-    GTEST_SKIP() << "HIP is present: " << hip->describe();                                         \
-  else                                                                                             \
+#define SKIP_WITH_HIP()                                                        \
+  if (auto hip = fmhajit::HipRuntime::get())                                   \
+    GTEST_SKIP() << "HIP is present: " << hip->describe();                     \
+  else                                                                         \
     llvm::consumeError(hip.takeError())
 
 // The GPU's own target needs the runtime: the error names what is missing
 // and how to plan for a GPU this machine lacks.
 TEST(ApiHip, PlanWithoutHipIsTheNoRuntimeError) {
   SKIP_WITH_HIP();
-  expectPlanRefused(hipProblem(), StatusCode::DeviceError, "no HIP runtime: libamdhip64.so");
+  expectPlanRefused(hipProblem(), StatusCode::DeviceError,
+                    "no HIP runtime: libamdhip64.so");
   expectPlanRefused(hipProblem(), StatusCode::DeviceError,
                     "set Options::target and Options::load = false");
 }
@@ -49,7 +50,8 @@ TEST(ApiHip, LoadingAnAmdTargetWithoutHipIsTheNoRuntimeError) {
   SKIP_WITH_HIP();
   api::Options options;
   options.target = "gfx942";
-  expectPlanRefused(hipProblem(), StatusCode::DeviceError, "no HIP runtime", options);
+  expectPlanRefused(hipProblem(), StatusCode::DeviceError, "no HIP runtime",
+                    options);
 }
 
 TEST(ApiHip, AppendWithoutHipIsTheNoRuntimeError) {
@@ -76,7 +78,8 @@ TEST(ApiHip, PlansAnAmdTargetWithoutLoading) {
         << plan->describe();
     std::vector<uint16_t> x(4 * 16 * 64);
     api::Status s = api::run(*plan, {x.data(), x.data(), x.data(), x.data()});
-    EXPECT_NE(s.message().find("Options::load = false"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("Options::load = false"), std::string::npos)
+        << s.message();
   }
 }
 

@@ -35,15 +35,19 @@ TEST_P(ApiPagedMatchesReference, PlanAndRun) {
   options.threads = 2;
   ApiCheck check = checkApi(GetParam().problem, options, 3);
   ASSERT_FALSE(check.plan.steps().empty());
-  EXPECT_EQ(check.plan.steps()[0].role, "paged forward") << check.plan.describe();
-  EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"), std::string::npos);
+  EXPECT_EQ(check.plan.steps()[0].role, "paged forward")
+      << check.plan.describe();
+  EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"),
+            std::string::npos);
 }
 
 std::vector<PagedCase> pagedCases() {
-  Problem decode = pagedProblem(16, 2, 1, 128, DType::BF16, {1, 17, 300, 64, 1000}, 16);
+  Problem decode =
+      pagedProblem(16, 2, 1, 128, DType::BF16, {1, 17, 300, 64, 1000}, 16);
   decode.wantLse = true;
   Problem causal = pagedProblem(4, 2, 5, 64, DType::F16, {3, 100, 257}, 64);
-  causal.mask = Mask::CausalBottomRight; // the 3-key sequence's first rows see no key
+  causal.mask =
+      Mask::CausalBottomRight; // the 3-key sequence's first rows see no key
   causal.wantLse = true;
   Problem window = pagedProblem(4, 4, 7, 64, DType::F32, {500, 129}, 4);
   window.mask = Mask::Window;
@@ -57,7 +61,8 @@ std::vector<PagedCase> pagedCases() {
           {"WindowFp32Page4", window},
           {"SoftcapAlibiBf16", scores}};
 }
-INSTANTIATE_TEST_SUITE_P(Cases, ApiPagedMatchesReference, ::testing::ValuesIn(pagedCases()),
+INSTANTIATE_TEST_SUITE_P(Cases, ApiPagedMatchesReference,
+                         ::testing::ValuesIn(pagedCases()),
                          [](const auto &info) { return info.param.label; });
 
 // Decode, GQA 8:1, 8 threads: 16 work items over 9000 keys, so the plan
@@ -89,7 +94,8 @@ TEST(ApiPagedDecode, RunsWithTheCallersLengths) {
   ASSERT_TRUE(plan);
   PagedPools pools = makePools(p, 9);
   // Fewer keys than planned: rows past them are data, but must not be read.
-  fmhajit::CompareResult r = runPagedAgainstReference(*plan, p, pools, {17, 131}, 9);
+  fmhajit::CompareResult r =
+      runPagedAgainstReference(*plan, p, pools, {17, 131}, 9);
   EXPECT_TRUE(r.pass) << r.summary();
 }
 
@@ -106,7 +112,8 @@ void PrintTo(const BadPaged &c, std::ostream *os) { *os << c.label; }
 class ApiPagedRefuses : public ::testing::TestWithParam<BadPaged> {};
 
 TEST_P(ApiPagedRefuses, WithAStatus) {
-  expectPlanRefused(GetParam().problem, StatusCode::InvalidArgument, GetParam().says);
+  expectPlanRefused(GetParam().problem, StatusCode::InvalidArgument,
+                    GetParam().says);
 }
 
 std::vector<BadPaged> badPaged() {
@@ -126,15 +133,20 @@ std::vector<BadPaged> badPaged() {
   varlen.cuSeqlensK = {0, 100, 130};
   Problem empty = base;
   empty.seqlensK = {100, 0};
-  return {{"PageSizeNotPowerOfTwo", notPow2, "pagesKv.pageSize 24 must be a power of two"},
+  return {{"PageSizeNotPowerOfTwo", notPow2,
+           "pagesKv.pageSize 24 must be a power of two"},
           {"LengthsExceedPages", tooLong, "raise maxPagesPerSeq"},
-          {"OneLengthPerSequence", count, "seqlensK holds 2 lengths but batch is 3"},
-          {"LengthsWithoutPages", noPages, "seqlensK is given but pagesKv.pageSize is 0"},
-          {"PoolsArePacked", layout, "leave Problem::k and v at TensorLayout::bshd()"},
+          {"OneLengthPerSequence", count,
+           "seqlensK holds 2 lengths but batch is 3"},
+          {"LengthsWithoutPages", noPages,
+           "seqlensK is given but pagesKv.pageSize is 0"},
+          {"PoolsArePacked", layout,
+           "leave Problem::k and v at TensorLayout::bshd()"},
           {"NoVarlenWithPages", varlen, "leave cuSeqlensQ/K empty"},
           {"EverySequenceHasKeys", empty, "seqlensK[1] = 0"}};
 }
-INSTANTIATE_TEST_SUITE_P(Problems, ApiPagedRefuses, ::testing::ValuesIn(badPaged()),
+INSTANTIATE_TEST_SUITE_P(Problems, ApiPagedRefuses,
+                         ::testing::ValuesIn(badPaged()),
                          [](const auto &info) { return info.param.label; });
 
 // run() checks what the kernel would follow: the table must be there, and
@@ -150,16 +162,19 @@ TEST(ApiPagedRefuses, BadTensorsAtRunTime) {
   api::Tensors t{q.data(), pools.kPool.data(), pools.vPool.data(), o.data()};
   api::Status missing = api::run(*plan, t);
   EXPECT_EQ(missing.code(), StatusCode::InvalidArgument);
-  EXPECT_NE(missing.message().find("set Tensors::blockTable"), std::string::npos);
+  EXPECT_NE(missing.message().find("set Tensors::blockTable"),
+            std::string::npos);
 
   std::vector<int32_t> table = pools.blockTable;
   table[1] = int32_t(p.pagesKv.numPages); // sequence 0's second page
   t.blockTable = table.data();
   api::Status badPage = api::run(*plan, t);
-  EXPECT_NE(badPage.message().find("Tensors::blockTable[0][1]"), std::string::npos)
+  EXPECT_NE(badPage.message().find("Tensors::blockTable[0][1]"),
+            std::string::npos)
       << badPage.toString();
 
-  std::vector<int32_t> lengths = {20, int32_t(p.pagesKv.maxPagesPerSeq * 16 + 1)};
+  std::vector<int32_t> lengths = {20,
+                                  int32_t(p.pagesKv.maxPagesPerSeq * 16 + 1)};
   t.blockTable = pools.blockTable.data();
   t.seqlensK = lengths.data();
   api::Status tooLong = api::run(*plan, t);

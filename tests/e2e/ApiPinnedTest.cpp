@@ -7,8 +7,8 @@
 // part count it is given, and a part count without such a kernel is refused.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/e2e/ApiTesting.h"
 #include "tests/e2e/ApiCacheTesting.h"
+#include "tests/e2e/ApiTesting.h"
 #include "gtest/gtest.h"
 
 using namespace fmhajit::e2e;
@@ -29,10 +29,12 @@ TEST(ApiPinned, RunsTheNamedTileAsWritten) {
   p.seqlenQ = 40, p.mask = api::Mask::CausalBottomRight;
   api::Options options;
   options.threads = 1;
-  options.kernel = "family=fwd,dtype=fp32,d=32,mask=causal_br,lse=1,bm=32,bn=16";
+  options.kernel =
+      "family=fwd,dtype=fp32,d=32,mask=causal_br,lse=1,bm=32,bn=16";
   ApiCheck check = checkApi(p, options);
   ASSERT_EQ(check.plan.steps().size(), 1u);
-  EXPECT_EQ(check.plan.steps()[0].kernel, "fmha_fwd_fp32_d32_causalbr_lse_m32n16w1s1_vector_host");
+  EXPECT_EQ(check.plan.steps()[0].kernel,
+            "fmha_fwd_fp32_d32_causalbr_lse_m32n16w1s1_vector_host");
   EXPECT_EQ(check.plan.steps()[0].why, "named by Options::kernel");
   EXPECT_EQ(check.plan.steps()[0].load.origin.empty(), false);
 }
@@ -75,7 +77,8 @@ TEST(ApiPinned, RefusesAKernelOfOtherFeatures) {
   api::Options options;
   options.kernel = "family=fwd,dtype=fp32,d=64,lse=1";
   expectPlanRefused(decodeProblem(), api::StatusCode::InvalidArgument,
-                    "computes fwd fp32->fp32 d64v64 none none lse @host, but the problem needs "
+                    "computes fwd fp32->fp32 d64v64 none none lse @host, but "
+                    "the problem needs "
                     "fwd fp32->fp32 d32v32 none none lse @host",
                     options);
 }
@@ -84,13 +87,15 @@ TEST(ApiPinned, RefusesAKernelOfAnotherTarget) {
   api::Options options;
   options.kernel = "family=fwd,dtype=fp32,d=32,lse=1,target=sm_90a";
   expectPlanRefused(decodeProblem(), api::StatusCode::InvalidArgument,
-                    "is for target sm_90a, but the plan's target is host", options);
+                    "is for target sm_90a, but the plan's target is host",
+                    options);
 }
 
 TEST(ApiPinned, RefusesAnInvalidSpec) {
   api::Options options;
   options.kernel = "family=fwd,dtype=fp32,d=32,lse=1,bm=7";
-  expectPlanRefused(decodeProblem(), api::StatusCode::InvalidArgument, "bm=7", options);
+  expectPlanRefused(decodeProblem(), api::StatusCode::InvalidArgument, "bm=7",
+                    options);
 }
 
 TEST(ApiPinned, RefusesPartsWithoutASplitKernel) {
@@ -99,17 +104,20 @@ TEST(ApiPinned, RefusesPartsWithoutASplitKernel) {
   expectPlanRefused(decodeProblem(), api::StatusCode::InvalidArgument,
                     "Options::numSplits applies to a pinned kernel", options);
   options.kernel = "family=fwd,dtype=fp32,d=32,lse=1";
-  expectPlanRefused(decodeProblem(), api::StatusCode::InvalidArgument,
-                    "Options::numSplits needs a fwd_splitkv or fwd_paged kernel", options);
+  expectPlanRefused(
+      decodeProblem(), api::StatusCode::InvalidArgument,
+      "Options::numSplits needs a fwd_splitkv or fwd_paged kernel", options);
 }
 
 TEST(ApiPinned, AppendTakesItsKernel) {
-  api::AppendProblem a = appendProblem({3, 20}, 2, 16, api::Rotary::None, 32, api::DType::F32);
+  api::AppendProblem a =
+      appendProblem({3, 20}, 2, 16, api::Rotary::None, 32, api::DType::F32);
   api::Options options;
   options.kernel = "family=append_kv,dtype=fp32,d=32,bm=16";
   std::optional<api::Plan> plan = planChecked(a, options);
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->steps().at(0).kernel, "fmha_appendkv_fp32_d32_m16n64w1s1_vector_host");
+  EXPECT_EQ(plan->steps().at(0).kernel,
+            "fmha_appendkv_fp32_d32_m16n64w1s1_vector_host");
 }
 
 } // namespace

@@ -8,8 +8,8 @@
 // crash), warmup() fills the cache, and autotuning stores its winner.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/e2e/ApiTesting.h"
 #include "runtime/device/CudaDriver.h"
+#include "tests/e2e/ApiTesting.h"
 #include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"
 
@@ -23,8 +23,8 @@ using api::TensorLayout;
 
 namespace {
 
-Problem dense(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq, int64_t sk, int64_t d,
-              DType dtype) {
+Problem dense(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq,
+              int64_t sk, int64_t d, DType dtype) {
   Problem p;
   p.batch = batch, p.headsQ = headsQ, p.headsKv = headsKv;
   p.seqlenQ = sq, p.seqlenK = sk, p.headDim = d, p.dtype = dtype;
@@ -64,9 +64,13 @@ std::vector<ApiCase> layoutCases() {
   Problem mixed = dense(1, 2, 1, 17, 17, 32, DType::BF16);
   mixed.q = TensorLayout::bhsd();
   mixed.o = TensorLayout::bhsd();
-  return {{"Bshd", bshd}, {"Bhsd", bhsd}, {"OddStrides", odd}, {"MixedLayouts", mixed}};
+  return {{"Bshd", bshd},
+          {"Bhsd", bhsd},
+          {"OddStrides", odd},
+          {"MixedLayouts", mixed}};
 }
-INSTANTIATE_TEST_SUITE_P(Layouts, ApiMatchesReference, ::testing::ValuesIn(layoutCases()),
+INSTANTIATE_TEST_SUITE_P(Layouts, ApiMatchesReference,
+                         ::testing::ValuesIn(layoutCases()),
                          [](const auto &info) { return info.param.label; });
 
 std::vector<ApiCase> varlenCases() {
@@ -81,7 +85,8 @@ std::vector<ApiCase> varlenCases() {
   htd.headsKv = 2;
   return {{"VarlenThdMqa", thd}, {"VarlenHtdGqa", htd}};
 }
-INSTANTIATE_TEST_SUITE_P(Varlen, ApiMatchesReference, ::testing::ValuesIn(varlenCases()),
+INSTANTIATE_TEST_SUITE_P(Varlen, ApiMatchesReference,
+                         ::testing::ValuesIn(varlenCases()),
                          [](const auto &info) { return info.param.label; });
 
 std::vector<ApiCase> featureCases() {
@@ -107,11 +112,13 @@ std::vector<ApiCase> featureCases() {
   scale.scale = 0.3f;
   Problem out = dense(1, 2, 2, 20, 33, 64, DType::BF16);
   out.outDtype = DType::F32;
-  return {{"Gqa4to1", gqa},        {"Window", window},      {"Softcap", softcap},
-          {"AlibiDefault", alibi}, {"AlibiSlopes", slopes}, {"LseEmptyRows", lse},
+  return {{"Gqa4to1", gqa},        {"Window", window},
+          {"Softcap", softcap},    {"AlibiDefault", alibi},
+          {"AlibiSlopes", slopes}, {"LseEmptyRows", lse},
           {"Scale", scale},        {"OutFp32", out}};
 }
-INSTANTIATE_TEST_SUITE_P(Features, ApiMatchesReference, ::testing::ValuesIn(featureCases()),
+INSTANTIATE_TEST_SUITE_P(Features, ApiMatchesReference,
+                         ::testing::ValuesIn(featureCases()),
                          [](const auto &info) { return info.param.label; });
 
 // Decode: one query against many keys on few heads, with more threads than
@@ -134,7 +141,8 @@ TEST(ApiDecode, SplitKvMatchesReference) {
 TEST(ApiDecode, GpuPlanWithoutDriverStaysSinglePass) {
   auto driver = fmhajit::CudaDriver::get();
   if (driver)
-    GTEST_SKIP() << "a CUDA driver is present: ApiCudaSplit covers this machine";
+    GTEST_SKIP()
+        << "a CUDA driver is present: ApiCudaSplit covers this machine";
   llvm::consumeError(driver.takeError());
   Problem p = dense(1, 8, 1, 1, 8000, 128, DType::BF16);
   p.device = api::Device::Cuda;
@@ -144,7 +152,8 @@ TEST(ApiDecode, GpuPlanWithoutDriverStaysSinglePass) {
   api::Result<api::Plan> plan = api::plan(p, options);
   ASSERT_TRUE(plan.ok()) << plan.status().toString();
   ASSERT_EQ(plan->steps().size(), 1u) << plan->describe();
-  EXPECT_NE(plan->describe().find("sized by the GPU's SM count, which needs its driver"),
+  EXPECT_NE(plan->describe().find(
+                "sized by the GPU's SM count, which needs its driver"),
             std::string::npos)
       << plan->describe();
 }
@@ -166,20 +175,23 @@ class ApiRefuses : public ::testing::TestWithParam<BadProblem> {};
 TEST_P(ApiRefuses, WithAStatus) {
   api::Options options;
   options.target = GetParam().target;
-  expectPlanRefused(GetParam().problem, GetParam().code, GetParam().says, options);
+  expectPlanRefused(GetParam().problem, GetParam().code, GetParam().says,
+                    options);
 }
 
 std::vector<BadProblem> badProblems() {
   Problem ok = dense(1, 4, 4, 16, 16, 64, DType::F32);
   std::vector<BadProblem> cases;
-  auto add = [&](std::string label, auto edit, StatusCode code, std::string says,
-                 std::string target = "") {
+  auto add = [&](std::string label, auto edit, StatusCode code,
+                 std::string says, std::string target = "") {
     Problem p = ok;
     edit(p);
-    cases.push_back({std::move(label), p, code, std::move(says), std::move(target)});
+    cases.push_back(
+        {std::move(label), p, code, std::move(says), std::move(target)});
   };
   add(
-      "HeadDim", [](Problem &p) { p.headDim = 72; }, StatusCode::InvalidArgument,
+      "HeadDim", [](Problem &p) { p.headDim = 72; },
+      StatusCode::InvalidArgument,
       "headDim 72 is not supported on host; use one of 32, 64");
   add(
       "Heads",
@@ -189,19 +201,15 @@ std::vector<BadProblem> badProblems() {
       },
       StatusCode::InvalidArgument, "heads_q 6 is not a multiple of heads_kv 4");
   add(
-      "WindowWithoutMask", [](Problem &p) { p.windowLeft = 8; }, StatusCode::InvalidArgument,
-      "set mask = Mask::Window");
+      "WindowWithoutMask", [](Problem &p) { p.windowLeft = 8; },
+      StatusCode::InvalidArgument, "set mask = Mask::Window");
   add(
-      "HalfVarlen",
-      [](Problem &p) {
-        p.cuSeqlensQ = {0, 4};
-      },
-      StatusCode::InvalidArgument, "varlen needs both cuSeqlensQ and cuSeqlensK");
+      "HalfVarlen", [](Problem &p) { p.cuSeqlensQ = {0, 4}; },
+      StatusCode::InvalidArgument,
+      "varlen needs both cuSeqlensQ and cuSeqlensK");
   add(
       "VarlenBatch",
-      [](Problem &p) {
-        p.cuSeqlensQ = p.cuSeqlensK = {0, 4, 9, 12};
-      },
+      [](Problem &p) { p.cuSeqlensQ = p.cuSeqlensK = {0, 4, 9, 12}; },
       StatusCode::InvalidArgument, "set batch = 3");
   add(
       "CuSeqlensFalling",
@@ -211,22 +219,22 @@ std::vector<BadProblem> badProblems() {
       },
       StatusCode::InvalidArgument, "never decreasing");
   add(
-      "OverlappingOutput", [](Problem &p) { p.o = TensorLayout::strided(0, 64, 64); },
+      "OverlappingOutput",
+      [](Problem &p) { p.o = TensorLayout::strided(0, 64, 64); },
       StatusCode::InvalidArgument, "overlap");
   add(
-      "NegativeStride", [](Problem &p) { p.k = TensorLayout::strided(0, -256, 64); },
+      "NegativeStride",
+      [](Problem &p) { p.k = TensorLayout::strided(0, -256, 64); },
       StatusCode::InvalidArgument, "negative stride");
   add(
-      "Fp8OnHost", [](Problem &p) { p.dtype = DType::F8E4M3; }, StatusCode::InvalidArgument,
-      "dtype fp8_e4m3 is not supported on host");
+      "Fp8OnHost", [](Problem &p) { p.dtype = DType::F8E4M3; },
+      StatusCode::InvalidArgument, "dtype fp8_e4m3 is not supported on host");
   add(
-      "NegativeSoftcap", [](Problem &p) { p.softcap = -1; }, StatusCode::InvalidArgument,
+      "NegativeSoftcap", [](Problem &p) { p.softcap = -1; },
+      StatusCode::InvalidArgument,
       "softcap must be 0 (off) or a finite value > 0");
   add(
-      "SlopesWithoutAlibi",
-      [](Problem &p) {
-        p.alibiSlopes = {1, 1, 1, 1};
-      },
+      "SlopesWithoutAlibi", [](Problem &p) { p.alibiSlopes = {1, 1, 1, 1}; },
       StatusCode::InvalidArgument, "set alibi = true");
   add(
       "SlopeCount",
@@ -236,17 +244,18 @@ std::vector<BadProblem> badProblems() {
       },
       StatusCode::InvalidArgument, "give one slope per head");
   add(
-      "ZeroLength", [](Problem &p) { p.seqlenQ = 0; }, StatusCode::InvalidArgument,
-      "must both be >= 1");
+      "ZeroLength", [](Problem &p) { p.seqlenQ = 0; },
+      StatusCode::InvalidArgument, "must both be >= 1");
   add(
       "GpuTargetOnHost", [](Problem &) {}, StatusCode::InvalidArgument,
       "does not run on device host", "sm_90a");
   add(
-      "UnknownTarget", [](Problem &) {}, StatusCode::InvalidArgument, "target sm_99 is unknown",
-      "sm_99");
+      "UnknownTarget", [](Problem &) {}, StatusCode::InvalidArgument,
+      "target sm_99 is unknown", "sm_99");
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(BadProblems, ApiRefuses, ::testing::ValuesIn(badProblems()),
+INSTANTIATE_TEST_SUITE_P(BadProblems, ApiRefuses,
+                         ::testing::ValuesIn(badProblems()),
                          [](const auto &info) { return info.param.label; });
 
 TEST(ApiRefuses, EveryProblemAtOnce) {
@@ -273,16 +282,19 @@ protected:
 };
 
 TEST_F(ApiRun, RefusesAnEmptyPlan) {
-  api::Status s = api::run(api::Plan(), {q.data(), q.data(), q.data(), o.data()});
+  api::Status s =
+      api::run(api::Plan(), {q.data(), q.data(), q.data(), o.data()});
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   EXPECT_NE(s.message().find("the plan is empty"), std::string::npos);
 }
 
 TEST_F(ApiRun, RefusesAnUnloadedPlan) {
-  api::Plan plan = planFor(dense(1, 4, 4, 16, 16, 64, DType::F32), /*load=*/false);
+  api::Plan plan =
+      planFor(dense(1, 4, 4, 16, 16, 64, DType::F32), /*load=*/false);
   EXPECT_FALSE(plan.loaded());
   api::Status s = api::run(plan, {q.data(), q.data(), q.data(), o.data()});
-  EXPECT_NE(s.message().find("Options::load = false"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("Options::load = false"), std::string::npos)
+      << s.message();
 }
 
 TEST_F(ApiRun, RefusesMissingTensors) {
@@ -290,9 +302,11 @@ TEST_F(ApiRun, RefusesMissingTensors) {
   p.wantLse = true;
   api::Plan plan = planFor(p);
   api::Status noQ = api::run(plan, {nullptr, q.data(), q.data(), o.data()});
-  EXPECT_NE(noQ.message().find("q, k, v and o must all point"), std::string::npos);
+  EXPECT_NE(noQ.message().find("q, k, v and o must all point"),
+            std::string::npos);
   api::Status noLse = api::run(plan, {q.data(), q.data(), q.data(), o.data()});
-  EXPECT_NE(noLse.message().find("set Tensors::lse"), std::string::npos) << noLse.message();
+  EXPECT_NE(noLse.message().find("set Tensors::lse"), std::string::npos)
+      << noLse.message();
 }
 
 TEST(ApiPlan, DescribesItself) {
@@ -304,12 +318,15 @@ TEST(ApiPlan, DescribesItself) {
   api::Result<api::Plan> plan = api::plan(p, options);
   ASSERT_TRUE(plan.ok()) << plan.status().toString();
   std::string text = plan->describe();
-  for (const char *words : {"plan for target host (device host)", "heads 8 q / 2 kv (GQA 4:1)",
-                            "layouts q BHSD k BHSD v BHSD o BSHD",
-                            "forward fmha_fwd_bf16_d64_causal_m64n64w1s1_vector_host",
-                            "2 x 8 x 2 (batch x heads_q x query tiles of 64) = 32 work items",
-                            "1 features: ", "2 tiles: ", "3 priority: ", "not loaded"})
-    EXPECT_NE(text.find(words), std::string::npos) << "missing '" << words << "' in\n" << text;
+  for (const char *words :
+       {"plan for target host (device host)", "heads 8 q / 2 kv (GQA 4:1)",
+        "layouts q BHSD k BHSD v BHSD o BSHD",
+        "forward fmha_fwd_bf16_d64_causal_m64n64w1s1_vector_host",
+        "2 x 8 x 2 (batch x heads_q x query tiles of 64) = 32 work items",
+        "1 features: ", "2 tiles: ", "3 priority: ", "not loaded"})
+    EXPECT_NE(text.find(words), std::string::npos)
+        << "missing '" << words << "' in\n"
+        << text;
   EXPECT_EQ(api::Plan().describe().find("an empty plan"), 0u);
 }
 
@@ -318,9 +335,11 @@ TEST(ApiWarmup, CompilesAProfileAndRefusesUnknownOnes) {
   EXPECT_TRUE(ok.ok()) << ok.toString();
   api::Status profile = api::warmup("nope", "host", apiCacheDir());
   EXPECT_EQ(profile.code(), StatusCode::InvalidArgument);
-  EXPECT_NE(profile.message().find("unknown profile"), std::string::npos) << profile.message();
+  EXPECT_NE(profile.message().find("unknown profile"), std::string::npos)
+      << profile.message();
   api::Status target = api::warmup("smoke", "sm_99", apiCacheDir());
-  EXPECT_NE(target.message().find("target sm_99 is unknown"), std::string::npos);
+  EXPECT_NE(target.message().find("target sm_99 is unknown"),
+            std::string::npos);
 }
 
 // The first autotuned plan measures and stores; the second reuses it.
@@ -332,7 +351,8 @@ TEST(ApiAutotune, StoresTheWinnerAndReusesIt) {
   ApiCheck first = checkApi(p, options);
   ASSERT_FALSE(first.plan.timings().empty());
   EXPECT_LE(first.plan.timings().front().ms, first.plan.timings().back().ms);
-  EXPECT_EQ(first.plan.steps().front().kernel, first.plan.timings().front().kernel);
+  EXPECT_EQ(first.plan.steps().front().kernel,
+            first.plan.timings().front().kernel);
   auto said = [](const api::Plan &plan, const char *words) {
     for (const std::string &d : plan.decisions())
       if (d.find(words) != std::string::npos)
@@ -343,7 +363,8 @@ TEST(ApiAutotune, StoresTheWinnerAndReusesIt) {
   ApiCheck second = checkApi(p, options);
   EXPECT_TRUE(second.plan.timings().empty());
   EXPECT_TRUE(said(second.plan, "autotune: reused"));
-  EXPECT_EQ(second.plan.steps().front().kernel, first.plan.steps().front().kernel);
+  EXPECT_EQ(second.plan.steps().front().kernel,
+            first.plan.steps().front().kernel);
 }
 
 } // namespace

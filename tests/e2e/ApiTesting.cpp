@@ -23,7 +23,8 @@ const std::string &e2e::apiCacheDir() {
   return dir;
 }
 
-ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options, uint64_t seed) {
+ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options,
+                       uint64_t seed) {
   ApiCheck check;
   std::optional<api::Plan> plan = planChecked(problem, options);
   if (!plan)
@@ -36,6 +37,7 @@ ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options, uint64
   llvm::Error err = run->run(*plan);
   EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
   check.compare = run->check();
-  EXPECT_TRUE(check.compare.pass) << check.compare.summary() << "\n" << plan->describe();
+  EXPECT_TRUE(check.compare.pass) << check.compare.summary() << "\n"
+                                  << plan->describe();
   return check;
 }

@@ -10,8 +10,8 @@
 
 #include "fmhajit/Fmhajit.h"
 #include "runtime/numerics/Compare.h"
-#include <gtest/gtest.h>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <optional>
 #include <string>
 
@@ -29,13 +29,15 @@ struct ApiCheck {
 /// Plans \p problem with \p options (cacheDir set to apiCacheDir() when
 /// empty), runs it on fresh inputs with poisoned outputs and compares with
 /// the reference. Fails the calling test on any error.
-ApiCheck checkApi(const api::Problem &problem, api::Options options = {}, uint64_t seed = 1);
+ApiCheck checkApi(const api::Problem &problem, api::Options options = {},
+                  uint64_t seed = 1);
 
 /// plan(\p problem, \p options) (an api::Problem or api::AppendProblem),
 /// cacheDir set to apiCacheDir() when empty; a refusal fails the calling
 /// test and gives nothing.
 template <typename AnyProblem>
-std::optional<api::Plan> planChecked(const AnyProblem &problem, api::Options options = {}) {
+std::optional<api::Plan> planChecked(const AnyProblem &problem,
+                                     api::Options options = {}) {
   if (options.cacheDir.empty())
     options.cacheDir = apiCacheDir();
   api::Result<api::Plan> plan = api::plan(problem, options);
@@ -49,13 +51,14 @@ std::optional<api::Plan> planChecked(const AnyProblem &problem, api::Options opt
 /// (cacheDir set to apiCacheDir()) and expects a refusal: status \p code
 /// with \p says in its message.
 template <typename AnyProblem>
-void expectPlanRefused(const AnyProblem &problem, api::StatusCode code, const std::string &says,
-                       api::Options options = {}) {
+void expectPlanRefused(const AnyProblem &problem, api::StatusCode code,
+                       const std::string &says, api::Options options = {}) {
   options.cacheDir = apiCacheDir();
   api::Result<api::Plan> plan = api::plan(problem, options);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), code) << plan.status().toString();
-  EXPECT_NE(plan.status().message().find(says), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find(says), std::string::npos)
+      << plan.status().message();
 }
 
 } // namespace fmhajit::e2e

@@ -18,13 +18,14 @@ using namespace fmhajit;
 using namespace fmhajit::e2e;
 
 namespace {
-#define SKIP_WITHOUT_GPU(runner)                                                \
+#define SKIP_WITHOUT_GPU(runner)                                               \
   CudaForwardRunner *runner = CudaForwardRunner::shared();                     \
   if (!runner)                                                                 \
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
 
 /// \p text with the GPU's own target, resolved.
-std::optional<KernelSpec> gpuSpec(CudaForwardRunner &runner, const std::string &text) {
+std::optional<KernelSpec> gpuSpec(CudaForwardRunner &runner,
+                                  const std::string &text) {
   const std::optional<std::string> &target = runner.driver().device().target;
   if (!target)
     return std::nullopt;
@@ -35,8 +36,10 @@ struct Workspace {
   GpuBuffer oAccum, lseAccum;
 };
 
-llvm::Expected<Workspace> makeWorkspace(CudaDriver &driver, const KernelSpec &spec,
-                                        const AttentionProblem &problem, unsigned n) {
+llvm::Expected<Workspace> makeWorkspace(CudaDriver &driver,
+                                        const KernelSpec &spec,
+                                        const AttentionProblem &problem,
+                                        unsigned n) {
   SplitKvWorkspaceSize size = splitKvWorkspaceSize(spec, problem, n);
   Workspace w;
   auto o = GpuBuffer::create(driver, 4 * size_t(size.oAccum), "o_accum");
@@ -72,7 +75,8 @@ llvm::Error launchSplit(CudaForwardRunner &runner, const KernelSpec &spec,
     auto combine = runner.load(*combineSpec);
     if (!combine)
       return combine.takeError();
-    if (llvm::Error err = combine->launch(makeCombineParams(*combineSpec, params), stream->get()))
+    if (llvm::Error err = combine->launch(
+            makeCombineParams(*combineSpec, params), stream->get()))
       return err;
   }
   return stream->synchronize();
@@ -94,44 +98,60 @@ TEST_P(CudaSplitKv, MatchesReference) {
   AttentionProblem problem = makeProblem(*spec, c.shape);
   for (unsigned n : c.splits) {
     SCOPED_TRACE("numSplits " + std::to_string(n));
-    auto check = checkForward(*spec, problem, 3,
-                              [&](const KernelSpec &s, const AttentionProblem &p, ForwardData &d) -> llvm::Error {
-      auto device = DeviceForwardData::upload(runner->driver(), s, p, d.buffers());
-      if (!device)
-        return device.takeError();
-      auto workspace = makeWorkspace(runner->driver(), s, p, n);
-      if (!workspace)
-        return workspace.takeError();
-      KernelArgs params = makeSplitKvParams(s, p, device->buffers(), n,
-                                           {static_cast<float *>(workspace->oAccum.pointer()),
-                                            static_cast<float *>(workspace->lseAccum.pointer())});
-      if (llvm::Error err = launchSplit(*runner, s, params))
-        return err;
-      return device->download(d.buffers());
-    });
+    auto check = checkForward(
+        *spec, problem, 3,
+        [&](const KernelSpec &s, const AttentionProblem &p,
+            ForwardData &d) -> llvm::Error {
+          auto device =
+              DeviceForwardData::upload(runner->driver(), s, p, d.buffers());
+          if (!device)
+            return device.takeError();
+          auto workspace = makeWorkspace(runner->driver(), s, p, n);
+          if (!workspace)
+            return workspace.takeError();
+          KernelArgs params = makeSplitKvParams(
+              s, p, device->buffers(), n,
+              {static_cast<float *>(workspace->oAccum.pointer()),
+               static_cast<float *>(workspace->lseAccum.pointer())});
+          if (llvm::Error err = launchSplit(*runner, s, params))
+            return err;
+          return device->download(d.buffers());
+        });
     ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
-    EXPECT_TRUE(check->compare.pass) << encodeName(*spec) << ": " << check->compare.summary();
+    EXPECT_TRUE(check->compare.pass)
+        << encodeName(*spec) << ": " << check->compare.summary();
   }
 }
 
 std::vector<GpuSplitCase> gpuSplitCases() {
-  return {{"mma_decode_gqa8", "family=fwd_splitkv,dtype=bf16,d=128,lse=1",
-           Shape::dense(2, 16, 2, 1, 1000), {1, 3, 7}},
-          {"mma_causal", "family=fwd_splitkv,dtype=fp16,d=64,mask=causal,lse=1",
-           Shape::dense(1, 4, 2, 130, 200), {2, 5}},
-          {"simt_causal_br_rows_without_keys", "family=fwd_splitkv,dtype=fp16,d=64,mask=causal_br,lse=1,pipeline=simt",
-           Shape::dense(1, 2, 1, 70, 30), {1, 3}},
-          {"mma_varlen", "family=fwd_splitkv,dtype=bf16,d=64,varlen=1,lse=1",
-           Shape::varlen({1, 77, 5}, {200, 5, 333}, 4, 2), {4}}};
+  return {
+      {"mma_decode_gqa8",
+       "family=fwd_splitkv,dtype=bf16,d=128,lse=1",
+       Shape::dense(2, 16, 2, 1, 1000),
+       {1, 3, 7}},
+      {"mma_causal",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=causal,lse=1",
+       Shape::dense(1, 4, 2, 130, 200),
+       {2, 5}},
+      {"simt_causal_br_rows_without_keys",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=causal_br,lse=1,pipeline=simt",
+       Shape::dense(1, 2, 1, 70, 30),
+       {1, 3}},
+      {"mma_varlen",
+       "family=fwd_splitkv,dtype=bf16,d=64,varlen=1,lse=1",
+       Shape::varlen({1, 77, 5}, {200, 5, 333}, 4, 2),
+       {4}}};
 }
-INSTANTIATE_TEST_SUITE_P(Cases, CudaSplitKv, ::testing::ValuesIn(gpuSplitCases()),
-                         [](const ::testing::TestParamInfo<GpuSplitCase> &info) {
-                           return testName(info.param.label);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaSplitKv, ::testing::ValuesIn(gpuSplitCases()),
+    [](const ::testing::TestParamInfo<GpuSplitCase> &info) {
+      return testName(info.param.label);
+    });
 
 /// A buffer with a copy of \p data, for the tests' short uploads.
 template <typename T>
-GpuBuffer uploadVector(CudaDriver &driver, const T *data, size_t bytes, const char *what) {
+GpuBuffer uploadVector(CudaDriver &driver, const T *data, size_t bytes,
+                       const char *what) {
   auto buffer = GpuBuffer::upload(driver, data, bytes, what);
   if (!buffer) {
     ADD_FAILURE() << llvm::toString(buffer.takeError());
@@ -152,44 +172,60 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
   a.seqlenQ = 2;
   std::vector<int64_t> lens = {1, 17, 300, 64, 1000};
   a.batch = int64_t(lens.size());
-  PagedProblem problem = PagedProblem::make(*spec, a, KvCacheLayout::paged(16, 100, 64), lens);
+  PagedProblem problem =
+      PagedProblem::make(*spec, a, KvCacheLayout::paged(16, 100, 64), lens);
   ASSERT_FALSE(bool(problem.validate(*spec)));
   CudaDriver &driver = runner->driver();
   for (unsigned n : {1u, 4u}) {
     PagedData host(*spec, problem, 5);
-    GpuBuffer q = uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
-    GpuBuffer k = uploadVector(driver, host.kPool.data(), host.kPool.sizeInBytes(), "k");
-    GpuBuffer v = uploadVector(driver, host.vPool.data(), host.vPool.sizeInBytes(), "v");
-    GpuBuffer o = uploadVector(driver, host.o.data(), host.o.sizeInBytes(), "o");
-    GpuBuffer lse = uploadVector(driver, host.lse.data(), 4 * host.lse.size(), "lse");
-    GpuBuffer table = uploadVector(driver, host.blockTable.data(), 4 * host.blockTable.size(), "table");
-    GpuBuffer seqlens = uploadVector(driver, host.seqlens.data(), 4 * host.seqlens.size(), "lens");
+    GpuBuffer q =
+        uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
+    GpuBuffer k =
+        uploadVector(driver, host.kPool.data(), host.kPool.sizeInBytes(), "k");
+    GpuBuffer v =
+        uploadVector(driver, host.vPool.data(), host.vPool.sizeInBytes(), "v");
+    GpuBuffer o =
+        uploadVector(driver, host.o.data(), host.o.sizeInBytes(), "o");
+    GpuBuffer lse =
+        uploadVector(driver, host.lse.data(), 4 * host.lse.size(), "lse");
+    GpuBuffer table = uploadVector(driver, host.blockTable.data(),
+                                   4 * host.blockTable.size(), "table");
+    GpuBuffer seqlens = uploadVector(driver, host.seqlens.data(),
+                                     4 * host.seqlens.size(), "lens");
     auto workspace = makeWorkspace(driver, *spec, problem.attention, n);
     ASSERT_TRUE(bool(workspace)) << llvm::toString(workspace.takeError());
     ForwardBuffers query{q.pointer(), nullptr, nullptr, o.pointer()};
     query.lse = static_cast<float *>(lse.pointer());
-    KernelArgs params = makePagedParams(*spec, problem, query,
-                                       {k.pointer(), v.pointer(), static_cast<const int32_t *>(table.pointer()),
-                                        static_cast<const int32_t *>(seqlens.pointer())},
-                                       n, {static_cast<float *>(workspace->oAccum.pointer()),
-                                           static_cast<float *>(workspace->lseAccum.pointer())});
+    KernelArgs params =
+        makePagedParams(*spec, problem, query,
+                        {k.pointer(), v.pointer(),
+                         static_cast<const int32_t *>(table.pointer()),
+                         static_cast<const int32_t *>(seqlens.pointer())},
+                        n,
+                        {static_cast<float *>(workspace->oAccum.pointer()),
+                         static_cast<float *>(workspace->lseAccum.pointer())});
     ASSERT_FALSE(bool(launchSplit(*runner, *spec, params)));
     ASSERT_FALSE(bool(o.copyTo(host.o.data(), host.o.sizeInBytes())));
     ASSERT_FALSE(bool(lse.copyTo(host.lse.data(), 4 * host.lse.size())));
-    ReferenceOutput ref = referencePaged(*spec, problem, host.q.toFloat(), host.kPool.toFloat(),
-                                         host.vPool.toFloat(), host.blockTable);
-    CompareResult r = compareOutputs(host.o.toFloat(), ref.o, host.lse, ref.lse, spec->outType());
-    EXPECT_TRUE(r.pass) << encodeName(*spec) << " with " << n << " parts: " << r.summary();
+    ReferenceOutput ref =
+        referencePaged(*spec, problem, host.q.toFloat(), host.kPool.toFloat(),
+                       host.vPool.toFloat(), host.blockTable);
+    CompareResult r = compareOutputs(host.o.toFloat(), ref.o, host.lse, ref.lse,
+                                     spec->outType());
+    EXPECT_TRUE(r.pass) << encodeName(*spec) << " with " << n
+                        << " parts: " << r.summary();
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Pipelines, CudaPaged,
-                         ::testing::Values("family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1",
-                                           "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt"));
+INSTANTIATE_TEST_SUITE_P(
+    Pipelines, CudaPaged,
+    ::testing::Values("family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1",
+                      "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt"));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   SKIP_WITHOUT_GPU(runner);
-  std::optional<KernelSpec> spec = gpuSpec(*runner, "family=append_kv,dtype=bf16,d=128");
+  std::optional<KernelSpec> spec =
+      gpuSpec(*runner, "family=append_kv,dtype=bf16,d=128");
   ASSERT_TRUE(spec);
   AppendKvProblem p = AppendKvProblem::forSpec(*spec);
   p.batch = 3;
@@ -202,22 +238,33 @@ TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   p.cache = KvCacheLayout::paged(16, 8, 3);
   ASSERT_FALSE(bool(p.validate(*spec)));
   AppendData host(*spec, p, 9);
-  std::vector<float> kBefore = host.kCache.toFloat(), vBefore = host.vCache.toFloat();
+  std::vector<float> kBefore = host.kCache.toFloat(),
+                     vBefore = host.vCache.toFloat();
   CudaDriver &driver = runner->driver();
-  GpuBuffer kNew = uploadVector(driver, host.kNew.data(), host.kNew.sizeInBytes(), "k_new");
-  GpuBuffer vNew = uploadVector(driver, host.vNew.data(), host.vNew.sizeInBytes(), "v_new");
-  GpuBuffer k = uploadVector(driver, host.kCache.data(), host.kCache.sizeInBytes(), "k");
-  GpuBuffer v = uploadVector(driver, host.vCache.data(), host.vCache.sizeInBytes(), "v");
+  GpuBuffer kNew =
+      uploadVector(driver, host.kNew.data(), host.kNew.sizeInBytes(), "k_new");
+  GpuBuffer vNew =
+      uploadVector(driver, host.vNew.data(), host.vNew.sizeInBytes(), "v_new");
+  GpuBuffer k =
+      uploadVector(driver, host.kCache.data(), host.kCache.sizeInBytes(), "k");
+  GpuBuffer v =
+      uploadVector(driver, host.vCache.data(), host.vCache.sizeInBytes(), "v");
   GpuBuffer q = uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
-  GpuBuffer qOut = uploadVector(driver, host.qOut.data(), host.qOut.sizeInBytes(), "q_out");
-  GpuBuffer table = uploadVector(driver, host.blockTable.data(), 4 * host.blockTable.size(), "table");
-  GpuBuffer lens = uploadVector(driver, host.seqlens.data(), 4 * host.seqlens.size(), "lens");
-  GpuBuffer cosT = uploadVector(driver, host.tables.cos.data(), 4 * host.tables.cos.size(), "cos");
-  GpuBuffer sinT = uploadVector(driver, host.tables.sin.data(), 4 * host.tables.sin.size(), "sin");
+  GpuBuffer qOut =
+      uploadVector(driver, host.qOut.data(), host.qOut.sizeInBytes(), "q_out");
+  GpuBuffer table = uploadVector(driver, host.blockTable.data(),
+                                 4 * host.blockTable.size(), "table");
+  GpuBuffer lens = uploadVector(driver, host.seqlens.data(),
+                                4 * host.seqlens.size(), "lens");
+  GpuBuffer cosT = uploadVector(driver, host.tables.cos.data(),
+                                4 * host.tables.cos.size(), "cos");
+  GpuBuffer sinT = uploadVector(driver, host.tables.sin.data(),
+                                4 * host.tables.sin.size(), "sin");
   AppendKvBuffers b;
   b.kNew = kNew.pointer();
   b.vNew = vNew.pointer();
-  b.cache = {k.pointer(), v.pointer(), static_cast<const int32_t *>(table.pointer()),
+  b.cache = {k.pointer(), v.pointer(),
+             static_cast<const int32_t *>(table.pointer()),
              static_cast<const int32_t *>(lens.pointer())};
   b.q = q.pointer();
   b.qOut = qOut.pointer();
@@ -227,16 +274,18 @@ TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
   auto stream = GpuStream::create(driver);
   ASSERT_TRUE(bool(stream));
-  ASSERT_FALSE(bool(kernel->launch(makeAppendKvParams(*spec, p, b), stream->get())));
+  ASSERT_FALSE(
+      bool(kernel->launch(makeAppendKvParams(*spec, p, b), stream->get())));
   ASSERT_FALSE(bool(stream->synchronize()));
   ASSERT_FALSE(bool(k.copyTo(host.kCache.data(), host.kCache.sizeInBytes())));
   ASSERT_FALSE(bool(v.copyTo(host.vCache.data(), host.vCache.sizeInBytes())));
   ASSERT_FALSE(bool(qOut.copyTo(host.qOut.data(), host.qOut.sizeInBytes())));
-  AppendKvReference ref = referenceAppendKv(p, host.tables, kBefore, vBefore, host.blockTable,
-                                            host.kNew.toFloat(), host.vNew.toFloat(), host.q.toFloat());
-  AppendKvCheck check = compareAppendKv(p, host.blockTable, ref, host.kCache.toFloat(),
-                                        host.vCache.toFloat(), kBefore, vBefore,
-                                        host.qOut.toFloat(), spec->dtype, spec->outType());
+  AppendKvReference ref = referenceAppendKv(
+      p, host.tables, kBefore, vBefore, host.blockTable, host.kNew.toFloat(),
+      host.vNew.toFloat(), host.q.toFloat());
+  AppendKvCheck check = compareAppendKv(
+      p, host.blockTable, ref, host.kCache.toFloat(), host.vCache.toFloat(),
+      kBefore, vBefore, host.qOut.toFloat(), spec->dtype, spec->outType());
   EXPECT_TRUE(check.pass) << check.summary();
 }
 } // namespace

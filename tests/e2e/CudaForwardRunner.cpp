@@ -16,8 +16,10 @@ llvm::Expected<std::unique_ptr<CudaForwardRunner>> CudaForwardRunner::create() {
   if (!stream)
     return stream.takeError();
   llvm::SmallString<128> dir;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("fmhajit-cuda-e2e", dir))
-    return makeError(ErrorKind::Io, "cannot create a cache directory: " + ec.message());
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("fmhajit-cuda-e2e", dir))
+    return makeError(ErrorKind::Io,
+                     "cannot create a cache directory: " + ec.message());
   CacheConfig config;
   config.dir = std::string(dir);
   auto cache = KernelCache::create(std::move(config));
@@ -29,7 +31,9 @@ llvm::Expected<std::unique_ptr<CudaForwardRunner>> CudaForwardRunner::create() {
       *driver, std::string(dir), std::move(*cache), std::move(*stream)));
 }
 
-CudaForwardRunner::~CudaForwardRunner() { llvm::sys::fs::remove_directories(dir); }
+CudaForwardRunner::~CudaForwardRunner() {
+  llvm::sys::fs::remove_directories(dir);
+}
 
 static std::string &reason() {
   static std::string text;
@@ -61,7 +65,8 @@ llvm::Error CudaForwardRunner::operator()(const KernelSpec &spec,
   auto kernel = load(spec);
   if (!kernel)
     return kernel.takeError();
-  auto device = DeviceForwardData::upload(cudaDriver, spec, problem, data.buffers());
+  auto device =
+      DeviceForwardData::upload(cudaDriver, spec, problem, data.buffers());
   if (!device)
     return device.takeError();
   KernelArgs params = makeKernelArgs(spec, problem, device->buffers());

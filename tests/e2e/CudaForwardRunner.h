@@ -31,8 +31,8 @@ public:
 
   CudaDriver &driver() { return cudaDriver; }
   llvm::Expected<GpuKernel> load(const KernelSpec &spec);
-  llvm::Error operator()(const KernelSpec &spec, const AttentionProblem &problem,
-                         ForwardData &data);
+  llvm::Error operator()(const KernelSpec &spec,
+                         const AttentionProblem &problem, ForwardData &data);
 
 private:
   CudaForwardRunner(CudaDriver &driver, std::string dir,

@@ -70,13 +70,13 @@ TEST_P(CudaForward, MatchesReference) {
   if (!kernel) {
     Problems problems = takeProblems(kernel.takeError());
     std::string text = llvm::join(problems.messages, "; ");
-    if (spec->pipeline == Pipeline::Mma && problems.kind == ErrorKind::Unsupported)
+    if (spec->pipeline == Pipeline::Mma &&
+        problems.kind == ErrorKind::Unsupported)
       GTEST_SKIP() << encodeName(*spec) << " is not supported yet: " << text;
     FAIL() << encodeName(*spec) << ": " << text;
   }
-  expectCasePasses(fc, [&](const KernelSpec &s, const AttentionProblem &p, ForwardData &d) {
-    return (*runner)(s, p, d);
-  });
+  expectCasePasses(fc, [&](const KernelSpec &s, const AttentionProblem &p,
+                           ForwardData &d) { return (*runner)(s, p, d); });
 }
 
 /// Every case of \p cases with simt, and with mma unless its dtype is fp32.
@@ -91,18 +91,20 @@ std::vector<CudaCase> withPipelines(const std::vector<ForwardCase> &cases) {
 }
 
 std::string caseName(const ::testing::TestParamInfo<CudaCase> &info) {
-  return testName(std::string(info.param.pipeline) + "_" + info.param.base.label);
+  return testName(std::string(info.param.pipeline) + "_" +
+                  info.param.base.label);
 }
 
 #define CUDA_TABLE(table, cases)                                               \
-  INSTANTIATE_TEST_SUITE_P(table, CudaForward,                                 \
-                           ::testing::ValuesIn(withPipelines(cases)), caseName)
+  INSTANTIATE_TEST_SUITE_P(                                                    \
+      table, CudaForward, ::testing::ValuesIn(withPipelines(cases)), caseName)
 
 //===-- Dtypes x head dims ------------------------------------------------===//
 
-CUDA_TABLE(DTypesAndHeadDims, dtypeHeadDimGrid({"fp16", "bf16", "fp32"},
-                                               {"d=64", "d=128", "d=256", "d=192,dv=128"}, 150,
-                                               197));
+CUDA_TABLE(DTypesAndHeadDims,
+           dtypeHeadDimGrid({"fp16", "bf16", "fp32"},
+                            {"d=64", "d=128", "d=256", "d=192,dv=128"}, 150,
+                            197));
 
 //===-- Masks -------------------------------------------------------------===//
 
@@ -110,7 +112,8 @@ std::vector<ForwardCase> maskCases() {
   std::vector<ForwardCase> cases;
   for (const char *base : {"family=fwd,dtype=bf16,d=128,lse=1",
                            "family=fwd,dtype=fp16,d=64,lse=1"}) {
-    std::string tag = llvm::StringRef(base).contains("bf16") ? "bf16_" : "fp16_";
+    std::string tag =
+        llvm::StringRef(base).contains("bf16") ? "bf16_" : "fp16_";
     auto add = [&](const char *label, const char *mask, Shape shape) {
       cases.push_back({tag + label, std::string(base) + "," + mask, shape});
     };
@@ -123,13 +126,17 @@ std::vector<ForwardCase> maskCases() {
     add("causal_sq_lt_sk", "mask=causal", Shape::dense(1, 2, 2, 70, 300));
     add("causal_br_sq1", "mask=causal_br", Shape::dense(1, 2, 1, 1, 200));
     // Rows 0..179 see no key: o = 0 and lse = -inf.
-    add("causal_br_sk_lt_sq_empty_rows", "mask=causal_br", Shape::dense(1, 2, 2, 250, 70));
+    add("causal_br_sk_lt_sq_empty_rows", "mask=causal_br",
+        Shape::dense(1, 2, 2, 250, 70));
     add("causal_br_sq_lt_sk", "mask=causal_br", Shape::dense(1, 2, 2, 70, 300));
-    add("window_16_m1", "mask=window", Shape::dense(1, 2, 1, 100, 230).window(16, -1));
-    add("window_0_0_diagonal", "mask=window", Shape::dense(1, 2, 2, 130, 130).window(0, 0));
+    add("window_16_m1", "mask=window",
+        Shape::dense(1, 2, 1, 100, 230).window(16, -1));
+    add("window_0_0_diagonal", "mask=window",
+        Shape::dense(1, 2, 2, 130, 130).window(0, 0));
     add("window_7_3_sk_lt_sq_empty_rows", "mask=window",
         Shape::dense(1, 2, 2, 250, 70).window(7, 3));
-    add("window_wide", "mask=window", Shape::dense(1, 2, 2, 90, 150).window(200, 300));
+    add("window_wide", "mask=window",
+        Shape::dense(1, 2, 2, 90, 150).window(200, 300));
   }
   return cases;
 }
@@ -145,13 +152,16 @@ std::vector<ForwardCase> gqaAndScoreCases() {
       {"gqa_ratio4_mqa", causal, Shape::dense(1, 4, 1, 200, 177)},
       {"softcap50_fp16", "family=fwd,dtype=fp16,d=64,softcap=1",
        Shape::dense(1, 2, 2, 190, 110)},
-      {"softcap1p5_fp32_causal_lse", "family=fwd,dtype=fp32,d=64,mask=causal,softcap=1,lse=1",
+      {"softcap1p5_fp32_causal_lse",
+       "family=fwd,dtype=fp32,d=64,mask=causal,softcap=1,lse=1",
        Shape::dense(1, 2, 1, 110, 90).softcap(1.5f).scale(0.5f)},
-      {"softcap5_bf16_window", "family=fwd,dtype=bf16,d=128,mask=window,softcap=1",
+      {"softcap5_bf16_window",
+       "family=fwd,dtype=bf16,d=128,mask=window,softcap=1",
        Shape::dense(2, 4, 2, 80, 220).window(16, -1).softcap(5)},
       {"alibi_bf16_default_slopes", "family=fwd,dtype=bf16,d=128,bias=alibi",
        Shape::dense(1, 4, 4, 90, 210)},
-      {"alibi_fp16_causal_3heads_custom", "family=fwd,dtype=fp16,d=64,mask=causal,bias=alibi,lse=1",
+      {"alibi_fp16_causal_3heads_custom",
+       "family=fwd,dtype=fp16,d=64,mask=causal,bias=alibi,lse=1",
        Shape::dense(1, 3, 1, 210, 90).slopes()},
       {"alibi_softcap_bf16_causal_br_lse",
        "family=fwd,dtype=bf16,d=128,mask=causal_br,bias=alibi,softcap=1,lse=1",
@@ -166,18 +176,24 @@ CUDA_TABLE(GqaAndScores, gqaAndScoreCases());
 
 std::vector<ForwardCase> varlenCases() {
   return {
-      {"bf16_causal_lse", "family=fwd,dtype=bf16,d=128,mask=causal,lse=1,varlen=1",
+      {"bf16_causal_lse",
+       "family=fwd,dtype=bf16,d=128,mask=causal,lse=1,varlen=1",
        Shape::varlen({130, 1, 64, 265}, {130, 64, 1, 300}, 2, 1)},
       // Sequence 0 has Sk < Sq: 70 rows see no key.
-      {"fp16_causal_br_lse_empty_rows", "family=fwd,dtype=fp16,d=64,mask=causal_br,lse=1,varlen=1",
+      {"fp16_causal_br_lse_empty_rows",
+       "family=fwd,dtype=fp16,d=64,mask=causal_br,lse=1,varlen=1",
        Shape::varlen({100, 5}, {30, 200}, 2, 2)},
-      {"bf16_window_gqa4_lse", "family=fwd,dtype=bf16,d=64,mask=window,lse=1,varlen=1",
+      {"bf16_window_gqa4_lse",
+       "family=fwd,dtype=bf16,d=64,mask=window,lse=1,varlen=1",
        Shape::varlen({64, 129, 3}, {100, 129, 250}, 4, 1).window(16, -1)},
       {"fp16_d192v128_alibi_softcap",
-       "family=fwd,dtype=fp16,d=192,dv=128,mask=causal,bias=alibi,softcap=1,lse=1,varlen=1",
+       "family=fwd,dtype=fp16,d=192,dv=128,mask=causal,bias=alibi,softcap=1,"
+       "lse=1,varlen=1",
        Shape::varlen({50, 120}, {120, 50}, 2, 1).softcap(6)},
-      {"bf16_d256_eight_short", "family=fwd,dtype=bf16,d=256,mask=causal,lse=1,varlen=1",
-       Shape::varlen({1, 2, 1, 3, 1, 64, 1, 65}, {1, 1, 2, 3, 70, 64, 1, 1}, 2, 2)},
+      {"bf16_d256_eight_short",
+       "family=fwd,dtype=bf16,d=256,mask=causal,lse=1,varlen=1",
+       Shape::varlen({1, 2, 1, 3, 1, 64, 1, 65}, {1, 1, 2, 3, 70, 64, 1, 1}, 2,
+                     2)},
       {"fp32_none_mixed", "family=fwd,dtype=fp32,d=64,varlen=1",
        Shape::varlen({1, 77, 130}, {200, 1, 64}, 2, 2)},
   };
@@ -206,9 +222,10 @@ std::pair<int, std::string> runFmhajit(std::vector<std::string> args) {
   llvm::sys::fs::createTemporaryFile("fmhajit-cuda-run", "txt", out);
   args.insert(args.begin(), fmhajitBinary());
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out),
-                                                llvm::StringRef(out)};
-  int rc = llvm::sys::ExecuteAndWait(fmhajitBinary(), argv, std::nullopt, redirects);
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(out), llvm::StringRef(out)};
+  int rc =
+      llvm::sys::ExecuteAndWait(fmhajitBinary(), argv, std::nullopt, redirects);
   auto text = llvm::MemoryBuffer::getFile(out);
   llvm::sys::fs::remove(out);
   return {rc, text ? (*text)->getBuffer().str() : ""};
@@ -217,13 +234,16 @@ std::pair<int, std::string> runFmhajit(std::vector<std::string> args) {
 TEST(CudaRun, ChecksAndTimesOnTheGpu) {
   if (!CudaForwardRunner::shared())
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
-  auto [rc, text] = runFmhajit({"run", "family=fwd,dtype=bf16,d=128,mask=causal,lse=1,target=sm_90a",
-                                "--device", "cuda", "--batch", "2", "--heads", "4",
-                                "--seqlen-q", "333", "--check", "--iters", "5"});
+  auto [rc, text] = runFmhajit(
+      {"run", "family=fwd,dtype=bf16,d=128,mask=causal,lse=1,target=sm_90a",
+       "--device", "cuda", "--batch", "2", "--heads", "4", "--seqlen-q", "333",
+       "--check", "--iters", "5"});
   EXPECT_EQ(rc, 0) << text;
-  for (const char *line : {"kernel   fmha_fwd_bf16_d128_causal", "device   ", "load     ",
-                           "launch   ", "check    PASS", "time     ", "GFLOPS   ", "TFLOPS   "})
-    EXPECT_NE(text.find(line), std::string::npos) << "no '" << line << "' in:\n" << text;
+  for (const char *line :
+       {"kernel   fmha_fwd_bf16_d128_causal", "device   ", "load     ",
+        "launch   ", "check    PASS", "time     ", "GFLOPS   ", "TFLOPS   "})
+    EXPECT_NE(text.find(line), std::string::npos) << "no '" << line << "' in:\n"
+                                                  << text;
 }
 
 // fwd_splitkv from the CLI: the split kernel and the combine on the GPU, the
@@ -232,19 +252,27 @@ TEST(CudaRun, SplitKvChecksOnTheGpu) {
   if (!CudaForwardRunner::shared())
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
   for (const char *parts : {"", "3"}) {
-    std::vector<std::string> args = {"run", "family=fwd_splitkv,dtype=bf16,d=128,lse=1",
-                                     "--device", "cuda", "--heads", "8", "--heads-kv", "1",
-                                     "--seqlen-q", "1", "--seqlen-k", "5000", "--check",
-                                     "--iters", "3"};
+    std::vector<std::string> args = {
+        "run",        "family=fwd_splitkv,dtype=bf16,d=128,lse=1",
+        "--device",   "cuda",
+        "--heads",    "8",
+        "--heads-kv", "1",
+        "--seqlen-q", "1",
+        "--seqlen-k", "5000",
+        "--check",    "--iters",
+        "3"};
     if (*parts)
       args.insert(args.end(), {"--num-splits", parts});
     auto [rc, text] = runFmhajit(args);
     EXPECT_EQ(rc, 0) << text;
     std::string splits = *parts ? "splits   3 (--num-splits)" : " SMs)";
-    for (const std::string &line : {std::string("kernel   fmha_fwdsplitkv_bf16_d128_lse"), splits,
-                                     std::string("combine  fmha_splitkvcombine_"),
-                                     std::string("check    PASS"), std::string("time     ")})
-      EXPECT_NE(text.find(line), std::string::npos) << "no '" << line << "' in:\n" << text;
+    for (const std::string &line :
+         {std::string("kernel   fmha_fwdsplitkv_bf16_d128_lse"), splits,
+          std::string("combine  fmha_splitkvcombine_"),
+          std::string("check    PASS"), std::string("time     ")})
+      EXPECT_NE(text.find(line), std::string::npos)
+          << "no '" << line << "' in:\n"
+          << text;
   }
 }
 
@@ -253,9 +281,9 @@ TEST(CudaRun, PicksTheDeviceTarget) {
   CudaForwardRunner *runner = CudaForwardRunner::shared();
   if (!runner)
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
-  auto [rc, text] = runFmhajit({"run", "family=fwd,dtype=fp16,d=64,varlen=1", "--device", "cuda",
-                                "--varlen-q", "5,100", "--varlen-k", "77,3", "--check",
-                                "--iters", "2"});
+  auto [rc, text] = runFmhajit(
+      {"run", "family=fwd,dtype=fp16,d=64,varlen=1", "--device", "cuda",
+       "--varlen-q", "5,100", "--varlen-k", "77,3", "--check", "--iters", "2"});
   EXPECT_EQ(rc, 0) << text;
   const std::optional<std::string> &target = runner->driver().device().target;
   ASSERT_TRUE(target.has_value());

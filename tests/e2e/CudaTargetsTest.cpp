@@ -5,8 +5,8 @@
 // that a missing libcuda is one ErrorKind::Driver error, not a crash.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/device/CudaDriver.h"
 #include "runtime/device/CudaTargets.h"
+#include "runtime/device/CudaDriver.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include "gtest/gtest.h"
@@ -29,10 +29,12 @@ TEST_P(DriverPtx, MatchesTheReleaseNotes) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, DriverPtx,
-    ::testing::Values(DriverRow{11080, 0}, DriverRow{11080 + 9, 0}, DriverRow{12000, 80},
-                      DriverRow{12010, 81}, DriverRow{12020, 82}, DriverRow{12030, 83},
-                      DriverRow{12040, 84}, DriverRow{12050, 85}, DriverRow{12060, 85},
-                      DriverRow{12080, 87}, DriverRow{12090, 88}, DriverRow{13000, 90},
+    ::testing::Values(DriverRow{11080, 0}, DriverRow{11080 + 9, 0},
+                      DriverRow{12000, 80}, DriverRow{12010, 81},
+                      DriverRow{12020, 82}, DriverRow{12030, 83},
+                      DriverRow{12040, 84}, DriverRow{12050, 85},
+                      DriverRow{12060, 85}, DriverRow{12080, 87},
+                      DriverRow{12090, 88}, DriverRow{13000, 90},
                       DriverRow{13020, 90}, DriverRow{14000, 90}));
 
 TEST(DriverPtx, NeverAboveWhatLlvmEmits) {
@@ -55,20 +57,26 @@ class Capability : public ::testing::TestWithParam<CapabilityRow> {};
 TEST_P(Capability, PicksTheTarget) {
   const CapabilityRow &row = GetParam();
   std::optional<llvm::StringRef> target = targetForCapability(row.cc);
-  EXPECT_EQ(target.value_or("").str(), row.target) << "capability " << row.cc.str();
+  EXPECT_EQ(target.value_or("").str(), row.target)
+      << "capability " << row.cc.str();
   if (target) {
-    EXPECT_TRUE(targetRunsOn(*target, row.cc)) << target->str() << " on " << row.cc.str();
-    EXPECT_NE(findArch(*target), nullptr) << target->str() << " has no arch table";
+    EXPECT_TRUE(targetRunsOn(*target, row.cc))
+        << target->str() << " on " << row.cc.str();
+    EXPECT_NE(findArch(*target), nullptr)
+        << target->str() << " has no arch table";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, Capability,
-    ::testing::Values(CapabilityRow{{7, 5}, ""}, CapabilityRow{{8, 0}, "sm_80"},
-                      CapabilityRow{{8, 6}, "sm_86"}, CapabilityRow{{8, 7}, "sm_86"},
-                      CapabilityRow{{8, 9}, "sm_89"}, CapabilityRow{{9, 0}, "sm_90a"},
-                      CapabilityRow{{10, 0}, "sm_100a"}, CapabilityRow{{10, 3}, "sm_89"},
-                      CapabilityRow{{12, 0}, "sm_89"}));
+INSTANTIATE_TEST_SUITE_P(Table, Capability,
+                         ::testing::Values(CapabilityRow{{7, 5}, ""},
+                                           CapabilityRow{{8, 0}, "sm_80"},
+                                           CapabilityRow{{8, 6}, "sm_86"},
+                                           CapabilityRow{{8, 7}, "sm_86"},
+                                           CapabilityRow{{8, 9}, "sm_89"},
+                                           CapabilityRow{{9, 0}, "sm_90a"},
+                                           CapabilityRow{{10, 0}, "sm_100a"},
+                                           CapabilityRow{{10, 3}, "sm_89"},
+                                           CapabilityRow{{12, 0}, "sm_89"}));
 
 TEST(Capability, ArchSpecificTargetsNeedExactlyTheirGpu) {
   EXPECT_TRUE(targetRunsOn("sm_90a", {9, 0}));
@@ -103,12 +111,14 @@ TEST(CudaDriver, MissingLibraryIsADriverError) {
   Problems problems = takeProblems(driver.takeError());
   EXPECT_EQ(problems.kind, ErrorKind::Driver);
   ASSERT_EQ(problems.messages.size(), 1u);
-  EXPECT_NE(problems.messages[0].find("no CUDA driver: libfmhajit-no-such-cuda.so.1 could not "
-                                      "be loaded"),
+  EXPECT_NE(problems.messages[0].find(
+                "no CUDA driver: libfmhajit-no-such-cuda.so.1 could not "
+                "be loaded"),
             std::string::npos)
       << problems.messages[0];
-  EXPECT_NE(problems.messages[0].find("--device cuda needs an NVIDIA GPU and driver"),
-            std::string::npos);
+  EXPECT_NE(
+      problems.messages[0].find("--device cuda needs an NVIDIA GPU and driver"),
+      std::string::npos);
 }
 
 // Where there is no driver, get() fails the same way, and again when asked

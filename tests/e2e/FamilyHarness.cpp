@@ -19,30 +19,37 @@ llvm::Expected<HostSplitKv> fmhajit::e2e::loadSplitKv(const KernelSpec &split) {
   return HostSplitKv::load(split, runner->cache());
 }
 
-llvm::Error fmhajit::e2e::runSplitKv(const KernelSpec &spec, const AttentionProblem &problem,
+llvm::Error fmhajit::e2e::runSplitKv(const KernelSpec &spec,
+                                     const AttentionProblem &problem,
                                      ForwardData &data, unsigned numSplits) {
   auto kernels = loadSplitKv(spec);
   if (!kernels)
     return kernels.takeError();
   SplitKvWorkspaceSize size = splitKvWorkspaceSize(spec, problem, numSplits);
   std::vector<float> oAccum(size.oAccum, NAN), lseAccum(size.lseAccum, NAN);
-  KernelArgs params = makeSplitKvParams(spec, problem, data.buffers(), numSplits,
-                                       {oAccum.data(), lseAccum.data()});
+  KernelArgs params =
+      makeSplitKvParams(spec, problem, data.buffers(), numSplits,
+                        {oAccum.data(), lseAccum.data()});
   kernels->run(params, familyExecutor());
   return llvm::Error::success();
 }
 
-PagedData::PagedData(const KernelSpec &spec, const PagedProblem &p, uint64_t seed)
+PagedData::PagedData(const KernelSpec &spec, const PagedProblem &p,
+                     uint64_t seed)
     : q(spec.dtype, numElements(p.attention.qShape())),
-      kPool(spec.dtype, numElements(p.cache.shape(p.attention.batch, p.attention.headsKv, spec.d))),
+      kPool(spec.dtype, numElements(p.cache.shape(
+                            p.attention.batch, p.attention.headsKv, spec.d))),
       vPool(spec.dtype,
-            numElements(p.cache.shape(p.attention.batch, p.attention.headsKv, spec.headDimV()))),
+            numElements(p.cache.shape(p.attention.batch, p.attention.headsKv,
+                                      spec.headDimV()))),
       o(spec.outType(), numElements(p.attention.oShape())) {
   const AttentionProblem &a = p.attention;
   q.fillNormal(seed * 5);
   blockTable = shuffledBlockTable(p.cache, p.cacheLens, seed * 5 + 1);
-  fillCache(kPool, p.cache, blockTable, p.cacheLens, a.headsKv, a.d, seed * 5 + 2);
-  fillCache(vPool, p.cache, blockTable, p.cacheLens, a.headsKv, a.dv, seed * 5 + 3);
+  fillCache(kPool, p.cache, blockTable, p.cacheLens, a.headsKv, a.d,
+            seed * 5 + 2);
+  fillCache(vPool, p.cache, blockTable, p.cacheLens, a.headsKv, a.dv,
+            seed * 5 + 3);
   seqlens.assign(p.cacheLens.begin(), p.cacheLens.end());
   o.poison();
   if (spec.lse)
@@ -64,29 +71,35 @@ KvCacheBuffers PagedData::cache() {
 
 llvm::Expected<PagedCheck> fmhajit::e2e::checkPaged(const KernelSpec &spec,
                                                     const PagedProblem &problem,
-                                                    unsigned numSplits, uint64_t seed) {
+                                                    unsigned numSplits,
+                                                    uint64_t seed) {
   if (llvm::Error err = problem.validate(spec))
     return std::move(err);
   auto kernels = loadSplitKv(spec);
   if (!kernels)
     return kernels.takeError();
   PagedData data(spec, problem, seed);
-  SplitKvWorkspaceSize size = splitKvWorkspaceSize(spec, problem.attention, numSplits);
+  SplitKvWorkspaceSize size =
+      splitKvWorkspaceSize(spec, problem.attention, numSplits);
   std::vector<float> oAccum(size.oAccum, NAN), lseAccum(size.lseAccum, NAN);
-  KernelArgs params = makePagedParams(spec, problem, data.query(), data.cache(), numSplits,
-                                     {oAccum.data(), lseAccum.data()});
+  KernelArgs params =
+      makePagedParams(spec, problem, data.query(), data.cache(), numSplits,
+                      {oAccum.data(), lseAccum.data()});
   kernels->run(params, familyExecutor());
-  ReferenceOutput ref = referencePaged(spec, problem, data.q.toFloat(), data.kPool.toFloat(),
-                                       data.vPool.toFloat(), data.blockTable);
+  ReferenceOutput ref =
+      referencePaged(spec, problem, data.q.toFloat(), data.kPool.toFloat(),
+                     data.vPool.toFloat(), data.blockTable);
   PagedCheck check;
   check.o = data.o.toFloat();
   check.refO = std::move(ref.o);
   check.compare = compareOutputs(check.o, check.refO, data.lse,
-                                 spec.lse ? ref.lse : std::vector<double>(), spec.outType());
+                                 spec.lse ? ref.lse : std::vector<double>(),
+                                 spec.outType());
   return check;
 }
 
-AppendData::AppendData(const KernelSpec &spec, const AppendKvProblem &p, uint64_t seed)
+AppendData::AppendData(const KernelSpec &spec, const AppendKvProblem &p,
+                       uint64_t seed)
     : kNew(spec.dtype, numElements(p.newShape(p.d))),
       vNew(spec.dtype, numElements(p.newShape(p.dv))),
       kCache(spec.dtype, numElements(p.cache.shape(p.batch, p.headsKv, p.d))),
@@ -103,8 +116,10 @@ AppendData::AppendData(const KernelSpec &spec, const AppendKvProblem &p, uint64_
       len += p.newTokens;
     blockTable = shuffledBlockTable(p.cache, after, seed * 7 + 3);
   }
-  fillCache(kCache, p.cache, blockTable, p.cacheLens, p.headsKv, p.d, seed * 7 + 4);
-  fillCache(vCache, p.cache, blockTable, p.cacheLens, p.headsKv, p.dv, seed * 7 + 5);
+  fillCache(kCache, p.cache, blockTable, p.cacheLens, p.headsKv, p.d,
+            seed * 7 + 4);
+  fillCache(vCache, p.cache, blockTable, p.cacheLens, p.headsKv, p.dv,
+            seed * 7 + 5);
   seqlens.assign(p.cacheLens.begin(), p.cacheLens.end());
   if (p.rotary != RotaryForm::None)
     tables = makeRotaryTables(p.rotaryPositions(), p.resolvedRotaryDim());
@@ -114,8 +129,8 @@ AppendKvBuffers AppendData::buffers() {
   AppendKvBuffers b;
   b.kNew = kNew.data();
   b.vNew = vNew.data();
-  b.cache = {kCache.data(), vCache.data(), blockTable.empty() ? nullptr : blockTable.data(),
-             seqlens.data()};
+  b.cache = {kCache.data(), vCache.data(),
+             blockTable.empty() ? nullptr : blockTable.data(), seqlens.data()};
   b.q = q.size() ? q.data() : nullptr;
   b.qOut = qOut.size() ? qOut.data() : nullptr;
   b.rotaryCos = tables.cos.empty() ? nullptr : tables.cos.data();
@@ -123,9 +138,9 @@ AppendKvBuffers AppendData::buffers() {
   return b;
 }
 
-llvm::Expected<AppendKvCheck>
-fmhajit::e2e::checkAppend(const KernelSpec &spec, const AppendKvProblem &problem, uint64_t seed,
-                          std::unique_ptr<AppendData> *dataOut, AppendKvReference *refOut) {
+llvm::Expected<AppendKvCheck> fmhajit::e2e::checkAppend(
+    const KernelSpec &spec, const AppendKvProblem &problem, uint64_t seed,
+    std::unique_ptr<AppendData> *dataOut, AppendKvReference *refOut) {
   if (llvm::Error err = problem.validate(spec))
     return std::move(err);
   HostForwardRunner *runner = HostForwardRunner::shared();
@@ -135,14 +150,17 @@ fmhajit::e2e::checkAppend(const KernelSpec &spec, const AppendKvProblem &problem
   if (!kernel)
     return kernel.takeError();
   auto data = std::make_unique<AppendData>(spec, problem, seed);
-  std::vector<float> kBefore = data->kCache.toFloat(), vBefore = data->vCache.toFloat();
-  kernel->run(makeAppendKvParams(spec, problem, data->buffers()), familyExecutor());
-  AppendKvReference ref = referenceAppendKv(problem, data->tables, kBefore, vBefore,
-                                            data->blockTable, data->kNew.toFloat(),
-                                            data->vNew.toFloat(), data->q.toFloat());
-  AppendKvCheck check = compareAppendKv(problem, data->blockTable, ref, data->kCache.toFloat(),
-                                        data->vCache.toFloat(), kBefore, vBefore,
-                                        data->qOut.toFloat(), spec.dtype, spec.outType());
+  std::vector<float> kBefore = data->kCache.toFloat(),
+                     vBefore = data->vCache.toFloat();
+  kernel->run(makeAppendKvParams(spec, problem, data->buffers()),
+              familyExecutor());
+  AppendKvReference ref = referenceAppendKv(
+      problem, data->tables, kBefore, vBefore, data->blockTable,
+      data->kNew.toFloat(), data->vNew.toFloat(), data->q.toFloat());
+  AppendKvCheck check =
+      compareAppendKv(problem, data->blockTable, ref, data->kCache.toFloat(),
+                      data->vCache.toFloat(), kBefore, vBefore,
+                      data->qOut.toFloat(), spec.dtype, spec.outType());
   if (dataOut)
     *dataOut = std::move(data);
   if (refOut)

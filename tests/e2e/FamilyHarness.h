@@ -4,18 +4,18 @@
 // split kernel and its combine with a given number of parts (so split-KV is
 // checked by checkForward against the forward reference, on ForwardData),
 // and the data and checks of paged attention and append_kv cases, built
-// with runtime/numerics/KvCacheData.h (pages shuffled, unused rows NaN). Kernels load
-// through the shared HostForwardRunner's cache.
+// with runtime/numerics/KvCacheData.h (pages shuffled, unused rows NaN).
+// Kernels load through the shared HostForwardRunner's cache.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ForwardHarness.h"
+#include "runtime/device/PagedKv.h"
+#include "runtime/device/SplitKv.h"
 #include "runtime/numerics/AppendKvCompare.h"
 #include "runtime/numerics/FamilyReference.h"
 #include "runtime/numerics/KvCache.h"
-#include "runtime/device/PagedKv.h"
-#include "runtime/device/SplitKv.h"
 #include <cstdint>
 #include <vector>
 
@@ -59,7 +59,8 @@ llvm::Expected<PagedCheck> checkPaged(const KernelSpec &spec,
 
 /// The buffers of one append_kv call, caches filled up to cacheLens.
 struct AppendData {
-  AppendData(const KernelSpec &spec, const AppendKvProblem &problem, uint64_t seed);
+  AppendData(const KernelSpec &spec, const AppendKvProblem &problem,
+             uint64_t seed);
 
   HostTensor kNew, vNew, kCache, vCache, q, qOut;
   std::vector<int32_t> blockTable, seqlens;
@@ -70,10 +71,9 @@ struct AppendData {
 
 /// Validates \p problem, appends on seeded data and compares with
 /// referenceAppendKv; \p data (when given) gets the buffers after the run.
-llvm::Expected<AppendKvCheck> checkAppend(const KernelSpec &spec,
-                                          const AppendKvProblem &problem,
-                                          uint64_t seed,
-                                          std::unique_ptr<AppendData> *data = nullptr,
-                                          AppendKvReference *ref = nullptr);
+llvm::Expected<AppendKvCheck>
+checkAppend(const KernelSpec &spec, const AppendKvProblem &problem,
+            uint64_t seed, std::unique_ptr<AppendData> *data = nullptr,
+            AppendKvReference *ref = nullptr);
 
 } // namespace fmhajit::e2e

@@ -286,9 +286,10 @@ void fmhajit::e2e::expectCasePasses(const ForwardCase &c) {
                           ForwardData &d) { return (*runner)(s, p, d); });
 }
 
-std::vector<ForwardCase> fmhajit::e2e::dtypeHeadDimGrid(llvm::ArrayRef<const char *> dtypes,
-                                                        llvm::ArrayRef<const char *> dims,
-                                                        int64_t shortLen, int64_t longLen) {
+std::vector<ForwardCase>
+fmhajit::e2e::dtypeHeadDimGrid(llvm::ArrayRef<const char *> dtypes,
+                               llvm::ArrayRef<const char *> dims,
+                               int64_t shortLen, int64_t longLen) {
   const char *masks[] = {"none", "causal", "causal_br", "window"};
   const int64_t kvHeads[] = {4, 2, 1}; // of 4 query heads: ratio 1, 2, MQA
   std::vector<ForwardCase> cases;
@@ -299,11 +300,13 @@ std::vector<ForwardCase> fmhajit::e2e::dtypeHeadDimGrid(llvm::ArrayRef<const cha
       bool lse = i % 3 != 1;
       std::string spec = std::string("family=fwd,dtype=") + dtype + "," + dim +
                          ",mask=" + mask + (lse ? ",lse=1" : "");
-      Shape shape = i % 2 ? Shape::dense(1, 4, kvHeads[i % 3], longLen, shortLen)
-                          : Shape::dense(2, 4, kvHeads[i % 3], shortLen, longLen);
+      Shape shape = i % 2
+                        ? Shape::dense(1, 4, kvHeads[i % 3], longLen, shortLen)
+                        : Shape::dense(2, 4, kvHeads[i % 3], shortLen, longLen);
       shape.window(i % 8 < 4 ? 16 : 7, i % 8 < 4 ? -1 : 3);
-      cases.push_back({std::string(dtype) + "_" + dim + "_" + mask + (lse ? "_lse" : ""),
-                       spec, shape, i + 1});
+      cases.push_back(
+          {std::string(dtype) + "_" + dim + "_" + mask + (lse ? "_lse" : ""),
+           spec, shape, i + 1});
       ++i;
     }
   return cases;

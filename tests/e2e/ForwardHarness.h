@@ -14,10 +14,10 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include "compiler/KernelCache.h"
-#include "runtime/numerics/AttentionProblem.h"
-#include "runtime/numerics/Compare.h"
 #include "runtime/device/HostExecutor.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/numerics/AttentionProblem.h"
+#include "runtime/numerics/Compare.h"
 #include "runtime/numerics/HostTensor.h"
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -150,8 +150,8 @@ struct ForwardCase {
 /// causal_br, window), K/V heads 4, 2, 1 of 4 query heads and lse on two
 /// of three; sequences of \p shortLen and \p longLen, Sq and Sk swapping.
 std::vector<ForwardCase> dtypeHeadDimGrid(llvm::ArrayRef<const char *> dtypes,
-                                          llvm::ArrayRef<const char *> dims, int64_t shortLen,
-                                          int64_t longLen);
+                                          llvm::ArrayRef<const char *> dims,
+                                          int64_t shortLen, int64_t longLen);
 
 /// "<label>" made a valid test name (letters, digits, '_').
 std::string testName(const std::string &label);

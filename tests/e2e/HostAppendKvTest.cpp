@@ -35,8 +35,9 @@ struct AppendCase {
 };
 
 void PrintTo(const AppendCase &c, std::ostream *os) {
-  *os << c.dtype << " d=" << c.d << " H=" << c.headsQ << "/" << c.headsKv << " new=" << c.newTokens
-      << " page=" << c.pageSize << " rotary=" << rotaryFormName(c.rotary).str()
+  *os << c.dtype << " d=" << c.d << " H=" << c.headsQ << "/" << c.headsKv
+      << " new=" << c.newTokens << " page=" << c.pageSize
+      << " rotary=" << rotaryFormName(c.rotary).str()
       << (c.rotateQ ? "+q" : "");
 }
 
@@ -56,8 +57,10 @@ AppendKvProblem makeAppend(const KernelSpec &spec, const AppendCase &c) {
     if (c.pageSize)
       pages += (len + c.newTokens + c.pageSize - 1) / c.pageSize;
   }
-  p.cache = c.pageSize ? KvCacheLayout::paged(c.pageSize, pages, (longest + c.pageSize - 1) / c.pageSize)
-                       : KvCacheLayout::contiguous(longest + 3);
+  p.cache = c.pageSize
+                ? KvCacheLayout::paged(c.pageSize, pages,
+                                       (longest + c.pageSize - 1) / c.pageSize)
+                : KvCacheLayout::contiguous(longest + 3);
   return p;
 }
 
@@ -73,8 +76,8 @@ class HostAppendKv : public ::testing::TestWithParam<AppendCase> {};
 
 /// Attention with the appended rows as queries over the whole updated
 /// cache (causal_br: each new row sees the cache up to itself).
-void expectAttentionOverCache(const AppendCase &c, const AppendKvProblem &p, AppendData &data,
-                              const AppendKvReference &ref) {
+void expectAttentionOverCache(const AppendCase &c, const AppendKvProblem &p,
+                              AppendData &data, const AppendKvReference &ref) {
   std::string features = ",d=" + std::to_string(c.d) + ",mask=causal_br,lse=1";
   std::vector<int64_t> after(p.cacheLens);
   for (int64_t &len : after)
@@ -86,17 +89,20 @@ void expectAttentionOverCache(const AppendCase &c, const AppendKvProblem &p, App
       q.set(i, data.qOut.get(i));
   std::vector<float> kRef = rounded(ref.kCache, data.kCache.getType());
   std::vector<float> vRef = rounded(ref.vCache, data.vCache.getType());
-  std::optional<KernelSpec> spec =
-      resolveSpec((c.pageSize ? "family=fwd_paged,dtype=" : "family=fwd,dtype=") + c.dtype + features);
+  std::optional<KernelSpec> spec = resolveSpec(
+      (c.pageSize ? "family=fwd_paged,dtype=" : "family=fwd,dtype=") + c.dtype +
+      features);
   ASSERT_TRUE(spec);
   AttentionProblem a = AttentionProblem::forSpec(*spec);
   a.batch = p.batch;
   a.headsQ = p.headsQ;
   a.headsKv = p.headsKv;
   a.seqlenQ = p.newTokens;
-  HostTensor o(spec->outType(), p.batch * p.newTokens * p.headsQ * spec->headDimV());
+  HostTensor o(spec->outType(),
+               p.batch * p.newTokens * p.headsQ * spec->headDimV());
   std::vector<float> lse(p.batch * p.headsQ * p.newTokens);
-  ForwardBuffers query{q.data(), data.kCache.data(), data.vCache.data(), o.data(), lse.data()};
+  ForwardBuffers query{q.data(), data.kCache.data(), data.vCache.data(),
+                       o.data(), lse.data()};
   for (unsigned n : {1u, 3u}) {
     o.poison();
     std::fill(lse.begin(), lse.end(), NAN);
@@ -108,13 +114,17 @@ void expectAttentionOverCache(const AppendCase &c, const AppendKvProblem &p, App
       ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
       SplitKvWorkspaceSize size = splitKvWorkspaceSize(*spec, a, n);
       std::vector<float> oAccum(size.oAccum, NAN), lseAccum(size.lseAccum, NAN);
-      KvCacheBuffers cache{data.kCache.data(), data.vCache.data(), data.blockTable.data(), nullptr};
+      KvCacheBuffers cache{data.kCache.data(), data.vCache.data(),
+                           data.blockTable.data(), nullptr};
       std::vector<int32_t> lens(after.begin(), after.end());
       cache.seqlens = lens.data();
-      kernels->run(makePagedParams(*spec, paged, query, cache, n, {oAccum.data(), lseAccum.data()}),
+      kernels->run(makePagedParams(*spec, paged, query, cache, n,
+                                   {oAccum.data(), lseAccum.data()}),
                    familyExecutor());
-      want = referencePaged(*spec, paged, q.toFloat(), kRef, vRef, data.blockTable);
-    } else { // every sequence has the same length here: dense fwd, cache strides
+      want = referencePaged(*spec, paged, q.toFloat(), kRef, vRef,
+                            data.blockTable);
+    } else { // every sequence has the same length here: dense fwd, cache
+             // strides
       ASSERT_EQ(n == 1, true);
       a.seqlenK = after[0];
       ASSERT_FALSE(bool(a.validate(*spec)));
@@ -125,12 +135,16 @@ void expectAttentionOverCache(const AppendCase &c, const AppendKvProblem &p, App
       params.kStrides.batch = p.cache.blockStride(p.headsKv, c.d);
       params.vStrides.batch = p.cache.blockStride(p.headsKv, spec->headDimV());
       kernel->run(params, familyExecutor());
-      std::vector<float> k = gatherCacheRows(kRef, p.cache, {}, after, p.headsKv, c.d);
-      std::vector<float> v = gatherCacheRows(vRef, p.cache, {}, after, p.headsKv, spec->headDimV());
+      std::vector<float> k =
+          gatherCacheRows(kRef, p.cache, {}, after, p.headsKv, c.d);
+      std::vector<float> v = gatherCacheRows(vRef, p.cache, {}, after,
+                                             p.headsKv, spec->headDimV());
       want = referenceForward(*spec, a, q.toFloat(), k, v);
     }
-    CompareResult r = compareOutputs(o.toFloat(), want.o, lse, want.lse, spec->outType());
-    EXPECT_TRUE(r.pass) << encodeName(*spec) << " after the append, " << n << " parts: " << r.summary();
+    CompareResult r =
+        compareOutputs(o.toFloat(), want.o, lse, want.lse, spec->outType());
+    EXPECT_TRUE(r.pass) << encodeName(*spec) << " after the append, " << n
+                        << " parts: " << r.summary();
     if (!c.pageSize)
       break;
   }
@@ -138,13 +152,14 @@ void expectAttentionOverCache(const AppendCase &c, const AppendKvProblem &p, App
 
 TEST_P(HostAppendKv, WritesRowsThenAttentionReadsThem) {
   const AppendCase &c = GetParam();
-  std::optional<KernelSpec> spec =
-      resolveSpec("family=append_kv,dtype=" + c.dtype + ",d=" + std::to_string(c.d));
+  std::optional<KernelSpec> spec = resolveSpec(
+      "family=append_kv,dtype=" + c.dtype + ",d=" + std::to_string(c.d));
   ASSERT_TRUE(spec);
   AppendKvProblem problem = makeAppend(*spec, c);
   std::unique_ptr<AppendData> data;
   AppendKvReference ref;
-  llvm::Expected<AppendKvCheck> check = checkAppend(*spec, problem, c.seed, &data, &ref);
+  llvm::Expected<AppendKvCheck> check =
+      checkAppend(*spec, problem, c.seed, &data, &ref);
   ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
   EXPECT_TRUE(check->pass) << encodeName(*spec) << ": " << check->summary();
   if (check->pass)
@@ -159,20 +174,131 @@ std::vector<AppendCase> appendCases() {
   using R = RotaryForm;
   return {
       // Decode: one new token per sequence, GQA 8:1, into shuffled pages.
-      {"decode_paged16_half_q", "bf16", 128, 16, 2, 1, {0, 15, 16, 40}, 16, R::Half, 0, true, 1},
-      {"decode_paged64_interleaved_q", "bf16", 128, 16, 2, 1, {63, 1, 200}, 64, R::Interleaved, 0, true, 2},
-      {"prefill_paged16_interleaved", "fp16", 64, 4, 2, 70, {5, 33}, 16, R::Interleaved, 0, true, 3},
-      {"paged256_half_partial_dim", "fp32", 64, 4, 1, 9, {250, 0}, 256, R::Half, 32, true, 4},
-      {"paged16_no_rotary", "bf16", 64, 2, 2, 20, {3, 17}, 16, R::None, 0, false, 5},
-      {"paged16_rotate_k_only", "fp16", 128, 8, 1, 3, {30}, 16, R::Interleaved, 0, false, 6},
+      {"decode_paged16_half_q",
+       "bf16",
+       128,
+       16,
+       2,
+       1,
+       {0, 15, 16, 40},
+       16,
+       R::Half,
+       0,
+       true,
+       1},
+      {"decode_paged64_interleaved_q",
+       "bf16",
+       128,
+       16,
+       2,
+       1,
+       {63, 1, 200},
+       64,
+       R::Interleaved,
+       0,
+       true,
+       2},
+      {"prefill_paged16_interleaved",
+       "fp16",
+       64,
+       4,
+       2,
+       70,
+       {5, 33},
+       16,
+       R::Interleaved,
+       0,
+       true,
+       3},
+      {"paged256_half_partial_dim",
+       "fp32",
+       64,
+       4,
+       1,
+       9,
+       {250, 0},
+       256,
+       R::Half,
+       32,
+       true,
+       4},
+      {"paged16_no_rotary",
+       "bf16",
+       64,
+       2,
+       2,
+       20,
+       {3, 17},
+       16,
+       R::None,
+       0,
+       false,
+       5},
+      {"paged16_rotate_k_only",
+       "fp16",
+       128,
+       8,
+       1,
+       3,
+       {30},
+       16,
+       R::Interleaved,
+       0,
+       false,
+       6},
       // Contiguous caches: equal lengths, so attention runs as fwd.
-      {"contiguous_half_q", "bf16", 128, 8, 1, 1, {37, 37}, 0, R::Half, 0, true, 7},
-      {"contiguous_interleaved_q", "fp32", 64, 4, 2, 65, {10, 10, 10}, 0, R::Interleaved, 0, true, 8},
-      {"contiguous_no_rotary", "fp16", 64, 2, 2, 5, {0}, 0, R::None, 0, false, 9},
-      {"contiguous_half_partial_dim", "bf16", 64, 4, 4, 2, {100}, 0, R::Half, 16, true, 10},
+      {"contiguous_half_q",
+       "bf16",
+       128,
+       8,
+       1,
+       1,
+       {37, 37},
+       0,
+       R::Half,
+       0,
+       true,
+       7},
+      {"contiguous_interleaved_q",
+       "fp32",
+       64,
+       4,
+       2,
+       65,
+       {10, 10, 10},
+       0,
+       R::Interleaved,
+       0,
+       true,
+       8},
+      {"contiguous_no_rotary",
+       "fp16",
+       64,
+       2,
+       2,
+       5,
+       {0},
+       0,
+       R::None,
+       0,
+       false,
+       9},
+      {"contiguous_half_partial_dim",
+       "bf16",
+       64,
+       4,
+       4,
+       2,
+       {100},
+       0,
+       R::Half,
+       16,
+       true,
+       10},
   };
 }
-INSTANTIATE_TEST_SUITE_P(Cases, HostAppendKv, ::testing::ValuesIn(appendCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Cases, HostAppendKv,
+                         ::testing::ValuesIn(appendCases()), caseName);
 
 /// The rotation itself against hand-computed values: position 1 of a
 /// 4-wide rotary with base 1 turns pair 0 by 1 rad and pair 1 by 1 rad too
@@ -181,12 +307,14 @@ TEST(Rotary, FormsPairElementsAsDocumented) {
   RotaryTables t = makeRotaryTables(2, 4, 1.0);
   std::vector<float> x = {1, 2, 3, 4};
   double c = std::cos(1.0), s = std::sin(1.0);
-  std::vector<double> inter = rotateRowReference(x, RotaryForm::Interleaved, t, 1);
+  std::vector<double> inter =
+      rotateRowReference(x, RotaryForm::Interleaved, t, 1);
   std::vector<double> half = rotateRowReference(x, RotaryForm::Half, t, 1);
   EXPECT_NEAR(inter[0], 1 * c - 2 * s, 1e-6);
   EXPECT_NEAR(inter[1], 2 * c + 1 * s, 1e-6);
   EXPECT_NEAR(half[0], 1 * c - 3 * s, 1e-6);
   EXPECT_NEAR(half[2], 3 * c + 1 * s, 1e-6);
-  EXPECT_EQ(rotateRowReference(x, RotaryForm::Half, t, 0), std::vector<double>({1, 2, 3, 4}));
+  EXPECT_EQ(rotateRowReference(x, RotaryForm::Half, t, 0),
+            std::vector<double>({1, 2, 3, 4}));
 }
 } // namespace

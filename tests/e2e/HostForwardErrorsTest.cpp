@@ -153,9 +153,7 @@ INSTANTIATE_TEST_SUITE_P(
                    [](AttentionProblem &p) { p.softcap = 0; },
                    "give a finite softcap value"},
         BadProblem{"slopes_per_head", "family=fwd,dtype=bf16,d=64,bias=alibi",
-                   [](AttentionProblem &p) {
-                     p.alibiSlopes = {0.5f, 0.25f};
-                   },
+                   [](AttentionProblem &p) { p.alibiSlopes = {0.5f, 0.25f}; },
                    "give one slope per head"},
         BadProblem{"head_dims_differ", kPlain,
                    [](AttentionProblem &p) { p.d = 128; },

@@ -49,8 +49,8 @@ std::string caseName(const ::testing::TestParamInfo<ForwardCase> &info) {
 // those meets every dtype; lengths alternate Sq < Sk and Sq > Sk.
 FWD_TABLE(DTypesAndHeadDims,
           dtypeHeadDimGrid({"fp32", "fp16", "bf16"},
-                           {"d=32", "d=64", "d=80", "d=96", "d=128", "d=160", "d=192", "d=256",
-                            "d=192,dv=128"},
+                           {"d=32", "d=64", "d=80", "d=96", "d=128", "d=160",
+                            "d=192", "d=256", "d=192,dv=128"},
                            70, 97));
 
 //===-- Masks -------------------------------------------------------------===//

@@ -28,8 +28,8 @@ struct PagedCase {
 };
 
 void PrintTo(const PagedCase &c, std::ostream *os) {
-  *os << c.spec << " H=" << c.headsQ << "/" << c.headsKv << " Sq=" << c.seqlenQ << " page "
-      << c.pageSize << " lens=";
+  *os << c.spec << " H=" << c.headsQ << "/" << c.headsKv << " Sq=" << c.seqlenQ
+      << " page " << c.pageSize << " lens=";
   for (int64_t len : c.cacheLens)
     *os << len << ",";
 }
@@ -52,8 +52,8 @@ PagedProblem makePaged(const KernelSpec &spec, const PagedCase &c) {
     pages += (len + c.pageSize - 1) / c.pageSize;
     longest = std::max(longest, len);
   }
-  KvCacheLayout layout =
-      KvCacheLayout::paged(c.pageSize, pages, (longest + c.pageSize - 1) / c.pageSize + 1);
+  KvCacheLayout layout = KvCacheLayout::paged(
+      c.pageSize, pages, (longest + c.pageSize - 1) / c.pageSize + 1);
   return PagedProblem::make(spec, a, layout, c.cacheLens);
 }
 
@@ -68,10 +68,12 @@ TEST_P(HostPaged, MatchesReference) {
     SCOPED_TRACE("numSplits " + std::to_string(n));
     llvm::Expected<PagedCheck> check = checkPaged(*spec, problem, n, c.seed);
     ASSERT_TRUE(bool(check)) << llvm::toString(check.takeError());
-    EXPECT_TRUE(check->compare.pass) << encodeName(*spec) << ": " << check->compare.summary();
+    EXPECT_TRUE(check->compare.pass)
+        << encodeName(*spec) << ": " << check->compare.summary();
     for (size_t i = 0; i < check->o.size(); ++i)
       if (check->refO[i] == 0.0)
-        ASSERT_EQ(check->o[i], 0.0f) << "a row that sees no key must be exactly 0";
+        ASSERT_EQ(check->o[i], 0.0f)
+            << "a row that sees no key must be exactly 0";
   }
 }
 
@@ -86,24 +88,88 @@ std::vector<PagedCase> pagedCases() {
   // Decode, GQA 8:1, at each page size; lengths end mid-page, on a page
   // boundary and after a single row.
   for (int64_t page : {16, 64, 256})
-    cases.push_back({"decode_gqa8_page" + std::to_string(page), kDecode, 16, 2, 1,
-                     {1, 17, 300, 64, 1000}, page, {1, 3, 7}, -1, -1, uint64_t(page)});
-  cases.push_back({"causal_br_fp16_page16", "family=fwd_paged,dtype=fp16,d=64,mask=causal_br,lse=1",
-                   4, 2, 5, {3, 100, 257}, 16, {1, 2, 7}, -1, -1, 3});
-  cases.push_back({"rows_without_keys_fp32", "family=fwd_paged,dtype=fp32,d=64,mask=causal_br,lse=1",
-                   2, 1, 40, {10, 70}, 16, {1, 3}, -1, -1, 4});
-  cases.push_back({"window_fp32_page64", "family=fwd_paged,dtype=fp32,d=32,mask=window,lse=1",
-                   4, 4, 7, {500, 129}, 64, {1, 4}, 100, 0, 5});
-  cases.push_back({"softcap_alibi_bf16_page16",
-                   "family=fwd_paged,dtype=bf16,d=128,softcap=1,bias=alibi,mask=causal_br",
-                   8, 1, 2, {33, 400}, 16, {1, 3}, -1, -1, 6});
-  cases.push_back({"small_tiles_page256", "family=fwd_paged,dtype=fp32,d=64,bm=16,bn=16,lse=1",
-                   2, 2, 3, {600, 5}, 256, {1, 5}, -1, -1, 7});
-  cases.push_back({"tiny_pages", "family=fwd_paged,dtype=fp16,d=64,lse=1",
-                   4, 1, 1, {45, 2}, 4, {1, 2}, -1, -1, 8});
+    cases.push_back({"decode_gqa8_page" + std::to_string(page),
+                     kDecode,
+                     16,
+                     2,
+                     1,
+                     {1, 17, 300, 64, 1000},
+                     page,
+                     {1, 3, 7},
+                     -1,
+                     -1,
+                     uint64_t(page)});
+  cases.push_back({"causal_br_fp16_page16",
+                   "family=fwd_paged,dtype=fp16,d=64,mask=causal_br,lse=1",
+                   4,
+                   2,
+                   5,
+                   {3, 100, 257},
+                   16,
+                   {1, 2, 7},
+                   -1,
+                   -1,
+                   3});
+  cases.push_back({"rows_without_keys_fp32",
+                   "family=fwd_paged,dtype=fp32,d=64,mask=causal_br,lse=1",
+                   2,
+                   1,
+                   40,
+                   {10, 70},
+                   16,
+                   {1, 3},
+                   -1,
+                   -1,
+                   4});
+  cases.push_back({"window_fp32_page64",
+                   "family=fwd_paged,dtype=fp32,d=32,mask=window,lse=1",
+                   4,
+                   4,
+                   7,
+                   {500, 129},
+                   64,
+                   {1, 4},
+                   100,
+                   0,
+                   5});
+  cases.push_back(
+      {"softcap_alibi_bf16_page16",
+       "family=fwd_paged,dtype=bf16,d=128,softcap=1,bias=alibi,mask=causal_br",
+       8,
+       1,
+       2,
+       {33, 400},
+       16,
+       {1, 3},
+       -1,
+       -1,
+       6});
+  cases.push_back({"small_tiles_page256",
+                   "family=fwd_paged,dtype=fp32,d=64,bm=16,bn=16,lse=1",
+                   2,
+                   2,
+                   3,
+                   {600, 5},
+                   256,
+                   {1, 5},
+                   -1,
+                   -1,
+                   7});
+  cases.push_back({"tiny_pages",
+                   "family=fwd_paged,dtype=fp16,d=64,lse=1",
+                   4,
+                   1,
+                   1,
+                   {45, 2},
+                   4,
+                   {1, 2},
+                   -1,
+                   -1,
+                   8});
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(Cases, HostPaged, ::testing::ValuesIn(pagedCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Cases, HostPaged, ::testing::ValuesIn(pagedCases()),
+                         caseName);
 
 bool fails(llvm::Error err) {
   bool failed = bool(err);
@@ -120,16 +186,22 @@ TEST(HostPagedErrors, RejectsBadLayouts) {
     a.batch = static_cast<int64_t>(lens.size());
     return PagedProblem::make(*spec, a, layout, lens);
   };
-  EXPECT_TRUE(fails(problem(KvCacheLayout::paged(24, 8, 4), {10}).validate(*spec)))
+  EXPECT_TRUE(
+      fails(problem(KvCacheLayout::paged(24, 8, 4), {10}).validate(*spec)))
       << "24 is not a power of two";
-  EXPECT_TRUE(fails(problem(KvCacheLayout::paged(16, 8, 2), {33}).validate(*spec)))
+  EXPECT_TRUE(
+      fails(problem(KvCacheLayout::paged(16, 8, 2), {33}).validate(*spec)))
       << "33 rows need 3 pages";
-  EXPECT_TRUE(fails(problem(KvCacheLayout::contiguous(64), {10}).validate(*spec)))
+  EXPECT_TRUE(
+      fails(problem(KvCacheLayout::contiguous(64), {10}).validate(*spec)))
       << "fwd_paged needs pages";
-  EXPECT_TRUE(fails(problem(KvCacheLayout::paged(16, 8, 2), {0}).validate(*spec)))
+  EXPECT_TRUE(
+      fails(problem(KvCacheLayout::paged(16, 8, 2), {0}).validate(*spec)))
       << "an empty cache has nothing to attend to";
-  EXPECT_TRUE(fails(validateKvCache(KvCacheLayout::paged(16, 2, 2), 1, {20}, {0, 2})))
+  EXPECT_TRUE(
+      fails(validateKvCache(KvCacheLayout::paged(16, 2, 2), 1, {20}, {0, 2})))
       << "page 2 of a 2-page pool";
-  EXPECT_FALSE(fails(validateKvCache(KvCacheLayout::paged(16, 2, 2), 1, {20}, {1, 0})));
+  EXPECT_FALSE(
+      fails(validateKvCache(KvCacheLayout::paged(16, 2, 2), 1, {20}, {1, 0})));
 }
 } // namespace

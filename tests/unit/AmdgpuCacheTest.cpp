@@ -22,7 +22,8 @@ namespace {
 class TempDir {
 public:
   TempDir() {
-    std::error_code ec = llvm::sys::fs::createUniqueDirectory("fmhajit-amdgpu-cache", path);
+    std::error_code ec =
+        llvm::sys::fs::createUniqueDirectory("fmhajit-amdgpu-cache", path);
     EXPECT_FALSE(ec) << ec.message();
   }
   ~TempDir() { llvm::sys::fs::remove_directories(path); }
@@ -39,7 +40,8 @@ TEST(AmdgpuCache, CodeObjectRoundTripsThroughDisk) {
   auto spec = validateSpec(*parsed);
   ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
   std::vector<std::string> warnings;
-  CacheConfig config{dir.str(), true, [&](llvm::StringRef w) { warnings.push_back(w.str()); }};
+  CacheConfig config{dir.str(), true,
+                     [&](llvm::StringRef w) { warnings.push_back(w.str()); }};
 
   auto first = KernelCache::create(config);
   ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
@@ -47,7 +49,8 @@ TEST(AmdgpuCache, CodeObjectRoundTripsThroughDisk) {
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   EXPECT_EQ((*compiled)->origin, ArtifactOrigin::Compiled);
 
-  auto second = KernelCache::create(config); // a new process, the same directory
+  auto second =
+      KernelCache::create(config); // a new process, the same directory
   ASSERT_TRUE(bool(second)) << llvm::toString(second.takeError());
   auto found = compileKernel(*spec, **second);
   ASSERT_TRUE(bool(found)) << llvm::toString(found.takeError());

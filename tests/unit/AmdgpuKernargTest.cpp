@@ -32,7 +32,8 @@ struct FieldOffset {
   size_t offset;
 };
 const FieldOffset kFieldOffsets[] = {
-#define KERNEL_ARG(Name, Index, Type, Doc) FieldOffset{k##Index, offsetof(KernelArgs, Name)},
+#define KERNEL_ARG(Name, Index, Type, Doc)                                     \
+  FieldOffset{k##Index, offsetof(KernelArgs, Name)},
 #include "ir/KernelArgs.def"
 };
 
@@ -48,7 +49,8 @@ KernelSpec resolved(llvm::StringRef text) {
 // layout; the runtime writes it at offsetof.
 TEST(AmdgpuKernarg, IrStructMatchesKernelArgs) {
   llvm::LLVMContext ctx;
-  llvm::DataLayout layout(llvm::Triple("amdgcn-amd-amdhsa").computeDataLayout());
+  llvm::DataLayout layout(
+      llvm::Triple("amdgcn-amd-amdhsa").computeDataLayout());
   const llvm::StructLayout *ir = layout.getStructLayout(kernelArgsType(ctx));
   for (const FieldOffset &f : kFieldOffsets)
     EXPECT_EQ(ir->getElementOffset(f.index), f.offset) << "field " << f.index;
@@ -56,7 +58,8 @@ TEST(AmdgpuKernarg, IrStructMatchesKernelArgs) {
   EXPECT_EQ(ir->getAlignment().value(), alignof(KernelArgs));
 }
 
-class AmdgpuCodeObjectMetadata : public ::testing::TestWithParam<const char *> {};
+class AmdgpuCodeObjectMetadata : public ::testing::TestWithParam<const char *> {
+};
 
 // The code object declares one by-value argument covering the whole
 // KernelArgs, and a kernarg segment of exactly its size and alignment.
@@ -91,7 +94,8 @@ TEST_P(AmdgpuCodeObjectMetadata, KernargSegmentIsOneKernelArgs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Targets, AmdgpuCodeObjectMetadata,
-    ::testing::Values("dtype=bf16,d=128,target=gfx90a", "dtype=fp16,d=64,target=gfx942",
+    ::testing::Values("dtype=bf16,d=128,target=gfx90a",
+                      "dtype=fp16,d=64,target=gfx942",
                       "dtype=bf16,d=256,mask=causal,lse=1,target=gfx950",
                       "dtype=fp16,d=128,mask=window,target=gfx1100",
                       "dtype=bf16,d=96,softcap=1,target=gfx1201",
@@ -104,11 +108,13 @@ TEST(AmdgpuCodeObject, RuntimeRejectsAnotherKernelOrNoCodeObject) {
   ASSERT_TRUE(bool(object)) << llvm::toString(object.takeError());
   auto missing = checkKernelAbi(*object, "fmha_not_this_one");
   ASSERT_FALSE(bool(missing));
-  EXPECT_NE(llvm::toString(missing.takeError()).find("declares no kernel named"),
-            std::string::npos);
+  EXPECT_NE(
+      llvm::toString(missing.takeError()).find("declares no kernel named"),
+      std::string::npos);
   auto garbage = readCodeObjectKernels("not an ELF file");
   ASSERT_FALSE(bool(garbage));
-  EXPECT_NE(llvm::toString(garbage.takeError()).find("not a valid AMDGPU code object"),
+  EXPECT_NE(llvm::toString(garbage.takeError())
+                .find("not a valid AMDGPU code object"),
             std::string::npos);
 }
 

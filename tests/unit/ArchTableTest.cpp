@@ -6,7 +6,6 @@
 // on every target.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/SpecTesting.h"
 #include "specs/ArchTable.h"
 #include "specs/EmbeddedData.h"
 #include "specs/EncodedName.h"
@@ -14,6 +13,7 @@
 #include "specs/Profile.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "tests/unit/SpecTesting.h"
 #include "gtest/gtest.h"
 #include <algorithm>
 #include <set>
@@ -46,9 +46,9 @@ TEST(ArchTables, NamesAndTokensAreUnique) {
 
 // The targets the issue promises; a missing one is a lost table.
 TEST(ArchTables, EveryPromisedTargetExists) {
-  for (const char *t : {"host", "x86-64-v3", "x86-64-v4", "sm_80", "sm_86", "sm_89",
-                        "sm_90a", "sm_100a", "gfx90a", "gfx942", "gfx950",
-                        "gfx1100", "gfx1201"})
+  for (const char *t :
+       {"host", "x86-64-v3", "x86-64-v4", "sm_80", "sm_86", "sm_89", "sm_90a",
+        "sm_100a", "gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"})
     EXPECT_NE(findArch(t), nullptr) << t;
 }
 
@@ -66,14 +66,16 @@ TEST_P(ArchTable, FactsAreConsistent) {
   EXPECT_FALSE(a.dtypes.empty());
   EXPECT_FALSE(a.headDims.empty());
   EXPECT_TRUE(std::is_sorted(a.headDims.begin(), a.headDims.end()));
-  EXPECT_EQ(a.backend == Backend::Host, a.triple.empty()) << "only hosts lack a triple";
+  EXPECT_EQ(a.backend == Backend::Host, a.triple.empty())
+      << "only hosts lack a triple";
   ASSERT_FALSE(a.autoOrder.empty());
   for (Pipeline p : a.autoOrder)
     EXPECT_NE(a.pipeline(p), nullptr) << "auto_order names " << keyOf(p).str();
   for (const auto &[p, info] : a.pipelines) {
     EXPECT_NE(p, Pipeline::Auto);
     for (DType t : info.dtypes)
-      EXPECT_TRUE(a.hasDType(t)) << keyOf(p).str() << " takes " << keyOf(t).str();
+      EXPECT_TRUE(a.hasDType(t))
+          << keyOf(p).str() << " takes " << keyOf(t).str();
     ASSERT_FALSE(info.tiles.empty()) << keyOf(p).str();
     EXPECT_GE(info.tiles.back().maxD, a.headDims.back()) << keyOf(p).str();
     for (size_t i = 1; i < info.tiles.size(); ++i)
@@ -95,7 +97,8 @@ TEST_P(ArchTable, PipelinesMatchTheHardware) {
   EXPECT_EQ(a.pipeline(Pipeline::Wgmma) != nullptr, a.name == "sm_90a");
   EXPECT_EQ(a.pipeline(Pipeline::Mfma) != nullptr, cdna);
   EXPECT_EQ(a.pipeline(Pipeline::Wmma) != nullptr, rdna);
-  EXPECT_EQ(a.pipeline(Pipeline::Vector) != nullptr, a.backend == Backend::Host);
+  EXPECT_EQ(a.pipeline(Pipeline::Vector) != nullptr,
+            a.backend == Backend::Host);
   EXPECT_EQ(a.pipeline(Pipeline::Mma) != nullptr, a.backend == Backend::Nvptx);
 }
 
@@ -111,7 +114,8 @@ TEST_P(ArchTable, DefaultTilesValidateForEveryHeadDimAndPipeline) {
         s.target = a.name;
         llvm::Expected<KernelSpec> r = validateSpec(s);
         if (!r) {
-          ADD_FAILURE() << printSpec(s) << ": " << llvm::toString(r.takeError());
+          ADD_FAILURE() << printSpec(s) << ": "
+                        << llvm::toString(r.takeError());
           continue;
         }
         const TileConfig *tile = a.defaultTile(p, d);
@@ -128,7 +132,8 @@ TEST_P(ArchTable, EveryProfileExpands) {
   for (const ProfileInfo &p : listProfiles()) {
     llvm::Expected<std::vector<KernelSpec>> specs =
         expandProfile(p.name, llvm::StringRef(GetParam()));
-    ASSERT_TRUE(bool(specs)) << p.name << ": " << llvm::toString(specs.takeError());
+    ASSERT_TRUE(bool(specs))
+        << p.name << ": " << llvm::toString(specs.takeError());
     EXPECT_FALSE(specs->empty()) << p.name;
     for (const KernelSpec &s : *specs)
       EXPECT_EQ(s.target, GetParam());
@@ -143,12 +148,14 @@ INSTANTIATE_TEST_SUITE_P(Targets, ArchTable, ::testing::ValuesIn(archNames()),
                          });
 
 TEST(Profiles, UnknownProfileOrTargetNamesTheKey) {
-  llvm::Expected<std::vector<KernelSpec>> p = expandProfile("nope", std::nullopt);
+  llvm::Expected<std::vector<KernelSpec>> p =
+      expandProfile("nope", std::nullopt);
   ASSERT_FALSE(bool(p));
   std::vector<std::string> problems = specProblems(p.takeError(), "nope");
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("profile=nope"), std::string::npos) << problems[0];
-  llvm::Expected<std::vector<KernelSpec>> t = expandProfile("all", llvm::StringRef("sm_70"));
+  llvm::Expected<std::vector<KernelSpec>> t =
+      expandProfile("all", llvm::StringRef("sm_70"));
   ASSERT_FALSE(bool(t));
   problems = specProblems(t.takeError(), "sm_70");
   ASSERT_EQ(problems.size(), 1u);

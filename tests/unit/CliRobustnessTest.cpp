@@ -6,11 +6,11 @@
 // success prints no error, and `name` prints a name that decodes.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/Mutator.h"
-#include "tests/unit/SpecTesting.h"
 #include "specs/EncodedName.h"
 #include "specs/Profile.h"
 #include "specs/SpecParser.h"
+#include "tests/unit/Mutator.h"
+#include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -31,8 +31,10 @@ struct RunResult {
 class CliRobustness : public ::testing::Test {
 protected:
   void SetUp() override {
-    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("fmhajit-cli", "out", outPath));
-    ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("fmhajit-cli", "err", errPath));
+    ASSERT_FALSE(
+        llvm::sys::fs::createTemporaryFile("fmhajit-cli", "out", outPath));
+    ASSERT_FALSE(
+        llvm::sys::fs::createTemporaryFile("fmhajit-cli", "err", errPath));
   }
   void TearDown() override {
     llvm::sys::fs::remove(outPath);
@@ -42,8 +44,8 @@ protected:
   RunResult run(const std::vector<std::string> &args) {
     std::vector<llvm::StringRef> argv = {FMHAJIT_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), outPath.str(),
-                                                  errPath.str()};
+    std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""),
+                                                  outPath.str(), errPath.str()};
     // The child opens redirect files without truncating them.
     llvm::sys::fs::remove(outPath);
     llvm::sys::fs::remove(errPath);
@@ -66,8 +68,10 @@ protected:
     if (r.status != 0) {
       EXPECT_TRUE(r.out.empty()) << shown;
       EXPECT_FALSE(r.err.empty()) << shown;
-      for (llvm::StringRef line : llvm::split(llvm::StringRef(r.err).rtrim('\n'), '\n'))
-        EXPECT_TRUE(line.starts_with("error: ")) << shown << "\nstderr: " << r.err;
+      for (llvm::StringRef line :
+           llvm::split(llvm::StringRef(r.err).rtrim('\n'), '\n'))
+        EXPECT_TRUE(line.starts_with("error: "))
+            << shown << "\nstderr: " << r.err;
       return;
     }
     EXPECT_TRUE(r.err.empty()) << shown << "\nstderr: " << r.err;
@@ -98,7 +102,8 @@ std::string argSafe(std::string s) {
 
 std::vector<std::string> seedSpecs() {
   std::vector<std::string> out;
-  llvm::Expected<std::vector<KernelSpec>> specs = expandProfile("smoke", std::nullopt);
+  llvm::Expected<std::vector<KernelSpec>> specs =
+      expandProfile("smoke", std::nullopt);
   if (!specs)
     llvm::report_fatal_error(specs.takeError());
   for (const KernelSpec &s : *specs) {
@@ -110,7 +115,8 @@ std::vector<std::string> seedSpecs() {
 
 std::vector<std::string> seedNames() {
   std::vector<std::string> out;
-  llvm::Expected<std::vector<KernelSpec>> specs = expandProfile("all", std::nullopt);
+  llvm::Expected<std::vector<KernelSpec>> specs =
+      expandProfile("all", std::nullopt);
   if (!specs)
     llvm::report_fatal_error(specs.takeError());
   for (const KernelSpec &s : *specs)
@@ -119,8 +125,9 @@ std::vector<std::string> seedNames() {
 }
 
 const std::vector<std::string> kWords = {
-    "=", ",", "{", "}", "\"", "_", "\n", "d", "mask", "causal", "target",
-    "sm_90a", "host", "fmha_", "--", "--profile", "--target", "-h"};
+    "=",    ",",     "{",    "}",         "\"",       "_",
+    "\n",   "d",     "mask", "causal",    "target",   "sm_90a",
+    "host", "fmha_", "--",   "--profile", "--target", "-h"};
 
 TEST_F(CliRobustness, MutatedSpecs) {
   Mutator m(11, seedSpecs(), kWords);
@@ -137,8 +144,8 @@ TEST_F(CliRobustness, MutatedNames) {
 // Random words after random commands: usage errors, never crashes.
 TEST_F(CliRobustness, MutatedCommandLines) {
   const std::vector<std::string> commands = {
-      "name", "decode", "validate", "list", "demo", "--help", "--version",
-      "nmae", "", "-", "--", "--list"};
+      "name",      "decode", "validate", "list", "demo", "--help",
+      "--version", "nmae",   "",         "-",    "--",   "--list"};
   std::vector<std::string> words = kWords;
   words.insert(words.end(), {"all", "smoke", "--profile=all", "--target=gfx942",
                              "--target=", "--bogus", "d=64"});
@@ -146,7 +153,8 @@ TEST_F(CliRobustness, MutatedCommandLines) {
   for (unsigned i = 0; i < 100 && !HasFailure(); ++i) {
     std::vector<std::string> args = {commands[m.below(commands.size())]};
     for (uint64_t n = m.below(4); n > 0; --n)
-      args.push_back(argSafe(m.below(3) ? words[m.below(words.size())] : m.mutated()));
+      args.push_back(
+          argSafe(m.below(3) ? words[m.below(words.size())] : m.mutated()));
     check(args);
   }
 }

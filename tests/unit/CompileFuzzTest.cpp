@@ -1,4 +1,5 @@
-//===- CompileFuzzTest.cpp - No spec validation accepts crashes the compiler ===//
+//===- CompileFuzzTest.cpp - No spec validation accepts crashes the compiler
+//===//
 //
 // Draws random specs over every target, family, pipeline, tile (bm, bn,
 // warps, stages) and feature, biased towards what validation accepts,
@@ -22,12 +23,12 @@
 //                          compile; llvm covers the emitters many times faster
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/FuzzSpecs.h"
 #include "compiler/KernelCompiler.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "tests/unit/FuzzSpecs.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/Signals.h"
@@ -68,7 +69,8 @@ InFlight gInFlight[kMaxThreads];
 
 // Runs on a crash signal: only async-signal-safe calls (write).
 void printInFlight(void *) {
-  const char header[] = "\nCompileFuzzTest: specs being compiled at the crash:\n";
+  const char header[] =
+      "\nCompileFuzzTest: specs being compiled at the crash:\n";
   ssize_t ignored = write(2, header, sizeof(header) - 1);
   for (InFlight &f : gInFlight)
     if (f.startMs.load() >= 0) {
@@ -79,7 +81,8 @@ void printInFlight(void *) {
 }
 
 int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             Clock::now().time_since_epoch())
       .count();
 }
 
@@ -100,16 +103,21 @@ struct Tally {
 void checkRejection(llvm::Error err, const std::string &label, Tally &tally) {
   static const llvm::Regex kNamesKey("^[a-z]+=[^ ]*: .+");
   std::vector<std::string> bad;
-  llvm::handleAllErrors(std::move(err), [&](const FmhaError &e) {
-    if (e.getKind() != ErrorKind::Spec || !kNamesKey.match(e.getMessage()))
-      bad.push_back(e.getMessage());
-  }, [&](const llvm::ErrorInfoBase &e) { bad.push_back(e.message()); });
+  llvm::handleAllErrors(
+      std::move(err),
+      [&](const FmhaError &e) {
+        if (e.getKind() != ErrorKind::Spec || !kNamesKey.match(e.getMessage()))
+          bad.push_back(e.getMessage());
+      },
+      [&](const llvm::ErrorInfoBase &e) { bad.push_back(e.message()); });
   if (!bad.empty())
-    tally.fail(label + ": rejected without naming key=value: " + llvm::join(bad, "; "));
+    tally.fail(label +
+               ": rejected without naming key=value: " + llvm::join(bad, "; "));
 }
 
 /// An accepted spec compiles to a non-empty artifact or is Unsupported.
-void checkCompile(const KernelSpec &spec, Stage stage, const std::string &label, Tally &tally) {
+void checkCompile(const KernelSpec &spec, Stage stage, const std::string &label,
+                  Tally &tally) {
   llvm::Expected<std::string> code = compileToStage(spec, stage);
   if (code) {
     if (code->empty())
@@ -120,7 +128,8 @@ void checkCompile(const KernelSpec &spec, Stage stage, const std::string &label,
   }
   Problems problems = takeProblems(code.takeError());
   if (problems.kind != ErrorKind::Unsupported)
-    tally.fail(label + ": valid but failed to compile: " + llvm::join(problems.messages, "; "));
+    tally.fail(label + ": valid but failed to compile: " +
+               llvm::join(problems.messages, "; "));
   std::lock_guard<std::mutex> lock(tally.mutex);
   ++tally.unsupported;
 }
@@ -145,7 +154,9 @@ struct FuzzRun {
         return;
       unsigned i = next.fetch_add(1);
       if (std::optional<KernelSpec> spec = drawValid(i))
-        compile(*spec, "spec #" + std::to_string(i) + " '" + printSpec(*spec) + "'", slot);
+        compile(*spec,
+                "spec #" + std::to_string(i) + " '" + printSpec(*spec) + "'",
+                slot);
     }
   }
 
@@ -165,14 +176,16 @@ struct FuzzRun {
       if (spec)
         return *spec;
       checkRejection(spec.takeError(),
-                     "spec #" + std::to_string(i) + "." + std::to_string(attempt) + " '" +
-                         printSpec(drawn) + "'",
+                     "spec #" + std::to_string(i) + "." +
+                         std::to_string(attempt) + " '" + printSpec(drawn) +
+                         "'",
                      tally);
     }
     return std::nullopt;
   }
 
-  void compile(const KernelSpec &spec, const std::string &label, InFlight &slot) {
+  void compile(const KernelSpec &spec, const std::string &label,
+               InFlight &slot) {
     strncpy(slot.spec, label.c_str(), kSpecText - 1);
     int64_t startMs = slot.startMs = nowMs();
     checkCompile(spec, stage, label, tally);
@@ -188,13 +201,15 @@ struct FuzzRun {
 
 // Polls the workers: a compile past the limit is a hang, and a hung thread
 // cannot be stopped, so the test aborts naming the spec.
-void watch(std::vector<std::thread> &workers, std::atomic<unsigned> &done, unsigned limitS) {
+void watch(std::vector<std::thread> &workers, std::atomic<unsigned> &done,
+           unsigned limitS) {
   while (done.load() < workers.size()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     for (InFlight &f : gInFlight) {
       int64_t start = f.startMs.load();
       if (start >= 0 && nowMs() - start > int64_t(limitS) * 1000) {
-        fprintf(stderr, "CompileFuzzTest: %s took over %u s to compile\n", f.spec, limitS);
+        fprintf(stderr, "CompileFuzzTest: %s took over %u s to compile\n",
+                f.spec, limitS);
         std::abort();
       }
     }
@@ -204,14 +219,16 @@ void watch(std::vector<std::thread> &workers, std::atomic<unsigned> &done, unsig
 TEST(CompileFuzz, EveryValidSpecCompilesOrIsUnsupported) {
   FuzzRun run;
   run.seed = envNumber("FMHAJIT_FUZZ_SEED", uint64_t(nowMs()));
-  run.stopDrawing = Clock::now() + std::chrono::seconds(envNumber("FMHAJIT_FUZZ_SECONDS", 45));
+  run.stopDrawing = Clock::now() +
+                    std::chrono::seconds(envNumber("FMHAJIT_FUZZ_SECONDS", 45));
   run.minSpecs = envNumber("FMHAJIT_FUZZ_MIN_SPECS", 300);
   const char *stage = std::getenv("FMHAJIT_FUZZ_STAGE");
   run.stage = parseStage(stage ? stage : "obj").value_or(Stage::Obj);
-  unsigned threads = envNumber("FMHAJIT_FUZZ_THREADS", std::thread::hardware_concurrency());
+  unsigned threads =
+      envNumber("FMHAJIT_FUZZ_THREADS", std::thread::hardware_concurrency());
   threads = std::clamp(threads, 1u, kMaxThreads);
-  printf("CompileFuzz: FMHAJIT_FUZZ_SEED=%llu, %u threads\n", (unsigned long long)run.seed,
-         threads);
+  printf("CompileFuzz: FMHAJIT_FUZZ_SEED=%llu, %u threads\n",
+         (unsigned long long)run.seed, threads);
   fflush(stdout); // before any crash
   llvm::sys::AddSignalHandler(printInFlight, nullptr);
   Clock::time_point start = Clock::now();
@@ -227,10 +244,13 @@ TEST(CompileFuzz, EveryValidSpecCompilesOrIsUnsupported) {
     w.join();
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   Tally &t = run.tally;
-  printf("CompileFuzz: %u specs in %.1f s: %u rejected by validation, %u compiled, %u "
+  printf("CompileFuzz: %u specs in %.1f s: %u rejected by validation, %u "
+         "compiled, %u "
          "unsupported (%.0f compiled a minute)\n",
-         t.drawn, seconds, t.invalid, t.compiled, t.unsupported, t.compiled * 60 / seconds);
-  printf("CompileFuzz: slowest compile %.1f s: %s\n", t.slowestS, t.slowest.c_str());
+         t.drawn, seconds, t.invalid, t.compiled, t.unsupported,
+         t.compiled * 60 / seconds);
+  printf("CompileFuzz: slowest compile %.1f s: %s\n", t.slowestS,
+         t.slowest.c_str());
   for (size_t i = 0; i < t.failures.size() && i < 20; ++i)
     ADD_FAILURE() << "seed " << run.seed << ", " << t.failures[i];
   EXPECT_TRUE(t.failures.empty()) << t.failures.size() << " failures";

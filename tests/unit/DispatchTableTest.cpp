@@ -29,11 +29,14 @@ std::vector<std::string> archNames() {
 class DispatchData : public ::testing::TestWithParam<std::string> {
 protected:
   const ArchInfo &arch() const { return *findArch(GetParam()); }
-  const DispatchTable &table() const { return DispatchTable::forTarget(GetParam()); }
+  const DispatchTable &table() const {
+    return DispatchTable::forTarget(GetParam());
+  }
 };
 
 TEST_P(DispatchData, EveryTargetHasAFile) {
-  EXPECT_FALSE(table().file.empty()) << GetParam() << " is in no specs/dispatch file";
+  EXPECT_FALSE(table().file.empty())
+      << GetParam() << " is in no specs/dispatch file";
   EXPECT_FALSE(table().profiles.empty());
 }
 
@@ -44,11 +47,13 @@ TEST_P(DispatchData, EveryChoosableTileValidates) {
         for (const Tile &tile : table().tilesFor(arch(), p, d)) {
           KernelSpec s;
           s.dtype = t, s.d = d, s.pipeline = p, s.target = GetParam();
-          s.bm = tile.bm, s.bn = tile.bn, s.warps = tile.warps, s.stages = tile.stages;
+          s.bm = tile.bm, s.bn = tile.bn, s.warps = tile.warps,
+          s.stages = tile.stages;
           llvm::Expected<KernelSpec> r = validateSpec(s);
-          EXPECT_TRUE(bool(r)) << GetParam() << " " << keyOf(p).str() << " " << keyOf(t).str()
-                               << " d=" << d << " " << tile.str() << ": "
-                               << (r ? "" : llvm::toString(r.takeError()));
+          EXPECT_TRUE(bool(r))
+              << GetParam() << " " << keyOf(p).str() << " " << keyOf(t).str()
+              << " d=" << d << " " << tile.str() << ": "
+              << (r ? "" : llvm::toString(r.takeError()));
           if (!r)
             llvm::consumeError(r.takeError());
         }
@@ -60,9 +65,10 @@ TEST_P(DispatchData, EveryRowIsReachable) {
   for (const auto &[pipeline, rows] : table().tiles)
     for (size_t i = 0; i < rows.size(); ++i)
       for (size_t j = 0; j < i; ++j)
-        EXPECT_FALSE(rows[j].maxSeqlenQ >= rows[i].maxSeqlenQ && rows[j].maxD >= rows[i].maxD)
-            << GetParam() << " " << keyOf(pipeline).str() << ": row " << i << " is hidden by row "
-            << j;
+        EXPECT_FALSE(rows[j].maxSeqlenQ >= rows[i].maxSeqlenQ &&
+                     rows[j].maxD >= rows[i].maxD)
+            << GetParam() << " " << keyOf(pipeline).str() << ": row " << i
+            << " is hidden by row " << j;
 }
 
 TEST_P(DispatchData, RegistryExpandsAndIndexesByFeatures) {
@@ -71,11 +77,13 @@ TEST_P(DispatchData, RegistryExpandsAndIndexesByFeatures) {
   ASSERT_FALSE(r->candidates().empty());
   for (const KernelSpec &s : r->candidates()) {
     std::vector<KernelSpec> same = r->matching(featureKey(s));
-    EXPECT_NE(std::find(same.begin(), same.end(), s), same.end()) << encodeName(s);
+    EXPECT_NE(std::find(same.begin(), same.end(), s), same.end())
+        << encodeName(s);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTargets, DispatchData, ::testing::ValuesIn(archNames()),
+INSTANTIATE_TEST_SUITE_P(AllTargets, DispatchData,
+                         ::testing::ValuesIn(archNames()),
                          [](const auto &info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -85,7 +93,9 @@ INSTANTIATE_TEST_SUITE_P(AllTargets, DispatchData, ::testing::ValuesIn(archNames
 TEST(DispatchTable, HostBucketsFollowTheQueryLength) {
   const ArchInfo &host = *findArch("host");
   const DispatchTable &t = DispatchTable::forTarget("host");
-  auto bm = [&](int64_t sq) { return t.choose(host, Pipeline::Vector, 128, sq)->tile.bm; };
+  auto bm = [&](int64_t sq) {
+    return t.choose(host, Pipeline::Vector, 128, sq)->tile.bm;
+  };
   EXPECT_EQ(bm(1), 16u);
   EXPECT_EQ(bm(16), 16u);
   EXPECT_EQ(bm(17), 32u);

@@ -39,9 +39,11 @@ TEST_P(Dispatcher, PicksTheDocumentedKernel) {
   const DispatchCase &c = GetParam();
   llvm::Expected<KernelSpec> features = parseSpec(c.features);
   ASSERT_TRUE(bool(features)) << llvm::toString(features.takeError());
-  llvm::Expected<const Registry &> registry = Registry::forTarget(features->target);
+  llvm::Expected<const Registry &> registry =
+      Registry::forTarget(features->target);
   ASSERT_TRUE(bool(registry)) << llvm::toString(registry.takeError());
-  DispatchQuery query{*features, c.seqlenQ, c.seqlenK, c.tunedWinner, c.kvRowAlignment};
+  DispatchQuery query{*features, c.seqlenQ, c.seqlenK, c.tunedWinner,
+                      c.kvRowAlignment};
   llvm::Expected<Dispatch> d =
       dispatch(query, *registry, DispatchTable::forTarget(features->target));
   ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
@@ -53,9 +55,11 @@ TEST_P(Dispatcher, PicksTheDocumentedKernel) {
   for (const auto &reason : c.reasons) {
     const auto &rule = reason.first;
     const auto &words = reason.second;
-    auto it = std::find_if(d->rules.begin(), d->rules.end(),
-                           [&](const RuleOutcome &r) { return r.rule == rule; });
-    ASSERT_NE(it, d->rules.end()) << "no outcome for rule " << rule << "\n" << trace;
+    auto it =
+        std::find_if(d->rules.begin(), d->rules.end(),
+                     [&](const RuleOutcome &r) { return r.rule == rule; });
+    ASSERT_NE(it, d->rules.end()) << "no outcome for rule " << rule << "\n"
+                                  << trace;
     EXPECT_NE(it->outcome.find(words), std::string::npos)
         << "rule " << rule << " should say '" << words << "'\n"
         << trace;
@@ -66,77 +70,83 @@ std::string caseName(const ::testing::TestParamInfo<DispatchCase> &info) {
   return info.param.label;
 }
 
-const char *const kHostBf16 = "family=fwd,dtype=bf16,d=128,mask=causal,target=host";
+const char *const kHostBf16 =
+    "family=fwd,dtype=bf16,d=128,mask=causal,target=host";
 
 // Rule 2 on the host: bm follows the query length (16, 32, then 64).
 INSTANTIATE_TEST_SUITE_P(
     HostTiles, Dispatcher,
-    ::testing::Values(DispatchCase{"Decode",
-                                   kHostBf16,
-                                   1,
-                                   4096,
-                                   "fmha_fwd_bf16_d128_causal_m16n64w1s1_vector_host",
-                                   {{"1 features", "of the registry"},
-                                    {"2 tiles", "vector m16n64w1s1 (seqlen_q <= 16, d <= 256"},
-                                    {"3 priority", "first of 1"},
-                                    {"decode", "decode-shaped"}},
-                                   std::nullopt,
-                                   true},
-                      DispatchCase{"ShortPrefill",
-                                   kHostBf16,
-                                   32,
-                                   32,
-                                   "fmha_fwd_bf16_d128_causal_m32n64w1s1_vector_host",
-                                   {{"2 tiles", "m32n64w1s1 (seqlen_q <= 32"},
-                                    {"decode", "not decode-shaped"}}},
-                      DispatchCase{"Prefill",
-                                   kHostBf16,
-                                   2048,
-                                   2048,
-                                   "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
-                                   {{"2 tiles", "m64n64w1s1 (any seqlen_q"}}},
-                      DispatchCase{"ShortQueryShortKeys",
-                                   kHostBf16,
-                                   8,
-                                   64,
-                                   "fmha_fwd_bf16_d128_causal_m16n64w1s1_vector_host",
-                                   {{"decode", "seqlen_k 64 < 1024: not decode-shaped"}}},
-                      DispatchCase{"Fp32Lse",
-                                   "family=fwd,dtype=fp32,d=64,mask=window,lse=1,target=host",
-                                   100,
-                                   100,
-                                   "fmha_fwd_fp32_d64_window_lse_m64n64w1s1_vector_host",
-                                   {{"1 features", "of the registry"}}},
-                      DispatchCase{"X86V4",
-                                   "family=fwd,dtype=fp16,d=64,target=x86-64-v4",
-                                   16,
-                                   16,
-                                   "fmha_fwd_fp16_d64_m16n64w1s1_vector_x8664v4",
-                                   {{"2 tiles", "dispatch/host.json"}}}),
+    ::testing::Values(
+        DispatchCase{
+            "Decode",
+            kHostBf16,
+            1,
+            4096,
+            "fmha_fwd_bf16_d128_causal_m16n64w1s1_vector_host",
+            {{"1 features", "of the registry"},
+             {"2 tiles", "vector m16n64w1s1 (seqlen_q <= 16, d <= 256"},
+             {"3 priority", "first of 1"},
+             {"decode", "decode-shaped"}},
+            std::nullopt,
+            true},
+        DispatchCase{"ShortPrefill",
+                     kHostBf16,
+                     32,
+                     32,
+                     "fmha_fwd_bf16_d128_causal_m32n64w1s1_vector_host",
+                     {{"2 tiles", "m32n64w1s1 (seqlen_q <= 32"},
+                      {"decode", "not decode-shaped"}}},
+        DispatchCase{"Prefill",
+                     kHostBf16,
+                     2048,
+                     2048,
+                     "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
+                     {{"2 tiles", "m64n64w1s1 (any seqlen_q"}}},
+        DispatchCase{"ShortQueryShortKeys",
+                     kHostBf16,
+                     8,
+                     64,
+                     "fmha_fwd_bf16_d128_causal_m16n64w1s1_vector_host",
+                     {{"decode", "seqlen_k 64 < 1024: not decode-shaped"}}},
+        DispatchCase{"Fp32Lse",
+                     "family=fwd,dtype=fp32,d=64,mask=window,lse=1,target=host",
+                     100,
+                     100,
+                     "fmha_fwd_fp32_d64_window_lse_m64n64w1s1_vector_host",
+                     {{"1 features", "of the registry"}}},
+        DispatchCase{"X86V4",
+                     "family=fwd,dtype=fp16,d=64,target=x86-64-v4",
+                     16,
+                     16,
+                     "fmha_fwd_fp16_d64_m16n64w1s1_vector_x8664v4",
+                     {{"2 tiles", "dispatch/host.json"}}}),
     caseName);
 
 // Rule 1: features no profile lists are made on the spot, in the table's
 // tile; rule 1 never mixes features.
 INSTANTIATE_TEST_SUITE_P(
     Features, Dispatcher,
-    ::testing::Values(DispatchCase{"NotInRegistry",
-                                   "family=fwd,dtype=fp32,d=80,bias=alibi,softcap=1,target=host",
-                                   1,
-                                   8,
-                                   "fmha_fwd_fp32_d80_alibi_sc_m16n64w1s1_vector_host",
-                                   {{"1 features", "no registry kernel matches"}}},
-                      DispatchCase{"VarlenStaysVarlen",
-                                   "family=fwd,dtype=bf16,d=64,mask=causal,varlen=1,target=host",
-                                   300,
-                                   300,
-                                   "fmha_fwd_bf16_d64_causal_vl_m64n64w1s1_vector_host",
-                                   {{"1 features", "varlen"}}},
-                      DispatchCase{"OutDtype",
-                                   "family=fwd,dtype=bf16,out=fp32,d=64,target=host",
-                                   64,
-                                   64,
-                                   "fmha_fwd_bf16ofp32_d64_m64n64w1s1_vector_host",
-                                   {{"1 features", "made for it"}}}),
+    ::testing::Values(
+        DispatchCase{
+            "NotInRegistry",
+            "family=fwd,dtype=fp32,d=80,bias=alibi,softcap=1,target=host",
+            1,
+            8,
+            "fmha_fwd_fp32_d80_alibi_sc_m16n64w1s1_vector_host",
+            {{"1 features", "no registry kernel matches"}}},
+        DispatchCase{
+            "VarlenStaysVarlen",
+            "family=fwd,dtype=bf16,d=64,mask=causal,varlen=1,target=host",
+            300,
+            300,
+            "fmha_fwd_bf16_d64_causal_vl_m64n64w1s1_vector_host",
+            {{"1 features", "varlen"}}},
+        DispatchCase{"OutDtype",
+                     "family=fwd,dtype=bf16,out=fp32,d=64,target=host",
+                     64,
+                     64,
+                     "fmha_fwd_bf16ofp32_d64_m64n64w1s1_vector_host",
+                     {{"1 features", "made for it"}}}),
     caseName);
 
 // NVIDIA: mma first (auto_order), a half-height tile for short queries;
@@ -144,12 +154,13 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     Gpus, Dispatcher,
     ::testing::Values(
-        DispatchCase{"Sm90aPrefill",
-                     "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a",
-                     4096,
-                     4096,
-                     "fmha_fwd_bf16_d128_causal_m128n64w8s1_mma_sm90a",
-                     {{"2 tiles", "mma m128n64w8s1"}, {"3 priority", "(mma > simt)"}}},
+        DispatchCase{
+            "Sm90aPrefill",
+            "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a",
+            4096,
+            4096,
+            "fmha_fwd_bf16_d128_causal_m128n64w8s1_mma_sm90a",
+            {{"2 tiles", "mma m128n64w8s1"}, {"3 priority", "(mma > simt)"}}},
         DispatchCase{"Sm90aShort",
                      "family=fwd,dtype=bf16,d=128,target=sm_90a",
                      48,
@@ -168,15 +179,17 @@ INSTANTIATE_TEST_SUITE_P(
                      16,
                      "fmha_fwd_fp32_d64_m32n32w4s1_simt_sm80",
                      {{"2 tiles", "simt m32n32w4s1 (seqlen_q <= 32"}}},
-        DispatchCase{"Sm90aMisalignedKvIsSimt",
-                     "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a",
-                     4096,
-                     4096,
-                     "fmha_fwd_bf16_d128_causal_m64n32w4s1_simt_sm90a",
-                     {{"1 layout", "only 2-byte aligned: dropped 2 candidates of pipeline mma"}},
-                     std::nullopt,
-                     false,
-                     2},
+        DispatchCase{
+            "Sm90aMisalignedKvIsSimt",
+            "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a",
+            4096,
+            4096,
+            "fmha_fwd_bf16_d128_causal_m64n32w4s1_simt_sm90a",
+            {{"1 layout",
+              "only 2-byte aligned: dropped 2 candidates of pipeline mma"}},
+            std::nullopt,
+            false,
+            2},
         DispatchCase{"Gfx942Defaults",
                      "family=fwd,dtype=bf16,d=128,target=gfx942",
                      16,
@@ -189,29 +202,30 @@ INSTANTIATE_TEST_SUITE_P(
 // candidate, and is ignored once it is not.
 INSTANTIATE_TEST_SUITE_P(
     Autotune, Dispatcher,
-    ::testing::Values(DispatchCase{"StoredWinner",
-                                   kHostBf16,
-                                   1,
-                                   4096,
-                                   "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
-                                   {{"autotune", "replaces rule 3's pick"}},
-                                   "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
-                                   true},
-                      DispatchCase{"WinnerAgrees",
-                                   kHostBf16,
-                                   2048,
-                                   2048,
-                                   "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
-                                   {{"autotune", "agrees with rule 3"}},
-                                   "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host"},
-                      DispatchCase{"StaleWinner",
-                                   kHostBf16,
-                                   1,
-                                   4096,
-                                   "fmha_fwd_bf16_d128_causal_m16n64w1s1_vector_host",
-                                   {{"autotune", "no longer a candidate; ignored"}},
-                                   "fmha_fwd_bf16_d128_m64n64w1s1_vector_host",
-                                   true}),
+    ::testing::Values(
+        DispatchCase{"StoredWinner",
+                     kHostBf16,
+                     1,
+                     4096,
+                     "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
+                     {{"autotune", "replaces rule 3's pick"}},
+                     "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
+                     true},
+        DispatchCase{"WinnerAgrees",
+                     kHostBf16,
+                     2048,
+                     2048,
+                     "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host",
+                     {{"autotune", "agrees with rule 3"}},
+                     "fmha_fwd_bf16_d128_causal_m64n64w1s1_vector_host"},
+        DispatchCase{"StaleWinner",
+                     kHostBf16,
+                     1,
+                     4096,
+                     "fmha_fwd_bf16_d128_causal_m16n64w1s1_vector_host",
+                     {{"autotune", "no longer a candidate; ignored"}},
+                     "fmha_fwd_bf16_d128_m64n64w1s1_vector_host",
+                     true}),
     caseName);
 
 TEST(Dispatcher, UnknownTargetIsAnError) {
@@ -220,9 +234,11 @@ TEST(Dispatcher, UnknownTargetIsAnError) {
   llvm::Expected<const Registry &> registry = Registry::forTarget("host");
   ASSERT_TRUE(bool(registry));
   llvm::Expected<Dispatch> d =
-      dispatch({features, 1, 1, std::nullopt}, *registry, DispatchTable::forTarget("host"));
+      dispatch({features, 1, 1, std::nullopt}, *registry,
+               DispatchTable::forTarget("host"));
   ASSERT_FALSE(bool(d));
-  EXPECT_NE(llvm::toString(d.takeError()).find("unknown target"), std::string::npos);
+  EXPECT_NE(llvm::toString(d.takeError()).find("unknown target"),
+            std::string::npos);
 }
 
 } // namespace

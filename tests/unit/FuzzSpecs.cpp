@@ -1,8 +1,8 @@
 //===- FuzzSpecs.cpp - Random specs for the compile fuzz ------------------===//
 #include "tests/unit/FuzzSpecs.h"
-#include "tests/unit/Mutator.h"
 #include "specs/ArchTable.h"
 #include "specs/Keys.h"
+#include "tests/unit/Mutator.h"
 #include <vector>
 
 using namespace fmhajit;
@@ -43,7 +43,9 @@ const PipelineInfo *drawPipeline(Draw &r, const ArchInfo &arch, KernelSpec &s) {
   if (r.chance(15))
     s.pipeline = Pipeline::Auto;
   else if (r.chance(90))
-    s.pipeline = std::next(arch.pipelines.begin(), r.below(arch.pipelines.size()))->first;
+    s.pipeline =
+        std::next(arch.pipelines.begin(), r.below(arch.pipelines.size()))
+            ->first;
   else
     s.pipeline = r.pickSpelling(pipelineSpellings());
   const PipelineInfo *info = arch.pipeline(s.pipeline);
@@ -52,8 +54,10 @@ const PipelineInfo *drawPipeline(Draw &r, const ArchInfo &arch, KernelSpec &s) {
   return info;
 }
 
-void drawTypes(Draw &r, const ArchInfo &arch, const PipelineInfo *info, KernelSpec &s) {
-  s.dtype = info && r.chance(90) ? r.pick(info->dtypes) : r.pickSpelling(dtypeSpellings());
+void drawTypes(Draw &r, const ArchInfo &arch, const PipelineInfo *info,
+               KernelSpec &s) {
+  s.dtype = info && r.chance(90) ? r.pick(info->dtypes)
+                                 : r.pickSpelling(dtypeSpellings());
   if (r.chance(15))
     s.out = r.pickSpelling(dtypeSpellings());
   s.d = r.chance(97) ? r.pick(arch.headDims) : 8 * (1 + r.below(40));
@@ -68,8 +72,9 @@ Family drawFamily(Draw &r) {
   if (p < 40)
     return Family::Fwd;
   if (p < 90) {
-    static const std::vector<Family> kInference = {Family::FwdSplitKv, Family::FwdPaged,
-                                                   Family::SplitKvCombine, Family::AppendKv};
+    static const std::vector<Family> kInference = {
+        Family::FwdSplitKv, Family::FwdPaged, Family::SplitKvCombine,
+        Family::AppendKv};
     return r.pick(kInference);
   }
   return r.pickSpelling(familySpellings());
@@ -86,7 +91,8 @@ void drawFeatures(Draw &r, KernelSpec &s) {
   s.sink = r.chance(3);
 }
 
-void drawTile(Draw &r, const ArchInfo &arch, const PipelineInfo *info, KernelSpec &s) {
+void drawTile(Draw &r, const ArchInfo &arch, const PipelineInfo *info,
+              KernelSpec &s) {
   s.bm = r.edge(info ? info->bmMultiple : 16);
   s.bn = r.edge(info ? info->bnMultiple : 16);
   if (r.chance(30))
@@ -103,7 +109,8 @@ void drawTile(Draw &r, const ArchInfo &arch, const PipelineInfo *info, KernelSpe
 
 } // namespace
 
-KernelSpec fmhajit::drawFuzzSpec(uint64_t seed, uint64_t index, unsigned attempt) {
+KernelSpec fmhajit::drawFuzzSpec(uint64_t seed, uint64_t index,
+                                 unsigned attempt) {
   Draw r(seed ^ (index * 0x9E3779B97F4A7C15ull) ^ (uint64_t(attempt) << 40));
   llvm::ArrayRef<ArchInfo> archs = allArchs();
   const ArchInfo &arch = archs[r.below(archs.size())];

@@ -47,7 +47,9 @@ public:
   Backend backend() const override { return Backend::Amdgpu; }
   const GpuDeviceInfo &device() const override { return info; }
   std::string describe() const override { return info.name; }
-  std::string noTargetReason() const override { return "a fake has every target"; }
+  std::string noTargetReason() const override {
+    return "a fake has every target";
+  }
   llvm::Expected<void *> allocate(size_t bytes) override {
     if (bytes > allocLimit)
       return makeError(ErrorKind::Driver, "fakeMalloc failed: out of memory");
@@ -75,35 +77,49 @@ public:
     return llvm::Error::success();
   }
   llvm::Expected<GpuStreamHandle> createStream() override { return new int(0); }
-  void destroyStream(GpuStreamHandle stream) override { delete static_cast<int *>(stream); }
-  llvm::Error synchronize(GpuStreamHandle) override { return llvm::Error::success(); }
+  void destroyStream(GpuStreamHandle stream) override {
+    delete static_cast<int *>(stream);
+  }
+  llvm::Error synchronize(GpuStreamHandle) override {
+    return llvm::Error::success();
+  }
   llvm::Expected<GpuEventHandle> createEvent() override { return new float(0); }
-  void destroyEvent(GpuEventHandle event) override { delete static_cast<float *>(event); }
+  void destroyEvent(GpuEventHandle event) override {
+    delete static_cast<float *>(event);
+  }
   llvm::Error record(GpuEventHandle event, GpuStreamHandle) override {
     *static_cast<float *>(event) = clockMs += 1.5f;
     return llvm::Error::success();
   }
-  llvm::Expected<float> elapsedMs(GpuEventHandle begin, GpuEventHandle end) override {
+  llvm::Expected<float> elapsedMs(GpuEventHandle begin,
+                                  GpuEventHandle end) override {
     return *static_cast<float *>(end) - *static_cast<float *>(begin);
   }
-  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef, const ArchInfo &) override {
+  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef,
+                                            const ArchInfo &) override {
     ++modulesLoaded;
     return GpuLoadedImage{new int(0), "fake log"};
   }
-  void unloadModule(GpuModuleHandle module) override { delete static_cast<int *>(module); }
-  llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module, llvm::StringRef) override {
+  void unloadModule(GpuModuleHandle module) override {
+    delete static_cast<int *>(module);
+  }
+  llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
+                                             llvm::StringRef) override {
     return module;
   }
-  llvm::Error launch(GpuFunctionHandle, unsigned gridBlocks, GpuLaunchShape shape,
-                     GpuStreamHandle stream, const void *args, size_t argBytes) override {
+  llvm::Error launch(GpuFunctionHandle, unsigned gridBlocks,
+                     GpuLaunchShape shape, GpuStreamHandle stream,
+                     const void *args, size_t argBytes) override {
     const char *bytes = static_cast<const char *>(args);
-    launches.push_back({gridBlocks, shape, stream, std::vector<char>(bytes, bytes + argBytes)});
+    launches.push_back({gridBlocks, shape, stream,
+                        std::vector<char>(bytes, bytes + argBytes)});
     return llvm::Error::success();
   }
   llvm::Error checkTarget(const ArchInfo &arch) const override {
     if (arch.backend == Backend::Amdgpu)
       return llvm::Error::success();
-    return makeError(ErrorKind::Usage, "target " + arch.name + " does not run on the fake");
+    return makeError(ErrorKind::Usage,
+                     "target " + arch.name + " does not run on the fake");
   }
   CompileOptions compileOptions() const override { return {}; }
   llvm::Error checkArtifact(llvm::StringRef bytes, llvm::StringRef name,
@@ -114,8 +130,9 @@ public:
     resources.codeObject = std::move(*metadata);
     return llvm::Error::success();
   }
-  llvm::Expected<GpuLaunchShape> configureKernel(GpuFunctionHandle, const KernelSpec &spec,
-                                                 GpuKernelResources &) override {
+  llvm::Expected<GpuLaunchShape>
+  configureKernel(GpuFunctionHandle, const KernelSpec &spec,
+                  GpuKernelResources &) override {
     return GpuLaunchShape{spec.warps * 64, 0};
   }
   const char *blockNoun() const override { return "workgroups"; }
@@ -137,9 +154,10 @@ TEST(GpuBuffer, AllocationErrorNamesTheBufferAndFreeMemory) {
   Problems problems = takeProblems(buffer.takeError());
   EXPECT_EQ(problems.kind, ErrorKind::Driver);
   ASSERT_EQ(problems.messages.size(), 1u);
-  EXPECT_EQ(problems.messages[0],
-            "cannot allocate 1.0 MiB for q on the GPU (1.0 MiB of 2.0 MiB free): fakeMalloc "
-            "failed: out of memory; use a smaller batch, fewer heads or shorter sequences");
+  EXPECT_EQ(problems.messages[0], "cannot allocate 1.0 MiB for q on the GPU "
+                                  "(1.0 MiB of 2.0 MiB free): fakeMalloc "
+                                  "failed: out of memory; use a smaller batch, "
+                                  "fewer heads or shorter sequences");
 }
 
 TEST(GpuBuffer, EmptyBuffersAllocateNothing) {
@@ -167,17 +185,20 @@ TEST(GpuBuffer, PoisonWritesQuietNaNsAndReleases) {
     ASSERT_FALSE(bool(buffer->poison(DType::BF16)));
     ASSERT_FALSE(bool(buffer->copyTo(halves, 8)));
     EXPECT_EQ(halves[0], 0x7FC0);
-    EXPECT_EQ(takeProblems(buffer->poison(DType::F8E4M3)).kind, ErrorKind::Unsupported);
+    EXPECT_EQ(takeProblems(buffer->poison(DType::F8E4M3)).kind,
+              ErrorKind::Unsupported);
   }
   EXPECT_EQ(driver.buffersReleased, 1);
 }
 
 TEST(DeviceForwardData, UploadsPoisonsAndDownloads) {
   FakeDriver driver;
-  KernelSpec spec = resolved("family=fwd,dtype=fp32,d=64,lse=1,target=gfx942,pipeline=simt");
+  KernelSpec spec =
+      resolved("family=fwd,dtype=fp32,d=64,lse=1,target=gfx942,pipeline=simt");
   AttentionProblem problem = AttentionProblem::forSpec(spec);
   problem.seqlenQ = 3, problem.seqlenK = 5;
-  std::vector<float> q(3 * 64, 1.f), k(5 * 64, 2.f), v(5 * 64, 3.f), o(3 * 64, 0.f), lse(3, 0.f);
+  std::vector<float> q(3 * 64, 1.f), k(5 * 64, 2.f), v(5 * 64, 3.f),
+      o(3 * 64, 0.f), lse(3, 0.f);
   ForwardBuffers host{q.data(), k.data(), v.data(), o.data(), lse.data()};
   auto data = DeviceForwardData::upload(driver, spec, problem, host);
   ASSERT_TRUE(bool(data)) << llvm::toString(data.takeError());
@@ -204,7 +225,8 @@ protected:
 };
 
 TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
-  KernelSpec spec = resolved("family=fwd,dtype=bf16,d=64,target=gfx942,pipeline=simt");
+  KernelSpec spec =
+      resolved("family=fwd,dtype=bf16,d=64,target=gfx942,pipeline=simt");
   auto first = GpuKernel::load(driver, spec, *cache);
   ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
   auto second = GpuKernel::load(driver, spec, *cache);
@@ -238,7 +260,8 @@ TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
 }
 
 TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
-  KernelSpec spec = resolved("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
+  KernelSpec spec =
+      resolved("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
   auto kernel = GpuKernel::load(driver, spec, *cache);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
   AttentionProblem problem = AttentionProblem::forSpec(spec);
@@ -252,8 +275,8 @@ TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
 }
 
 TEST_F(GpuKernelOnFake, AsksTheDriverWhetherTheTargetRuns) {
-  auto kernel = GpuKernel::load(driver, resolved("family=fwd,dtype=bf16,d=64,target=sm_80"),
-                                *cache);
+  auto kernel = GpuKernel::load(
+      driver, resolved("family=fwd,dtype=bf16,d=64,target=sm_80"), *cache);
   ASSERT_FALSE(bool(kernel));
   Problems problems = takeProblems(kernel.takeError());
   ASSERT_EQ(problems.messages.size(), 1u);

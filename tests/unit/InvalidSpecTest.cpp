@@ -6,8 +6,8 @@
 // is wrong.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/SpecTesting.h"
 #include "specs/EncodedName.h"
+#include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/StringExtras.h"
 #include "gtest/gtest.h"
 
@@ -34,10 +34,12 @@ const Rejection kRejections[] = {
     {"Blank", Input::Spec, " \t\n", "key=value"},
     {"NotAPair", Input::Spec, "family", "'family' is not a key=value pair"},
     {"TrailingComma", Input::Spec, "d=64,", "key=value"},
-    {"UnknownKey", Input::Spec, "family=fwd,colour=red", "unknown key 'colour'"},
+    {"UnknownKey", Input::Spec, "family=fwd,colour=red",
+     "unknown key 'colour'"},
     {"KeyCase", Input::Spec, "D=128", "unknown key 'D'"},
     {"EmptyKey", Input::Spec, "=128", "unknown key ''"},
-    {"DuplicateKey", Input::Spec, "d=64,mask=causal,d=64", "key 'd' is given twice"},
+    {"DuplicateKey", Input::Spec, "d=64,mask=causal,d=64",
+     "key 'd' is given twice"},
     // Spec text: numbers and flags.
     {"EmptyNumber", Input::Spec, "d=", "d=:"},
     {"NotANumber", Input::Spec, "d=abc", "d=abc"},
@@ -63,9 +65,12 @@ const Rejection kRejections[] = {
     // Validation: dtypes.
     {"Fp8OnSm80", Input::Spec, "dtype=fp8_e4m3,target=sm_80", "dtype=fp8_e4m3"},
     {"Fp8OnHost", Input::Spec, "dtype=fp8_e5m2,target=host", "dtype=fp8_e5m2"},
-    {"Fp8OnGfx90a", Input::Spec, "dtype=fp8_e4m3,target=gfx90a", "dtype=fp8_e4m3"},
-    {"Fp8OnGfx1100", Input::Spec, "dtype=fp8_e5m2,target=gfx1100", "dtype=fp8_e5m2"},
-    {"Fp8Out", Input::Spec, "dtype=fp8_e4m3,out=fp8_e4m3,target=sm_90a", "out=fp8_e4m3"},
+    {"Fp8OnGfx90a", Input::Spec, "dtype=fp8_e4m3,target=gfx90a",
+     "dtype=fp8_e4m3"},
+    {"Fp8OnGfx1100", Input::Spec, "dtype=fp8_e5m2,target=gfx1100",
+     "dtype=fp8_e5m2"},
+    {"Fp8Out", Input::Spec, "dtype=fp8_e4m3,out=fp8_e4m3,target=sm_90a",
+     "out=fp8_e4m3"},
     {"OutOtherHalf", Input::Spec, "dtype=bf16,out=fp16", "out=fp16"},
     {"OutNarrower", Input::Spec, "dtype=fp32,out=bf16", "out=bf16"},
     // Validation: head dims.
@@ -73,37 +78,53 @@ const Rejection kRejections[] = {
     {"HeadDimZero", Input::Spec, "d=0", "d=0"},
     {"HeadDimV", Input::Spec, "d=128,dv=72", "dv=72"},
     // Validation: pipelines per target.
-    {"WgmmaOnSm80", Input::Spec, "pipeline=wgmma,target=sm_80", "pipeline=wgmma"},
-    {"WgmmaOnSm100a", Input::Spec, "pipeline=wgmma,target=sm_100a", "pipeline=wgmma"},
-    {"WgmmaOnGfx942", Input::Spec, "pipeline=wgmma,target=gfx942", "pipeline=wgmma"},
-    {"MfmaOnSm90a", Input::Spec, "pipeline=mfma,target=sm_90a", "pipeline=mfma"},
-    {"MfmaOnGfx1100", Input::Spec, "pipeline=mfma,target=gfx1100", "pipeline=mfma"},
-    {"MfmaOnGfx1201", Input::Spec, "pipeline=mfma,target=gfx1201", "pipeline=mfma"},
-    {"WmmaOnGfx942", Input::Spec, "pipeline=wmma,target=gfx942", "pipeline=wmma"},
-    {"WmmaOnSm90a", Input::Spec, "pipeline=wmma,target=sm_90a", "pipeline=wmma"},
-    {"VectorOnSm90a", Input::Spec, "pipeline=vector,target=sm_90a", "pipeline=vector"},
-    {"VectorOnGfx950", Input::Spec, "pipeline=vector,target=gfx950", "pipeline=vector"},
+    {"WgmmaOnSm80", Input::Spec, "pipeline=wgmma,target=sm_80",
+     "pipeline=wgmma"},
+    {"WgmmaOnSm100a", Input::Spec, "pipeline=wgmma,target=sm_100a",
+     "pipeline=wgmma"},
+    {"WgmmaOnGfx942", Input::Spec, "pipeline=wgmma,target=gfx942",
+     "pipeline=wgmma"},
+    {"MfmaOnSm90a", Input::Spec, "pipeline=mfma,target=sm_90a",
+     "pipeline=mfma"},
+    {"MfmaOnGfx1100", Input::Spec, "pipeline=mfma,target=gfx1100",
+     "pipeline=mfma"},
+    {"MfmaOnGfx1201", Input::Spec, "pipeline=mfma,target=gfx1201",
+     "pipeline=mfma"},
+    {"WmmaOnGfx942", Input::Spec, "pipeline=wmma,target=gfx942",
+     "pipeline=wmma"},
+    {"WmmaOnSm90a", Input::Spec, "pipeline=wmma,target=sm_90a",
+     "pipeline=wmma"},
+    {"VectorOnSm90a", Input::Spec, "pipeline=vector,target=sm_90a",
+     "pipeline=vector"},
+    {"VectorOnGfx950", Input::Spec, "pipeline=vector,target=gfx950",
+     "pipeline=vector"},
     {"SimtOnHost", Input::Spec, "pipeline=simt,target=host", "pipeline=simt"},
     {"MmaOnX86", Input::Spec, "pipeline=mma,target=x86-64-v4", "pipeline=mma"},
     {"MmaTakesNoFp32", Input::Spec, "dtype=fp32,pipeline=mma,target=sm_90a",
      "pipeline=mma"},
-    {"WmmaNoFp8OnGfx1100", Input::Spec, "dtype=fp8_e4m3,pipeline=wmma,target=gfx1100",
-     "dtype=fp8_e4m3"},
+    {"WmmaNoFp8OnGfx1100", Input::Spec,
+     "dtype=fp8_e4m3,pipeline=wmma,target=gfx1100", "dtype=fp8_e4m3"},
     // Validation: features per family.
-    {"DropoutInSplitKv", Input::Spec, "family=fwd_splitkv,dropout=1", "dropout=1"},
-    {"MaskInCombine", Input::Spec, "family=splitkv_combine,mask=causal", "mask=causal"},
+    {"DropoutInSplitKv", Input::Spec, "family=fwd_splitkv,dropout=1",
+     "dropout=1"},
+    {"MaskInCombine", Input::Spec, "family=splitkv_combine,mask=causal",
+     "mask=causal"},
     {"LseInBackward", Input::Spec, "family=bwd_dq_dk_dv,lse=1", "lse=1"},
-    {"SoftcapInAppendKv", Input::Spec, "family=append_kv,softcap=1", "softcap=1"},
+    {"SoftcapInAppendKv", Input::Spec, "family=append_kv,softcap=1",
+     "softcap=1"},
     {"VarlenInPaged", Input::Spec, "family=fwd_paged,varlen=1", "varlen=1"},
-    {"BiasInConvertDq", Input::Spec, "family=bwd_convert_dq,bias=alibi", "bias=alibi"},
+    {"BiasInConvertDq", Input::Spec, "family=bwd_convert_dq,bias=alibi",
+     "bias=alibi"},
     {"SinkInDotDoO", Input::Spec, "family=bwd_dot_do_o,sink=1", "sink=1"},
-    {"Fp8Backward", Input::Spec, "family=bwd_dq_dk_dv,dtype=fp8_e4m3,target=sm_90a",
-     "dtype=fp8_e4m3"},
+    {"Fp8Backward", Input::Spec,
+     "family=bwd_dq_dk_dv,dtype=fp8_e4m3,target=sm_90a", "dtype=fp8_e4m3"},
     // Validation: tiles.
     {"TileTooSmall", Input::Spec, "bm=8", "bm=8"},
     {"TileTooLarge", Input::Spec, "bn=512", "bn=512"},
-    {"TileNotMultiple", Input::Spec, "bm=48,pipeline=mfma,target=gfx942", "bm=48"},
-    {"WgmmaTileMultiple", Input::Spec, "bm=96,pipeline=wgmma,target=sm_90a", "bm=96"},
+    {"TileNotMultiple", Input::Spec, "bm=48,pipeline=mfma,target=gfx942",
+     "bm=48"},
+    {"WgmmaTileMultiple", Input::Spec, "bm=96,pipeline=wgmma,target=sm_90a",
+     "bm=96"},
     {"WarpsNotPowerOfTwo", Input::Spec, "warps=3,target=sm_90a", "warps=3"},
     {"TooManyWarps", Input::Spec, "warps=32,target=sm_90a", "warps=32"},
     {"HostWarps", Input::Spec, "warps=2,target=host", "warps=2"},
@@ -113,15 +134,19 @@ const Rejection kRejections[] = {
      "d=256,bm=128,bn=128,stages=4,pipeline=mma,target=sm_86", "bm=128"},
     {"LdsGfx942", Input::Spec, "d=128,bm=256,bn=256,stages=2,target=gfx942",
      "bm=256"},
-    {"HostTileBudget", Input::Spec, "d=256,bm=256,bn=256,target=host", "bm=256"},
-    {"MmaMTilesPerWarp", Input::Spec, "d=32,bm=256,bn=16,warps=1,pipeline=mma,target=sm_80",
+    {"HostTileBudget", Input::Spec, "d=256,bm=256,bn=256,target=host",
+     "bm=256"},
+    {"MmaMTilesPerWarp", Input::Spec,
+     "d=32,bm=256,bn=16,warps=1,pipeline=mma,target=sm_80",
      "bm=256: pipeline mma gives each warp at most 8 16-row tiles"},
-    {"WgmmaWarpgroups", Input::Spec, "pipeline=wgmma,warps=2,target=sm_90a", "warps=2"},
+    {"WgmmaWarpgroups", Input::Spec, "pipeline=wgmma,warps=2,target=sm_90a",
+     "warps=2"},
     // JSON specs.
     {"JsonTruncated", Input::Spec, "{\"d\": 64", "JSON"},
     {"JsonTrailingText", Input::Spec, "{\"d\": 64} d=64", "JSON"},
     {"JsonArray", Input::Spec, "[{\"d\": 64}]", "JSON spec must be an object"},
-    {"JsonUnknownKey", Input::Spec, "{\"dtyp\": \"bf16\"}", "unknown key 'dtyp'"},
+    {"JsonUnknownKey", Input::Spec, "{\"dtyp\": \"bf16\"}",
+     "unknown key 'dtyp'"},
     {"JsonDuplicateKey", Input::Spec, "{\"d\": 64, \"d\": 128}",
      "key 'd' is given twice"},
     {"JsonEscapedDuplicate", Input::Spec, "{\"d\": 64, \"\\u0064\": 64}",
@@ -133,46 +158,50 @@ const Rejection kRejections[] = {
     {"JsonBoolHeadDim", Input::Spec, "{\"d\": true}", "d=1"},
     {"JsonDeepNesting", Input::Spec, "{\"d\": " + std::string(100000, '['),
      "nests too deeply"},
-    {"JsonFp8OnSm80", Input::Spec, "{\"dtype\": \"fp8_e5m2\", \"target\": \"sm_80\"}",
-     "dtype=fp8_e5m2"},
+    {"JsonFp8OnSm80", Input::Spec,
+     "{\"dtype\": \"fp8_e5m2\", \"target\": \"sm_80\"}", "dtype=fp8_e5m2"},
     // Names: malformed or truncated.
     {"NameEmpty", Input::Name, "", "name"},
     {"NameGarbage", Input::Name, "hello", "a name starts with 'fmha_'"},
-    {"NameUpperCase", Input::Name, "FMHA_fwd_bf16_d128_m64n64w1s1_vector_host", "fmha_"},
+    {"NameUpperCase", Input::Name, "FMHA_fwd_bf16_d128_m64n64w1s1_vector_host",
+     "fmha_"},
     {"NameDash", Input::Name, "fmha-fwd-bf16", "C identifier"},
     {"NameSpace", Input::Name, "fmha_fwd bf16", "C identifier"},
     {"NameTooLong", Input::Name, kLongName, "200 characters"},
-    {"NameDoubleUnderscore", Input::Name, "fmha__fwd_bf16_d128_m64n64w1s1_vector_host",
-     "family"},
+    {"NameDoubleUnderscore", Input::Name,
+     "fmha__fwd_bf16_d128_m64n64w1s1_vector_host", "family"},
     {"NameOnlyPrefix", Input::Name, "fmha", "family"},
     {"NameNoDType", Input::Name, "fmha_fwd", "dtype"},
     {"NameNoHeadDim", Input::Name, "fmha_fwd_bf16", "d:"},
     {"NameNoTile", Input::Name, "fmha_fwd_bf16_d128", "bm"},
-    {"NameNoPipeline", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1", "pipeline"},
-    {"NameNoTarget", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1_vector", "target"},
+    {"NameNoPipeline", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1",
+     "pipeline"},
+    {"NameNoTarget", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1_vector",
+     "target"},
     {"NameTileNoStages", Input::Name, "fmha_fwd_bf16_d128_m64n64w1_vector_host",
      "stages"},
-    {"NameTileTrailing", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1x_vector_host",
-     "trailing 'x'"},
+    {"NameTileTrailing", Input::Name,
+     "fmha_fwd_bf16_d128_m64n64w1s1x_vector_host", "trailing 'x'"},
     {"NameTileTooManyDigits", Input::Name,
      "fmha_fwd_bf16_d128_m000064n64w1s1_vector_host", "bm"},
-    {"NameUnknownFamily", Input::Name, "fmha_fwdx_bf16_d128_m64n64w1s1_vector_host",
-     "family"},
-    {"NameUnknownDType", Input::Name, "fmha_fwd_bf17_d128_m64n64w1s1_vector_host",
-     "dtype"},
-    {"NameUnknownOut", Input::Name, "fmha_fwd_bf16ofp64_d128_m64n64w1s1_vector_host",
-     "out"},
-    {"NameBadHeadDim", Input::Name, "fmha_fwd_bf16_dx_m64n64w1s1_vector_host", "d:"},
-    {"NameBadHeadDimV", Input::Name, "fmha_fwd_bf16_d128v_m64n64w1s1_vector_host",
-     "dv"},
+    {"NameUnknownFamily", Input::Name,
+     "fmha_fwdx_bf16_d128_m64n64w1s1_vector_host", "family"},
+    {"NameUnknownDType", Input::Name,
+     "fmha_fwd_bf17_d128_m64n64w1s1_vector_host", "dtype"},
+    {"NameUnknownOut", Input::Name,
+     "fmha_fwd_bf16ofp64_d128_m64n64w1s1_vector_host", "out"},
+    {"NameBadHeadDim", Input::Name, "fmha_fwd_bf16_dx_m64n64w1s1_vector_host",
+     "d:"},
+    {"NameBadHeadDimV", Input::Name,
+     "fmha_fwd_bf16_d128v_m64n64w1s1_vector_host", "dv"},
     {"NameAutoPipeline", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1_auto_host",
      "pipeline"},
-    {"NameUnknownTarget", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1_vector_sm70",
-     "target"},
+    {"NameUnknownTarget", Input::Name,
+     "fmha_fwd_bf16_d128_m64n64w1s1_vector_sm70", "target"},
     {"NameTargetWithUnderscore", Input::Name,
      "fmha_fwd_bf16_d128_m128n64w4s2_mma_sm_90a", "target"},
-    {"NameExtraField", Input::Name, "fmha_fwd_bf16_d128_m64n64w1s1_vector_host_x",
-     "target"},
+    {"NameExtraField", Input::Name,
+     "fmha_fwd_bf16_d128_m64n64w1s1_vector_host_x", "target"},
     {"NameFlagsOutOfOrder", Input::Name,
      "fmha_fwd_bf16_d128_lse_sc_m64n64w1s1_vector_host", "'sc'"},
     {"NameNoMaskWritten", Input::Name,
@@ -182,20 +211,21 @@ const Rejection kRejections[] = {
      "fmha_fwd_bf16obf16_d128_m64n64w1s1_vector_host", "not canonical"},
     {"NameDefaultDvWritten", Input::Name,
      "fmha_fwd_bf16_d128v128_m64n64w1s1_vector_host", "not canonical"},
-    {"NameLeadingZero", Input::Name, "fmha_fwd_bf16_d0128_m64n64w1s1_vector_host",
-     "not canonical"},
+    {"NameLeadingZero", Input::Name,
+     "fmha_fwd_bf16_d0128_m64n64w1s1_vector_host", "not canonical"},
     {"NameZeroTile", Input::Name, "fmha_fwd_bf16_d128_m0n0w0s0_vector_host",
      "not canonical"},
     // Names: canonical in form, invalid as specs.
-    {"NameHeadDim72", Input::Name, "fmha_fwd_bf16_d72_m64n64w1s1_vector_host", "d=72"},
-    {"NameWgmmaOnSm80", Input::Name, "fmha_fwd_bf16_d128_m128n128w8s2_wgmma_sm80",
-     "pipeline=wgmma"},
+    {"NameHeadDim72", Input::Name, "fmha_fwd_bf16_d72_m64n64w1s1_vector_host",
+     "d=72"},
+    {"NameWgmmaOnSm80", Input::Name,
+     "fmha_fwd_bf16_d128_m128n128w8s2_wgmma_sm80", "pipeline=wgmma"},
     {"NameFp8OnSm80", Input::Name, "fmha_fwd_e4m3_d128_m128n64w4s2_mma_sm80",
      "dtype=fp8_e4m3"},
     {"NameDropoutInSplitKv", Input::Name,
      "fmha_fwdsplitkv_bf16_d128_do_m64n64w1s1_vector_host", "dropout=1"},
-    {"NameTileTooBig", Input::Name, "fmha_fwd_bf16_d256_m256n256w4s2_mfma_gfx942",
-     "bm=256"},
+    {"NameTileTooBig", Input::Name,
+     "fmha_fwd_bf16_d256_m256n256w4s2_mfma_gfx942", "bm=256"},
 };
 
 class Rejects : public ::testing::TestWithParam<Rejection> {};
@@ -217,14 +247,17 @@ TEST_P(Rejects, NamingTheKey) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Rejects, ::testing::ValuesIn(kRejections),
-                         [](const auto &info) { return std::string(info.param.label); });
+                         [](const auto &info) {
+                           return std::string(info.param.label);
+                         });
 
 // Validation reports every violated rule at once, not just the first.
 TEST(RejectsAll, EveryProblemAtOnce) {
   llvm::Expected<KernelSpec> spec = resolveText(
       "family=fwd,dtype=fp8_e4m3,d=72,pipeline=wgmma,target=gfx1100");
   ASSERT_FALSE(bool(spec));
-  std::string text = "family=fwd,dtype=fp8_e4m3,d=72,pipeline=wgmma,target=gfx1100";
+  std::string text =
+      "family=fwd,dtype=fp8_e4m3,d=72,pipeline=wgmma,target=gfx1100";
   std::vector<std::string> problems = specProblems(spec.takeError(), text);
   ASSERT_EQ(problems.size(), 3u) << llvm::join(problems, "\n");
   EXPECT_TRUE(llvm::StringRef(problems[0]).starts_with("dtype=fp8_e4m3: "));
@@ -247,8 +280,9 @@ TEST(RejectsAll, MessagesListTheAllowedValues) {
   ASSERT_FALSE(bool(spec));
   std::vector<std::string> problems = specProblems(spec.takeError(), text);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0], "d=72: head dim 72 is not supported on gfx942; use 32, "
-                         "64, 80, 96, 128, 160, 192, 256");
+  EXPECT_EQ(problems[0],
+            "d=72: head dim 72 is not supported on gfx942; use 32, "
+            "64, 80, 96, 128, 160, 192, 256");
 }
 
 } // namespace

@@ -223,14 +223,10 @@ const ValidationCase kValidationCases[] = {
     {"VarlenMissing", [](KernelSpec &s) { s.varlen = true; },
      [](AttentionProblem &) {}, "give the query and key length"},
     {"VarlenSizes", [](KernelSpec &s) { s.varlen = true; },
-     [](AttentionProblem &p) {
-       p.seqlensQ = {3, 4}, p.seqlensK = {1, 2, 3};
-     },
+     [](AttentionProblem &p) { p.seqlensQ = {3, 4}, p.seqlensK = {1, 2, 3}; },
      "varlen_q has 2 lengths but varlen_k has 3"},
     {"VarlenBatch", [](KernelSpec &s) { s.varlen = true; },
-     [](AttentionProblem &p) {
-       p.seqlensQ = {3, 4}, p.seqlensK = {1, 2};
-     },
+     [](AttentionProblem &p) { p.seqlensQ = {3, 4}, p.seqlensK = {1, 2}; },
      "batch 1 does not match the 2 varlen sequences"},
     {"VarlenZeroLength", [](KernelSpec &s) { s.varlen = true; },
      [](AttentionProblem &p) {

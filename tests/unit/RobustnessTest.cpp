@@ -7,13 +7,13 @@
 // first bad input and prints it.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/Mutator.h"
-#include "tests/unit/SpecTesting.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Keys.h"
 #include "specs/Profile.h"
 #include "specs/SpecParser.h"
+#include "tests/unit/Mutator.h"
+#include "tests/unit/SpecTesting.h"
 #include "gtest/gtest.h"
 
 using namespace fmhajit;
@@ -29,7 +29,8 @@ struct Corpus {
 const Corpus &corpus() {
   static const Corpus c = [] {
     Corpus c;
-    llvm::Expected<std::vector<KernelSpec>> all = expandProfile("all", std::nullopt);
+    llvm::Expected<std::vector<KernelSpec>> all =
+        expandProfile("all", std::nullopt);
     if (!all)
       llvm::report_fatal_error(all.takeError());
     for (const KernelSpec &s : *all) {
@@ -37,9 +38,10 @@ const Corpus &corpus() {
       c.specs.push_back(printSpecJson(s));
       c.names.push_back(encodeName(s));
     }
-    c.words = {"=", ",", "{", "}", "[", "]", "\"", ":", "_", " ", "0", "1",
-               "64", "128", "65535", "65536", "4294967296", "-1", "null",
-               "true", "fmha_", "\\u0064", "o", "v", "m", "n", "w", "s"};
+    c.words = {"=",       ",",     "{",          "}",  "[",    "]",    "\"",
+               ":",       "_",     " ",          "0",  "1",    "64",   "128",
+               "65535",   "65536", "4294967296", "-1", "null", "true", "fmha_",
+               "\\u0064", "o",     "v",          "m",  "n",    "w",    "s"};
     for (llvm::StringRef key : specKeys())
       c.words.push_back(key.str());
     auto addSpellings = [&](auto spellings) {
@@ -87,7 +89,8 @@ void checkInput(llvm::StringRef input, Tally &tally) {
   llvm::Expected<KernelSpec> decoded = decodeName(input);
   if (decoded) {
     ++tally.namesAccepted;
-    EXPECT_EQ(encodeName(*decoded), input.str()) << "decoded a non-canonical name";
+    EXPECT_EQ(encodeName(*decoded), input.str())
+        << "decoded a non-canonical name";
   } else {
     specProblems(decoded.takeError(), input);
   }
@@ -95,8 +98,8 @@ void checkInput(llvm::StringRef input, Tally &tally) {
 
 class Robustness : public ::testing::Test {
 protected:
-  void feed(uint64_t seed, const std::vector<std::string> &seeds, unsigned count,
-            Tally &tally) {
+  void feed(uint64_t seed, const std::vector<std::string> &seeds,
+            unsigned count, Tally &tally) {
     Mutator m(seed, seeds, corpus().words);
     for (unsigned i = 0; i < count && !HasFailure(); ++i)
       checkInput(m.mutated(), tally);

@@ -6,13 +6,13 @@
 // `all` must use every value of every key.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/SpecTesting.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Keys.h"
 #include "specs/Profile.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/StringExtras.h"
 #include "gtest/gtest.h"
 #include <algorithm>
@@ -83,13 +83,12 @@ TEST_P(RoundTrip, ResolvingIsIdempotent) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Targets, RoundTrip, ::testing::ValuesIn(archNames()),
-    [](const auto &info) {
-      std::string name = info.param;
-      std::replace(name.begin(), name.end(), '-', '_');
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Targets, RoundTrip, ::testing::ValuesIn(archNames()),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(RoundTripAll, NamesAreUniqueAcrossTargets) {
   std::vector<KernelSpec> specs = allSpecs(std::nullopt);
@@ -132,9 +131,10 @@ TEST(RoundTripAll, CoversEveryValueOfEveryKey) {
     for (unsigned d : a.headDims)
       wanted.push_back("d=" + std::to_string(d));
   }
-  for (const char *tile : {"bm=16", "bm=32", "bm=64", "bm=128", "bn=16", "bn=32",
-                           "bn=64", "bn=128", "warps=1", "warps=2", "warps=4",
-                           "warps=8", "stages=1", "stages=2", "stages=3"})
+  for (const char *tile :
+       {"bm=16", "bm=32", "bm=64", "bm=128", "bn=16", "bn=32", "bn=64",
+        "bn=128", "warps=1", "warps=2", "warps=4", "warps=8", "stages=1",
+        "stages=2", "stages=3"})
     wanted.push_back(tile);
   for (const std::string &w : wanted)
     EXPECT_TRUE(seen.count(w)) << "profile all never uses " << w;

@@ -8,10 +8,10 @@
 // decode(encode). The docs, written by hand, must list the same keys.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/SpecTesting.h"
 #include "specs/EncodedName.h"
 #include "specs/Profile.h"
 #include "specs/SpecParser.h"
+#include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
@@ -29,7 +29,8 @@ struct Key {
 };
 const Key kKeys[] = {
 #define SPEC_KEY(Name, Type, Default, Help)                                    \
-  {#Name, [](const KernelSpec &a, const KernelSpec &b) { return a.Name != b.Name; }},
+  {#Name,                                                                      \
+   [](const KernelSpec &a, const KernelSpec &b) { return a.Name != b.Name; }},
 #include "specs/SpecKeys.def"
 };
 
@@ -90,12 +91,15 @@ TEST_P(SpecKey, AnEmptyValueIsThatKeysError) {
   ASSERT_TRUE(bool(err));
   std::vector<std::string> problems = specProblems(std::move(err), key.name);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_TRUE(llvm::StringRef(problems[0]).starts_with(std::string(key.name) + "=: "))
+  EXPECT_TRUE(
+      llvm::StringRef(problems[0]).starts_with(std::string(key.name) + "=: "))
       << problems[0];
 }
 
 INSTANTIATE_TEST_SUITE_P(Keys, SpecKey, ::testing::ValuesIn(kKeys),
-                         [](const auto &info) { return std::string(info.param.name); });
+                         [](const auto &info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(SpecKeys, PrintersWriteEveryKeyInOrder) {
   std::vector<std::string> keys;
@@ -115,7 +119,8 @@ TEST(SpecKeys, PrintersWriteEveryKeyInOrder) {
 }
 
 std::string readDoc(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(std::string(FMHAJIT_SOURCE_DIR) + "/" + path.str());
+  auto buffer = llvm::MemoryBuffer::getFile(std::string(FMHAJIT_SOURCE_DIR) +
+                                            "/" + path.str());
   if (!buffer) {
     ADD_FAILURE() << "cannot read " << path.str();
     return "";
@@ -126,7 +131,8 @@ std::string readDoc(llvm::StringRef path) {
 // The table under "## Keys" in docs/specs.md: one row per key, in order.
 TEST(SpecKeys, SpecsDocListsEveryKeyInOrder) {
   std::string doc = readDoc("docs/specs.md");
-  llvm::StringRef table = llvm::StringRef(doc).split("## Keys").second.split("\n## ").first;
+  llvm::StringRef table =
+      llvm::StringRef(doc).split("## Keys").second.split("\n## ").first;
   std::vector<std::string> documented, keys;
   for (llvm::StringRef line : llvm::split(table, '\n'))
     if (line.consume_front("| `"))
@@ -140,21 +146,25 @@ TEST(SpecKeys, SpecsDocListsEveryKeyInOrder) {
 // order, the tile rule each tile key after its letter.
 TEST(SpecKeys, NamesDocGivesFlagTokensAndTileLetters) {
   std::string flagKeys, flagTokens, tile, tileKeys;
-  auto append = [](std::string &list, const llvm::Twine &item, const char *sep) {
+  auto append = [](std::string &list, const llvm::Twine &item,
+                   const char *sep) {
     list += (list.empty() ? "" : sep) + item.str();
   };
 #define SPEC_FLAG(Name, Token, Help)                                           \
   append(flagKeys, "`" #Name "`", ", ");                                       \
   append(flagTokens, llvm::Twine("`") + Token + "`", ", ");
 #define SPEC_TILE(Name, Letter, Help)                                          \
-  append(tile, "\"" + std::string(1, Letter) + "\" number", " ");                 \
+  append(tile, "\"" + std::string(1, Letter) + "\" number", " ");              \
   append(tileKeys, #Name, ", ");
 #include "specs/SpecKeys.def"
   std::string doc = readDoc("docs/names.md");
-  EXPECT_NE(doc.find("| flags | " + flagKeys + " | " + flagTokens + ", present when 1"),
+  EXPECT_NE(doc.find("| flags | " + flagKeys + " | " + flagTokens +
+                     ", present when 1"),
             std::string::npos)
-      << "docs/names.md should list the flags as " << flagKeys << " | " << flagTokens;
-  EXPECT_NE(doc.find("tile     = " + tile + "   ; " + tileKeys), std::string::npos)
+      << "docs/names.md should list the flags as " << flagKeys << " | "
+      << flagTokens;
+  EXPECT_NE(doc.find("tile     = " + tile + "   ; " + tileKeys),
+            std::string::npos)
       << "docs/names.md should give the tile as " << tile << " ; " << tileKeys;
 }
 

@@ -22,16 +22,17 @@ std::vector<std::string> fmhajit::specProblems(llvm::Error err,
   llvm::handleAllErrors(
       std::move(err),
       [&](const FmhaError &e) {
-        onlySpecErrors &= e.getKind() == ErrorKind::Spec && !e.getMessage().empty();
+        onlySpecErrors &=
+            e.getKind() == ErrorKind::Spec && !e.getMessage().empty();
         messages.push_back(e.getMessage());
       },
       [&](const llvm::ErrorInfoBase &e) {
         onlySpecErrors = false;
         messages.push_back(e.message());
       });
-  EXPECT_TRUE(onlySpecErrors) << "input: " << escapeBytes(input)
-                              << "\nnot (only) spec errors: "
-                              << escapeBytes(llvm::join(messages, " | "));
+  EXPECT_TRUE(onlySpecErrors)
+      << "input: " << escapeBytes(input) << "\nnot (only) spec errors: "
+      << escapeBytes(llvm::join(messages, " | "));
   return messages;
 }
 

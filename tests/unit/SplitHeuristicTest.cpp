@@ -28,9 +28,9 @@ const RuleCase kCases[] = {
     {"UnknownGpuNeverSplits", 8, 2048, 0, 1},
     {"BusyGpuNeverSplits", 256, 2048, 132, 1},
     {"BlockAndAHalfPerSmIsEnough", 198, 2048, 132, 1},
-    {"EightHeadsOnH100", 8, 2048, 132, 32},  // 198 / 8 = 24.75 -> 32
+    {"EightHeadsOnH100", 8, 2048, 132, 32},    // 198 / 8 = 24.75 -> 32
     {"BatchFourGqaOnH100", 128, 2048, 132, 2}, // 1.55 -> 2
-    {"PowerOfTwoAbove", 3, 2048, 16, 8},      // 24 / 3 = 8
+    {"PowerOfTwoAbove", 3, 2048, 16, 8},       // 24 / 3 = 8
     {"KeysBoundTheCount", 8, 12, 132, 12},
     {"OneTileNeverSplits", 8, 1, 132, 1},
     {"NoMoreThanMaxSplits", 1, 100000, 1024, 64},
@@ -56,23 +56,30 @@ TEST_P(HostSplitRule, ChoosesDocumentedCount) {
 
 // bf16 d=128: 512 bytes of K and V per key, so a 1 MiB part holds 2048 keys.
 TEST(HostSplitRule, GqaPartsFitTheCache) {
-  EXPECT_EQ(chooseHostNumSplits(8, 65536, 2, 8, 512), 32u); // 65536 / 2048, over 8 for balance
-  EXPECT_EQ(chooseHostNumSplits(8, 8192, 2, 8, 512), 8u);   // balance wants more than 4
-  EXPECT_EQ(chooseHostNumSplits(8, 65536, 2, 1, 512), 8u);  // no group: balance alone
-  EXPECT_EQ(chooseHostNumSplits(8, 2048, 2, 8, 512), 1u);   // short keys never split
-  EXPECT_EQ(chooseHostNumSplits(8, 1 << 20, 2, 8, 512), 64u); // at most kMaxSplits
-  EXPECT_EQ(chooseHostNumSplits(8, 65536, 1, 8, 512), 32u);  // one thread gains from the cache too
-  EXPECT_EQ(chooseHostNumSplits(8, 65536, 1, 1, 512), 1u);   // but not from balance
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 2, 8, 512),
+            32u); // 65536 / 2048, over 8 for balance
+  EXPECT_EQ(chooseHostNumSplits(8, 8192, 2, 8, 512),
+            8u); // balance wants more than 4
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 2, 1, 512),
+            8u); // no group: balance alone
+  EXPECT_EQ(chooseHostNumSplits(8, 2048, 2, 8, 512),
+            1u); // short keys never split
+  EXPECT_EQ(chooseHostNumSplits(8, 1 << 20, 2, 8, 512),
+            64u); // at most kMaxSplits
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 1, 8, 512),
+            32u); // one thread gains from the cache too
+  EXPECT_EQ(chooseHostNumSplits(8, 65536, 1, 1, 512),
+            1u); // but not from balance
 }
 
 const HostCase kHostCases[] = {
     {"OneThreadNeverSplits", 8, 131072, 1, 1},
     {"ShortKeysNeverSplit", 8, 2047, 16, 1},
-    {"IdleThreadsSplitSooner", 8, 2048, 16, 2},   // 64 wanted, 2048 / 1024 = 2
+    {"IdleThreadsSplitSooner", 8, 2048, 16, 2}, // 64 wanted, 2048 / 1024 = 2
     {"BusyThreadsWaitLonger", 16, 2048, 16, 1},
     {"BusyThreadsAtTheThreshold", 16, 4096, 16, 4},
     {"ThirtyTwoItemsPerThread", 8, 131072, 16, 64}, // 32 * 16 / 8 = 64
-    {"RoundsUpToAPowerOfTwo", 24, 131072, 16, 32}, // 32 * 16 / 24 -> 22 -> 32
+    {"RoundsUpToAPowerOfTwo", 24, 131072, 16, 32},  // 32 * 16 / 24 -> 22 -> 32
     {"TwoThreads", 8, 65536, 2, 8},
     {"ManyItemsDoNotSplit", 512, 65536, 16, 1},
     {"CappedByKeysPerPart", 1, 20000, 16, 19},
@@ -93,7 +100,8 @@ TEST(SplitRule, FollowsTheSpecsBackend) {
   p.seqlenQ = 1;
   p.seqlenK = 65536; // 1024 key tiles
   EXPECT_EQ(chooseNumSplits(spec, p, 16), 64u) << "host: 32 items per thread";
-  EXPECT_EQ(chooseNumSplits(spec, p, 2), 32u) << "host: GQA 8:1, 2048-key parts fit the cache";
+  EXPECT_EQ(chooseNumSplits(spec, p, 2), 32u)
+      << "host: GQA 8:1, 2048-key parts fit the cache";
   p.seqlenQ = 64; // 4 query tiles per head: 32 items
   EXPECT_EQ(chooseNumSplits(spec, p, 16), 32u);
   p.headsKv = 8; // no group shares a part: balance alone

@@ -6,13 +6,13 @@
 // table, so some tests hand them tables that differ from the shipped ones.
 //
 //===----------------------------------------------------------------------===//
-#include "tests/unit/SpecTesting.h"
+#include "specs/pipelines/TileRules.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
 #include "specs/pipelines/AmdgpuMatrixLayout.h"
 #include "specs/pipelines/MmaLayout.h"
 #include "specs/pipelines/SimtLayout.h"
-#include "specs/pipelines/TileRules.h"
+#include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/StringExtras.h"
 #include "gtest/gtest.h"
 
@@ -30,14 +30,16 @@ KernelSpec resolved(llvm::StringRef text) {
 }
 
 /// The messages checkTileRules gives \p spec on \p arch.
-std::vector<std::string> ruleProblems(const KernelSpec &spec, const ArchInfo &arch) {
+std::vector<std::string> ruleProblems(const KernelSpec &spec,
+                                      const ArchInfo &arch) {
   ErrorList errors;
   checkTileRules(spec, arch, errors);
   return takeProblems(errors.take()).messages;
 }
 
 TEST(MmaLayout, PlacesPaddedRowsOfQThenKThenV) {
-  KernelSpec s = resolved("d=128,dv=64,bm=128,bn=64,warps=4,pipeline=mma,target=sm_80");
+  KernelSpec s =
+      resolved("d=128,dv=64,bm=128,bn=64,warps=4,pipeline=mma,target=sm_80");
   MmaLayout layout(s, *findArch("sm_80"));
   EXPECT_EQ(layout.queryTilesPerWarp, 2u);
   EXPECT_EQ(layout.query.offset, 0u);
@@ -50,15 +52,18 @@ TEST(MmaLayout, PlacesPaddedRowsOfQThenKThenV) {
 }
 
 TEST(SimtLayout, RoundsEachTileTo16Bytes) {
-  KernelSpec s = resolved("d=32,bm=16,bn=16,warps=1,pipeline=simt,target=sm_80");
+  KernelSpec s =
+      resolved("d=32,bm=16,bn=16,warps=1,pipeline=simt,target=sm_80");
   SimtLayout layout(s);
   EXPECT_EQ(layout.query.pitch, 33u);
   EXPECT_EQ(layout.keys.offset, 16u * 33 * 4); // 2112, already a multiple of 16
   EXPECT_EQ(layout.scores.pitch, 17u);
-  // S is 16 x 17 floats = 1088 bytes; the row vectors start at a multiple of 16.
+  // S is 16 x 17 floats = 1088 bytes; the row vectors start at a multiple
+  // of 16.
   EXPECT_EQ(layout.rowVectorOffset(0), layout.scores.end());
   EXPECT_EQ(layout.rowVectorOffset(0) % 16, 0u);
-  EXPECT_EQ(layout.bytes(), layout.rowVectorOffset(0) + SimtLayout::kRowVectors * 64);
+  EXPECT_EQ(layout.bytes(),
+            layout.rowVectorOffset(0) + SimtLayout::kRowVectors * 64);
 }
 
 TEST(AmdgpuMatrixLayout, QueryInLdsOnlyUnderWmma) {
@@ -83,50 +88,62 @@ TEST(AmdgpuMatrixLayout, QueryInLdsOnlyUnderWmma) {
 // Regression (issue 11): validation accepted 16 m-tiles a warp, and the mma
 // emitter indexed its 8-long fragment array past its end.
 TEST(TileRules, MmaWarpsOwnAtMostEightMTiles) {
-  std::string text = "family=fwd,dtype=bf16,d=32,bm=256,bn=16,warps=1,pipeline=mma,target=sm_80";
+  std::string text = "family=fwd,dtype=bf16,d=32,bm=256,bn=16,warps=1,pipeline="
+                     "mma,target=sm_80";
   llvm::Expected<KernelSpec> spec = resolveText(text);
   ASSERT_FALSE(bool(spec));
   std::vector<std::string> problems = specProblems(spec.takeError(), text);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0], "bm=256: pipeline mma gives each warp at most 8 16-row tiles: use bm "
-                         "up to 128 for warps=1, or more warps");
-  EXPECT_TRUE(bool(resolveText("d=32,bm=256,bn=16,warps=2,pipeline=mma,target=sm_80")));
+  EXPECT_EQ(
+      problems[0],
+      "bm=256: pipeline mma gives each warp at most 8 16-row tiles: use bm "
+      "up to 128 for warps=1, or more warps");
+  EXPECT_TRUE(
+      bool(resolveText("d=32,bm=256,bn=16,warps=2,pipeline=mma,target=sm_80")));
 }
 
 // A table whose matrix shape does not split its wave is refused, not built.
 TEST(TileRules, AmdMatrixShapeMustFitTheWave) {
   ArchInfo arch = *findArch("gfx942");
   arch.waveSize = 32;
-  KernelSpec s = resolved("d=128,bm=128,bn=64,warps=4,pipeline=mfma,target=gfx942");
+  KernelSpec s =
+      resolved("d=128,bm=128,bn=64,warps=4,pipeline=mfma,target=gfx942");
   std::vector<std::string> problems = ruleProblems(s, arch);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_TRUE(llvm::StringRef(problems[0]).starts_with("pipeline=mfma: its shape '32x32x8'"))
+  EXPECT_TRUE(llvm::StringRef(problems[0])
+                  .starts_with("pipeline=mfma: its shape '32x32x8'"))
       << problems[0];
 }
 
 // Granularity the emitters need holds even where a table would allow less.
 TEST(TileRules, HeadDimsAndKeysFollowTheEmitters) {
-  KernelSpec mma = resolved("d=64,bm=64,bn=64,warps=4,pipeline=mma,target=sm_80");
+  KernelSpec mma =
+      resolved("d=64,bm=64,bn=64,warps=4,pipeline=mma,target=sm_80");
   mma.d = 72;
   mma.bn = 40;
   std::vector<std::string> problems = ruleProblems(mma, *findArch("sm_80"));
-  EXPECT_EQ(llvm::join(problems, "\n"),
-            "bn=40: pipeline mma multiplies 16 keys at a time: use a multiple of 16\n"
-            "d=72: pipeline mma multiplies 16 columns at a time: use a multiple of 16");
+  EXPECT_EQ(
+      llvm::join(problems, "\n"),
+      "bn=40: pipeline mma multiplies 16 keys at a time: use a multiple of 16\n"
+      "d=72: pipeline mma multiplies 16 columns at a time: use a multiple of "
+      "16");
 
   KernelSpec host = resolved("d=64,dv=32,target=x86-64-v4");
   host.dv = 40;
   problems = ruleProblems(host, *findArch("x86-64-v4"));
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_TRUE(llvm::StringRef(problems[0]).starts_with("dv=40: ")) << problems[0];
+  EXPECT_TRUE(llvm::StringRef(problems[0]).starts_with("dv=40: "))
+      << problems[0];
 
   KernelSpec mfma = resolved("d=64,bm=128,bn=64,warps=4,target=gfx950");
   mfma.bn = 48;
   mfma.d = 72; // gfx950's k is 16
   problems = ruleProblems(mfma, *findArch("gfx950"));
   EXPECT_EQ(llvm::join(problems, "\n"),
-            "bn=48: pipeline mfma multiplies 32 keys at a time: use a multiple of 32\n"
-            "d=72: pipeline mfma steps over d 16 columns at a time: use a multiple of 16");
+            "bn=48: pipeline mfma multiplies 32 keys at a time: use a multiple "
+            "of 32\n"
+            "d=72: pipeline mfma steps over d 16 columns at a time: use a "
+            "multiple of 16");
 }
 
 TEST(TileRules, WgmmaRunsWholeWarpgroups) {
@@ -135,8 +152,9 @@ TEST(TileRules, WgmmaRunsWholeWarpgroups) {
   ASSERT_FALSE(bool(spec));
   std::vector<std::string> problems = specProblems(spec.takeError(), text);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_TRUE(llvm::StringRef(problems[0]).starts_with("warps=2: pipeline wgmma runs whole "
-                                                       "warpgroups"))
+  EXPECT_TRUE(llvm::StringRef(problems[0])
+                  .starts_with("warps=2: pipeline wgmma runs whole "
+                               "warpgroups"))
       << problems[0];
 }
 
@@ -145,13 +163,15 @@ TEST(TileRules, WgmmaRunsWholeWarpgroups) {
 TEST(TileRules, DefaultTilesFillTheirFootprintExactly) {
   for (const ArchInfo &arch : allArchs())
     for (unsigned d : arch.headDims) {
-      KernelSpec s = resolved("d=" + std::to_string(d) + ",target=" + arch.name);
+      KernelSpec s =
+          resolved("d=" + std::to_string(d) + ",target=" + arch.name);
       unsigned bytes = tileFootprintBytes(s, arch);
       EXPECT_LE(bytes, arch.sharedBytes) << printSpec(s);
       if (s.pipeline == Pipeline::Mma)
         EXPECT_EQ(bytes, MmaLayout(s, arch).values.end()) << printSpec(s);
       else if (s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma)
-        EXPECT_EQ(bytes, AmdgpuMatrixLayout(s, arch).valuesT.end()) << printSpec(s);
+        EXPECT_EQ(bytes, AmdgpuMatrixLayout(s, arch).valuesT.end())
+            << printSpec(s);
     }
 }
 

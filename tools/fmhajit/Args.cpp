@@ -17,17 +17,20 @@ llvm::Expected<Args> Args::parse(llvm::ArrayRef<const char *> argv,
       args.positionals.push_back(word.str());
       continue;
     }
-    auto [nameRef, inlineValue] = word.drop_front(shortOutput ? 1 : 2).split('=');
+    auto [nameRef, inlineValue] =
+        word.drop_front(shortOutput ? 1 : 2).split('=');
     StringRef name = nameRef;
-    const OptionSpec *opt =
-        llvm::find_if(options, [&](const OptionSpec &o) { return o.name == name; });
+    const OptionSpec *opt = llvm::find_if(
+        options, [&](const OptionSpec &o) { return o.name == name; });
     if (opt == options.end())
       return makeError(ErrorKind::Usage, "unknown option --" + name);
     if (args.values.count(name))
-      return makeError(ErrorKind::Usage, "option --" + name + " is given twice");
+      return makeError(ErrorKind::Usage,
+                       "option --" + name + " is given twice");
     if (!opt->takesValue) {
       if (word.contains('='))
-        return makeError(ErrorKind::Usage, "option --" + name + " takes no value");
+        return makeError(ErrorKind::Usage,
+                         "option --" + name + " takes no value");
       args.values[name] = "";
     } else if (word.contains('=')) {
       args.values[name] = inlineValue.str();
@@ -47,8 +50,8 @@ std::optional<std::string> Args::get(StringRef name) const {
   return it->second;
 }
 
-llvm::Expected<std::optional<int64_t>>
-Args::getInt(StringRef name, int64_t min, int64_t max) const {
+llvm::Expected<std::optional<int64_t>> Args::getInt(StringRef name, int64_t min,
+                                                    int64_t max) const {
   std::optional<std::string> text = get(name);
   if (!text)
     return std::optional<int64_t>();

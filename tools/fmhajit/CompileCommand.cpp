@@ -35,7 +35,8 @@ static llvm::Error writeOutput(llvm::StringRef path, llvm::StringRef bytes) {
     ec = os.error();
   }
   if (ec)
-    return makeError(ErrorKind::Io, "cannot write " + path + ": " + ec.message());
+    return makeError(ErrorKind::Io,
+                     "cannot write " + path + ": " + ec.message());
   return llvm::Error::success();
 }
 
@@ -54,10 +55,12 @@ int fmhajit::compileCommand(llvm::ArrayRef<const char *> argv) {
   std::string emit = args->get("emit").value_or("obj");
   std::optional<Stage> stage = parseStage(emit);
   if (!stage)
-    return reportErrors(makeError(ErrorKind::Usage, "--emit " + emit + ": use llvm, opt, asm or obj"));
+    return reportErrors(makeError(
+        ErrorKind::Usage, "--emit " + emit + ": use llvm, opt, asm or obj"));
   std::string out = args->get("o").value_or("");
   if (*stage == Stage::Obj && out.empty())
-    return reportErrors(makeError(ErrorKind::Usage, "--emit obj writes a binary: give -o FILE"));
+    return reportErrors(makeError(ErrorKind::Usage,
+                                  "--emit obj writes a binary: give -o FILE"));
   auto spec = specFor(*args);
   if (!spec)
     return reportErrors(spec.takeError());

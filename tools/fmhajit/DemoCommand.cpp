@@ -28,7 +28,8 @@ static void showSpec(llvm::StringRef text, llvm::raw_ostream &os) {
   if (!decoded)
     llvm::consumeError(decoded.takeError());
   os << "  name:    " << name << "\n"
-     << "  decodes: " << (roundTrips ? "back to the same spec" : "WRONGLY") << "\n\n";
+     << "  decodes: " << (roundTrips ? "back to the same spec" : "WRONGLY")
+     << "\n\n";
 }
 
 // Each kernel goes through `fmhajit run` exactly as a user would type it:
@@ -37,14 +38,16 @@ static void showSpec(llvm::StringRef text, llvm::raw_ostream &os) {
 // process: its load line shows the in-memory cache hit.
 static int runHostKernels(llvm::raw_ostream &os) {
   static const std::vector<std::vector<const char *>> kRuns = {
-      {"family=fwd,dtype=fp32,d=64", "--heads", "4", "--seqlen-q", "512", "--check"},
-      {"family=fwd,dtype=bf16,d=128,mask=causal,lse=1", "--heads", "8", "--heads-kv", "2",
-       "--seqlen-q", "300", "--seqlen-k", "500", "--check"},
-      {"family=fwd,dtype=fp16,d=96,mask=window,softcap=1,bias=alibi", "--heads", "4",
-       "--seqlen-q", "200", "--window", "64,0", "--check"},
-      {"family=fwd,dtype=bf16,d=64,varlen=1,lse=1", "--heads", "2", "--varlen-q", "1,37,300",
-       "--varlen-k", "5,80,300", "--check"},
-      {"family=fwd,dtype=fp32,d=64", "--heads", "4", "--seqlen-q", "512", "--check"},
+      {"family=fwd,dtype=fp32,d=64", "--heads", "4", "--seqlen-q", "512",
+       "--check"},
+      {"family=fwd,dtype=bf16,d=128,mask=causal,lse=1", "--heads", "8",
+       "--heads-kv", "2", "--seqlen-q", "300", "--seqlen-k", "500", "--check"},
+      {"family=fwd,dtype=fp16,d=96,mask=window,softcap=1,bias=alibi", "--heads",
+       "4", "--seqlen-q", "200", "--window", "64,0", "--check"},
+      {"family=fwd,dtype=bf16,d=64,varlen=1,lse=1", "--heads", "2",
+       "--varlen-q", "1,37,300", "--varlen-k", "5,80,300", "--check"},
+      {"family=fwd,dtype=fp32,d=64", "--heads", "4", "--seqlen-q", "512",
+       "--check"},
   };
   os << "== Host kernels: JIT-compiled, run, checked against float64 ==\n";
   int worst = 0;
@@ -56,8 +59,10 @@ static int runHostKernels(llvm::raw_ostream &os) {
     os.flush();
     worst = std::max(worst, runCommand(argv));
   }
-  os << "\nThe last run is the first again: its kernel came from the in-memory cache.\n"
-        "A second `fmhajit demo` finds every kernel in the disk cache (see fmhajit cache stats).\n";
+  os << "\nThe last run is the first again: its kernel came from the in-memory "
+        "cache.\n"
+        "A second `fmhajit demo` finds every kernel in the disk cache (see "
+        "fmhajit cache stats).\n";
   return worst;
 }
 

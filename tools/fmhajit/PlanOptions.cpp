@@ -16,14 +16,17 @@ static const OptionSpec kPlanOnlyFlags[] = {
     {"dv", true, "V/O head dim (default --d)"},
     {"dtype", true, "fp32|fp16|bf16|fp8_e4m3|fp8_e5m2 (default bf16)"},
     {"out", true, "O's dtype (default: --dtype; fp8: bf16)"},
-    {"mask", true, "none|causal|causal_br|window (default none; --window implies window)"},
+    {"mask", true,
+     "none|causal|causal_br|window (default none; --window implies window)"},
     {"alibi", false, "ALiBi bias"},
     {"lse", false, "also write the log-sum-exp of each row"},
     {"layout", true, "bshd|bhsd (default bshd)"},
-    {"autotune", false, "time the candidates and keep the fastest (loads them)"},
+    {"autotune", false,
+     "time the candidates and keep the fastest (loads them)"},
     {"load", false, "compile and load the kernels, as a plan that runs would"},
     {"page-size", true, "paged K/V: rows per page (with --cache-len)"},
-    {"cache-len", true, "paged K/V: each sequence's keys L,L,... (with --page-size)"},
+    {"cache-len", true,
+     "paged K/V: each sequence's keys L,L,... (with --page-size)"},
 };
 
 static constexpr int64_t kMaxLength = int64_t(1) << 30;
@@ -38,7 +41,8 @@ llvm::ArrayRef<OptionSpec> fmhajit::planFlags() {
 }
 
 static void readHeadDims(const Args &args, api::Problem &p, ErrorList &errors) {
-  for (auto [flag, field] : {std::pair{"d", &p.headDim}, std::pair{"dv", &p.headDimV}}) {
+  for (auto [flag, field] :
+       {std::pair{"d", &p.headDim}, std::pair{"dv", &p.headDimV}}) {
     auto v = args.getInt(flag, 1, kMaxLength);
     if (!v)
       errors.add(v.takeError());
@@ -59,8 +63,9 @@ static void readPaged(const Args &args, api::Problem &p, ErrorList &errors) {
   if (!*page && !text)
     return;
   if (!*page || !text) {
-    errors.add(ErrorKind::Usage, "--page-size and --cache-len go together: a paged cache needs "
-                                 "its page size and each sequence's keys");
+    errors.add(ErrorKind::Usage,
+               "--page-size and --cache-len go together: a paged cache needs "
+               "its page size and each sequence's keys");
     return;
   }
   p.pagesKv.pageSize = **page;
@@ -69,7 +74,9 @@ static void readPaged(const Args &args, api::Problem &p, ErrorList &errors) {
   for (StringRef part : parts) {
     int64_t len = 0;
     if (part.trim().getAsInteger(10, len) || len < 1 || len > INT32_MAX) {
-      errors.add(ErrorKind::Usage, "--cache-len " + *text + ": expected comma-separated lengths >= 1");
+      errors.add(ErrorKind::Usage,
+                 "--cache-len " + *text +
+                     ": expected comma-separated lengths >= 1");
       return;
     }
     int64_t pages = (len + p.pagesKv.pageSize - 1) / p.pagesKv.pageSize;
@@ -81,14 +88,15 @@ static void readPaged(const Args &args, api::Problem &p, ErrorList &errors) {
 }
 
 template <typename E>
-static std::optional<E> readKey(const Args &args, const char *flag, ErrorList &errors) {
+static std::optional<E> readKey(const Args &args, const char *flag,
+                                ErrorList &errors) {
   std::optional<std::string> text = args.get(flag);
   if (!text)
     return std::nullopt;
   std::optional<E> value = parseKey<E>(*text);
   if (!value)
-    errors.add(ErrorKind::Usage,
-               "--" + llvm::Twine(flag) + " " + *text + ": use one of " + allKeys<E>());
+    errors.add(ErrorKind::Usage, "--" + llvm::Twine(flag) + " " + *text +
+                                     ": use one of " + allKeys<E>());
   return value;
 }
 
@@ -117,13 +125,15 @@ static void readTuning(const Args &args, PlanRequest &r) {
   r.options.load = args.has("load") || r.options.autotune;
 }
 
-llvm::Expected<PlanRequest> fmhajit::parsePlanOptions(llvm::ArrayRef<const char *> argv) {
+llvm::Expected<PlanRequest>
+fmhajit::parsePlanOptions(llvm::ArrayRef<const char *> argv) {
   auto args = Args::parse(argv, planFlags());
   if (!args)
     return args.takeError();
   if (!args->positional().empty())
-    return makeError(ErrorKind::Usage, "plan takes only flags, e.g. fmhajit plan --d 128 "
-                                       "--seqlen-q 1 --seqlen-k 4096");
+    return makeError(ErrorKind::Usage,
+                     "plan takes only flags, e.g. fmhajit plan --d 128 "
+                     "--seqlen-q 1 --seqlen-k 4096");
   PlanRequest r;
   ErrorList errors;
   readProblemFlags(*args, r.problem, errors);

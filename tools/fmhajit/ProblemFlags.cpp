@@ -11,7 +11,8 @@ using llvm::Twine;
 static const OptionSpec kProblemFlags[] = {
     {"batch", true, "sequences (default 1)"},
     {"heads", true, "query heads (default 1)"},
-    {"heads-kv", true, "K/V heads, dividing --heads (GQA, MQA); default --heads"},
+    {"heads-kv", true,
+     "K/V heads, dividing --heads (GQA, MQA); default --heads"},
     {"seqlen-q", true, "query length of every sequence (default 1)"},
     {"seqlen-k", true, "key length of every sequence (default --seqlen-q)"},
     {"varlen-q", true, "per-sequence query lengths L,L,... (varlen)"},
@@ -20,7 +21,8 @@ static const OptionSpec kProblemFlags[] = {
     {"scale", true, "softmax scale (default 1/sqrt(d))"},
     {"softcap", true, "cap c in c*tanh(s/c) (default 50 for softcap=1)"},
     {"device", true, "host|cuda|hip (default host)"},
-    {"target", true, "the fmhajit target to compile for (default: the device's)"},
+    {"target", true,
+     "the fmhajit target to compile for (default: the device's)"},
     {"threads", true, "host worker threads (default: every hardware thread)"},
 };
 
@@ -28,17 +30,20 @@ static constexpr int64_t kMaxLength = int64_t(1) << 30;
 
 llvm::ArrayRef<OptionSpec> fmhajit::problemFlags() { return kProblemFlags; }
 
-llvm::Expected<std::vector<int64_t>> fmhajit::parseLengths(StringRef flag, StringRef text,
-                                                          int64_t min, int64_t max) {
+llvm::Expected<std::vector<int64_t>> fmhajit::parseLengths(StringRef flag,
+                                                           StringRef text,
+                                                           int64_t min,
+                                                           int64_t max) {
   std::vector<int64_t> out;
   llvm::SmallVector<StringRef, 16> parts;
   text.split(parts, ',');
   for (StringRef part : parts) {
     int64_t v = 0;
     if (part.trim().getAsInteger(10, v) || v < min || v > max)
-      return makeError(ErrorKind::Usage, "--" + flag + " " + text +
-                                             ": expected comma-separated whole numbers from " +
-                                             Twine(min) + " to " + Twine(max));
+      return makeError(ErrorKind::Usage,
+                       "--" + flag + " " + text +
+                           ": expected comma-separated whole numbers from " +
+                           Twine(min) + " to " + Twine(max));
     out.push_back(v);
   }
   return out;
@@ -51,8 +56,10 @@ static void readSizes(const Args &args, api::Problem &p, ErrorList &errors) {
     const char *flag;
     int64_t *field;
   };
-  const Size sizes[] = {{"batch", &p.batch},       {"heads", &p.headsQ},
-                        {"heads-kv", &p.headsKv},  {"seqlen-q", &p.seqlenQ},
+  const Size sizes[] = {{"batch", &p.batch},
+                        {"heads", &p.headsQ},
+                        {"heads-kv", &p.headsKv},
+                        {"seqlen-q", &p.seqlenQ},
                         {"seqlen-k", &p.seqlenK}};
   for (const Size &s : sizes) {
     auto v = args.getInt(s.flag, -kMaxLength, kMaxLength);
@@ -65,8 +72,8 @@ static void readSizes(const Args &args, api::Problem &p, ErrorList &errors) {
 
 // --varlen-q/k take per-sequence lengths; the API takes cumulative ones.
 static void readVarlen(const Args &args, api::Problem &p, ErrorList &errors) {
-  for (auto [flag, field] :
-       {std::pair{"varlen-q", &p.cuSeqlensQ}, std::pair{"varlen-k", &p.cuSeqlensK}}) {
+  for (auto [flag, field] : {std::pair{"varlen-q", &p.cuSeqlensQ},
+                             std::pair{"varlen-k", &p.cuSeqlensK}}) {
     std::optional<std::string> text = args.get(flag);
     if (!text)
       continue;
@@ -77,19 +84,23 @@ static void readVarlen(const Args &args, api::Problem &p, ErrorList &errors) {
     }
     field->assign(1, 0);
     for (int64_t len : *lens)
-      field->push_back(int32_t(std::min<int64_t>(field->back() + len, INT32_MAX)));
+      field->push_back(
+          int32_t(std::min<int64_t>(field->back() + len, INT32_MAX)));
   }
   if (!p.cuSeqlensQ.empty())
     p.batch = int64_t(p.cuSeqlensQ.size()) - 1;
 }
 
-static std::optional<float> readPositive(const Args &args, const char *flag, ErrorList &errors) {
+static std::optional<float> readPositive(const Args &args, const char *flag,
+                                         ErrorList &errors) {
   std::optional<std::string> text = args.get(flag);
   double v = 0;
   if (!text)
     return std::nullopt;
-  if (StringRef(*text).getAsDouble(v) || !std::isfinite(v) || v <= 0 || v > 1e30) {
-    errors.add(ErrorKind::Usage, "--" + Twine(flag) + " " + *text + ": expected a positive number");
+  if (StringRef(*text).getAsDouble(v) || !std::isfinite(v) || v <= 0 ||
+      v > 1e30) {
+    errors.add(ErrorKind::Usage, "--" + Twine(flag) + " " + *text +
+                                     ": expected a positive number");
     return std::nullopt;
   }
   return float(v);
@@ -103,14 +114,16 @@ static void readWindow(const Args &args, api::Problem &p, ErrorList &errors) {
   if (!sides || sides->size() != 2) {
     if (!sides)
       llvm::consumeError(sides.takeError());
-    errors.add(ErrorKind::Usage, "--window " + *text + ": expected LEFT,RIGHT (-1: unbounded)");
+    errors.add(ErrorKind::Usage,
+               "--window " + *text + ": expected LEFT,RIGHT (-1: unbounded)");
     return;
   }
   p.windowLeft = (*sides)[0];
   p.windowRight = (*sides)[1];
 }
 
-void fmhajit::readProblemFlags(const Args &args, api::Problem &p, ErrorList &errors) {
+void fmhajit::readProblemFlags(const Args &args, api::Problem &p,
+                               ErrorList &errors) {
   readSizes(args, p, errors);
   readVarlen(args, p, errors);
   readWindow(args, p, errors);
@@ -120,15 +133,16 @@ void fmhajit::readProblemFlags(const Args &args, api::Problem &p, ErrorList &err
     p.scale = *s;
 }
 
-void fmhajit::readPlacement(const Args &args, api::Problem &p, api::Options &options,
-                            ErrorList &errors) {
+void fmhajit::readPlacement(const Args &args, api::Problem &p,
+                            api::Options &options, ErrorList &errors) {
   std::string device = args.get("device").value_or("host");
   if (device == "cuda")
     p.device = api::Device::Cuda;
   else if (device == "hip")
     p.device = api::Device::Hip;
   else if (device != "host")
-    errors.add(ErrorKind::Usage, "--device " + device + ": use host, cuda or hip");
+    errors.add(ErrorKind::Usage,
+               "--device " + device + ": use host, cuda or hip");
   if (std::optional<std::string> target = args.get("target"))
     options.target = *target;
   if (auto threads = args.getInt("threads", 1, 1024); !threads)

@@ -30,7 +30,8 @@ void readPlacement(const Args &args, api::Problem &p, api::Options &options,
 
 /// \p text of flag --\p flag as comma-separated whole numbers from \p min
 /// to \p max.
-llvm::Expected<std::vector<int64_t>> parseLengths(llvm::StringRef flag, llvm::StringRef text,
+llvm::Expected<std::vector<int64_t>> parseLengths(llvm::StringRef flag,
+                                                  llvm::StringRef text,
                                                   int64_t min, int64_t max);
 
 api::DType publicDType(DType type);

@@ -56,25 +56,30 @@ static void printLoad(Report &r, const api::PlanStep &step, bool gpu) {
     return;
   }
   r.line("load", fmt("%.2f ms", l.codegenMs + l.driverMs) + " (" + l.origin +
-                     ") = codegen " + fmt("%.2f ms", l.codegenMs) + " + driver " +
-                     fmt("%.2f ms", l.driverMs));
-  r.line("launch", llvm::Twine(step.workItems) + " blocks x " + llvm::Twine(l.blockThreads) +
-                       " threads, " + llvm::Twine(l.sharedBytes) + " B shared, " +
-                       llvm::Twine(l.registers) + " registers, " + llvm::Twine(l.localBytes) +
-                       " B local");
+                     ") = codegen " + fmt("%.2f ms", l.codegenMs) +
+                     " + driver " + fmt("%.2f ms", l.driverMs));
+  r.line("launch", llvm::Twine(step.workItems) + " blocks x " +
+                       llvm::Twine(l.blockThreads) + " threads, " +
+                       llvm::Twine(l.sharedBytes) + " B shared, " +
+                       llvm::Twine(l.registers) + " registers, " +
+                       llvm::Twine(l.localBytes) + " B local");
 }
 
 // The `splits` line: where the part count came from.
-static void printSplits(Report &r, const RunRequest &req, const api::Plan &plan) {
+static void printSplits(Report &r, const RunRequest &req,
+                        const api::Plan &plan) {
   std::string why = "--num-splits";
   if (!req.numSplitsGiven)
     for (const std::string &d : plan.decisions())
-      if (llvm::StringRef(d).starts_with("plan: ") && d.find(" key splits (") != std::string::npos)
+      if (llvm::StringRef(d).starts_with("plan: ") &&
+          d.find(" key splits (") != std::string::npos)
         why = llvm::StringRef(d).split(" (").second.drop_back().str();
-  r.line("splits", llvm::Twine(plan.steps().front().keySplits) + " (" + why + ")");
+  r.line("splits",
+         llvm::Twine(plan.steps().front().keySplits) + " (" + why + ")");
 }
 
-static void printKernels(Report &r, const RunRequest &req, const api::Plan &plan) {
+static void printKernels(Report &r, const RunRequest &req,
+                         const api::Plan &plan) {
   const std::vector<api::PlanStep> &steps = plan.steps();
   bool gpu = plan.device() != api::Device::Host;
   r.line("kernel", steps.front().kernel);
@@ -90,12 +95,14 @@ static void printKernels(Report &r, const RunRequest &req, const api::Plan &plan
   printLoad(r, steps.front(), gpu);
 }
 
-static void printTiming(Report &r, const harness::Timing &t, double flops, double bytes,
-                        const api::Plan &plan, const RunRequest &req) {
+static void printTiming(Report &r, const harness::Timing &t, double flops,
+                        double bytes, const api::Plan &plan,
+                        const RunRequest &req) {
   bool gpu = plan.device() != api::Device::Host;
   std::string of = "(median of " + std::to_string(t.runs) + ", ";
-  unsigned threads = req.options.threads ? req.options.threads
-                                         : llvm::hardware_concurrency().compute_thread_count();
+  unsigned threads = req.options.threads
+                         ? req.options.threads
+                         : llvm::hardware_concurrency().compute_thread_count();
   if (gpu)
     of += std::string(t.clock) + ")";
   else
@@ -116,8 +123,9 @@ static bool isSplitFamily(Family family) {
 
 // The checked run's verdict and bundle, then the timed runs; the exit code.
 template <typename Case, typename Verdict>
-static int finishRun(Report &r, const RunRequest &req, const api::Plan &plan, Case &c,
-                     Verdict check, llvm::function_ref<llvm::Error(const KernelSpec &)> save,
+static int finishRun(Report &r, const RunRequest &req, const api::Plan &plan,
+                     Case &c, Verdict check,
+                     llvm::function_ref<llvm::Error(const KernelSpec &)> save,
                      double flops, double bytes) {
   bool pass = true;
   if (req.check) {
@@ -133,7 +141,8 @@ static int finishRun(Report &r, const RunRequest &req, const api::Plan &plan, Ca
       return reportErrors(std::move(err));
     r.line("saved", *req.saveDir);
   }
-  auto timing = harness::timeRuns(plan.device(), req.iterations, [&] { return c.launch(plan); });
+  auto timing = harness::timeRuns(plan.device(), req.iterations,
+                                  [&] { return c.launch(plan); });
   if (!timing)
     return reportErrors(timing.takeError());
   printTiming(r, *timing, flops, bytes, plan, req);
@@ -152,7 +161,8 @@ static int runForward(const RunRequest &req) {
   printKernels(r, req, *plan);
   if (req.problem.pagesKv.enabled())
     r.line("cache", llvm::Twine(req.problem.pagesKv.numPages) + " pages of " +
-                        llvm::Twine(req.problem.pagesKv.pageSize) + " rows, shuffled");
+                        llvm::Twine(req.problem.pagesKv.pageSize) +
+                        " rows, shuffled");
   if (isSplitFamily(req.spec.family))
     printSplits(r, req, *plan);
   if (llvm::Error err = c->run(*plan))
@@ -160,15 +170,18 @@ static int runForward(const RunRequest &req) {
   unsigned splits = unsigned(plan->steps().front().keySplits);
   return finishRun(
       r, req, *plan, *c, [&] { return c->check(); },
-      [&](const KernelSpec &kernel) { return c->save(*req.saveDir, kernel, splits); },
+      [&](const KernelSpec &kernel) {
+        return c->save(*req.saveDir, kernel, splits);
+      },
       c->flops(), 0);
 }
 
 static std::string appendCacheText(const api::AppendProblem &a) {
-  std::string text = a.pagesKv.enabled()
-                         ? std::to_string(a.pagesKv.numPages) + " pages of " +
-                               std::to_string(a.pagesKv.pageSize) + " rows, shuffled"
-                         : "contiguous, " + std::to_string(a.capacity) + " rows";
+  std::string text =
+      a.pagesKv.enabled()
+          ? std::to_string(a.pagesKv.numPages) + " pages of " +
+                std::to_string(a.pagesKv.pageSize) + " rows, shuffled"
+          : "contiguous, " + std::to_string(a.capacity) + " rows";
   const char *form = a.rotary == api::Rotary::Interleaved ? "interleaved"
                      : a.rotary == api::Rotary::Half      ? "half"
                                                           : "none";
@@ -184,13 +197,16 @@ static int runAppend(const RunRequest &req) {
   if (!c)
     return reportErrors(c.takeError());
   const api::PlanStep &step = plan->steps().front();
-  r.line("kernel", step.kernel + (step.load.origin.empty() ? "" : " (" + step.load.origin + ")"));
+  r.line("kernel",
+         step.kernel +
+             (step.load.origin.empty() ? "" : " (" + step.load.origin + ")"));
   r.line("cache", appendCacheText(req.append));
   if (llvm::Error err = c->run(*plan))
     return reportErrors(std::move(err));
   return finishRun(
       r, req, *plan, *c, [&] { return c->check(); },
-      [&](const KernelSpec &kernel) { return c->save(*req.saveDir, kernel); }, 0, c->bytes());
+      [&](const KernelSpec &kernel) { return c->save(*req.saveDir, kernel); },
+      0, c->bytes());
 }
 
 int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {

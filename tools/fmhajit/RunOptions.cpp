@@ -1,9 +1,9 @@
 //===- RunOptions.cpp - The flags of `fmhajit run` ------------------------===//
 #include "tools/fmhajit/RunOptions.h"
-#include "tools/fmhajit/ProblemFlags.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
 #include "specs/SpecParser.h"
+#include "tools/fmhajit/ProblemFlags.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -13,13 +13,19 @@ using llvm::Twine;
 namespace {
 const OptionSpec kRunOnlyFlags[] = {
     {"seed", true, "seed of the inputs (q, k, v use N, N+1, N+2); default 1"},
-    {"iters", true, "timed iterations; default: at least 3 (host) / 10 (GPU), ~0.2 s"},
+    {"iters", true,
+     "timed iterations; default: at least 3 (host) / 10 (GPU), ~0.2 s"},
     {"check", false, "compare with the float64 reference; exit 1 on FAIL"},
     {"save", true, "write the run bundle (.npy arrays and meta.json) into DIR"},
-    {"num-splits", true, "fwd_splitkv, fwd_paged: key splits (default: the plan's rule)"},
-    {"page-size", true, "fwd_paged, append_kv: rows per page, a power of two (default 16)"},
-    {"cache-len", true, "fwd_paged, append_kv: each sequence's cached keys; one value: every sequence"},
-    {"new-tokens", true, "append_kv: rows appended to each sequence (default 1)"},
+    {"num-splits", true,
+     "fwd_splitkv, fwd_paged: key splits (default: the plan's rule)"},
+    {"page-size", true,
+     "fwd_paged, append_kv: rows per page, a power of two (default 16)"},
+    {"cache-len", true,
+     "fwd_paged, append_kv: each sequence's cached keys; one value: every "
+     "sequence"},
+    {"new-tokens", true,
+     "append_kv: rows appended to each sequence (default 1)"},
     {"rotary", true, "append_kv: rotary form interleaved|half|none"},
     {"rotary-dim", true, "append_kv: leading elements rotated (default d)"},
     {"rotate-q", false, "append_kv: rotate Q too"},
@@ -55,16 +61,18 @@ llvm::ArrayRef<OptionSpec> fmhajit::runFlags() {
   return flags;
 }
 
-static void checkApplicable(const Args &args, Family family, ErrorList &errors) {
+static void checkApplicable(const Args &args, Family family,
+                            ErrorList &errors) {
   for (const FamilyFlag &f : kFamilyFlags) {
     if (!args.has(f.flag) || llvm::is_contained(f.families, family))
       continue;
     std::vector<std::string> names;
     for (Family taker : f.families)
       names.push_back(keyOf(taker).str());
-    errors.add(ErrorKind::Usage, "--" + Twine(f.flag) + " is a flag of family " +
-                                     llvm::join(names, ", ") + "; this spec has family " +
-                                     keyOf(family));
+    errors.add(ErrorKind::Usage, "--" + Twine(f.flag) +
+                                     " is a flag of family " +
+                                     llvm::join(names, ", ") +
+                                     "; this spec has family " + keyOf(family));
   }
 }
 
@@ -85,37 +93,42 @@ static void applySpecFeatures(const KernelSpec &spec, api::Problem &p) {
 // Flags that only make sense with a spec feature: each mismatch is noted
 // and the flag dropped, so the API still reports the problem's other
 // faults and the user sees every problem at once.
-static void checkAgainstSpec(const Args &args, const KernelSpec &spec, RunRequest &r) {
+static void checkAgainstSpec(const Args &args, const KernelSpec &spec,
+                             RunRequest &r) {
   if (args.has("softcap") && !spec.softcap) {
     r.specMismatches.push_back("--softcap needs a spec with softcap=1");
     r.problem.softcap = 0;
   }
   if (args.has("window") && spec.mask != Mask::Window) {
-    r.specMismatches.push_back("--window needs a spec with mask=window; this spec has mask=" +
-                               keyOf(spec.mask).str());
+    r.specMismatches.push_back(
+        "--window needs a spec with mask=window; this spec has mask=" +
+        keyOf(spec.mask).str());
     r.problem.windowLeft = r.problem.windowRight = -1;
   }
   bool varlenFlags = args.has("varlen-q") || args.has("varlen-k");
   if (varlenFlags != spec.varlen)
-    r.specMismatches.push_back(spec.varlen ? "a varlen=1 spec needs --varlen-q and --varlen-k"
-                                           : "--varlen-q/--varlen-k need a spec with varlen=1");
+    r.specMismatches.push_back(
+        spec.varlen ? "a varlen=1 spec needs --varlen-q and --varlen-k"
+                    : "--varlen-q/--varlen-k need a spec with varlen=1");
 }
 
 /// --cache-len: one length per sequence, or one for every sequence of
 /// --batch; without it \p fallback for each.
-static llvm::Expected<std::vector<int32_t>> cacheLengths(const Args &args, int64_t batch,
-                                                         int64_t fallback, int64_t min) {
+static llvm::Expected<std::vector<int32_t>>
+cacheLengths(const Args &args, int64_t batch, int64_t fallback, int64_t min) {
   std::optional<std::string> text = args.get("cache-len");
   if (!text)
-    return std::vector<int32_t>(size_t(std::max<int64_t>(batch, 0)), int32_t(fallback));
+    return std::vector<int32_t>(size_t(std::max<int64_t>(batch, 0)),
+                                int32_t(fallback));
   auto lens = parseLengths("cache-len", *text, min, kMaxLength);
   if (!lens)
     return lens.takeError();
   if (lens->size() == 1 && batch > 1)
     lens->assign(size_t(batch), lens->front());
   else if (args.has("batch") && batch != int64_t(lens->size()))
-    return makeError(ErrorKind::Usage, "--batch " + Twine(batch) + " does not match the " +
-                                           Twine(lens->size()) + " --cache-len lengths");
+    return makeError(ErrorKind::Usage,
+                     "--batch " + Twine(batch) + " does not match the " +
+                         Twine(lens->size()) + " --cache-len lengths");
   return std::vector<int32_t>(lens->begin(), lens->end());
 }
 
@@ -160,7 +173,8 @@ static llvm::Error readRotary(const Args &args, api::AppendProblem &a) {
     else if (*text == "half")
       a.rotary = api::Rotary::Half;
     else if (*text != "none")
-      return makeError(ErrorKind::Usage, "--rotary " + *text + ": use interleaved, half or none");
+      return makeError(ErrorKind::Usage,
+                       "--rotary " + *text + ": use interleaved, half or none");
   }
   auto dim = args.getInt("rotary-dim", 2, 1024);
   if (!dim)
@@ -172,7 +186,8 @@ static llvm::Error readRotary(const Args &args, api::AppendProblem &a) {
 
 // An append to caches with room for the new rows: paged with --page-size,
 // else contiguous with one spare row per sequence.
-static llvm::Error readAppend(const Args &args, const KernelSpec &spec, RunRequest &r) {
+static llvm::Error readAppend(const Args &args, const KernelSpec &spec,
+                              RunRequest &r) {
   api::AppendProblem &a = r.append;
   const api::Problem &p = r.problem;
   auto tokens = args.getInt("new-tokens", 1, kMaxLength);
@@ -184,7 +199,8 @@ static llvm::Error readAppend(const Args &args, const KernelSpec &spec, RunReque
   a.batch = int64_t(lens->size());
   a.headsQ = p.headsQ, a.headsKv = p.headsKv ? p.headsKv : p.headsQ;
   a.newTokens = tokens->value_or(1);
-  a.headDim = spec.d, a.headDimV = spec.headDimV(), a.dtype = publicDType(spec.dtype);
+  a.headDim = spec.d, a.headDimV = spec.headDimV(),
+  a.dtype = publicDType(spec.dtype);
   a.device = p.device, a.seqlens = *lens;
   std::vector<int32_t> after(*lens);
   for (int32_t &len : after)
@@ -228,22 +244,27 @@ static llvm::Error readFamily(const Args &args, RunRequest &r) {
   case Family::AppendKv:
     return readAppend(args, r.spec, r);
   case Family::SplitKvCombine:
-    return makeError(ErrorKind::Spec, "splitkv_combine runs as the second kernel of a split-KV "
-                                      "plan: run family=fwd_splitkv, which checks both");
+    return makeError(ErrorKind::Spec,
+                     "splitkv_combine runs as the second kernel of a split-KV "
+                     "plan: run family=fwd_splitkv, which checks both");
   default:
     return makeError(ErrorKind::Unsupported,
-                     "family " + keyOf(r.spec.family) + " has no kernel to run yet; fmhajit "
-                     "run takes fwd, fwd_splitkv, fwd_paged and append_kv (docs/families.md)");
+                     "family " + keyOf(r.spec.family) +
+                         " has no kernel to run yet; fmhajit "
+                         "run takes fwd, fwd_splitkv, fwd_paged and append_kv "
+                         "(docs/families.md)");
   }
 }
 
-llvm::Expected<RunRequest> fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
+llvm::Expected<RunRequest>
+fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
   auto args = Args::parse(argv, runFlags());
   if (!args)
     return args.takeError();
   if (args->positional().size() != 1)
-    return makeError(ErrorKind::Usage,
-                     "run takes one SPEC, e.g. fmhajit run family=fwd,dtype=bf16,d=128");
+    return makeError(
+        ErrorKind::Usage,
+        "run takes one SPEC, e.g. fmhajit run family=fwd,dtype=bf16,d=128");
   auto spec = parseSpec(args->positional()[0]);
   if (!spec)
     return spec.takeError();

@@ -9,8 +9,8 @@
 #pragma once
 
 #include "fmhajit/Fmhajit.h"
-#include "tools/fmhajit/Args.h"
 #include "specs/KernelSpec.h"
+#include "tools/fmhajit/Args.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
@@ -36,7 +36,9 @@ struct RunRequest {
   std::vector<std::string> specMismatches;
 
   bool isAppend() const { return spec.family == Family::AppendKv; }
-  api::Device device() const { return isAppend() ? append.device : problem.device; }
+  api::Device device() const {
+    return isAppend() ? append.device : problem.device;
+  }
 };
 
 /// The flags `fmhajit run` takes, for parsing and for `fmhajit help run`.

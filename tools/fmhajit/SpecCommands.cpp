@@ -33,8 +33,8 @@ int fmhajit::reportErrors(llvm::Error err) {
 }
 
 /// Parses a subcommand that takes exactly one positional word.
-static llvm::Expected<std::string> onePositional(llvm::ArrayRef<const char *> argv,
-                                                 llvm::StringRef what) {
+static llvm::Expected<std::string>
+onePositional(llvm::ArrayRef<const char *> argv, llvm::StringRef what) {
   llvm::Expected<Args> args = Args::parse(argv, {});
   if (!args)
     return args.takeError();
@@ -85,19 +85,20 @@ int fmhajit::validateCommand(llvm::ArrayRef<const char *> argv) {
 }
 
 static const OptionSpec kListFlags[] = {
-    {"profile", true, "list the kernels of this profile (without it: the profiles)"},
+    {"profile", true,
+     "list the kernels of this profile (without it: the profiles)"},
     {"target", true, "only this target's kernels (without it: every target's)"},
 };
 
 llvm::ArrayRef<OptionSpec> fmhajit::listFlags() { return kListFlags; }
 
 int fmhajit::listCommand(llvm::ArrayRef<const char *> argv) {
-  llvm::Expected<Args> args =
-      Args::parse(argv, listFlags());
+  llvm::Expected<Args> args = Args::parse(argv, listFlags());
   if (!args)
     return reportErrors(args.takeError());
   if (!args->positional().empty())
-    return reportErrors(makeError(ErrorKind::Usage, "list takes no positional words"));
+    return reportErrors(
+        makeError(ErrorKind::Usage, "list takes no positional words"));
   if (!args->has("profile")) {
     for (const ProfileInfo &p : listProfiles())
       llvm::outs() << p.name << ": " << p.description << "\n";

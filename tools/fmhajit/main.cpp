@@ -25,41 +25,53 @@ struct Command {
   llvm::StringRef name;
   CommandFn run;
   llvm::StringRef usage;
-  FlagsFn flags; ///< null: the command takes no flags
+  FlagsFn flags;             ///< null: the command takes no flags
   llvm::StringRef more = ""; ///< where to read on
 };
 
 const Command kCommands[] = {
-    {"demo", demoCommand, "demo                      show what fmhajit does", nullptr},
-    {"name", nameCommand, "name SPEC                 print the encoded name of SPEC", nullptr,
+    {"demo", demoCommand, "demo                      show what fmhajit does",
+     nullptr},
+    {"name", nameCommand,
+     "name SPEC                 print the encoded name of SPEC", nullptr,
      "docs/names.md"},
-    {"decode", decodeCommand, "decode NAME               print the spec NAME stands for, as JSON",
+    {"decode", decodeCommand,
+     "decode NAME               print the spec NAME stands for, as JSON",
      nullptr, "docs/names.md"},
-    {"validate", validateCommand, "validate SPEC             check SPEC, print its resolved form",
-     nullptr, "docs/specs.md"},
+    {"validate", validateCommand,
+     "validate SPEC             check SPEC, print its resolved form", nullptr,
+     "docs/specs.md"},
     {"compile", compileCommand,
-     "compile SPEC --emit llvm|opt|asm|obj [-o FILE]   dump a pipeline stage", compileFlags},
+     "compile SPEC --emit llvm|opt|asm|obj [-o FILE]   dump a pipeline stage",
+     compileFlags},
     {"run", runCommand,
-     "run SPEC [--batch B --heads H --seqlen-q SQ ... --check --save DIR]   run a kernel (see docs/run.md)",
+     "run SPEC [--batch B --heads H --seqlen-q SQ ... --check --save DIR]   "
+     "run a kernel (see docs/run.md)",
      runFlags, "docs/run.md, docs/families.md"},
     {"plan", planCommand,
-     "plan [--batch B --heads H --seqlen-q SQ --d D --mask M ... --autotune]   show the kernels fmhajit picks (see docs/api.md)",
+     "plan [--batch B --heads H --seqlen-q SQ --d D --mask M ... --autotune]   "
+     "show the kernels fmhajit picks (see docs/api.md)",
      planFlags, "docs/api.md"},
-    {"list", listCommand, "list [--profile P] [--target T]   list profiles, or a profile's kernels",
+    {"list", listCommand,
+     "list [--profile P] [--target T]   list profiles, or a profile's kernels",
      listFlags},
-    {"cache", cacheCommand, "cache path|stats|clear    show or empty the on-disk kernel cache",
+    {"cache", cacheCommand,
+     "cache path|stats|clear    show or empty the on-disk kernel cache",
      nullptr, "docs/cache.md"},
 };
 
 void printHelp(llvm::raw_ostream &os) {
-  os << "fmhajit " FMHAJIT_VERSION " - a JIT compiler for fused multi-head attention\n\n"
+  os << "fmhajit " FMHAJIT_VERSION
+        " - a JIT compiler for fused multi-head attention\n\n"
      << "usage: fmhajit COMMAND [ARGS]\n\ncommands:\n";
   for (const Command &c : kCommands)
     os << "  " << c.usage << "\n";
   os << "\nA SPEC is key=value pairs (family=fwd,dtype=bf16,d=128,mask=causal,"
-        "target=host)\nor a JSON object with the same keys; see docs/specs.md.\n"
+        "target=host)\nor a JSON object with the same keys; see "
+        "docs/specs.md.\n"
      << "fmhajit help COMMAND (or fmhajit COMMAND --help) lists its flags.\n"
-     << "Exit codes: 0 success, 1 invalid spec/name or failed run, 2 usage error.\n";
+     << "Exit codes: 0 success, 1 invalid spec/name or failed run, 2 usage "
+        "error.\n";
 }
 
 void printCommandHelp(const Command &c, llvm::raw_ostream &os) {
@@ -76,18 +88,21 @@ void printCommandHelp(const Command &c, llvm::raw_ostream &os) {
 }
 
 const Command *findCommand(llvm::StringRef name) {
-  const Command *c = llvm::find_if(kCommands, [&](const Command &c) { return c.name == name; });
+  const Command *c = llvm::find_if(
+      kCommands, [&](const Command &c) { return c.name == name; });
   return c == std::end(kCommands) ? nullptr : c;
 }
 
 bool asksForHelp(llvm::ArrayRef<const char *> argv) {
-  return llvm::any_of(argv, [](llvm::StringRef a) { return a == "--help" || a == "-h"; });
+  return llvm::any_of(
+      argv, [](llvm::StringRef a) { return a == "--help" || a == "-h"; });
 }
 
 int unknownCommand(llvm::StringRef name) {
-  return reportErrors(makeError(ErrorKind::Usage, (name.empty() ? "no command given"
-                                                                : "unknown command '" + name + "'") +
-                                                      "; run fmhajit --help"));
+  return reportErrors(makeError(
+      ErrorKind::Usage,
+      (name.empty() ? "no command given" : "unknown command '" + name + "'") +
+          "; run fmhajit --help"));
 }
 
 // `help` alone prints the overview, `help COMMAND` that command's flags.
