@@ -33,6 +33,10 @@ AmdgpuMatrixLayout::AmdgpuMatrixLayout(const KernelSpec &spec,
   valuesT = {keys.end(), spec.headDimV(), spec.bn + kPadElements, size};
 }
 
+unsigned AmdgpuMatrixLayout::accumulatorsPerLane() const {
+  return queryTilesPerWave * m * (spec.bn + spec.headDimV()) / arch.waveSize;
+}
+
 unsigned AmdgpuMatrixLayout::bytes() const {
   return query.bytes() + spec.stages * (keys.bytes() + valuesT.bytes());
 }
@@ -67,4 +71,12 @@ void AmdgpuMatrixLayout::check(ErrorList &errors) const {
     addTileError(errors, "dv", spec.headDimV(),
                  "pipeline " + pipeline +
                      " copies V 8 columns at a time: use a multiple of 8");
+  if (accumulatorsPerLane() > kMaxAccumulatorsPerLane)
+    addTileError(errors, "bm", spec.bm,
+                 "pipeline " + pipeline +
+                     " keeps S and O in registers: bm=" + Twine(spec.bm) +
+                     ",bn=" + Twine(spec.bn) + ",warps=" + Twine(spec.warps) +
+                     " needs " + Twine(accumulatorsPerLane()) +
+                     " a lane, at most " + Twine(kMaxAccumulatorsPerLane) +
+                     " fit: use a smaller bm or bn, or more warps");
 }

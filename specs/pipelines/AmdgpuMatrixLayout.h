@@ -23,6 +23,10 @@ public:
   static constexpr unsigned kPadElements = 8;
   /// Elements one LDS copy moves.
   static constexpr unsigned kCopyElements = 8;
+  /// Registers a lane may give the S and O accumulators: the 256 AGPRs of
+  /// a CDNA lane, the 256 VGPRs of an RDNA one. Past it the kernel spills
+  /// most of its accumulators and LLVM takes minutes to allocate them.
+  static constexpr unsigned kMaxAccumulatorsPerLane = 256;
 
   AmdgpuMatrixLayout(const KernelSpec &spec, const ArchInfo &arch);
 
@@ -32,10 +36,14 @@ public:
   SharedTile query;         ///< rows = 0 when Q lives in registers
   SharedTile keys, valuesT; ///< the first stage's buffers
 
+  /// fp32 registers each lane holds for S^T and O^T: the wave's
+  /// queryTilesPerWave * m queries times (bn + dv), over the wave's lanes.
+  unsigned accumulatorsPerLane() const;
   /// Q (if in LDS) and `stages` K/V^T buffers.
   unsigned bytes() const;
   /// The shape fits the wave; stages in range; bm whole query tiles per
-  /// wave; bn whole key blocks; d whole k-steps; dv whole copies.
+  /// wave; bn whole key blocks; d whole k-steps; dv whole copies; the
+  /// accumulators fit a lane's registers.
   void check(ErrorList &errors) const;
 
 private:

@@ -141,6 +141,15 @@ const Rejection kRejections[] = {
      "bm=256: pipeline mma gives each warp at most 8 16-row tiles"},
     {"WgmmaWarpgroups", Input::Spec, "pipeline=wgmma,warps=2,target=sm_90a",
      "warps=2"},
+    // Regression: such tiles validated, spilled ~700 accumulators a lane and
+    // took LLVM minutes to compile (found by the compile fuzz).
+    {"MfmaAccumulatorsPerLane", Input::Spec,
+     "d=128,bm=192,bn=160,warps=1,pipeline=mfma,target=gfx942",
+     "bm=192: pipeline mfma keeps S and O in registers: bm=192,bn=160,warps=1 "
+     "needs 864 a lane, at most 256 fit"},
+    {"WmmaAccumulatorsPerLane", Input::Spec,
+     "d=128,bm=128,bn=256,warps=1,pipeline=wmma,target=gfx1100",
+     "needs 1536 a lane, at most 256 fit"},
     // JSON specs.
     {"JsonTruncated", Input::Spec, "{\"d\": 64", "JSON"},
     {"JsonTrailingText", Input::Spec, "{\"d\": 64} d=64", "JSON"},
