@@ -15,9 +15,9 @@
 namespace fmhajit::harness {
 
 struct Timing {
-  double ms = 0;     ///< the median of one run
-  unsigned runs = 0; ///< how many were timed
-  const char *clock; ///< "wall clock" or "CUDA events"
+  double ms = 0;          ///< the median of one run
+  unsigned runs = 0;      ///< how many were timed
+  const char *clock = ""; ///< "wall clock", "CUDA events" or "HIP events"
 };
 
 /// Times \p run (one call of a plan on \p device): \p iterations times, or
