@@ -39,27 +39,28 @@ std::string fmhajit::npyHeader(llvm::ArrayRef<int64_t> shape) {
   return out + dict;
 }
 
+llvm::Error fmhajit::writeFileAtomically(
+    StringRef path, llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  llvm::Error err = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+    write(os);
+    return llvm::Error::success();
+  });
+  if (!err)
+    return llvm::Error::success();
+  return makeError(ErrorKind::Io, "cannot write '" + path +
+                                      "': " + llvm::toString(std::move(err)));
+}
+
 llvm::Error fmhajit::writeNpy(StringRef path, llvm::ArrayRef<float> data,
                               llvm::ArrayRef<int64_t> shape) {
   assert(static_cast<int64_t>(data.size()) == numElements(shape) &&
          "data does not fill the shape");
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return makeError(ErrorKind::Io,
-                     "cannot write '" + path + "': " + ec.message());
-  os << npyHeader(shape);
-  for (float f : data)
-    llvm::support::endian::write(os, llvm::bit_cast<uint32_t>(f),
-                                 llvm::endianness::little);
-  os.close();
-  if (os.has_error()) {
-    ec = os.error();
-    os.clear_error();
-    return makeError(ErrorKind::Io,
-                     "cannot write '" + path + "': " + ec.message());
-  }
-  return llvm::Error::success();
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
+    os << npyHeader(shape);
+    for (float f : data)
+      llvm::support::endian::write(os, llvm::bit_cast<uint32_t>(f),
+                                   llvm::endianness::little);
+  });
 }
 
 /// The text after `'key':` in a header dictionary, or "" when absent.

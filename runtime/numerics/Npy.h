@@ -10,8 +10,10 @@
 #pragma once
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +32,13 @@ std::string npyHeader(llvm::ArrayRef<int64_t> shape);
 
 /// Writes \p data, a C-order float32 array of \p shape, to \p path. I/O
 /// failures are ErrorKind::Io errors naming the path.
+/// Writes \p path with \p write through llvm::writeToOutput: a temporary
+/// file renamed into place, so a failed or interrupted write leaves no
+/// half-written file. A failure is an ErrorKind::Io error naming the path.
+llvm::Error
+writeFileAtomically(llvm::StringRef path,
+                    llvm::function_ref<void(llvm::raw_ostream &)> write);
+
 llvm::Error writeNpy(llvm::StringRef path, llvm::ArrayRef<float> data,
                      llvm::ArrayRef<int64_t> shape);
 

@@ -59,27 +59,16 @@ static const char *const kMetadataKeys[] = {
 using MetaEntries = llvm::ArrayRef<std::pair<std::string, Value>>;
 
 static llvm::Error writeJsonFile(StringRef path, MetaEntries meta) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return makeError(ErrorKind::Io,
-                     "cannot write '" + path + "': " + ec.message());
-  {
-    llvm::json::OStream json(os, 2);
-    json.object([&] {
-      for (const auto &[key, value] : meta)
-        json.attribute(key, value);
-    });
-  }
-  os << "\n";
-  os.close();
-  if (os.has_error()) {
-    ec = os.error();
-    os.clear_error();
-    return makeError(ErrorKind::Io,
-                     "cannot write '" + path + "': " + ec.message());
-  }
-  return llvm::Error::success();
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
+    {
+      llvm::json::OStream json(os, 2);
+      json.object([&] {
+        for (const auto &[key, value] : meta)
+          json.attribute(key, value);
+      });
+    }
+    os << "\n";
+  });
 }
 
 static llvm::Error writeMetadata(StringRef path,
