@@ -16,6 +16,7 @@
 #include "specs/EncodedName.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "tests/unit/SpecTesting.h"
 #include "llvm/IR/DataLayout.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/TargetParser/Triple.h"
@@ -37,14 +38,6 @@ const FieldOffset kFieldOffsets[] = {
 #include "ir/KernelArgs.def"
 };
 
-KernelSpec resolved(llvm::StringRef text) {
-  auto parsed = parseSpec(text);
-  EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
-  auto spec = validateSpec(*parsed);
-  EXPECT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
-  return *spec;
-}
-
 // The kernel reads field i at the IR struct's offset under AMDGPU's data
 // layout; the runtime writes it at offsetof.
 TEST(AmdgpuKernarg, IrStructMatchesKernelArgs) {
@@ -64,7 +57,7 @@ class AmdgpuCodeObjectMetadata : public ::testing::TestWithParam<const char *> {
 // The code object declares one by-value argument covering the whole
 // KernelArgs, and a kernarg segment of exactly its size and alignment.
 TEST_P(AmdgpuCodeObjectMetadata, KernargSegmentIsOneKernelArgs) {
-  KernelSpec spec = resolved(GetParam());
+  KernelSpec spec = resolvedSpec(GetParam());
   auto object = compileToStage(spec, Stage::Obj);
   ASSERT_TRUE(bool(object)) << llvm::toString(object.takeError());
   auto kernels = readCodeObjectKernels(*object);
@@ -103,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "dtype=bf16,d=128,pipeline=simt,target=gfx1100"));
 
 TEST(AmdgpuCodeObject, RuntimeRejectsAnotherKernelOrNoCodeObject) {
-  KernelSpec spec = resolved("dtype=bf16,d=64,target=gfx942");
+  KernelSpec spec = resolvedSpec("dtype=bf16,d=64,target=gfx942");
   auto object = compileToStage(spec, Stage::Obj);
   ASSERT_TRUE(bool(object)) << llvm::toString(object.takeError());
   auto missing = checkKernelAbi(*object, "fmha_not_this_one");

@@ -19,6 +19,7 @@
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "tests/unit/SpecTesting.h"
 #include "gtest/gtest.h"
 #include <cmath>
 #include <cstdlib>
@@ -138,14 +139,6 @@ public:
   const char *blockNoun() const override { return "workgroups"; }
 };
 
-KernelSpec resolved(llvm::StringRef text) {
-  auto parsed = parseSpec(text);
-  EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
-  auto spec = validateSpec(*parsed);
-  EXPECT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
-  return *spec;
-}
-
 TEST(GpuBuffer, AllocationErrorNamesTheBufferAndFreeMemory) {
   FakeDriver driver;
   driver.allocLimit = 0;
@@ -193,8 +186,8 @@ TEST(GpuBuffer, PoisonWritesQuietNaNsAndReleases) {
 
 TEST(DeviceForwardData, UploadsPoisonsAndDownloads) {
   FakeDriver driver;
-  KernelSpec spec =
-      resolved("family=fwd,dtype=fp32,d=64,lse=1,target=gfx942,pipeline=simt");
+  KernelSpec spec = resolvedSpec(
+      "family=fwd,dtype=fp32,d=64,lse=1,target=gfx942,pipeline=simt");
   AttentionProblem problem = AttentionProblem::forSpec(spec);
   problem.seqlenQ = 3, problem.seqlenK = 5;
   std::vector<float> q(3 * 64, 1.f), k(5 * 64, 2.f), v(5 * 64, 3.f),
@@ -226,7 +219,7 @@ protected:
 
 TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
   KernelSpec spec =
-      resolved("family=fwd,dtype=bf16,d=64,target=gfx942,pipeline=simt");
+      resolvedSpec("family=fwd,dtype=bf16,d=64,target=gfx942,pipeline=simt");
   auto first = GpuKernel::load(driver, spec, *cache);
   ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
   auto second = GpuKernel::load(driver, spec, *cache);
@@ -261,7 +254,7 @@ TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
 
 TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
   KernelSpec spec =
-      resolved("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
+      resolvedSpec("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
   auto kernel = GpuKernel::load(driver, spec, *cache);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
   AttentionProblem problem = AttentionProblem::forSpec(spec);
@@ -276,7 +269,7 @@ TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
 
 TEST_F(GpuKernelOnFake, AsksTheDriverWhetherTheTargetRuns) {
   auto kernel = GpuKernel::load(
-      driver, resolved("family=fwd,dtype=bf16,d=64,target=sm_80"), *cache);
+      driver, resolvedSpec("family=fwd,dtype=bf16,d=64,target=sm_80"), *cache);
   ASSERT_FALSE(bool(kernel));
   Problems problems = takeProblems(kernel.takeError());
   ASSERT_EQ(problems.messages.size(), 1u);

@@ -4,6 +4,7 @@
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/FileSystem.h"
@@ -110,17 +111,6 @@ TEST(Npy, WriteFailureNamesThePath) {
 
 //===-- Run bundles -------------------------------------------------------===//
 
-KernelSpec resolved(llvm::StringRef text) {
-  llvm::Expected<KernelSpec> spec = parseSpec(text);
-  if (spec)
-    spec = validateSpec(*spec);
-  if (!spec) {
-    ADD_FAILURE() << llvm::toString(spec.takeError());
-    return KernelSpec();
-  }
-  return *spec;
-}
-
 struct Bundle {
   std::vector<float> q, k, v, o, lse;
   explicit Bundle(const AttentionProblem &p)
@@ -150,8 +140,8 @@ llvm::json::Object readMeta(const std::string &path) {
 }
 
 TEST(RunBundle, VarlenAlibiLse) {
-  KernelSpec spec = resolved("family=fwd,dtype=fp32,d=64,mask=window,"
-                             "bias=alibi,softcap=1,lse=1,varlen=1");
+  KernelSpec spec = resolvedSpec("family=fwd,dtype=fp32,d=64,mask=window,"
+                                 "bias=alibi,softcap=1,lse=1,varlen=1");
   AttentionProblem p = AttentionProblem::forSpec(spec);
   p.batch = 2, p.headsQ = 4, p.headsKv = 2, p.softcap = 30;
   p.windowLeft = 8, p.windowRight = -1;
@@ -192,7 +182,7 @@ TEST(RunBundle, VarlenAlibiLse) {
 }
 
 TEST(RunBundle, PlainSpecHasNullsAndNoLse) {
-  KernelSpec spec = resolved("family=fwd,dtype=bf16,d=32,mask=causal");
+  KernelSpec spec = resolvedSpec("family=fwd,dtype=bf16,d=32,mask=causal");
   AttentionProblem p = AttentionProblem::forSpec(spec);
   p.batch = 2, p.seqlenQ = 3, p.seqlenK = 5;
   TempDir dir;
@@ -214,7 +204,7 @@ TEST(RunBundle, PlainSpecHasNullsAndNoLse) {
 TEST(RunBundle, UnwritableDirectoryIsAnIoError) {
   TempDir dir;
   ASSERT_FALSE(writeNpy(dir.file("file"), {1}, {1}));
-  KernelSpec spec = resolved("family=fwd,dtype=fp32,d=32");
+  KernelSpec spec = resolvedSpec("family=fwd,dtype=fp32,d=32");
   AttentionProblem p = AttentionProblem::forSpec(spec);
   Bundle data(p);
   std::string message = messageOf(

@@ -15,6 +15,15 @@ llvm::Expected<KernelSpec> fmhajit::resolveText(llvm::StringRef text) {
   return validateSpec(*spec);
 }
 
+KernelSpec fmhajit::resolvedSpec(llvm::StringRef text) {
+  llvm::Expected<KernelSpec> spec = resolveText(text);
+  if (!spec) {
+    ADD_FAILURE() << text.str() << ": " << llvm::toString(spec.takeError());
+    return KernelSpec();
+  }
+  return *spec;
+}
+
 std::vector<std::string> fmhajit::specProblems(llvm::Error err,
                                                llvm::StringRef input) {
   std::vector<std::string> messages;

@@ -19,6 +19,10 @@ namespace fmhajit {
 /// Parses then validates \p text, as `fmhajit validate` does.
 llvm::Expected<KernelSpec> resolveText(llvm::StringRef text);
 
+/// resolveText(\p text), or a default spec after adding a test failure
+/// that names \p text and the problems.
+KernelSpec resolvedSpec(llvm::StringRef text);
+
 /// The messages in \p err. Adds a test failure (naming \p input) unless
 /// every problem is a FmhaError of kind Spec with a non-empty message.
 std::vector<std::string> specProblems(llvm::Error err, llvm::StringRef input);

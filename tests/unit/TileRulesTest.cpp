@@ -20,15 +20,6 @@ using namespace fmhajit;
 
 namespace {
 
-KernelSpec resolved(llvm::StringRef text) {
-  llvm::Expected<KernelSpec> spec = resolveText(text);
-  if (!spec) {
-    ADD_FAILURE() << text.str() << ": " << llvm::toString(spec.takeError());
-    return KernelSpec();
-  }
-  return *spec;
-}
-
 /// The messages checkTileRules gives \p spec on \p arch.
 std::vector<std::string> ruleProblems(const KernelSpec &spec,
                                       const ArchInfo &arch) {
@@ -38,8 +29,8 @@ std::vector<std::string> ruleProblems(const KernelSpec &spec,
 }
 
 TEST(MmaLayout, PlacesPaddedRowsOfQThenKThenV) {
-  KernelSpec s =
-      resolved("d=128,dv=64,bm=128,bn=64,warps=4,pipeline=mma,target=sm_80");
+  KernelSpec s = resolvedSpec(
+      "d=128,dv=64,bm=128,bn=64,warps=4,pipeline=mma,target=sm_80");
   MmaLayout layout(s, *findArch("sm_80"));
   EXPECT_EQ(layout.queryTilesPerWarp, 2u);
   EXPECT_EQ(layout.query.offset, 0u);
@@ -53,7 +44,7 @@ TEST(MmaLayout, PlacesPaddedRowsOfQThenKThenV) {
 
 TEST(SimtLayout, RoundsEachTileTo16Bytes) {
   KernelSpec s =
-      resolved("d=32,bm=16,bn=16,warps=1,pipeline=simt,target=sm_80");
+      resolvedSpec("d=32,bm=16,bn=16,warps=1,pipeline=simt,target=sm_80");
   SimtLayout layout(s);
   EXPECT_EQ(layout.query.pitch, 33u);
   EXPECT_EQ(layout.keys.offset, 16u * 33 * 4); // 2112, already a multiple of 16
@@ -67,7 +58,7 @@ TEST(SimtLayout, RoundsEachTileTo16Bytes) {
 }
 
 TEST(AmdgpuMatrixLayout, QueryInLdsOnlyUnderWmma) {
-  KernelSpec mfma = resolved("d=128,bm=128,bn=64,warps=4,target=gfx942");
+  KernelSpec mfma = resolvedSpec("d=128,bm=128,bn=64,warps=4,target=gfx942");
   AmdgpuMatrixLayout cdna(mfma, *findArch("gfx942"));
   EXPECT_EQ(cdna.m, 32u);
   EXPECT_EQ(cdna.k, 8u);
@@ -77,7 +68,7 @@ TEST(AmdgpuMatrixLayout, QueryInLdsOnlyUnderWmma) {
   EXPECT_EQ(cdna.valuesT.pitch, 72u);
   EXPECT_EQ(cdna.bytes(), cdna.valuesT.end());
 
-  KernelSpec wmma = resolved("d=64,bm=64,bn=64,warps=4,target=gfx1201");
+  KernelSpec wmma = resolvedSpec("d=64,bm=64,bn=64,warps=4,target=gfx1201");
   AmdgpuMatrixLayout rdna(wmma, *findArch("gfx1201"));
   EXPECT_EQ(rdna.m, 16u);
   EXPECT_EQ(rdna.k, 16u);
@@ -107,7 +98,7 @@ TEST(TileRules, AmdMatrixShapeMustFitTheWave) {
   ArchInfo arch = *findArch("gfx942");
   arch.waveSize = 32;
   KernelSpec s =
-      resolved("d=128,bm=128,bn=64,warps=4,pipeline=mfma,target=gfx942");
+      resolvedSpec("d=128,bm=128,bn=64,warps=4,pipeline=mfma,target=gfx942");
   std::vector<std::string> problems = ruleProblems(s, arch);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_TRUE(llvm::StringRef(problems[0])
@@ -118,7 +109,7 @@ TEST(TileRules, AmdMatrixShapeMustFitTheWave) {
 // Granularity the emitters need holds even where a table would allow less.
 TEST(TileRules, HeadDimsAndKeysFollowTheEmitters) {
   KernelSpec mma =
-      resolved("d=64,bm=64,bn=64,warps=4,pipeline=mma,target=sm_80");
+      resolvedSpec("d=64,bm=64,bn=64,warps=4,pipeline=mma,target=sm_80");
   mma.d = 72;
   mma.bn = 40;
   std::vector<std::string> problems = ruleProblems(mma, *findArch("sm_80"));
@@ -128,14 +119,14 @@ TEST(TileRules, HeadDimsAndKeysFollowTheEmitters) {
       "d=72: pipeline mma multiplies 16 columns at a time: use a multiple of "
       "16");
 
-  KernelSpec host = resolved("d=64,dv=32,target=x86-64-v4");
+  KernelSpec host = resolvedSpec("d=64,dv=32,target=x86-64-v4");
   host.dv = 40;
   problems = ruleProblems(host, *findArch("x86-64-v4"));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_TRUE(llvm::StringRef(problems[0]).starts_with("dv=40: "))
       << problems[0];
 
-  KernelSpec mfma = resolved("d=64,bm=128,bn=64,warps=4,target=gfx950");
+  KernelSpec mfma = resolvedSpec("d=64,bm=128,bn=64,warps=4,target=gfx950");
   mfma.bn = 48;
   mfma.d = 72; // gfx950's k is 16
   problems = ruleProblems(mfma, *findArch("gfx950"));
@@ -164,7 +155,7 @@ TEST(TileRules, DefaultTilesFillTheirFootprintExactly) {
   for (const ArchInfo &arch : allArchs())
     for (unsigned d : arch.headDims) {
       KernelSpec s =
-          resolved("d=" + std::to_string(d) + ",target=" + arch.name);
+          resolvedSpec("d=" + std::to_string(d) + ",target=" + arch.name);
       unsigned bytes = tileFootprintBytes(s, arch);
       EXPECT_LE(bytes, arch.sharedBytes) << printSpec(s);
       if (s.pipeline == Pipeline::Mma)
