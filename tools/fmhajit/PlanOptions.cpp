@@ -29,8 +29,6 @@ static const OptionSpec kPlanOnlyFlags[] = {
      "paged K/V: each sequence's keys L,L,... (with --page-size)"},
 };
 
-static constexpr int64_t kMaxLength = int64_t(1) << 30;
-
 llvm::ArrayRef<OptionSpec> fmhajit::planFlags() {
   static const std::vector<OptionSpec> flags = [] {
     std::vector<OptionSpec> all(problemFlags().begin(), problemFlags().end());
@@ -43,7 +41,7 @@ llvm::ArrayRef<OptionSpec> fmhajit::planFlags() {
 static void readHeadDims(const Args &args, api::Problem &p, ErrorList &errors) {
   for (auto [flag, field] :
        {std::pair{"d", &p.headDim}, std::pair{"dv", &p.headDimV}}) {
-    auto v = args.getInt(flag, 1, kMaxLength);
+    auto v = args.getInt(flag, 1, kMaxFlagLength);
     if (!v)
       errors.add(v.takeError());
     else if (*v)
@@ -51,10 +49,10 @@ static void readHeadDims(const Args &args, api::Problem &p, ErrorList &errors) {
   }
 }
 
-// A paged cache as `fmhajit run` builds one: --cache-len gives each
-// sequence's keys (and the batch), the pool holds exactly their pages.
+// A paged cache: --cache-len gives each sequence's keys (and the batch),
+// the pool holds exactly their pages.
 static void readPaged(const Args &args, api::Problem &p, ErrorList &errors) {
-  auto page = args.getInt("page-size", 1, kMaxLength);
+  auto page = args.getInt("page-size", 1, kMaxFlagLength);
   if (!page) {
     errors.add(page.takeError());
     return;
@@ -68,22 +66,13 @@ static void readPaged(const Args &args, api::Problem &p, ErrorList &errors) {
                "its page size and each sequence's keys");
     return;
   }
-  p.pagesKv.pageSize = **page;
-  llvm::SmallVector<StringRef, 16> parts;
-  StringRef(*text).split(parts, ',');
-  for (StringRef part : parts) {
-    int64_t len = 0;
-    if (part.trim().getAsInteger(10, len) || len < 1 || len > INT32_MAX) {
-      errors.add(ErrorKind::Usage,
-                 "--cache-len " + *text +
-                     ": expected comma-separated lengths >= 1");
-      return;
-    }
-    int64_t pages = (len + p.pagesKv.pageSize - 1) / p.pagesKv.pageSize;
-    p.seqlensK.push_back(int32_t(len));
-    p.pagesKv.numPages += pages;
-    p.pagesKv.maxPagesPerSeq = std::max(p.pagesKv.maxPagesPerSeq, pages);
+  auto lens = parseLengths("cache-len", *text, 1, INT32_MAX);
+  if (!lens) {
+    errors.add(lens.takeError());
+    return;
   }
+  p.seqlensK.assign(lens->begin(), lens->end());
+  layOutPages(p.pagesKv, p.seqlensK, **page, 0);
   p.batch = int64_t(p.seqlensK.size());
 }
 

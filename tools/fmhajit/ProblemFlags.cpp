@@ -26,8 +26,6 @@ static const OptionSpec kProblemFlags[] = {
     {"threads", true, "host worker threads (default: every hardware thread)"},
 };
 
-static constexpr int64_t kMaxLength = int64_t(1) << 30;
-
 llvm::ArrayRef<OptionSpec> fmhajit::problemFlags() { return kProblemFlags; }
 
 llvm::Expected<std::vector<int64_t>> fmhajit::parseLengths(StringRef flag,
@@ -62,7 +60,7 @@ static void readSizes(const Args &args, api::Problem &p, ErrorList &errors) {
                         {"seqlen-q", &p.seqlenQ},
                         {"seqlen-k", &p.seqlenK}};
   for (const Size &s : sizes) {
-    auto v = args.getInt(s.flag, -kMaxLength, kMaxLength);
+    auto v = args.getInt(s.flag, -kMaxFlagLength, kMaxFlagLength);
     if (!v)
       errors.add(v.takeError());
     else if (*v)
@@ -77,7 +75,7 @@ static void readVarlen(const Args &args, api::Problem &p, ErrorList &errors) {
     std::optional<std::string> text = args.get(flag);
     if (!text)
       continue;
-    auto lens = parseLengths(flag, *text, 0, kMaxLength);
+    auto lens = parseLengths(flag, *text, 0, kMaxFlagLength);
     if (!lens) {
       errors.add(lens.takeError());
       continue;
@@ -110,7 +108,7 @@ static void readWindow(const Args &args, api::Problem &p, ErrorList &errors) {
   std::optional<std::string> text = args.get("window");
   if (!text)
     return;
-  auto sides = parseLengths("window", *text, -1, kMaxLength);
+  auto sides = parseLengths("window", *text, -1, kMaxFlagLength);
   if (!sides || sides->size() != 2) {
     if (!sides)
       llvm::consumeError(sides.takeError());
@@ -149,6 +147,18 @@ void fmhajit::readPlacement(const Args &args, api::Problem &p,
     errors.add(threads.takeError());
   else if (*threads)
     options.threads = unsigned(**threads);
+}
+
+void fmhajit::layOutPages(api::PagedKv &pages, llvm::ArrayRef<int32_t> lengths,
+                          int64_t pageSize, int64_t sparePages) {
+  pages.pageSize = pageSize;
+  pages.numPages = sparePages;
+  pages.maxPagesPerSeq = 0;
+  for (int32_t len : lengths) {
+    int64_t n = (len + pageSize - 1) / pageSize;
+    pages.numPages += n;
+    pages.maxPagesPerSeq = std::max(pages.maxPagesPerSeq, n);
+  }
 }
 
 api::DType fmhajit::publicDType(DType t) {

@@ -18,6 +18,9 @@
 
 namespace fmhajit {
 
+/// The largest length, count or size a flag takes: 2^30.
+inline constexpr int64_t kMaxFlagLength = int64_t(1) << 30;
+
 /// --batch --heads --heads-kv --seqlen-q --seqlen-k --varlen-q --varlen-k
 /// --window --scale --softcap --device --target --threads.
 llvm::ArrayRef<OptionSpec> problemFlags();
@@ -33,6 +36,11 @@ void readPlacement(const Args &args, api::Problem &p, api::Options &options,
 llvm::Expected<std::vector<int64_t>> parseLengths(llvm::StringRef flag,
                                                   llvm::StringRef text,
                                                   int64_t min, int64_t max);
+
+/// A pool of \p pageSize-row pages holding each of \p lengths' rows, plus
+/// \p sparePages pages no sequence uses.
+void layOutPages(api::PagedKv &pages, llvm::ArrayRef<int32_t> lengths,
+                 int64_t pageSize, int64_t sparePages);
 
 api::DType publicDType(DType type);
 api::Mask publicMask(Mask mask);

@@ -44,10 +44,12 @@ const FamilyFlag kFamilyFlags[] = {
     {"rotary-dim", {Family::AppendKv}},
     {"rotate-q", {Family::AppendKv}},
 };
+/// Pages no sequence uses in the pools `run` lays out: runs fill them with
+/// NaN, so a stray read shows.
+constexpr int64_t kSparePages = 1;
 /// vLLM's default block size.
 constexpr int64_t kDefaultPageSize = 16;
 constexpr int64_t kMaxNumSplits = 256;
-constexpr int64_t kMaxLength = int64_t(1) << 30;
 /// Gemma 2's attention softcap: what a softcap=1 spec runs with by default.
 constexpr float kDefaultSoftcap = 50.0f;
 } // namespace
@@ -120,7 +122,7 @@ cacheLengths(const Args &args, int64_t batch, int64_t fallback, int64_t min) {
   if (!text)
     return std::vector<int32_t>(size_t(std::max<int64_t>(batch, 0)),
                                 int32_t(fallback));
-  auto lens = parseLengths("cache-len", *text, min, kMaxLength);
+  auto lens = parseLengths("cache-len", *text, min, kMaxFlagLength);
   if (!lens)
     return lens.takeError();
   if (lens->size() == 1 && batch > 1)
@@ -132,25 +134,11 @@ cacheLengths(const Args &args, int64_t batch, int64_t fallback, int64_t min) {
   return std::vector<int32_t>(lens->begin(), lens->end());
 }
 
-llvm::Expected<int64_t> pageSizeFlag(const Args &args) {
+static llvm::Expected<int64_t> pageSizeFlag(const Args &args) {
   auto size = args.getInt("page-size", 1, int64_t(1) << 20);
   if (!size)
     return size.takeError();
   return size->value_or(kDefaultPageSize);
-}
-
-// A pool that holds every sequence's pages and one spare page no sequence
-// uses (runs fill it with NaN, so a stray read shows).
-static void layOutPages(api::PagedKv &pages, llvm::ArrayRef<int32_t> lengths,
-                        int64_t pageSize) {
-  pages.pageSize = pageSize;
-  pages.numPages = 1;
-  pages.maxPagesPerSeq = 1;
-  for (int32_t len : lengths) {
-    int64_t n = (len + pageSize - 1) / pageSize;
-    pages.numPages += n;
-    pages.maxPagesPerSeq = std::max(pages.maxPagesPerSeq, n);
-  }
 }
 
 static llvm::Error readPaged(const Args &args, api::Problem &p) {
@@ -162,7 +150,7 @@ static llvm::Error readPaged(const Args &args, api::Problem &p) {
     return pageSize.takeError();
   p.batch = int64_t(lens->size());
   p.seqlensK = std::move(*lens);
-  layOutPages(p.pagesKv, p.seqlensK, *pageSize);
+  layOutPages(p.pagesKv, p.seqlensK, *pageSize, kSparePages);
   return llvm::Error::success();
 }
 
@@ -190,7 +178,7 @@ static llvm::Error readAppend(const Args &args, const KernelSpec &spec,
                               RunRequest &r) {
   api::AppendProblem &a = r.append;
   const api::Problem &p = r.problem;
-  auto tokens = args.getInt("new-tokens", 1, kMaxLength);
+  auto tokens = args.getInt("new-tokens", 1, kMaxFlagLength);
   if (!tokens)
     return tokens.takeError();
   auto lens = cacheLengths(args, p.batch, 0, 0);
@@ -209,7 +197,7 @@ static llvm::Error readAppend(const Args &args, const KernelSpec &spec,
     auto pageSize = pageSizeFlag(args);
     if (!pageSize)
       return pageSize.takeError();
-    layOutPages(a.pagesKv, after, *pageSize);
+    layOutPages(a.pagesKv, after, *pageSize, kSparePages);
   } else {
     a.capacity = (after.empty() ? 0 : *llvm::max_element(after)) + 1;
   }
