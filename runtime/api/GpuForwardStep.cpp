@@ -1,5 +1,6 @@
 //===- GpuForwardStep.cpp - A plan's launches on a GPU --------------------===//
 #include "runtime/api/GpuForwardStep.h"
+#include "runtime/api/TensorLayouts.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include <cstdint>
@@ -16,12 +17,7 @@ llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
         "Tensors::k and Tensors::v must start on " + llvm::Twine(kvAlignment) +
             "-byte boundaries for kernel " + encodeName(kernels.kernel.spec()) +
             " (it copies K/V rows in 16-byte pieces)");
-  KernelArgs p = params;
-  p.q = t.q;
-  p.k = t.k;
-  p.v = t.v;
-  p.o = t.o;
-  p.lse = t.lse;
+  KernelArgs p = withTensorPointers(params, t);
   p.cuSeqlensQ = t.cuSeqlensQ;
   p.cuSeqlensK = t.cuSeqlensK;
   p.alibiSlopes = t.alibiSlopes;

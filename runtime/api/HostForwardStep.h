@@ -9,6 +9,7 @@
 
 #include "ir/KernelAbi.h"
 #include "runtime/api/PlanState.h"
+#include "runtime/api/TensorLayouts.h"
 #include "runtime/device/HostExecutor.h"
 #include <memory>
 #include <vector>
@@ -31,12 +32,7 @@ public:
   /// The parameters with \p t's pointers; cu_seqlens and slopes the caller
   /// leaves null come from this binding's copies.
   KernelArgs bind(const api::Tensors &t) const {
-    KernelArgs p = params;
-    p.q = t.q;
-    p.k = t.k;
-    p.v = t.v;
-    p.o = t.o;
-    p.lse = t.lse;
+    KernelArgs p = withTensorPointers(params, t);
     if (!cuSeqlensQ.empty()) {
       p.cuSeqlensQ = t.cuSeqlensQ ? t.cuSeqlensQ : cuSeqlensQ.data();
       p.cuSeqlensK = t.cuSeqlensK ? t.cuSeqlensK : cuSeqlensK.data();

@@ -46,4 +46,14 @@ unsigned rowAlignment(const TensorStrides &strides, unsigned elementBytes,
 /// "BSHD", "BHSD" or "strided(b,s,h)".
 std::string layoutName(const api::TensorLayout &layout);
 
+/// \p args with the caller's Q, K, V, O and LSE pointers from \p t.
+inline KernelArgs withTensorPointers(KernelArgs args, const api::Tensors &t) {
+  args.q = t.q;
+  args.k = t.k;
+  args.v = t.v;
+  args.o = t.o;
+  args.lse = t.lse;
+  return args;
+}
+
 } // namespace fmhajit
