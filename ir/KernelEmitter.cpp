@@ -30,12 +30,9 @@ static Error checkImplemented(const KernelSpec &spec) {
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
   need(isFp8(spec.dtype), "dtype=" + keyOf(spec.dtype));
-  // sm_90a's table offers wgmma (specs, names and WgmmaLayout's rules take
-  // it), but no tile ops emit it yet.
-  need(spec.pipeline == Pipeline::Wgmma, "pipeline=wgmma");
-  bool matrix = spec.pipeline == Pipeline::Mma ||
-                spec.pipeline == Pipeline::Mfma ||
-                spec.pipeline == Pipeline::Wmma;
+  bool matrix =
+      spec.pipeline == Pipeline::Mma || spec.pipeline == Pipeline::Wgmma ||
+      spec.pipeline == Pipeline::Mfma || spec.pipeline == Pipeline::Wmma;
   need(matrix && spec.stages > 1, "pipeline=" + keyOf(spec.pipeline) +
                                       " with stages=" + Twine(spec.stages) +
                                       " (K/V prefetch)");

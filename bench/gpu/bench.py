@@ -2,7 +2,7 @@
 """GPU forward benchmark: fmhajit against PyTorch SDPA's backends, side by side.
 
 Runs on the GPU machine. The grid is the FlashAttention-3 paper's: 16k tokens
-(B*S = 16384), H*d = 2048, S from 512 to 16384, d in {64, 128}, causal and not,
+(B*S = 16384), H*d = 2048, S from 512 to 16384, d in {64, 128, 256}, causal and not,
 bf16 and fp16. Peers, timed in this same run with CUDA events (median):
 PyTorch SDPA with the FLASH_ATTENTION backend (FlashAttention-2),
 CUDNN_ATTENTION and EFFICIENT_ATTENTION. fmhajit is timed by its own
@@ -17,9 +17,11 @@ def parse_args():
     p.add_argument("--json", default="bench-gpu.json")
     p.add_argument("--target", default="sm_90a")
     p.add_argument("--quick", action="store_true", help="a few rows only")
-    p.add_argument("--pipeline", default="auto")
+    p.add_argument("--pipeline", default="auto",
+                   help="comma-separated pipelines, each timed on every row (auto,mma,wgmma,...)")
     p.add_argument("--tile", default="", help="extra spec keys, e.g. bm=128,bn=64,warps=4")
     p.add_argument("--only-d", type=int, default=0, help="run only this head dim")
+    p.add_argument("--head-dims", default="64,128,256")
     p.add_argument("--dtypes", default="bf16,fp16")
     p.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     p.add_argument("--no-peers", action="store_true", help="time fmhajit only")
@@ -29,7 +31,7 @@ def grid(args):
     seqlens = [512, 2048] if args.quick else [int(s) for s in args.seqlens.split(",")]
     for dtype in (["bf16"] if args.quick else args.dtypes.split(",")):
         for causal in [False, True]:
-            for d in [64, 128]:
+            for d in [int(x) for x in args.head_dims.split(",")]:
                 for s in seqlens:
                     yield dict(dtype=dtype, causal=causal, d=d, seqlen=s,
                                batch=16384 // s, heads=2048 // d)
@@ -61,9 +63,9 @@ def time_torch(c, backend_name):
     times.sort()
     return times[len(times) // 2], None
 
-def run_fmhajit(args, c, cache_dir):
+def run_fmhajit(args, c, pipeline, cache_dir):
     spec = "family=fwd,dtype={},d={},mask={},pipeline={},target={}".format(
-        c["dtype"], c["d"], "causal" if c["causal"] else "none", args.pipeline, args.target)
+        c["dtype"], c["d"], "causal" if c["causal"] else "none", pipeline, args.target)
     if args.tile:
         spec += "," + args.tile
     cmd = [args.fmhajit, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
@@ -87,27 +89,32 @@ def main():
         if args.only_d and c["d"] != args.only_d:
             continue
         row = dict(c)
-        ms, load, err = run_fmhajit(args, c, cache_dir)
-        row["fmhajit_ms"], row["fmhajit_load"], row["fmhajit_error"] = ms, load, err
-        row["fmhajit_tflops"] = flops(c) / (ms * 1e9) if ms else None
+        pipelines = args.pipeline.split(",")
+        for pl in pipelines:
+            ms, load, err = run_fmhajit(args, c, pl, cache_dir)
+            row[pl + "_ms"], row[pl + "_load"], row[pl + "_error"] = ms, load, err
+            row[pl + "_tflops"] = flops(c) / (ms * 1e9) if ms else None
         for p in peers:
             pms, perr = (None, "skipped") if args.no_peers else time_torch(c, p)
             row[p + "_ms"], row[p + "_error"] = pms, perr
             row[p + "_tflops"] = flops(c) / (pms * 1e9) if pms else None
-            row["ratio_vs_" + p] = (pms / ms) if (pms and ms) else None
+            for pl in pipelines:
+                ms = row[pl + "_ms"]
+                row[pl + "_vs_" + p] = (pms / ms) if (pms and ms) else None
         rows.append(row)
-        fmt = lambda x: "%7.1f" % x if x else "      -"
+        fmt = lambda x: "%6.1f" % x if x else "     -"
         rat = lambda x: "%5.2fx" % x if x else "    - "
-        print("%-4s %-6s d=%-3d S=%-5d B=%-2d H=%-2d | fmhajit %s TF | FA2 %s (%s) cuDNN %s (%s) eff %s (%s)%s" % (
+        ours = " ".join("%s %s (%s cuDNN)" % (pl, fmt(row[pl + "_tflops"]), rat(row[pl + "_vs_CUDNN_ATTENTION"]))
+                        for pl in pipelines)
+        errs = "".join("  [%s: %s]" % (pl, row[pl + "_error"]) for pl in pipelines if row[pl + "_error"])
+        print("%-4s %-6s d=%-3d S=%-5d B=%-2d H=%-2d | %s | FA2 %s cuDNN %s eff %s%s" % (
             c["dtype"], "causal" if c["causal"] else "full", c["d"], c["seqlen"], c["batch"], c["heads"],
-            fmt(row["fmhajit_tflops"]), fmt(row["FLASH_ATTENTION_tflops"]), rat(row["ratio_vs_FLASH_ATTENTION"]),
-            fmt(row["CUDNN_ATTENTION_tflops"]), rat(row["ratio_vs_CUDNN_ATTENTION"]),
-            fmt(row["EFFICIENT_ATTENTION_tflops"]), rat(row["ratio_vs_EFFICIENT_ATTENTION"]),
-            "  [%s]" % err if err else ""), flush=True)
+            ours, fmt(row["FLASH_ATTENTION_tflops"]), fmt(row["CUDNN_ATTENTION_tflops"]),
+            fmt(row["EFFICIENT_ATTENTION_tflops"]), errs), flush=True)
     with open(args.json, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "target": args.target, "rows": rows}, f, indent=1)
-    print("ratios are peer time / fmhajit time: above 1 means fmhajit is faster")
+    print("TFLOPS per pipeline; ratios are cuDNN time / fmhajit time: above 1 means fmhajit is faster")
 
 if __name__ == "__main__":
     main()

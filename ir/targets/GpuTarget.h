@@ -69,6 +69,10 @@ std::unique_ptr<TileOps> createGpuSimtTileOps(llvm::IRBuilderBase &b,
 std::unique_ptr<TileOps> createNvptxMmaTileOps(llvm::IRBuilderBase &b,
                                                GpuTargetInfo &target);
 
+/// The wgmma tile ops (NVPTX wgmma m64nNk16, sm_90a).
+std::unique_ptr<TileOps> createNvptxWgmmaTileOps(llvm::IRBuilderBase &b,
+                                                 GpuTargetInfo &target);
+
 std::unique_ptr<TargetInfo> createNvptxTargetInfo(const KernelSpec &spec,
                                                   const ArchInfo &arch);
 

@@ -59,6 +59,8 @@ public:
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
     if (spec.pipeline == Pipeline::Mma)
       return createNvptxMmaTileOps(b, *this);
+    if (spec.pipeline == Pipeline::Wgmma)
+      return createNvptxWgmmaTileOps(b, *this);
     return GpuTargetInfo::createTileOps(b);
   }
 

@@ -14,7 +14,8 @@ fmhajit::createTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
   case Backend::Host:
     return createHostTargetInfo(hostVectorLanes(arch));
   case Backend::Nvptx:
-    if (spec.pipeline == Pipeline::Simt || spec.pipeline == Pipeline::Mma)
+    if (spec.pipeline == Pipeline::Simt || spec.pipeline == Pipeline::Mma ||
+        spec.pipeline == Pipeline::Wgmma)
       return createNvptxTargetInfo(spec, arch);
     break;
   case Backend::Amdgpu:

@@ -2,9 +2,9 @@
 //
 // The host family tests' checks, with the kernels compiled for the GPU's
 // target and launched through GpuKernel (grids from workItems(spec,
-// params)): split-KV (mma and simt pipelines; the combine on the GPU too),
-// fwd_paged over shuffled pages with NaN in unused rows, and append_kv into
-// a paged cache. Skipped without a CUDA driver and GPU.
+// params)): split-KV (mma, wgmma and simt pipelines; the combine on the GPU
+// too), fwd_paged over shuffled pages with NaN in unused rows, and append_kv
+// into a paged cache. Skipped without a CUDA driver and GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaForwardRunner.h"
@@ -140,7 +140,16 @@ std::vector<GpuSplitCase> gpuSplitCases() {
       {"mma_varlen",
        "family=fwd_splitkv,dtype=bf16,d=64,varlen=1,lse=1",
        Shape::varlen({1, 77, 5}, {200, 5, 333}, 4, 2),
-       {4}}};
+       {4}},
+      {"wgmma_decode_gqa8",
+       "family=fwd_splitkv,dtype=bf16,d=128,lse=1,pipeline=wgmma",
+       Shape::dense(2, 16, 2, 1, 1000),
+       {1, 3, 7}},
+      {"wgmma_causal_varlen",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=causal,varlen=1,lse=1,"
+       "pipeline=wgmma",
+       Shape::varlen({1, 77, 130}, {200, 5, 333}, 4, 2),
+       {2, 5}}};
 }
 INSTANTIATE_TEST_SUITE_P(
     Cases, CudaSplitKv, ::testing::ValuesIn(gpuSplitCases()),
@@ -219,8 +228,11 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Pipelines, CudaPaged,
-    ::testing::Values("family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1",
-                      "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt"));
+    ::testing::Values(
+        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1",
+        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt",
+        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,pipeline=wgmma",
+        "family=fwd_paged,dtype=fp16,d=256,lse=1,pipeline=wgmma"));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   SKIP_WITHOUT_GPU(runner);

@@ -4,8 +4,8 @@
 // a forward kernel for sm_90a, compiled to PTX, JIT-loaded by the driver
 // and run on random inputs with outputs poisoned on the device, checked
 // against the float64 host reference. Each table runs for pipeline=simt
-// and pipeline=mma (fp16/bf16 only); an mma kernel whose code generation
-// reports ErrorKind::Unsupported is skipped with the reason.
+// and pipelines mma and wgmma (fp16/bf16 only); a tensor-core kernel whose
+// code generation reports ErrorKind::Unsupported is skipped with the reason.
 //
 //   DTypesAndHeadDims  fp16/bf16/fp32 x d = 64, 128, 256 and d=192,dv=128,
 //                      with masks, lse and GQA rotated across the grid
@@ -70,7 +70,7 @@ TEST_P(CudaForward, MatchesReference) {
   if (!kernel) {
     Problems problems = takeProblems(kernel.takeError());
     std::string text = llvm::join(problems.messages, "; ");
-    if (spec->pipeline == Pipeline::Mma &&
+    if (spec->pipeline != Pipeline::Simt &&
         problems.kind == ErrorKind::Unsupported)
       GTEST_SKIP() << encodeName(*spec) << " is not supported yet: " << text;
     FAIL() << encodeName(*spec) << ": " << text;
@@ -79,12 +79,13 @@ TEST_P(CudaForward, MatchesReference) {
                            ForwardData &d) { return (*runner)(s, p, d); });
 }
 
-/// Every case of \p cases with simt, and with mma unless its dtype is fp32.
+/// Every case of \p cases with simt, and with mma and wgmma unless its
+/// dtype is fp32.
 std::vector<CudaCase> withPipelines(const std::vector<ForwardCase> &cases) {
   std::vector<CudaCase> out;
-  for (const char *pipeline : {"simt", "mma"})
+  for (const char *pipeline : {"simt", "mma", "wgmma"})
     for (const ForwardCase &c : cases)
-      if (llvm::StringRef(pipeline) != "mma" ||
+      if (llvm::StringRef(pipeline) == "simt" ||
           llvm::StringRef(c.spec).find("dtype=fp32") == llvm::StringRef::npos)
         out.push_back({c, pipeline});
   return out;

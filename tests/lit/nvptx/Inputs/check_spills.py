@@ -1,24 +1,61 @@
-"""Compiles the default tile of each NVIDIA target, head dim, dtype and
-pipeline to PTX with fmhajit, assembles it with ptxas -v and counts kernels
-that spill. Prints one line per spilling kernel and a summary line."""
-import os, re, subprocess, sys
+"""Compiles NVIDIA kernels to PTX with fmhajit, assembles each with ptxas -v,
+and counts kernels that spill or that ptxas warns have their tensor cores
+serialized or their register move ignored (C7515, C7511, C7508).
+
+Two grids:
+  - the default tile of each NVIDIA target, head dim, dtype and pipeline
+    (causal, lse=1);
+  - on sm_90a, every forward family x mask x lse for the tensor-core
+    pipelines at d = 64, 128 and 256 (bf16), plus softcap and ALiBi.
+Prints one line per failing kernel and a summary line."""
+import os, re, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 fmhajit, ptxas, tmp = sys.argv[1:4]
 os.makedirs(tmp, exist_ok=True)
-targets = ["sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a"]
-head_dims = [32, 64, 80, 96, 128, 160, 192, 256]
-checked = spilled = 0
-for target in targets:
-    for d in head_dims:
-        for dtype, pipeline in [("bf16", "mma"), ("fp16", "mma"), ("bf16", "simt")]:
-            spec = "family=fwd,dtype=%s,d=%d,mask=causal,lse=1,pipeline=%s,target=%s" % (
-                dtype, d, pipeline, target)
-            ptx = os.path.join(tmp, "k.ptx")
-            subprocess.run([fmhajit, "compile", spec, "--emit", "asm", "-o", ptx], check=True)
-            out = subprocess.run([ptxas, "-arch=" + target, "-v", ptx, "-o", os.devnull],
-                                 capture_output=True, text=True, check=True).stderr
-            checked += 1
-            if not re.search(r"\b0 bytes spill stores, 0 bytes spill loads", out):
-                spilled += 1
-                print("spills:", spec)
-print("checked %d kernels, %d with spills" % (checked, spilled))
+
+def default_tiles():
+    for target in ["sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a"]:
+        for d in [32, 64, 80, 96, 128, 160, 192, 256]:
+            pairs = [("bf16", "mma"), ("fp16", "mma"), ("bf16", "simt")]
+            if target == "sm_90a" and d % 64 == 0:
+                pairs += [("bf16", "wgmma"), ("fp16", "wgmma")]
+            for dtype, pipeline in pairs:
+                yield ("family=fwd,dtype=%s,d=%d,mask=causal,lse=1,pipeline=%s,"
+                       "target=%s" % (dtype, d, pipeline, target))
+
+def feature_grid():
+    for pipeline in ["mma", "wgmma"]:
+        for d in [64, 128, 256]:
+            for family in ["fwd", "fwd_splitkv", "fwd_paged"]:
+                for mask in ["none", "causal", "causal_br", "window"]:
+                    for lse in [0, 1]:
+                        yield ("family=%s,dtype=bf16,d=%d,mask=%s,lse=%d,pipeline=%s,"
+                               "target=sm_90a" % (family, d, mask, lse, pipeline))
+            yield ("family=fwd,dtype=bf16,d=%d,mask=causal,softcap=1,bias=alibi,"
+                   "lse=1,pipeline=%s,target=sm_90a" % (d, pipeline))
+
+def check(spec):
+    """'' if the kernel assembles cleanly, else why not."""
+    with tempfile.NamedTemporaryFile(suffix=".ptx", dir=tmp) as ptx:
+        subprocess.run([fmhajit, "compile", spec, "--emit", "asm", "-o", ptx.name],
+                       check=True)
+        out = subprocess.run([ptxas, "-arch=sm_90a" if "sm_90a" in spec else
+                              "-arch=" + spec.rsplit("target=", 1)[1],
+                              "-v", ptx.name, "-o", os.devnull],
+                             capture_output=True, text=True, check=True).stderr
+    problems = []
+    if not re.search(r"\b0 bytes spill stores, 0 bytes spill loads", out):
+        problems.append("spills")
+    problems += sorted(set(re.findall(r"\(C75(?:15|11|08)\)", out)))
+    return " ".join(problems)
+
+specs = list(default_tiles()) + list(feature_grid())
+with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    results = list(pool.map(check, specs))
+failed = 0
+for spec, why in zip(specs, results):
+    if why:
+        failed += 1
+        print("%s: %s" % (why, spec))
+print("checked %d kernels, %d with spills or warnings" % (len(specs), failed))

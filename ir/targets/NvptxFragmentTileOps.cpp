@@ -1,0 +1,246 @@
+//===- NvptxFragmentTileOps.cpp - Tensor-core tiles shared by mma and wgmma ===//
+#include "ir/targets/NvptxFragmentTileOps.h"
+#include "ir/KernelAbiIR.h"
+#include "ir/Loops.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
+#include <cmath>
+
+using namespace fmhajit;
+using namespace llvm;
+
+NvptxFragmentTileOps::NvptxFragmentTileOps(IRBuilderBase &b,
+                                           GpuTargetInfo &target,
+                                           unsigned mTiles,
+                                           unsigned sharedBytes)
+    : b(b), target(target), spec(target.kernelSpec()), mTiles(mTiles),
+      elem(elementType(b.getContext(), spec.dtype)) {
+  smem = target.sharedMemory(b, sharedBytes);
+  Value *tid = target.threadId(b);
+  lane = b.CreateAnd(tid, b.getInt32(31));
+  g = b.CreateLShr(lane, b.getInt32(2));
+  t = b.CreateAnd(lane, b.getInt32(3));
+  warpRow0 =
+      b.CreateMul(b.CreateLShr(tid, b.getInt32(5)), b.getInt32(16 * mTiles));
+}
+
+Value *NvptxFragmentTileOps::f32(float v) {
+  return ConstantFP::get(b.getFloatTy(), v);
+}
+
+Value *NvptxFragmentTileOps::slot(Value *base, unsigned i) {
+  return b.CreateConstInBoundsGEP1_32(
+      cast<AllocaInst>(base)->getAllocatedType(), base, i);
+}
+
+Tile NvptxFragmentTileOps::accumulatorTile(TileRole role, unsigned rows,
+                                           unsigned cols, const Twine &name) {
+  return {role, rows, cols,
+          entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
+}
+
+RowVec NvptxFragmentTileOps::makeRowVec(unsigned rows, const Twine &name) {
+  return {rows, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * 2)};
+}
+
+void NvptxFragmentTileOps::fill(Tile &tile, float value) {
+  assert((tile.role == TileRole::Scores || tile.role == TileRole::Output) &&
+         "fill accumulators");
+  for (unsigned e = 0; e < accCount(tile); ++e)
+    b.CreateStore(f32(value), slot(tile.storage, e));
+}
+
+void NvptxFragmentTileOps::fill(RowVec &r, float value) {
+  for (unsigned s = 0; s < mTiles * 2; ++s)
+    b.CreateStore(f32(value), slot(r.storage, s));
+}
+
+Value *NvptxFragmentTileOps::rowOf(unsigned i, unsigned e) {
+  return b.CreateAdd(warpRow0,
+                     b.CreateAdd(g, b.getInt32(i * 16 + (e >= 2 ? 8 : 0))));
+}
+
+Value *NvptxFragmentTileOps::colOf(unsigned j, unsigned e) {
+  return b.CreateAdd(b.CreateShl(t, 1), b.getInt32(j * 8 + (e & 1)));
+}
+
+void NvptxFragmentTileOps::barrier() {
+  target.barrier(b);
+  readSinceBarrier.clear();
+}
+
+void NvptxFragmentTileOps::drain() {
+  if (!pending.empty())
+    b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(0)});
+  pending.clear();
+}
+
+void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
+                           Value *scale) {
+  if (scale)
+    queryScale[tile.storage] = scale;
+  unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
+  unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
+  unsigned chunksPerRow = width / 8;
+  if (readSinceBarrier.count(tile.storage))
+    barrier(); // a warp may still be reading the previous contents
+  Value *tid = target.threadId(b);
+  Type *globalPtr = PointerType::get(b.getContext(), 1);
+  emitFor(b, tid, b.getInt32(keys * chunksPerRow),
+          b.getInt32(target.numThreads()), "cp", [&](Value *c) {
+            Value *key = b.CreateUDiv(c, b.getInt32(chunksPerRow));
+            Value *col = b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
+                                     b.getInt32(8));
+            Value *inside = b.CreateICmpSLT(key, valid);
+            Value *safeKey = b.CreateSelect(inside, key, b.getInt32(0));
+            // Per-chunk row addresses, so paged K/V rows copy like contiguous
+            // ones.
+            Value *rowPtr =
+                src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty()));
+            Value *from = b.CreateAddrSpaceCast(
+                b.CreateInBoundsGEP(elem, rowPtr,
+                                    b.CreateZExt(col, b.getInt64Ty())),
+                globalPtr);
+            Value *bytes = b.CreateSelect(inside, b.getInt32(16),
+                                          b.getInt32(0)); // 0: zero-fill
+            b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s,
+                              {}, {chunkAddress(tile, key, col), from, bytes});
+          });
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
+  pending.push_back(tile.storage);
+}
+
+void NvptxFragmentTileOps::waitFor(const Tile &tile) {
+  auto it = llvm::find(pending, tile.storage);
+  if (it == pending.end())
+    return;
+  unsigned younger = static_cast<unsigned>(pending.end() - it - 1);
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(younger)});
+  pending.erase(pending.begin(), it + 1);
+  // wgmma reads shared memory through the async proxy: each thread's copies
+  // must be fenced into it before the barrier publishes them.
+  if (tensorCoresReadShared)
+    b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
+  barrier();
+}
+
+Value *NvptxFragmentTileOps::packPair(Value *lo, Value *hi) {
+  Value *pair = b.CreateInsertElement(
+      b.CreateInsertElement(
+          PoisonValue::get(FixedVectorType::get(b.getFloatTy(), 2)), lo,
+          uint64_t(0)),
+      hi, uint64_t(1));
+  return b.CreateBitCast(b.CreateFPTrunc(pair, FixedVectorType::get(elem, 2)),
+                         b.getInt32Ty());
+}
+
+SmallVector<Value *, 4>
+NvptxFragmentTileOps::probabilityFragments(const Tile &s, unsigned i, unsigned kk) {
+  SmallVector<Value *, 4> out;
+  for (unsigned r = 0; r < 4; ++r) {
+    unsigned j = 2 * kk + (r >= 2 ? 1 : 0), e0 = (r & 1) ? 2 : 0;
+    auto at = [&](unsigned e) {
+      return b.CreateLoad(b.getFloatTy(),
+                          slot(s.storage, accIndex(s, i, j, e)));
+    };
+    out.push_back(packPair(at(e0), at(e0 + 1)));
+  }
+  return out;
+}
+
+void NvptxFragmentTileOps::map(Tile &tile, ElementFn fn) {
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned j = 0; j < tile.cols / 8; ++j)
+      for (unsigned e = 0; e < 4; ++e) {
+        Value *p = slot(tile.storage, accIndex(tile, i, j, e));
+        b.CreateStore(
+            fn(b, rowOf(i, e), colOf(j, e), b.CreateLoad(b.getFloatTy(), p)),
+            p);
+      }
+}
+
+void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) {
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
+      for (unsigned j = 0; j < tile.cols / 8; ++j)
+        for (unsigned e = 2 * half; e < 2 * half + 2; ++e) {
+          Value *p = slot(tile.storage, accIndex(tile, i, j, e));
+          b.CreateStore(fn(b, b.CreateLoad(b.getFloatTy(), p), r), p);
+        }
+    }
+}
+
+void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out, bool isMax) {
+  auto combine = [&](Value *x, Value *y) {
+    return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y);
+  };
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *v = f32(isMax ? -INFINITY : 0.0f);
+      for (unsigned j = 0; j < tile.cols / 8; ++j)
+        for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
+          v = combine(
+              v, b.CreateLoad(b.getFloatTy(),
+                              slot(tile.storage, accIndex(tile, i, j, e))));
+      for (unsigned mask : {1u, 2u}) // the four threads of a quad share a row
+        v = combine(v, b.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_bfly_f32, {},
+                                         {b.getInt32(~0u), v, b.getInt32(mask),
+                                          b.getInt32(31)}));
+      b.CreateStore(v, slot(out.storage, i * 2 + half));
+    }
+}
+
+void NvptxFragmentTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
+                              RowFn fn) {
+  for (unsigned s = 0; s < mTiles * 2; ++s) {
+    SmallVector<Value *, 4> values;
+    for (const RowVec *r : in)
+      values.push_back(b.CreateLoad(b.getFloatTy(), slot(r->storage, s)));
+    b.CreateStore(fn(b, values), slot(out.storage, s));
+  }
+}
+
+void NvptxFragmentTileOps::store(const Tile &tile, const GlobalRows &dst,
+                            Value *valid) {
+  Type *outElem = elementType(b.getContext(), dst.dtype);
+  auto *pairType = FixedVectorType::get(outElem, 2);
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *row = rowOf(i, 2 * half);
+      emitIf(b, b.CreateICmpSLT(row, valid), "store", [&] {
+        Value *rowPtr = dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
+        for (unsigned j = 0; j < tile.cols / 8; ++j) {
+          Value *pair =
+              PoisonValue::get(FixedVectorType::get(b.getFloatTy(), 2));
+          for (unsigned e = 0; e < 2; ++e)
+            pair = b.CreateInsertElement(
+                pair,
+                b.CreateLoad(
+                    b.getFloatTy(),
+                    slot(tile.storage, accIndex(tile, i, j, 2 * half + e))),
+                uint64_t(e));
+          if (!outElem->isFloatTy())
+            pair = b.CreateFPTrunc(pair, pairType);
+          Value *offset = b.CreateZExt(colOf(j, 0), b.getInt64Ty());
+          b.CreateAlignedStore(
+              pair, b.CreateInBoundsGEP(outElem, rowPtr, offset),
+              Align(2 * outElem->getPrimitiveSizeInBits() / 8));
+        }
+      });
+    }
+}
+
+void NvptxFragmentTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *row = rowOf(i, 2 * half);
+      Value *mine = b.CreateAnd(b.CreateICmpEQ(t, b.getInt32(0)),
+                                b.CreateICmpSLT(row, valid));
+      emitIf(b, mine, "store.row", [&] {
+        b.CreateStore(
+            b.CreateLoad(b.getFloatTy(), slot(r.storage, i * 2 + half)),
+            b.CreateInBoundsGEP(b.getFloatTy(), dst, row));
+      });
+    }
+}
+

@@ -1,0 +1,114 @@
+//===- NvptxFragmentTileOps.h - Tensor-core tiles shared by mma and wgmma -===//
+//
+// pipeline=mma (mma.sync m16n8k16) and pipeline=wgmma (wgmma m64nNk16) keep
+// S and O in the same register layout: each warp owns 16-row m-tiles, and an
+// m16n8 accumulator block gives lane l (g = l / 4, t = l % 4) rows g, g+8
+// and columns 2t, 2t+1. A wgmma m64nN accumulator is four such warps' blocks
+// side by side, and the A fragment of P that both read from registers
+// (16 rows x 16 keys, four packed pairs) comes from S's accumulators the same
+// way. So everything but the products and where Q, K and V sit in shared
+// memory is written once, here:
+//  - Scores and Output tiles are arrays of fp32 registers (allocas SROA
+//    promotes); row vectors hold rows g and g+8 of each m-tile, and row
+//    reductions finish with two quad shuffles.
+//  - Query, KeyT and Value tiles are copied into shared memory by cp.async,
+//    16 bytes a copy (zero-filled past the last valid row), to the address
+//    the subclass's layout gives each 16-byte chunk. load() only issues and
+//    commits; sync() (or the first product that reads the tile) waits for
+//    its group and makes it visible with a barrier. A load skips its own
+//    barrier when no thread can still be reading the tile.
+//  - Q keeps its softmax scale aside; S gets it in fp32 after the product.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/TileOps.h"
+#include "ir/targets/GpuTarget.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace fmhajit {
+
+class NvptxFragmentTileOps : public TileOps {
+public:
+  /// \p mTiles 16-row m-tiles per warp; \p sharedBytes of shared memory.
+  NvptxFragmentTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
+                       unsigned mTiles, unsigned sharedBytes);
+
+  RowVec makeRowVec(unsigned rows, const llvm::Twine &name) override;
+  void fill(Tile &tile, float value) override;
+  void fill(RowVec &r, float value) override;
+  void load(Tile &tile, const GlobalRows &src, llvm::Value *valid,
+            llvm::Value *scale) override;
+  void map(Tile &tile, ElementFn fn) override;
+  void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
+  void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
+  void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in,
+               RowFn fn) override;
+  void store(const Tile &tile, const GlobalRows &dst,
+             llvm::Value *valid) override;
+  void store(const RowVec &r, llvm::Value *dst, llvm::Value *valid) override;
+  void sync(Tile &tile) override { waitFor(tile); }
+  void drain() override;
+
+protected:
+  /// The shared-memory address of the 16-byte chunk holding elements
+  /// [col, col + 8) of source row \p key of \p tile (i32 values).
+  virtual llvm::Value *chunkAddress(const Tile &tile, llvm::Value *key,
+                                    llvm::Value *col) = 0;
+  /// Waits for the copy group of \p tile (later groups may stay in flight)
+  /// and makes every thread's copies visible to the block.
+  void waitFor(const Tile &tile);
+  /// A block barrier; no tile read before it can still be in use after.
+  void barrier();
+  /// Records that \p tile is read before the next barrier.
+  void markRead(const Tile &tile) { readSinceBarrier.insert(tile.storage); }
+  /// The softmax scale load() set aside for a Query tile, or null.
+  llvm::Value *deferredScale(const Tile &query) const {
+    return queryScale.lookup(query.storage);
+  }
+
+  llvm::Value *f32(float v);
+  /// Element \p i of a register array (an alloca SROA turns into registers).
+  llvm::Value *slot(llvm::Value *base, unsigned i);
+  /// An accumulator tile for this warp's m-tiles.
+  Tile accumulatorTile(TileRole role, unsigned rows, unsigned cols,
+                       const llvm::Twine &name);
+  unsigned accCount(const Tile &tile) const {
+    return mTiles * (tile.cols / 8) * 4;
+  }
+  /// Accumulator element (m-tile i, n-tile j, register e) -> flat index.
+  unsigned accIndex(const Tile &tile, unsigned i, unsigned j,
+                    unsigned e) const {
+    return (i * (tile.cols / 8) + j) * 4 + e;
+  }
+  /// The tile row of m-tile \p i's register \p e (or 2 * half).
+  llvm::Value *rowOf(unsigned i, unsigned e);
+  llvm::Value *colOf(unsigned j, unsigned e);
+  /// Two floats as one register of packed 16-bit elements.
+  llvm::Value *packPair(llvm::Value *lo, llvm::Value *hi);
+  /// P's A fragment (m-tile \p i, keys 16kk..16kk+15) from S's accumulators:
+  /// a0/a1 are rows g/g+8 of n-tile 2kk, a2/a3 of n-tile 2kk+1.
+  llvm::SmallVector<llvm::Value *, 4> probabilityFragments(const Tile &s,
+                                                           unsigned i,
+                                                           unsigned kk);
+
+  llvm::IRBuilderBase &b;
+  GpuTargetInfo &target;
+  const KernelSpec &spec;
+  unsigned mTiles;
+  llvm::Type *elem;
+  llvm::Value *smem, *lane, *g, *t, *warpRow0;
+  /// The products read shared tiles through the async proxy (wgmma).
+  bool tensorCoresReadShared = false;
+
+private:
+  /// Shared tiles with copies in flight, oldest first.
+  llvm::SmallVector<llvm::Value *, 4> pending;
+  /// Query storage -> its deferred scale.
+  llvm::DenseMap<llvm::Value *, llvm::Value *> queryScale;
+  /// Shared tiles read since the last barrier.
+  llvm::SmallPtrSet<llvm::Value *, 4> readSinceBarrier;
+};
+
+} // namespace fmhajit

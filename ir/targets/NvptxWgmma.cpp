@@ -1,0 +1,122 @@
+//===- NvptxWgmma.cpp - sm_90a's warpgroup MMA as IR ----------------------===//
+#include "ir/targets/NvptxWgmma.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
+#include <string>
+
+using namespace fmhajit;
+using namespace llvm;
+
+// Descriptor bits: 0-13 start address >> 4, 16-29 leading byte offset >> 4,
+// 32-45 stride byte offset >> 4, 49-51 base offset (0: atoms are 1024-byte
+// aligned), 62-63 swizzle (1 = 128 bytes).
+Value *fmhajit::wgmmaDescriptorLow(IRBuilderBase &b, Value *start,
+                                   const WgmmaOperand &op) {
+  Value *addr = b.CreateAnd(b.CreateLShr(start, 4), b.getInt32(0x3fff));
+  return b.CreateOr(addr, b.getInt32((op.leadingBytes >> 4) << 16));
+}
+
+Value *fmhajit::wgmmaDescriptorAt(IRBuilderBase &b, Value *low,
+                                  unsigned byteOffset, const WgmmaOperand &op) {
+  assert(byteOffset % 16 == 0 && "descriptors address 16-byte units");
+  uint64_t high = (op.strideBytes >> 4) | (1u << 30);
+  Value *word = b.CreateAdd(low, b.getInt32(byteOffset >> 4));
+  return b.CreateOr(b.CreateZExt(word, b.getInt64Ty()), b.getInt64(high << 32));
+}
+
+void fmhajit::emitWgmmaFence(IRBuilderBase &b) {
+  b.CreateIntrinsic(Intrinsic::nvvm_wgmma_fence_sync_aligned, {});
+}
+
+void fmhajit::emitWgmmaCommit(IRBuilderBase &b) {
+  b.CreateIntrinsic(Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {});
+}
+
+namespace {
+/// "{$first, ..., $(first + count - 1)}"
+std::string operandList(unsigned first, unsigned count) {
+  std::string s = "{";
+  for (unsigned i = 0; i < count; ++i)
+    s += (i ? ", $" : "$") + std::to_string(first + i);
+  return s + "}";
+}
+
+/// Calls \p text with \p outs fp32 outputs, then \p ins inputs of the given
+/// constraints, then (if \p tied) the outputs' old values tied to them;
+/// returns the outputs.
+SmallVector<Value *, 128> callTied(IRBuilderBase &b, const std::string &text,
+                                   unsigned outs, ArrayRef<Value *> ins,
+                                   ArrayRef<StringRef> inConstraints,
+                                   ArrayRef<Value *> tied) {
+  std::string constraints;
+  for (unsigned i = 0; i < outs; ++i)
+    constraints += (i ? ",=f" : "=f");
+  SmallVector<Value *, 160> args(ins);
+  SmallVector<Type *, 160> argTypes;
+  for (unsigned i = 0; i < ins.size(); ++i) {
+    constraints += "," + inConstraints[i].str();
+    argTypes.push_back(ins[i]->getType());
+  }
+  for (unsigned i = 0; i < tied.size(); ++i) {
+    constraints += "," + std::to_string(i);
+    args.push_back(tied[i]);
+    argTypes.push_back(tied[i]->getType());
+  }
+  SmallVector<Type *, 128> outTypes(outs, b.getFloatTy());
+  Type *ret = outs == 1 ? outTypes[0]
+                        : StructType::get(b.getContext(), outTypes);
+  auto *asmFn = InlineAsm::get(FunctionType::get(ret, argTypes, false), text,
+                               constraints, /*hasSideEffects=*/true);
+  CallInst *call = b.CreateCall(asmFn, args);
+  call->addFnAttr(Attribute::Convergent);
+  SmallVector<Value *, 128> out;
+  for (unsigned i = 0; i < outs; ++i)
+    out.push_back(outs == 1 ? call : b.CreateExtractValue(call, i));
+  return out;
+}
+
+std::string mmaPrefix(DType dtype, unsigned n) {
+  const char *type = dtype == DType::F16 ? "f16" : "bf16";
+  return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
+         "k16.f32." + type + "." + type + " ";
+}
+} // namespace
+
+SmallVector<Value *, 128>
+fmhajit::emitWgmmaShared(IRBuilderBase &b, DType dtype, ArrayRef<Value *> acc,
+                         bool accumulate, Value *descA, Value *descB,
+                         bool transposeB) {
+  unsigned outs = acc.size();
+  std::string text = mmaPrefix(dtype, 2 * outs) + operandList(0, outs) + ", $" +
+                     std::to_string(outs) + ", $" + std::to_string(outs + 1) +
+                     ", $" + std::to_string(outs + 2) + ", 1, 1, 0, " +
+                     (transposeB ? "1;" : "0;");
+  return callTied(b, text, outs, {descA, descB, b.getInt1(accumulate)},
+                  {"l", "l", "b"}, accumulate ? acc : ArrayRef<Value *>());
+}
+
+SmallVector<Value *, 128>
+fmhajit::emitWgmmaRegisters(IRBuilderBase &b, DType dtype,
+                            ArrayRef<Value *> acc, bool accumulate,
+                            ArrayRef<Value *> a, Value *descB,
+                            bool transposeB) {
+  assert(a.size() == 4 && "an m64k16 A fragment is four registers a lane");
+  unsigned outs = acc.size();
+  std::string text = mmaPrefix(dtype, 2 * outs) + operandList(0, outs) + ", " +
+                     operandList(outs, 4) + ", $" + std::to_string(outs + 4) +
+                     ", $" + std::to_string(outs + 5) + ", 1, 1, " +
+                     (transposeB ? "1;" : "0;");
+  SmallVector<Value *, 6> ins(a);
+  ins.push_back(descB);
+  ins.push_back(b.getInt1(accumulate));
+  return callTied(b, text, outs, ins, {"r", "r", "r", "r", "l", "b"},
+                  accumulate ? acc : ArrayRef<Value *>());
+}
+
+SmallVector<Value *, 128> fmhajit::emitWgmmaWait(IRBuilderBase &b,
+                                                 unsigned pending,
+                                                 ArrayRef<Value *> live) {
+  std::string text =
+      "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";";
+  return callTied(b, text, live.size(), {}, {}, live);
+}

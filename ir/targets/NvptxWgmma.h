@@ -1,0 +1,78 @@
+//===- NvptxWgmma.h - sm_90a's warpgroup MMA as IR ------------------------===//
+//
+// LLVM 22 has intrinsics for wgmma's fence, commit and wait but not for
+// wgmma.mma_async itself, so the product is inline PTX. Its accumulators are
+// SSA values tied to the instruction's outputs ("=f" ... "0", "1", ...), and
+// the wait is inline PTX tied to the accumulators it waits for: nothing can
+// read (or redefine) an accumulator between the product and its wait, which
+// ptxas would otherwise answer by serializing the tensor cores (C7515).
+//
+//   call void @llvm.nvvm.wgmma.fence.sync.aligned()
+//   %d = call {float x N/2} asm sideeffect "wgmma.mma_async.sync.aligned.
+//            m64n<N>k16.f32.bf16.bf16 {$0..}, $a, $b, $p, 1, 1, 0, <tB>;",
+//            "=f,...,l,l,b,0,1,..."(i64 %descA, i64 %descB, i1 %acc, ...)
+//   call void @llvm.nvvm.wgmma.commit_group.sync.aligned()
+//   %w = call {float x ...} asm sideeffect "wgmma.wait_group.sync.aligned 0;",
+//            "=f,...,0,1,..."(%d...)
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "specs/KernelSpec.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/IR/IRBuilder.h"
+
+namespace fmhajit {
+
+/// How a shared-memory operand is laid out for a matrix descriptor: 128-byte
+/// swizzled slabs (specs/pipelines/WgmmaLayout.h).
+struct WgmmaOperand {
+  /// Bytes between the starts of consecutive slabs along the instruction's
+  /// M or N dimension (MN-major operands; K-major ones ignore it).
+  unsigned leadingBytes = 16;
+  /// Bytes between consecutive 8-row groups (one swizzle atom: 1024).
+  unsigned strideBytes = 1024;
+  /// The operand is MN-major (its rows run along K): wgmma's transpose bit.
+  bool mnMajor = false;
+};
+
+/// The low word (i32) of the matrix descriptor of \p op starting at shared
+/// address \p start (i32, 16-byte aligned, in a 1024-byte aligned atom).
+llvm::Value *wgmmaDescriptorLow(llvm::IRBuilderBase &b, llvm::Value *start,
+                                const WgmmaOperand &op);
+/// The 64-bit descriptor of \p op moved \p byteOffset (a multiple of 16)
+/// from the one whose low word is \p low: the start address is the low
+/// word's low bits, and stays under 2^18 bytes, so moving it is one add.
+llvm::Value *wgmmaDescriptorAt(llvm::IRBuilderBase &b, llvm::Value *low,
+                               unsigned byteOffset, const WgmmaOperand &op);
+
+/// Orders earlier register writes (accumulators, A fragments) before the
+/// products that follow.
+void emitWgmmaFence(llvm::IRBuilderBase &b);
+/// Closes the group of products issued since the last commit.
+void emitWgmmaCommit(llvm::IRBuilderBase &b);
+
+/// One m64nNk16 product, N = 2 * acc.size(): returns D = A B (+ acc when
+/// \p accumulate; acc is then tied, else ignored). A comes from the shared
+/// descriptor \p descA (K-major), B from \p descB.
+llvm::SmallVector<llvm::Value *, 128>
+emitWgmmaShared(llvm::IRBuilderBase &b, DType dtype,
+                llvm::ArrayRef<llvm::Value *> acc, bool accumulate,
+                llvm::Value *descA, llvm::Value *descB, bool transposeB);
+
+/// The same with A from registers: four i32 of packed 16-bit pairs, the
+/// m16n8k16 A fragment of this warp's 16 rows.
+llvm::SmallVector<llvm::Value *, 128>
+emitWgmmaRegisters(llvm::IRBuilderBase &b, DType dtype,
+                   llvm::ArrayRef<llvm::Value *> acc, bool accumulate,
+                   llvm::ArrayRef<llvm::Value *> a, llvm::Value *descB,
+                   bool transposeB);
+
+/// Waits until at most \p pending groups are in flight; returns \p live
+/// (accumulators of those groups' products) as defined after the wait.
+llvm::SmallVector<llvm::Value *, 128>
+emitWgmmaWait(llvm::IRBuilderBase &b, unsigned pending,
+              llvm::ArrayRef<llvm::Value *> live);
+
+} // namespace fmhajit

@@ -1,0 +1,217 @@
+//===- NvptxWgmmaTileOps.cpp - Tensor-core tiles: wgmma m64nNk16 ----------===//
+//
+// pipeline=wgmma on sm_90a, on the register tiles and cp.async copies of
+// NvptxFragmentTileOps:
+//  - Each warp owns 16 query rows, so a warpgroup (four warps) owns the 64
+//    rows one wgmma computes, and S and O are wgmma accumulators in the
+//    layout the mma pipeline uses.
+//  - Q, K and V are copied into the 128-byte swizzled slabs of
+//    specs/pipelines/WgmmaLayout.h, which the tensor cores read through
+//    matrix descriptors: no ldmatrix.
+//  - S = Q K^T:  A = this warpgroup's 64 rows of Q and B = K, both K-major
+//                descriptors, one wgmma per 16 columns of d.
+//    O += P V:   A = P from registers (S's accumulators converted, as for
+//                mma), B = V by an MN-major descriptor (V rows run along K).
+//    Each product is fenced, issued, committed and waited for as a group,
+//    its accumulators threaded through (NvptxWgmma.h).
+//
+//===----------------------------------------------------------------------===//
+#include "ir/targets/NvptxFragmentTileOps.h"
+#include "ir/targets/NvptxWgmma.h"
+#include "specs/ArchTable.h"
+#include "specs/pipelines/WgmmaLayout.h"
+#include "llvm/IR/InlineAsm.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+namespace {
+class NvptxWgmmaTileOps : public NvptxFragmentTileOps {
+public:
+  NvptxWgmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target,
+                    const WgmmaLayout &layout)
+      : NvptxFragmentTileOps(b, target, /*mTiles=*/1, layout.bytes()),
+        layout(layout) {
+    tensorCoresReadShared = true;
+    // Tiles sit on swizzle-atom boundaries of the shared window.
+    auto *global = cast<GlobalVariable>(smem);
+    global->setAlignment(
+        std::max(global->getAlign().valueOrOne(),
+                 Align(WgmmaLayout::kSwizzleAtomBytes)));
+  }
+
+  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
+                const Twine &name) override {
+    switch (role) {
+    case TileRole::Query:
+      return {role, rows, cols, shared(layout.query)};
+    case TileRole::KeyT:
+      return {role, rows, cols, shared(layout.keys)};
+    case TileRole::Value:
+      return {role, rows, cols, shared(layout.values)};
+    case TileRole::Scores:
+    case TileRole::Output:
+      return accumulatorTile(role, rows, cols, name);
+    }
+    llvm_unreachable("unknown tile role");
+  }
+  void mma(Tile &acc, const Tile &a, const Tile &bt) override {
+    product(acc, a, bt, /*accumulate=*/true);
+  }
+  void matmul(Tile &acc, const Tile &a, const Tile &bt) override {
+    product(acc, a, bt, /*accumulate=*/false);
+  }
+
+private:
+  Value *shared(const SharedTile &tile) {
+    return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
+  }
+  /// Rows of a shared tile as stored (K^T is stored as K rows).
+  unsigned storedRows(const Tile &tile) const {
+    return tile.role == TileRole::KeyT ? tile.cols : tile.rows;
+  }
+  /// Byte offset of 16-byte chunk (key, col) in the swizzled slabs.
+  Value *chunkAddress(const Tile &tile, Value *key, Value *col) override;
+  /// \p tile's shared address (i32) plus \p extra bytes, as the low word of
+  /// a descriptor, copied opaquely where the product runs: the per-step
+  /// descriptors are this plus constants, and LICM would otherwise hoist
+  /// each of them out of the loop into registers of its own.
+  Value *descriptorBase(const Tile &tile, Value *extra, const WgmmaOperand &op);
+  void product(Tile &acc, const Tile &a, const Tile &bt, bool accumulate);
+  SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
+                                           unsigned n);
+  SmallVector<Value *, 128> probabilitiesTimesValues(const Tile &s,
+                                                     const Tile &v,
+                                                     ArrayRef<Value *> acc,
+                                                     bool accumulate);
+
+  WgmmaLayout layout;
+};
+} // namespace
+
+Value *NvptxWgmmaTileOps::chunkAddress(const Tile &tile, Value *key,
+                                       Value *col) {
+  unsigned slabElements = layout.slabElements();
+  unsigned slabBytes = storedRows(tile) * WgmmaLayout::kSlabRowBytes;
+  Value *slab = b.CreateUDiv(col, b.getInt32(slabElements));
+  Value *chunk = b.CreateUDiv(b.CreateURem(col, b.getInt32(slabElements)),
+                              b.getInt32(16 / dtypeBytes(spec.dtype)));
+  Value *swizzled = b.CreateXor(chunk, b.CreateAnd(key, b.getInt32(7)));
+  Value *offset = b.CreateAdd(
+      b.CreateAdd(b.CreateMul(slab, b.getInt32(slabBytes)),
+                  b.CreateMul(key, b.getInt32(WgmmaLayout::kSlabRowBytes))),
+      b.CreateShl(swizzled, 4));
+  return b.CreateInBoundsGEP(b.getInt8Ty(), tile.storage, offset);
+}
+
+Value *NvptxWgmmaTileOps::descriptorBase(const Tile &tile, Value *extra,
+                                         const WgmmaOperand &op) {
+  Value *start = b.CreatePtrToInt(tile.storage, b.getInt32Ty());
+  if (extra)
+    start = b.CreateAdd(start, extra);
+  auto *copy = InlineAsm::get(
+      FunctionType::get(b.getInt32Ty(), {b.getInt32Ty()}, false),
+      "mov.b32 $0, $1;", "=r,r", /*hasSideEffects=*/true);
+  return b.CreateCall(copy, {wgmmaDescriptorLow(b, start, op)});
+}
+
+// S = Q K^T for this warpgroup's 64 query rows: step kk covers columns
+// 16kk.. of d, which lie in slab 16kk / slabElements at a 32-byte offset
+// inside the swizzled row (the tensor cores apply the swizzle to it).
+SmallVector<Value *, 128> NvptxWgmmaTileOps::queryTimesKeys(const Tile &q,
+                                                            const Tile &kT,
+                                                            unsigned n) {
+  WgmmaOperand kMajor;
+  Value *groupRows = b.CreateMul(
+      b.CreateLShr(target.threadId(b), b.getInt32(7)),
+      b.getInt32(4 * WgmmaLayout::kRowsPerWarp * WgmmaLayout::kSlabRowBytes));
+  Value *qBase = descriptorBase(q, groupRows, kMajor);
+  Value *kBase = descriptorBase(kT, nullptr, kMajor);
+  unsigned slabElements = layout.slabElements();
+  unsigned stepBytes = WgmmaLayout::kStep * dtypeBytes(spec.dtype);
+  SmallVector<Value *, 128> sums(n / 2, PoisonValue::get(b.getFloatTy()));
+  emitWgmmaFence(b);
+  for (unsigned kk = 0; kk < q.cols / WgmmaLayout::kStep; ++kk) {
+    unsigned slab = kk * WgmmaLayout::kStep / slabElements;
+    unsigned within = kk * stepBytes % WgmmaLayout::kSlabRowBytes;
+    unsigned qOffset = slab * q.rows * WgmmaLayout::kSlabRowBytes + within;
+    unsigned kOffset = slab * kT.cols * WgmmaLayout::kSlabRowBytes + within;
+    sums = emitWgmmaShared(b, spec.dtype, sums, /*accumulate=*/kk > 0,
+                           wgmmaDescriptorAt(b, qBase, qOffset, kMajor),
+                           wgmmaDescriptorAt(b, kBase, kOffset, kMajor),
+                           /*transposeB=*/false);
+  }
+  emitWgmmaCommit(b);
+  return emitWgmmaWait(b, 0, sums);
+}
+
+// O (+)= P V: step kk covers keys 16kk.., two swizzle atoms of V rows; V's
+// 64-column slabs lie rows * 128 bytes apart along N.
+SmallVector<Value *, 128> NvptxWgmmaTileOps::probabilitiesTimesValues(
+    const Tile &s, const Tile &v, ArrayRef<Value *> acc, bool accumulate) {
+  WgmmaOperand mnMajor;
+  mnMajor.leadingBytes = v.rows * WgmmaLayout::kSlabRowBytes;
+  mnMajor.mnMajor = true;
+  unsigned steps = s.cols / WgmmaLayout::kStep;
+  // Every A fragment is built before the fence: registers wgmma reads must
+  // be written before it.
+  SmallVector<SmallVector<Value *, 4>, 16> fragments;
+  for (unsigned kk = 0; kk < steps; ++kk)
+    fragments.push_back(probabilityFragments(s, 0, kk));
+  Value *vBase = descriptorBase(v, nullptr, mnMajor);
+  SmallVector<Value *, 128> sums(acc);
+  emitWgmmaFence(b);
+  for (unsigned kk = 0; kk < steps; ++kk) {
+    unsigned offset = kk * WgmmaLayout::kStep * WgmmaLayout::kSlabRowBytes;
+    sums = emitWgmmaRegisters(b, spec.dtype, sums, accumulate || kk > 0,
+                              fragments[kk],
+                              wgmmaDescriptorAt(b, vBase, offset, mnMajor),
+                              /*transposeB=*/true);
+  }
+  emitWgmmaCommit(b);
+  return emitWgmmaWait(b, 0, sums);
+}
+
+void NvptxWgmmaTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
+                                bool accumulate) {
+  bool scores = acc.role == TileRole::Scores; // S = Q K^T, else O += P V
+  waitFor(bt);
+  markRead(bt);
+  if (scores) {
+    waitFor(a);
+    markRead(a);
+  }
+  SmallVector<Value *, 128> old;
+  if (accumulate)
+    for (unsigned e = 0; e < accCount(acc); ++e)
+      old.push_back(b.CreateLoad(b.getFloatTy(), slot(acc.storage, e)));
+  if (!scores) {
+    if (!accumulate)
+      old.assign(accCount(acc), PoisonValue::get(b.getFloatTy()));
+    SmallVector<Value *, 128> sums =
+        probabilitiesTimesValues(a, bt, old, accumulate);
+    for (unsigned e = 0; e < sums.size(); ++e)
+      b.CreateStore(sums[e], slot(acc.storage, e));
+    return;
+  }
+  SmallVector<Value *, 128> sums = queryTimesKeys(a, bt, acc.cols);
+  Value *scale = deferredScale(a);
+  for (unsigned e = 0; e < sums.size(); ++e) { // acc (+)= scale * (Q K^T)
+    Value *v = sums[e];
+    if (scale && accumulate)
+      v = b.CreateIntrinsic(Intrinsic::fmuladd, {b.getFloatTy()},
+                            {v, scale, old[e]});
+    else if (scale)
+      v = b.CreateFMul(v, scale);
+    else if (accumulate)
+      v = b.CreateFAdd(v, old[e]);
+    b.CreateStore(v, slot(acc.storage, e));
+  }
+}
+
+std::unique_ptr<TileOps>
+fmhajit::createNvptxWgmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
+  const KernelSpec &spec = target.kernelSpec();
+  return std::make_unique<NvptxWgmmaTileOps>(
+      b, target, WgmmaLayout(spec, *findArch(spec.target)));
+}
