@@ -7,6 +7,8 @@
 #include "llvm/Support/MathExtras.h"
 #include <iterator>
 
+#include <optional>
+
 using namespace fmhajit;
 using llvm::Twine;
 
@@ -175,14 +177,31 @@ void Validator::checkHeadDims() {
 }
 
 // Auto takes the first pipeline of the target's preference list that handles
-// the dtype. Returns false when no pipeline applies (an error is recorded).
+// the dtype and whose tile rules take the spec (wgmma, first on sm_90a, needs
+// head dims in 64-column slabs; d=96 goes on to mma); if none takes it, the
+// first that handles the dtype, whose errors then say why. Returns false
+// when no pipeline handles the dtype (an error is recorded).
 bool Validator::resolvePipeline() {
   if (s.pipeline == Pipeline::Auto) {
-    for (Pipeline p : arch.autoOrder)
-      if (llvm::is_contained(arch.pipeline(p)->dtypes, s.dtype)) {
+    std::optional<Pipeline> first;
+    for (Pipeline p : arch.autoOrder) {
+      if (!llvm::is_contained(arch.pipeline(p)->dtypes, s.dtype))
+        continue;
+      if (!first)
+        first = p;
+      KernelSpec trial = s;
+      trial.pipeline = p;
+      Validator v(trial, arch);
+      v.resolveTile();
+      if (v.errors.empty()) {
         s.pipeline = p;
         return true;
       }
+    }
+    if (first) {
+      s.pipeline = *first;
+      return true;
+    }
     fail("pipeline", "auto",
          "no pipeline of " + arch.name + " handles dtype " + keyOf(s.dtype));
     return false;

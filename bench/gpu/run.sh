@@ -41,10 +41,15 @@ if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = quick ]; then
   q=""; [ "$mode" = quick ] && q=--quick
   PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/bench-gpu.json" $q "$@" 2>&1 | tee "$out/bench.log"
 fi
-if [ "$mode" = tune ]; then # compare tiles: each argument is one spec suffix
-  for tile in "$@"; do
-    echo "== tile: ${tile:-default}"
+if [ "$mode" = tune ]; then
+  # Compare tiles of one pipeline ($PIPELINE, default auto): each argument is
+  # a spec suffix, or D:SUFFIX to time head dim D only.
+  for arg in "$@"; do
+    d=0; tile=$arg
+    case "$arg" in *:*) d=${arg%%:*}; tile=${arg#*:};; esac
+    echo "== tile: ${tile:-default}, d=${d/#0/all}"
     PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/tune.json" \
-      --dtypes bf16 --seqlens 2048,8192 --no-peers ${tile:+--tile "$tile"} 2>&1 | grep -v '^device'
+      --dtypes bf16 --seqlens 2048,8192 --no-peers --pipeline "${PIPELINE:-auto}" --only-d "$d" \
+      ${tile:+--tile "$tile"} 2>&1 | grep -v '^device\|^TFLOPS per'
   done
 fi

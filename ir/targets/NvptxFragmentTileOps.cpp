@@ -1,4 +1,5 @@
-//===- NvptxFragmentTileOps.cpp - Tensor-core tiles shared by mma and wgmma ===//
+//===- NvptxFragmentTileOps.cpp - Tensor-core tiles shared by mma and wgmma
+//===//
 #include "ir/targets/NvptxFragmentTileOps.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
@@ -75,7 +76,7 @@ void NvptxFragmentTileOps::drain() {
 }
 
 void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
-                           Value *scale) {
+                                Value *scale) {
   if (scale)
     queryScale[tile.storage] = scale;
   unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
@@ -134,7 +135,8 @@ Value *NvptxFragmentTileOps::packPair(Value *lo, Value *hi) {
 }
 
 SmallVector<Value *, 4>
-NvptxFragmentTileOps::probabilityFragments(const Tile &s, unsigned i, unsigned kk) {
+NvptxFragmentTileOps::probabilityFragments(const Tile &s, unsigned i,
+                                           unsigned kk) {
   SmallVector<Value *, 4> out;
   for (unsigned r = 0; r < 4; ++r) {
     unsigned j = 2 * kk + (r >= 2 ? 1 : 0), e0 = (r & 1) ? 2 : 0;
@@ -158,7 +160,8 @@ void NvptxFragmentTileOps::map(Tile &tile, ElementFn fn) {
       }
 }
 
-void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) {
+void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row,
+                                      WithRowFn fn) {
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned half = 0; half < 2; ++half) {
       Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
@@ -170,7 +173,8 @@ void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row, WithRowFn f
     }
 }
 
-void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out, bool isMax) {
+void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
+                                      bool isMax) {
   auto combine = [&](Value *x, Value *y) {
     return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y);
   };
@@ -191,7 +195,7 @@ void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out, bool isMax)
 }
 
 void NvptxFragmentTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
-                              RowFn fn) {
+                                   RowFn fn) {
   for (unsigned s = 0; s < mTiles * 2; ++s) {
     SmallVector<Value *, 4> values;
     for (const RowVec *r : in)
@@ -201,7 +205,7 @@ void NvptxFragmentTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
 }
 
 void NvptxFragmentTileOps::store(const Tile &tile, const GlobalRows &dst,
-                            Value *valid) {
+                                 Value *valid) {
   Type *outElem = elementType(b.getContext(), dst.dtype);
   auto *pairType = FixedVectorType::get(outElem, 2);
   for (unsigned i = 0; i < mTiles; ++i)
@@ -243,4 +247,3 @@ void NvptxFragmentTileOps::store(const RowVec &r, Value *dst, Value *valid) {
       });
     }
 }
-

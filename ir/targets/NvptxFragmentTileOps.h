@@ -89,9 +89,8 @@ protected:
   llvm::Value *packPair(llvm::Value *lo, llvm::Value *hi);
   /// P's A fragment (m-tile \p i, keys 16kk..16kk+15) from S's accumulators:
   /// a0/a1 are rows g/g+8 of n-tile 2kk, a2/a3 of n-tile 2kk+1.
-  llvm::SmallVector<llvm::Value *, 4> probabilityFragments(const Tile &s,
-                                                           unsigned i,
-                                                           unsigned kk);
+  llvm::SmallVector<llvm::Value *, 4>
+  probabilityFragments(const Tile &s, unsigned i, unsigned kk);
 
   llvm::IRBuilderBase &b;
   GpuTargetInfo &target;

@@ -9,7 +9,7 @@ using namespace llvm;
 
 // Descriptor bits: 0-13 start address >> 4, 16-29 leading byte offset >> 4,
 // 32-45 stride byte offset >> 4, 49-51 base offset (0: atoms are 1024-byte
-// aligned), 62-63 swizzle (1 = 128 bytes).
+// aligned), 62-63 swizzle (1 = 128 bytes, 2 = 64, 3 = 32).
 Value *fmhajit::wgmmaDescriptorLow(IRBuilderBase &b, Value *start,
                                    const WgmmaOperand &op) {
   Value *addr = b.CreateAnd(b.CreateLShr(start, 4), b.getInt32(0x3fff));
@@ -19,7 +19,8 @@ Value *fmhajit::wgmmaDescriptorLow(IRBuilderBase &b, Value *start,
 Value *fmhajit::wgmmaDescriptorAt(IRBuilderBase &b, Value *low,
                                   unsigned byteOffset, const WgmmaOperand &op) {
   assert(byteOffset % 16 == 0 && "descriptors address 16-byte units");
-  uint64_t high = (op.strideBytes >> 4) | (1u << 30);
+  unsigned mode = op.swizzleBytes == 128 ? 1 : op.swizzleBytes == 64 ? 2 : 3;
+  uint64_t high = (op.strideBytes() >> 4) | (mode << 30);
   Value *word = b.CreateAdd(low, b.getInt32(byteOffset >> 4));
   return b.CreateOr(b.CreateZExt(word, b.getInt64Ty()), b.getInt64(high << 32));
 }
@@ -63,8 +64,8 @@ SmallVector<Value *, 128> callTied(IRBuilderBase &b, const std::string &text,
     argTypes.push_back(tied[i]->getType());
   }
   SmallVector<Type *, 128> outTypes(outs, b.getFloatTy());
-  Type *ret = outs == 1 ? outTypes[0]
-                        : StructType::get(b.getContext(), outTypes);
+  Type *ret =
+      outs == 1 ? outTypes[0] : StructType::get(b.getContext(), outTypes);
   auto *asmFn = InlineAsm::get(FunctionType::get(ret, argTypes, false), text,
                                constraints, /*hasSideEffects=*/true);
   CallInst *call = b.CreateCall(asmFn, args);
@@ -77,8 +78,8 @@ SmallVector<Value *, 128> callTied(IRBuilderBase &b, const std::string &text,
 
 std::string mmaPrefix(DType dtype, unsigned n) {
   const char *type = dtype == DType::F16 ? "f16" : "bf16";
-  return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
-         "k16.f32." + type + "." + type + " ";
+  return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
+         type + "." + type + " ";
 }
 } // namespace
 
@@ -95,11 +96,9 @@ fmhajit::emitWgmmaShared(IRBuilderBase &b, DType dtype, ArrayRef<Value *> acc,
                   {"l", "l", "b"}, accumulate ? acc : ArrayRef<Value *>());
 }
 
-SmallVector<Value *, 128>
-fmhajit::emitWgmmaRegisters(IRBuilderBase &b, DType dtype,
-                            ArrayRef<Value *> acc, bool accumulate,
-                            ArrayRef<Value *> a, Value *descB,
-                            bool transposeB) {
+SmallVector<Value *, 128> fmhajit::emitWgmmaRegisters(
+    IRBuilderBase &b, DType dtype, ArrayRef<Value *> acc, bool accumulate,
+    ArrayRef<Value *> a, Value *descB, bool transposeB) {
   assert(a.size() == 4 && "an m64k16 A fragment is four registers a lane");
   unsigned outs = acc.size();
   std::string text = mmaPrefix(dtype, 2 * outs) + operandList(0, outs) + ", " +

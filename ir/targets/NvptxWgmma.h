@@ -25,16 +25,17 @@
 
 namespace fmhajit {
 
-/// How a shared-memory operand is laid out for a matrix descriptor: 128-byte
-/// swizzled slabs (specs/pipelines/WgmmaLayout.h).
+/// How a shared-memory operand is laid out for a matrix descriptor: swizzled
+/// slabs of rows of \p swizzleBytes (specs/pipelines/WgmmaLayout.h).
 struct WgmmaOperand {
+  /// A slab row's bytes and the swizzle's width: 128, 64 or 32.
+  unsigned swizzleBytes = 128;
   /// Bytes between the starts of consecutive slabs along the instruction's
   /// M or N dimension (MN-major operands; K-major ones ignore it).
   unsigned leadingBytes = 16;
-  /// Bytes between consecutive 8-row groups (one swizzle atom: 1024).
-  unsigned strideBytes = 1024;
-  /// The operand is MN-major (its rows run along K): wgmma's transpose bit.
-  bool mnMajor = false;
+
+  /// Bytes between consecutive 8-row groups: one swizzle atom.
+  unsigned strideBytes() const { return 8 * swizzleBytes; }
 };
 
 /// The low word (i32) of the matrix descriptor of \p op starting at shared

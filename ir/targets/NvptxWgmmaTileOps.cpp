@@ -5,7 +5,7 @@
 //  - Each warp owns 16 query rows, so a warpgroup (four warps) owns the 64
 //    rows one wgmma computes, and S and O are wgmma accumulators in the
 //    layout the mma pipeline uses.
-//  - Q, K and V are copied into the 128-byte swizzled slabs of
+//  - Q, K and V are copied into the swizzled slabs of
 //    specs/pipelines/WgmmaLayout.h, which the tensor cores read through
 //    matrix descriptors: no ldmatrix.
 //  - S = Q K^T:  A = this warpgroup's 64 rows of Q and B = K, both K-major
@@ -35,9 +35,8 @@ public:
     tensorCoresReadShared = true;
     // Tiles sit on swizzle-atom boundaries of the shared window.
     auto *global = cast<GlobalVariable>(smem);
-    global->setAlignment(
-        std::max(global->getAlign().valueOrOne(),
-                 Align(WgmmaLayout::kSwizzleAtomBytes)));
+    global->setAlignment(std::max(global->getAlign().valueOrOne(),
+                                  Align(WgmmaLayout::kTileAlignment)));
   }
 
   Tile makeTile(TileRole role, unsigned rows, unsigned cols,
@@ -66,11 +65,15 @@ private:
   Value *shared(const SharedTile &tile) {
     return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
   }
-  /// Rows of a shared tile as stored (K^T is stored as K rows).
+  /// Rows of a shared tile as stored (K^T is stored as K rows), and their
+  /// elements.
   unsigned storedRows(const Tile &tile) const {
     return tile.role == TileRole::KeyT ? tile.cols : tile.rows;
   }
-  /// Byte offset of 16-byte chunk (key, col) in the swizzled slabs.
+  unsigned storedWidth(const Tile &tile) const {
+    return tile.role == TileRole::KeyT ? tile.rows : tile.cols;
+  }
+  /// The address of 16-byte chunk (key, col) in the swizzled slabs.
   Value *chunkAddress(const Tile &tile, Value *key, Value *col) override;
   /// \p tile's shared address (i32) plus \p extra bytes, as the low word of
   /// a descriptor, copied opaquely where the product runs: the per-step
@@ -89,18 +92,23 @@ private:
 };
 } // namespace
 
+// The W-byte swizzle XORs a chunk's index in its slab row with the address
+// bits just above the row's 128 bytes: (key * W / 128) mod (W / 16).
 Value *NvptxWgmmaTileOps::chunkAddress(const Tile &tile, Value *key,
                                        Value *col) {
-  unsigned slabElements = layout.slabElements();
-  unsigned slabBytes = storedRows(tile) * WgmmaLayout::kSlabRowBytes;
-  Value *slab = b.CreateUDiv(col, b.getInt32(slabElements));
-  Value *chunk = b.CreateUDiv(b.CreateURem(col, b.getInt32(slabElements)),
-                              b.getInt32(16 / dtypeBytes(spec.dtype)));
-  Value *swizzled = b.CreateXor(chunk, b.CreateAnd(key, b.getInt32(7)));
+  unsigned width = storedWidth(tile), slabBytes = layout.slabBytes(width);
+  unsigned elementBytes = dtypeBytes(spec.dtype);
+  Value *slab = b.CreateUDiv(col, b.getInt32(slabBytes / elementBytes));
+  Value *chunk =
+      b.CreateUDiv(b.CreateURem(col, b.getInt32(slabBytes / elementBytes)),
+                   b.getInt32(16 / elementBytes));
+  Value *rowBytes = b.CreateMul(key, b.getInt32(slabBytes));
+  Value *pattern =
+      b.CreateAnd(b.CreateLShr(rowBytes, 7), b.getInt32(slabBytes / 16 - 1));
   Value *offset = b.CreateAdd(
-      b.CreateAdd(b.CreateMul(slab, b.getInt32(slabBytes)),
-                  b.CreateMul(key, b.getInt32(WgmmaLayout::kSlabRowBytes))),
-      b.CreateShl(swizzled, 4));
+      b.CreateAdd(b.CreateMul(slab, b.getInt32(storedRows(tile) * slabBytes)),
+                  rowBytes),
+      b.CreateShl(b.CreateXor(chunk, pattern), 4));
   return b.CreateInBoundsGEP(b.getInt8Ty(), tile.storage, offset);
 }
 
@@ -109,33 +117,32 @@ Value *NvptxWgmmaTileOps::descriptorBase(const Tile &tile, Value *extra,
   Value *start = b.CreatePtrToInt(tile.storage, b.getInt32Ty());
   if (extra)
     start = b.CreateAdd(start, extra);
-  auto *copy = InlineAsm::get(
-      FunctionType::get(b.getInt32Ty(), {b.getInt32Ty()}, false),
-      "mov.b32 $0, $1;", "=r,r", /*hasSideEffects=*/true);
+  auto *copy =
+      InlineAsm::get(FunctionType::get(b.getInt32Ty(), {b.getInt32Ty()}, false),
+                     "mov.b32 $0, $1;", "=r,r", /*hasSideEffects=*/true);
   return b.CreateCall(copy, {wgmmaDescriptorLow(b, start, op)});
 }
 
 // S = Q K^T for this warpgroup's 64 query rows: step kk covers columns
-// 16kk.. of d, which lie in slab 16kk / slabElements at a 32-byte offset
+// 16kk.. of d, which lie in slab 16kk / (slab width) at a 32-byte offset
 // inside the swizzled row (the tensor cores apply the swizzle to it).
-SmallVector<Value *, 128> NvptxWgmmaTileOps::queryTimesKeys(const Tile &q,
-                                                            const Tile &kT,
-                                                            unsigned n) {
+SmallVector<Value *, 128>
+NvptxWgmmaTileOps::queryTimesKeys(const Tile &q, const Tile &kT, unsigned n) {
   WgmmaOperand kMajor;
+  kMajor.swizzleBytes = layout.slabBytes(q.cols);
   Value *groupRows = b.CreateMul(
       b.CreateLShr(target.threadId(b), b.getInt32(7)),
-      b.getInt32(4 * WgmmaLayout::kRowsPerWarp * WgmmaLayout::kSlabRowBytes));
+      b.getInt32(4 * WgmmaLayout::kRowsPerWarp * kMajor.swizzleBytes));
   Value *qBase = descriptorBase(q, groupRows, kMajor);
   Value *kBase = descriptorBase(kT, nullptr, kMajor);
-  unsigned slabElements = layout.slabElements();
   unsigned stepBytes = WgmmaLayout::kStep * dtypeBytes(spec.dtype);
   SmallVector<Value *, 128> sums(n / 2, PoisonValue::get(b.getFloatTy()));
   emitWgmmaFence(b);
   for (unsigned kk = 0; kk < q.cols / WgmmaLayout::kStep; ++kk) {
-    unsigned slab = kk * WgmmaLayout::kStep / slabElements;
-    unsigned within = kk * stepBytes % WgmmaLayout::kSlabRowBytes;
-    unsigned qOffset = slab * q.rows * WgmmaLayout::kSlabRowBytes + within;
-    unsigned kOffset = slab * kT.cols * WgmmaLayout::kSlabRowBytes + within;
+    unsigned slab = kk * stepBytes / kMajor.swizzleBytes;
+    unsigned within = kk * stepBytes % kMajor.swizzleBytes;
+    unsigned qOffset = slab * q.rows * kMajor.swizzleBytes + within;
+    unsigned kOffset = slab * kT.cols * kMajor.swizzleBytes + within;
     sums = emitWgmmaShared(b, spec.dtype, sums, /*accumulate=*/kk > 0,
                            wgmmaDescriptorAt(b, qBase, qOffset, kMajor),
                            wgmmaDescriptorAt(b, kBase, kOffset, kMajor),
@@ -146,12 +153,12 @@ SmallVector<Value *, 128> NvptxWgmmaTileOps::queryTimesKeys(const Tile &q,
 }
 
 // O (+)= P V: step kk covers keys 16kk.., two swizzle atoms of V rows; V's
-// 64-column slabs lie rows * 128 bytes apart along N.
+// slabs lie rows * (slab row bytes) apart along N.
 SmallVector<Value *, 128> NvptxWgmmaTileOps::probabilitiesTimesValues(
     const Tile &s, const Tile &v, ArrayRef<Value *> acc, bool accumulate) {
   WgmmaOperand mnMajor;
-  mnMajor.leadingBytes = v.rows * WgmmaLayout::kSlabRowBytes;
-  mnMajor.mnMajor = true;
+  mnMajor.swizzleBytes = layout.slabBytes(v.cols);
+  mnMajor.leadingBytes = v.rows * mnMajor.swizzleBytes;
   unsigned steps = s.cols / WgmmaLayout::kStep;
   // Every A fragment is built before the fence: registers wgmma reads must
   // be written before it.
@@ -162,7 +169,7 @@ SmallVector<Value *, 128> NvptxWgmmaTileOps::probabilitiesTimesValues(
   SmallVector<Value *, 128> sums(acc);
   emitWgmmaFence(b);
   for (unsigned kk = 0; kk < steps; ++kk) {
-    unsigned offset = kk * WgmmaLayout::kStep * WgmmaLayout::kSlabRowBytes;
+    unsigned offset = kk * WgmmaLayout::kStep * mnMajor.swizzleBytes;
     sums = emitWgmmaRegisters(b, spec.dtype, sums, accumulate || kk > 0,
                               fragments[kk],
                               wgmmaDescriptorAt(b, vBase, offset, mnMajor),

@@ -43,7 +43,9 @@ std::string fmhajit::whyChosen(const Dispatch &d) {
 }
 
 unsigned fmhajit::kvRowAlignmentNeeded(const KernelSpec &spec) {
-  return spec.pipeline == Pipeline::Mma ? 16 : dtypeBytes(spec.dtype);
+  bool copiesChunks =
+      spec.pipeline == Pipeline::Mma || spec.pipeline == Pipeline::Wgmma;
+  return copiesChunks ? 16 : dtypeBytes(spec.dtype);
 }
 
 static void dropMisaligned(Narrowing &n) {
@@ -52,11 +54,11 @@ static void dropMisaligned(Narrowing &n) {
     return kvRowAlignmentNeeded(c) > n.query.kvRowAlignment;
   });
   if (n.candidates.size() != before)
-    n.note("1 layout", "K/V rows start only " +
-                           std::to_string(n.query.kvRowAlignment) +
-                           "-byte aligned: dropped " +
-                           count(before - n.candidates.size(), "candidate") +
-                           " of pipeline mma (16-byte cp.async copies)");
+    n.note("1 layout",
+           "K/V rows start only " + std::to_string(n.query.kvRowAlignment) +
+               "-byte aligned: dropped " +
+               count(before - n.candidates.size(), "candidate") +
+               " of pipelines mma and wgmma (16-byte cp.async copies)");
 }
 
 static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {

@@ -4,23 +4,30 @@
 using namespace fmhajit;
 using llvm::Twine;
 
-// Rows are whole slab rows (no padding: the swizzle, not padding, spreads
-// ldmatrix-free wgmma reads over the banks), and every tile's row count is a
-// multiple of 8, so each tile ends on a swizzle-atom boundary.
+// Rows are whole slab rows (no padding: the swizzle spreads accesses over
+// the banks); each tile starts on a 1024-byte boundary.
 WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
     : spec(spec), arch(arch) {
   unsigned size = dtypeBytes(spec.dtype);
+  auto aligned = [](unsigned offset) {
+    return (offset + kTileAlignment - 1) / kTileAlignment * kTileAlignment;
+  };
   query = {0, spec.bm, spec.d, size};
-  keys = {query.end(), spec.bn, spec.d, size};
-  values = {keys.end(), spec.bn, spec.headDimV(), size};
+  keys = {aligned(query.end()), spec.bn, spec.d, size};
+  values = {aligned(keys.end()), spec.bn, spec.headDimV(), size};
 }
 
-unsigned WgmmaLayout::slabElements() const {
-  return kSlabRowBytes / dtypeBytes(spec.dtype);
+unsigned WgmmaLayout::slabBytes(unsigned width) const {
+  unsigned rowBytes = width * dtypeBytes(spec.dtype);
+  for (unsigned bytes : {128u, 64u})
+    if (rowBytes % bytes == 0)
+      return bytes;
+  return 32;
 }
 
+// Further stages would repeat the K and V tiles after the first.
 unsigned WgmmaLayout::bytes() const {
-  return query.bytes() + spec.stages * (keys.bytes() + values.bytes());
+  return keys.offset + spec.stages * (values.end() - keys.offset);
 }
 
 void WgmmaLayout::check(ErrorList &errors) const {
@@ -44,8 +51,8 @@ void WgmmaLayout::check(ErrorList &errors) const {
     addTileError(errors, "dv", spec.headDimV(),
                  "pipeline wgmma computes O with one instruction of at most "
                  "256 columns: use dv up to 256");
-  checkHeadDimMultiple(spec, slabElements(),
+  checkHeadDimMultiple(spec, 32 / dtypeBytes(spec.dtype),
                        "pipeline wgmma reads Q, K and V in swizzled slabs of "
-                       "128 bytes",
+                       "at least 32 bytes",
                        errors);
 }

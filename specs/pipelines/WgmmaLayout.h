@@ -4,12 +4,14 @@
 // warps owns the 64 rows one wgmma m64nNk16 computes; S and O stay in
 // registers as wgmma accumulators. Q [bm][d], K [bn][d] and V [bn][dv] sit
 // in shared memory in the layout wgmma reads through matrix descriptors:
-// slabs of 64 columns (128 bytes of 16-bit elements), each slab rows x 128
-// bytes with the 16-byte chunks of row r XOR-swizzled by r % 8 (the 128-byte
-// swizzle, which TMA also writes). Every slab starts on a 1024-byte
-// boundary, where the swizzle pattern repeats, so descriptors need no base
-// offset. Slabs are why d and dv are multiples of 64, and wgmma's largest N
-// (256) bounds bn and dv.
+// slabs of columns, each slab rows x W bytes with W = 128, 64 or 32 (the
+// widest that divides a row), its 16-byte chunks XOR-swizzled by the
+// address bits above the row (the W-byte swizzle, which TMA also writes).
+// A swizzle pattern repeats every 8 rows (an atom of 8 W bytes); every tile
+// starts on a 1024-byte boundary and is a whole number of atoms, so
+// descriptors need no base offset. The 32-byte swizzle is why d and dv are
+// multiples of 16 (of 32 bytes), and wgmma's largest N (256) bounds bn and
+// dv.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,10 +25,10 @@ public:
   static constexpr unsigned kWarpsPerGroup = 4;
   /// Query rows a warp owns (a warpgroup's wgmma covers 64).
   static constexpr unsigned kRowsPerWarp = 16;
-  /// Bytes of one swizzled slab row, and the slab's width in elements.
-  static constexpr unsigned kSlabRowBytes = 128;
-  /// The swizzle pattern's period: 8 rows of 128 bytes.
-  static constexpr unsigned kSwizzleAtomBytes = 1024;
+  /// Rows in one swizzle pattern.
+  static constexpr unsigned kAtomRows = 8;
+  /// Where every tile starts: the widest swizzle's atom.
+  static constexpr unsigned kTileAlignment = 1024;
   /// wgmma's largest N: bounds bn (S = Q K^T) and dv (O += P V).
   static constexpr unsigned kMaxN = 256;
   /// Keys (and columns of d) one wgmma step multiplies.
@@ -36,11 +38,12 @@ public:
 
   SharedTile query, keys, values;
 
-  /// Elements per slab row of the spec's dtype.
-  unsigned slabElements() const;
+  /// Bytes of one slab row (and the swizzle's width) for rows of \p width
+  /// elements: 128, 64 or 32, the widest dividing the row.
+  unsigned slabBytes(unsigned width) const;
   unsigned bytes() const;
   /// Stages in range; one warp per 16 query rows in whole warpgroups; d and
-  /// dv whole slabs; bn and dv within wgmma's N.
+  /// dv rows of whole 32-byte chunks; bn and dv within wgmma's N.
   void check(ErrorList &errors) const;
 
 private:

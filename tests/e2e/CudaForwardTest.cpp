@@ -9,6 +9,7 @@
 //
 //   DTypesAndHeadDims  fp16/bf16/fp32 x d = 64, 128, 256 and d=192,dv=128,
 //                      with masks, lse and GQA rotated across the grid
+//   NarrowSwizzles     fp16/bf16 x d = 32, 80, 96, 160
 //   Masks              Sq = 1, Sk < Sq (rows that see no key), windows
 //   GroupedQuery       Hq/Hkv = 1, 2, 4 (MQA)
 //   ScoreModifiers     softcap, ALiBi (default and custom slopes), scale
@@ -106,6 +107,11 @@ CUDA_TABLE(DTypesAndHeadDims,
            dtypeHeadDimGrid({"fp16", "bf16", "fp32"},
                             {"d=64", "d=128", "d=256", "d=192,dv=128"}, 150,
                             197));
+
+// Rows of 64, 160 and 192 bytes: wgmma's 64- and 32-byte swizzles.
+CUDA_TABLE(NarrowSwizzles,
+           dtypeHeadDimGrid({"bf16", "fp16"}, {"d=32", "d=80", "d=96", "d=160"},
+                            70, 133));
 
 //===-- Masks -------------------------------------------------------------===//
 
