@@ -1,12 +1,12 @@
 //===- ApiCudaTest.cpp - The public API on a CUDA GPU ---------------------===//
 //
 // The same contract as ApiTest.cpp with Device::Cuda: device pointers in
-// Tensors (cu_seqlens and ALiBi slopes included), the GPU's own target, the
-// mma pipeline when K/V rows are 16-byte aligned and simt when they are
-// not, and autotuning timed with CUDA events. Then the multi-stage plans:
-// decode split over the GPU's SMs with the combine after it (workspace in
-// device memory), paged K/V with the block table and lengths on the
-// device, and appends (contiguous and paged, rotary) as in
+// Tensors (cu_seqlens and ALiBi slopes included), the GPU's own target, a
+// tensor-core pipeline (wgmma on sm_90a, else mma) when K/V rows are 16-byte
+// aligned and simt when they are not, and autotuning timed with CUDA events.
+// Then the multi-stage plans: decode split over the GPU's SMs with the combine
+// after it (workspace in device memory), paged K/V with the block table and
+// lengths on the device, and appends (contiguous and paged, rotary) as in
 // ApiPagedTest/ApiAppendTest. Skipped without a driver.
 //
 //===----------------------------------------------------------------------===//
@@ -48,8 +48,8 @@ Problem gpuProblem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq,
 struct GpuCase {
   std::string label;
   Problem problem;
-  std::string
-      pipeline; ///< the pipeline the plan must pick, "_mma_" or "_simt_"
+  std::string pipeline; ///< what the chosen name holds: "mma_sm" (mma or wgmma)
+                        ///< or "_simt_"
 };
 
 void PrintTo(const GpuCase &c, std::ostream *os) { *os << c.label; }
@@ -85,12 +85,12 @@ std::vector<GpuCase> gpuCases() {
   Problem alibi = gpuProblem(1, 4, 4, 64, 64, 128, DType::BF16);
   alibi.alibi = true;
   alibi.softcap = 30;
-  return {{"BshdGqaCausalLse", bshd, "_mma_"},
-          {"Bhsd", bhsd, "_mma_"},
+  return {{"BshdGqaCausalLse", bshd, "mma_sm"},
+          {"Bhsd", bhsd, "mma_sm"},
           {"MisalignedKvIsSimt", odd, "_simt_"},
           {"Fp32Window", fp32, "_simt_"},
-          {"VarlenDeviceCuSeqlens", varlen, "_mma_"},
-          {"AlibiSoftcap", alibi, "_mma_"}};
+          {"VarlenDeviceCuSeqlens", varlen, "mma_sm"},
+          {"AlibiSoftcap", alibi, "mma_sm"}};
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, ApiCuda, ::testing::ValuesIn(gpuCases()),
                          [](const auto &info) { return info.param.label; });
