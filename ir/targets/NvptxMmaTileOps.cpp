@@ -96,7 +96,7 @@ public:
   void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
-  void store(const RowVec &r, Value *dst, Value *valid) override;
+  void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
   void sync(Tile &tile) override { waitFor(tile); }
   void drain() override {
     if (!pending.empty())
@@ -466,7 +466,8 @@ void NvptxMmaTileOps::store(const Tile &tile, const GlobalRows &dst,
     }
 }
 
-void NvptxMmaTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+void NvptxMmaTileOps::store(const RowVec &r, const GlobalRows &dst,
+                            Value *valid) {
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned half = 0; half < 2; ++half) {
       Value *row = rowOf(i, 2 * half);
@@ -475,7 +476,7 @@ void NvptxMmaTileOps::store(const RowVec &r, Value *dst, Value *valid) {
       emitIf(b, mine, "store.row", [&] {
         b.CreateStore(
             b.CreateLoad(b.getFloatTy(), slot(r.storage, i * 2 + half)),
-            b.CreateInBoundsGEP(b.getFloatTy(), dst, row));
+            dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
       });
     }
 }
