@@ -140,7 +140,22 @@ std::vector<GpuSplitCase> gpuSplitCases() {
       {"mma_varlen",
        "family=fwd_splitkv,dtype=bf16,d=64,varlen=1,lse=1",
        Shape::varlen({1, 77, 5}, {200, 5, 333}, 4, 2),
-       {4}}};
+       {4}},
+      // pack_gqa: each group's rows in one tile, partials per packed row.
+      {"mma_decode_gqa8_packed",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,bias=alibi,lse=1,"
+       "pack_gqa=1",
+       Shape::dense(2, 16, 2, 1, 1000),
+       {1, 3, 7}},
+      {"mma_multi_token_gqa16_packed",
+       "family=fwd_splitkv,dtype=fp16,d=256,mask=causal_br,lse=1,pack_gqa=1",
+       Shape::dense(1, 32, 2, 4, 777),
+       {1, 5}},
+      {"simt_varlen_gqa4_packed",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=window,varlen=1,lse=1,"
+       "pipeline=simt,pack_gqa=1",
+       Shape::varlen({1, 8, 3}, {200, 9, 333}, 8, 2).window(50, 0),
+       {1, 4}}};
 }
 INSTANTIATE_TEST_SUITE_P(
     Cases, CudaSplitKv, ::testing::ValuesIn(gpuSplitCases()),
@@ -219,8 +234,12 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Pipelines, CudaPaged,
-    ::testing::Values("family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1",
-                      "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt"));
+    ::testing::Values(
+        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1",
+        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt",
+        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,softcap=1,lse=1,"
+        "pack_gqa=1",
+        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt,pack_gqa=1"));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   SKIP_WITHOUT_GPU(runner);

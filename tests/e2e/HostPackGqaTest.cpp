@@ -152,12 +152,22 @@ std::vector<PackCase> packCases() {
                    {3, 5, 6},
                    {1, 4, 7, 40}});
   cases.push_back({"fwd_fp32_d64_prefill_causal",
-                   fwd + "dtype=fp32,d=64,mask=causal,lse=1", Runner::Fwd,
-                   {4}, {37, 70}, 1, 0, 1});
+                   fwd + "dtype=fp32,d=64,mask=causal,lse=1",
+                   Runner::Fwd,
+                   {4},
+                   {37, 70},
+                   1,
+                   0,
+                   1});
   // causal_br with fewer keys than queries: leading rows see no key.
   cases.push_back({"fwd_fp32_d64_rows_without_keys",
-                   fwd + "dtype=fp32,d=64,mask=causal_br,lse=1", Runner::Fwd,
-                   {2, 8}, {6, 8}, 2, 3, 0});
+                   fwd + "dtype=fp32,d=64,mask=causal_br,lse=1",
+                   Runner::Fwd,
+                   {2, 8},
+                   {6, 8},
+                   2,
+                   3,
+                   0});
   cases.push_back({"fwd_bf16_d64_varlen_causal_br",
                    fwd + "dtype=bf16,d=64,mask=causal_br,varlen=1,lse=1",
                    Runner::Fwd,
