@@ -57,11 +57,6 @@ struct GlobalRows {
 
   /// The address of row \p row's first element (\p row: i64).
   llvm::Value *rowPointer(llvm::IRBuilderBase &b, llvm::Value *row) const;
-
-  /// Consecutive floats from \p base: one RowVec value per row.
-  static GlobalRows floats(llvm::IRBuilderBase &b, llvm::Value *base) {
-    return {base, b.getInt64(1), DType::F32};
-  }
 };
 
 using ElementFn =
