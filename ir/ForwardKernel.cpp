@@ -9,6 +9,11 @@
 // writes fp32 partials for splitkv_combine), and fwd_paged reads K/V rows
 // through a block table (GlobalRows::rowAddress).
 //
+// Under pack_gqa a tile row is a (token, head) pair of the item's GQA group
+// (WorkItem.h): Q, O, LSE and partial rows go through per-row addresses
+// (QueryTileRows), and the mask and ALiBi read each row's own token and
+// head; the key range of a tile is that of its first and last tokens.
+//
 //===----------------------------------------------------------------------===//
 #include "ir/ForwardKernel.h"
 #include "ir/KernelAbiIR.h"
@@ -58,6 +63,12 @@ struct PagedRows {
   }
 };
 
+/// The query tokens of a tile's first and last valid rows (i32): the key
+/// range and the mask's edge tests follow them.
+struct TileTokens {
+  Value *first, *last;
+};
+
 class ForwardEmitter {
 public:
   ForwardEmitter(const KernelSpec &spec, TargetInfo &target, IRBuilderBase &b,
@@ -83,7 +94,13 @@ private:
   void emitTile(const WorkItem &s);
   void restrictToSplit(const WorkItem &s, Value *&kvBegin, Value *&kvEnd);
   void applyScoreMods(Tile &scores, const WorkItem &s, const Band &band,
-                      Value *j0, Value *rows);
+                      Value *j0, const TileTokens &tokens);
+  void applyAlibi(Tile &scores, const WorkItem &s, Value *j0);
+  void applyMask(Tile &scores, const WorkItem &s, const Band &band, Value *j0,
+                 const TileTokens &tokens);
+  /// Under pack_gqa: the ALiBi slope of tile row \p row's head (\p row: i32,
+  /// scalar or vector), times log2e.
+  Value *alibiSlopeLog2(const WorkItem &s, Value *slopes, Value *row);
   /// Turns \p scores into P and updates m and l; returns the factor O's
   /// rows must be rescaled by before P V is added.
   RowVec emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l);
@@ -91,6 +108,14 @@ private:
                     Value *rows);
   void storeOutputs(const WorkItem &s, Tile &out, RowVec &lse, Value *rows);
   void storePartials(const WorkItem &s, Tile &out, RowVec &lse, Value *rows);
+  /// \p tensor's rows of the item's query tile ([batch, token, head] with
+  /// \p strides).
+  QueryTileRows queryRows(const WorkItem &s, KernelArgsField tensor,
+                          KernelArgsField strides, DType dtype);
+  /// LSE-shaped rows (the LSE, the partials) of the tile in \p base, each
+  /// \p width floats, the tile's first at row \p rowIndex.
+  QueryTileRows lseRows(const WorkItem &s, Value *base, Value *rowIndex,
+                        unsigned width);
 
   Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
   Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
@@ -156,7 +181,8 @@ PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
 }
 
 void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
-                                    const Band &band, Value *j0, Value *rows) {
+                                    const Band &band, Value *j0,
+                                    const TileTokens &tokens) {
   if (spec.softcap) { // s = c * tanh(s / c), then into log2 units
     Value *c = p.get(kSoftcap);
     Value *invC = b.CreateFDiv(f32(1), c);
@@ -166,22 +192,59 @@ void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
       return b.CreateFMul(t, splatLike(b, cLog2e, x));
     });
   }
-  if (spec.bias == Bias::Alibi) { // s -= slope_h * |i + sk - sq - j|
-    Value *slope = b.CreateLoad(
-        b.getFloatTy(),
-        b.CreateInBoundsGEP(b.getFloatTy(), p.get(kAlibiSlopes), s.h));
-    Value *slopeLog2 = b.CreateFMul(slope, f32(kLog2e));
-    Value *rowOrigin = b.CreateAdd(s.i0, b.CreateSub(s.sk, s.sq));
-    ops->map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
-      Value *dist = b.CreateSub(b.CreateAdd(row, splatLike(b, rowOrigin, row)),
-                                b.CreateAdd(col, splatLike(b, j0, col)));
-      Value *absDist =
-          b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
-      Value *penalty = b.CreateFMul(b.CreateSIToFP(absDist, x->getType()),
-                                    splatLike(b, slopeLog2, x));
-      return b.CreateFSub(x, penalty);
-    });
-  }
+  if (spec.bias == Bias::Alibi)
+    applyAlibi(scores, s, j0);
+  applyMask(scores, s, band, j0, tokens);
+}
+
+// Under pack_gqa each row's head has its own slope: a gather, which the
+// loop-invariant row index lets LLVM hoist out of the key loop.
+Value *ForwardEmitter::alibiSlopeLog2(const WorkItem &s, Value *slopes,
+                                      Value *row) {
+  Value *packed = b.CreateAdd(row, splatLike(b, s.i0, row));
+  Value *head =
+      b.CreateAdd(b.CreateZExt(queryHeadOffset(b, s, packed),
+                               row->getType()->getWithNewType(b.getInt64Ty())),
+                  splatLike(b, s.h, row));
+  Value *at = b.CreateInBoundsGEP(b.getFloatTy(), slopes, head);
+  Value *slope = nullptr;
+  if (at->getType()->isVectorTy())
+    slope = b.CreateMaskedGather(row->getType()->getWithNewType(b.getFloatTy()),
+                                 at, Align(4));
+  else
+    slope = b.CreateLoad(b.getFloatTy(), at);
+  return b.CreateFMul(slope, splatLike(b, f32(kLog2e), slope));
+}
+
+// s -= slope_h * |i + sk - sq - j|, i the row's token and h its head
+void ForwardEmitter::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
+  Value *slopes = p.get(kAlibiSlopes);
+  Value *itemSlope = nullptr; // one head per tile unless packed
+  if (!s.group)
+    itemSlope = b.CreateFMul(
+        b.CreateLoad(b.getFloatTy(),
+                     b.CreateInBoundsGEP(b.getFloatTy(), slopes, s.h)),
+        f32(kLog2e));
+  Value *origin = b.CreateSub(s.sk, s.sq);
+  Value *rowOrigin = s.group ? origin : b.CreateAdd(s.i0, origin);
+  ops->map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
+    Value *i = s.group
+                   ? queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)))
+                   : row;
+    Value *dist = b.CreateSub(b.CreateAdd(i, splatLike(b, rowOrigin, i)),
+                              b.CreateAdd(col, splatLike(b, j0, col)));
+    Value *absDist =
+        b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
+    Value *fdist = b.CreateSIToFP(absDist, x->getType());
+    Value *slope =
+        itemSlope ? splatLike(b, itemSlope, x) : alibiSlopeLog2(s, slopes, row);
+    return b.CreateFSub(x, b.CreateFMul(fdist, slope));
+  });
+}
+
+void ForwardEmitter::applyMask(Tile &scores, const WorkItem &s,
+                               const Band &band, Value *j0,
+                               const TileTokens &tokens) {
   // Only tiles that cross the band's edges or the end of the keys pay for
   // the per-element mask.
   Value *jLast = b.CreateAdd(j0, i32(spec.bn - 1));
@@ -190,17 +253,16 @@ void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
     needsMask = b.CreateOr(
         needsMask,
         b.CreateICmpSGT(
-            jLast, b.CreateAdd(s.i0, b.CreateAdd(band.offset, band.right))));
-  if (band.lower) {
-    Value *lastRow = b.CreateAdd(s.i0, b.CreateSub(rows, i32(1)));
+            jLast,
+            b.CreateAdd(tokens.first, b.CreateAdd(band.offset, band.right))));
+  if (band.lower)
     needsMask = b.CreateOr(
         needsMask,
         b.CreateICmpSLT(
-            j0, b.CreateSub(b.CreateAdd(lastRow, band.offset), band.left)));
-  }
+            j0, b.CreateSub(b.CreateAdd(tokens.last, band.offset), band.left)));
   emitIf(b, needsMask, "mask", [&] {
     ops->map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
-      Value *i = b.CreateAdd(row, splatLike(b, s.i0, row));
+      Value *i = queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)));
       Value *j = b.CreateAdd(col, splatLike(b, j0, col));
       Value *visible = b.CreateICmpSLT(j, splatLike(b, s.sk, j));
       if (band.upper) {
@@ -275,36 +337,46 @@ void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
       [&] { storeOutputs(s, out, lse, rows); });
 }
 
+QueryTileRows ForwardEmitter::queryRows(const WorkItem &s,
+                                        KernelArgsField tensor,
+                                        KernelArgsField strides, DType dtype) {
+  return {s, rowsOf(tensor, strides, s.b, tileQueryRow(b, s), s.h, dtype),
+          p.stride(strides, 1), s.group ? p.stride(strides, 2) : nullptr,
+          dtype};
+}
+
+QueryTileRows ForwardEmitter::lseRows(const WorkItem &s, Value *base,
+                                      Value *rowIndex, unsigned width) {
+  Value *w = b.getInt64(width);
+  auto times = [&](Value *x) { return width == 1 ? x : b.CreateMul(x, w); };
+  Value *headStride = s.group ? times(lseHeadStride(b, p, spec)) : nullptr;
+  return {s, b.CreateInBoundsGEP(b.getFloatTy(), base, times(rowIndex)), w,
+          headStride, DType::F32};
+}
+
 void ForwardEmitter::storeOutputs(const WorkItem &s, Tile &out, RowVec &lse,
                                   Value *rows) {
-  Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
-  ops->store(out,
-             {rowsOf(kO, kOStrides, s.b, qRow, s.h, spec.outType()),
-              p.stride(kOStrides, 1), spec.outType()},
-             rows);
-  if (spec.lse)
-    ops->store(lse,
-               b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLse),
-                                   lseRowIndex(b, p, spec, s, qRow)),
-               rows);
+  QueryTileRows oRows = queryRows(s, kO, kOStrides, spec.outType());
+  ops->store(out, oRows.rows(b), rows);
+  if (!spec.lse)
+    return;
+  QueryTileRows lseOut = lseRows(
+      s, p.get(kLse), lseRowIndex(b, p, spec, s, tileQueryRow(b, s)), 1);
+  ops->store(lse, lseOut.rows(b), rows);
 }
 
 // Partials sit split-major, each split laid out like the LSE with dv floats
 // per row: row index = split * plane + lseRowIndex.
 void ForwardEmitter::storePartials(const WorkItem &s, Tile &out, RowVec &lse,
                                    Value *rows) {
-  Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
   Value *split = b.CreateSExt(s.split, b.getInt64Ty());
   Value *row = b.CreateAdd(b.CreateMul(split, lsePlaneSize(b, p, spec)),
-                           lseRowIndex(b, p, spec, s, qRow), "partial.row");
-  Value *dv = b.getInt64(spec.headDimV());
-  ops->store(out,
-             {b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum),
-                                  b.CreateMul(row, dv)),
-              dv, DType::F32},
-             rows);
-  ops->store(lse, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), row),
-             rows);
+                           lseRowIndex(b, p, spec, s, tileQueryRow(b, s)),
+                           "partial.row");
+  QueryTileRows oRows = lseRows(s, p.get(kOAccum), row, spec.headDimV());
+  ops->store(out, oRows.rows(b), rows);
+  QueryTileRows lseOut = lseRows(s, p.get(kLseAccum), row, 1);
+  ops->store(lse, lseOut.rows(b), rows);
 }
 
 // The part of [kvBegin, kvEnd) this split owns: whole bn-tiles, as even as
@@ -327,17 +399,18 @@ void ForwardEmitter::restrictToSplit(const WorkItem &s, Value *&kvBegin,
 }
 
 void ForwardEmitter::emitTile(const WorkItem &s) {
-  Value *rows = minI(i32(spec.bm), b.CreateSub(s.sq, s.i0));
+  Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+  TileTokens tokens{
+      queryToken(b, s, s.i0),
+      queryToken(b, s, b.CreateAdd(s.i0, b.CreateSub(rows, i32(1))))};
   Band mask = band(s);
   Value *kvBegin = i32(0), *kvEnd = s.sk;
   if (mask.lower)
-    kvBegin =
-        maxI(i32(0), b.CreateSub(b.CreateAdd(s.i0, mask.offset), mask.left));
-  if (mask.upper) {
-    Value *lastRow = b.CreateAdd(s.i0, b.CreateSub(rows, i32(1)));
-    kvEnd = minI(s.sk, b.CreateAdd(b.CreateAdd(lastRow, mask.offset),
+    kvBegin = maxI(
+        i32(0), b.CreateSub(b.CreateAdd(tokens.first, mask.offset), mask.left));
+  if (mask.upper)
+    kvEnd = minI(s.sk, b.CreateAdd(b.CreateAdd(tokens.last, mask.offset),
                                    b.CreateAdd(mask.right, i32(1))));
-  }
   if (splits)
     restrictToSplit(s, kvBegin, kvEnd);
 
@@ -350,11 +423,8 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
 
   Value *scale = p.get(kScale);
   Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
-  Value *qRow = b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
-  ops->load(q,
-            {rowsOf(kQ, kQStrides, s.b, qRow, s.h, spec.dtype),
-             p.stride(kQStrides, 1), spec.dtype},
-            rows, qScale);
+  QueryTileRows qRows = queryRows(s, kQ, kQStrides, spec.dtype);
+  ops->load(q, qRows.rows(b), rows, qScale);
   ops->limitQueryRows(rows);
   ops->fill(m, -INFINITY);
   ops->fill(l, 0.0f);
@@ -394,7 +464,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
     ops->sync(kT);
     ops->load(v, kvRows(kV, kVStrides, pagedV, j0), keysAt(j0), nullptr);
     ops->matmul(scores, q, kT);
-    applyScoreMods(scores, s, mask, j0, rows);
+    applyScoreMods(scores, s, mask, j0, tokens);
     ops->sync(v);
     Value *next = b.CreateAdd(j0, i32(spec.bn));
     Value *more = b.CreateICmpSLT(next, kvEnd);
@@ -409,7 +479,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
 
 void ForwardEmitter::emitWorkItem(Value *workItem) {
   WorkItem s = locateWorkItem(b, p, spec, workItem, {splits, paged});
-  emitIf(b, b.CreateICmpSLT(s.i0, s.sq), "tile", [&] { emitTile(s); });
+  emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] { emitTile(s); });
 }
 
 void fmhajit::emitForwardKernel(const KernelSpec &spec, TargetInfo &target,

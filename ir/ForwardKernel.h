@@ -26,6 +26,12 @@ namespace fmhajit {
 ///   lseAccum at row split * plane + lse row; with numSplits = 1 it stores
 ///   O and LSE as fwd does. fwd_paged reads sk from cacheSeqlens[b] and K/V
 ///   row j from page blockTable[b][j >> log2PageSize], row j & (P - 1).
+///
+/// Under pack_gqa the items run over (b, K/V head hk, t) and a tile's row R
+/// (counted over the item's sq * group rows) is token R / group of query
+/// head hk * group + R % group: Q, O, LSE and partial rows are found per
+/// row, the mask and ALiBi use the row's token and head, and the tile's key
+/// range runs from its first row's token to its last's.
 void emitForwardKernel(const KernelSpec &spec, TargetInfo &target,
                        llvm::Module &m);
 

@@ -79,9 +79,24 @@ inline bool hasSplitWorkItems(Family f) {
   return f == Family::FwdSplitKv || f == Family::FwdPaged;
 }
 
+/// The heads a forward family's work items run over: headsKv under
+/// pack_gqa, where one item's tile packs the query heads of a K/V head,
+/// else headsQ (docs/families.md).
+inline int64_t itemHeads(const KernelSpec &spec, int64_t headsQ,
+                         int64_t headsKv) {
+  return spec.pack_gqa ? headsKv : headsQ;
+}
+
+/// The query rows of one sequence and item head: seqlenQ tokens, each
+/// headsQ / headsKv rows under pack_gqa.
+inline int64_t itemQueryRows(const KernelSpec &spec, int64_t seqlenQ,
+                             int64_t headsQ, int64_t headsKv) {
+  return spec.pack_gqa && headsKv > 0 ? seqlenQ * (headsQ / headsKv) : seqlenQ;
+}
+
 /// The host entry point: runs work items [begin, end), where item
-/// w = ((b * headsQ) + h) * numQTiles + qTile, times max(numSplits, 1) plus
-/// the split when hasSplitWorkItems(family).
+/// w = ((b * heads) + h) * numQTiles + qTile (heads: itemHeads), times
+/// max(numSplits, 1) plus the split when hasSplitWorkItems(family).
 using HostKernelFn = void (*)(const KernelArgs *params, int64_t begin,
                               int64_t end);
 

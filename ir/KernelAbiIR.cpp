@@ -68,13 +68,14 @@ Value *ArgsReader::stride(KernelArgsField field, unsigned which,
   return b.CreateLoad(b.getInt64Ty(), elem, name);
 }
 
-Value *ArgsReader::workItems(bool splitItems) {
+Value *ArgsReader::workItems(const KernelSpec &spec) {
   auto wide = [&](KernelArgsField f) {
     return b.CreateSExt(get(f), b.getInt64Ty());
   };
+  Value *heads = wide(spec.pack_gqa ? kHeadsKv : kHeadsQ);
   Value *tiles =
-      b.CreateMul(b.CreateMul(wide(kBatch), wide(kHeadsQ)), wide(kNumQTiles));
-  if (!splitItems)
+      b.CreateMul(b.CreateMul(wide(kBatch), heads), wide(kNumQTiles));
+  if (!hasSplitWorkItems(spec.family))
     return tiles;
   Value *splits = wide(kNumSplits);
   splits = b.CreateSelect(b.CreateICmpSGT(splits, b.getInt64(1)), splits,

@@ -29,10 +29,11 @@ public:
   /// read through `%args.<field>.<batch|row|head>`.
   llvm::Value *stride(KernelArgsField field, unsigned which,
                       const llvm::Twine &name = "");
-  /// The call's work items as i64: batch * headsQ * numQTiles, times
-  /// max(numSplits, 1) when \p splitItems: the count runtime's workItems()
-  /// launches.
-  llvm::Value *workItems(bool splitItems);
+  /// The call's work items of \p spec's kernel as i64: batch * heads *
+  /// numQTiles (heads: headsKv under pack_gqa, else headsQ), times
+  /// max(numSplits, 1) when hasSplitWorkItems: the count runtime's
+  /// workItems() launches.
+  llvm::Value *workItems(const KernelSpec &spec);
 
 private:
   llvm::Value *fieldAddress(KernelArgsField field);

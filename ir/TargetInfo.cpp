@@ -3,9 +3,11 @@
 #include "ir/KernelAbiIR.h"
 #include "ir/TileOps.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/PatternMatch.h"
 
 using namespace fmhajit;
 using namespace llvm;
+using namespace llvm::PatternMatch;
 
 TargetInfo::~TargetInfo() = default;
 TileOps::~TileOps() = default;
@@ -61,6 +63,6 @@ Value *fmhajit::splatLike(IRBuilderBase &b, Value *scalar, Value *like) {
 Value *GlobalRows::rowPointer(IRBuilderBase &b, Value *row) const {
   if (rowAddress)
     return rowAddress(b, row);
-  return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), base,
-                             b.CreateMul(row, rowStride));
+  Value *offset = match(rowStride, m_One()) ? row : b.CreateMul(row, rowStride);
+  return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), base, offset);
 }

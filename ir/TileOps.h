@@ -45,10 +45,10 @@ using RowAddressFn =
     llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b, llvm::Value *row)>;
 
 /// Rows of a tensor in global memory: row r starts at base + r * rowStride
-/// elements, or at rowAddress(r) when that is set (a paged K/V cache), and
-/// its elements are contiguous. Targets ask rowPointer() rather than doing
-/// the arithmetic, so both kinds load alike; the evenly spaced one stays a
-/// multiply-add.
+/// elements, or at rowAddress(r) when that is set (a paged K/V cache, the
+/// rows of packed GQA heads), and its elements are contiguous. Targets ask
+/// rowPointer() rather than doing the arithmetic, so both kinds load alike; the
+/// evenly spaced one stays a multiply-add.
 struct GlobalRows {
   llvm::Value *base;      ///< ptr; unused with rowAddress
   llvm::Value *rowStride; ///< i64, in elements; unused with rowAddress
@@ -116,8 +116,11 @@ public:
   /// Stores the first \p valid rows of \p t, converted to dst.dtype.
   virtual void store(const Tile &t, const GlobalRows &dst,
                      llvm::Value *valid) = 0;
-  /// Stores the first \p valid values of \p r to consecutive floats at \p dst.
-  virtual void store(const RowVec &r, llvm::Value *dst, llvm::Value *valid) = 0;
+  /// Stores the first \p valid values of \p r as floats, value i at
+  /// dst.rowPointer(i): consecutive floats with a row stride of 1, or
+  /// wherever dst.rowAddress puts them (the LSE rows of packed GQA heads).
+  virtual void store(const RowVec &r, const GlobalRows &dst,
+                     llvm::Value *valid) = 0;
   /// Makes \p t's last load visible to every thread; targets that copy
   /// asynchronously wait here rather than at the tile's first use.
   virtual void sync(Tile &t) {}

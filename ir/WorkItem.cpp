@@ -1,5 +1,4 @@
-//===- WorkItem.cpp - Which query tile a work item owns, and where it lives
-//===//
+//===- WorkItem.cpp - Which query tile a work item owns, where it lives ---===//
 #include "ir/WorkItem.h"
 
 using namespace fmhajit;
@@ -17,33 +16,16 @@ static Value *loadI32(IRBuilderBase &b, Value *base, Value *index,
                       b.CreateInBoundsGEP(b.getInt32Ty(), base, index), name);
 }
 
-WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
-                                 const KernelSpec &spec, Value *w,
-                                 WorkItemShape shape) {
-  WorkItem s;
-  Value *numQTiles = b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty());
-  Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
-  Value *headsKv = b.CreateSExt(p.get(kHeadsKv), b.getInt64Ty());
-  if (shape.split) { // the part is the slowest index: see WorkItem.h
-    Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
-    Value *perSplit =
-        b.CreateMul(b.CreateMul(batch, headsQ), numQTiles, "items.per.split");
-    s.split = b.CreateTrunc(b.CreateSDiv(w, perSplit), b.getInt32Ty(), "split");
-    w = b.CreateSRem(w, perSplit);
-  }
-  Value *qTile = b.CreateSRem(w, numQTiles, "qtile");
-  Value *bh = b.CreateSDiv(w, numQTiles);
-  s.h = b.CreateSRem(bh, headsQ, "h");
-  s.b = b.CreateSDiv(bh, headsQ, "b");
-  s.hk = b.CreateSDiv(s.h, b.CreateSDiv(headsQ, headsKv), "hk"); // GQA groups
-  s.i0 = b.CreateMul(b.CreateTrunc(qTile, b.getInt32Ty()), b.getInt32(spec.bm),
-                     "i0");
+// The item's lengths and first packed rows: dense, paged or varlen.
+static void locateSequence(IRBuilderBase &b, ArgsReader &p,
+                           const KernelSpec &spec, WorkItemShape shape,
+                           WorkItem &s) {
   if (!spec.varlen) {
     s.sq = p.get(kSeqlenQ, "sq");
     s.sk = shape.cacheLengths ? loadI32(b, p.get(kCacheSeqlens), s.b, "sk")
                               : p.get(kSeqlenK, "sk");
     s.qStart = s.kStart = b.getInt64(0);
-    return s;
+    return;
   }
   auto bounds = [&](KernelArgsField cu, Value *&start, Value *&len) {
     Value *base = p.get(cu);
@@ -54,7 +36,73 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
   };
   bounds(kCuSeqlensQ, s.qStart, s.sq);
   bounds(kCuSeqlensK, s.kStart, s.sk);
+}
+
+WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
+                                 const KernelSpec &spec, Value *w,
+                                 WorkItemShape shape) {
+  WorkItem s;
+  Value *numQTiles = b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty());
+  Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
+  Value *headsKv = b.CreateSExt(p.get(kHeadsKv), b.getInt64Ty());
+  if (shape.split) { // the part is the slowest index: see WorkItem.h
+    Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
+    Value *heads = spec.pack_gqa ? headsKv : headsQ;
+    Value *perSplit =
+        b.CreateMul(b.CreateMul(batch, heads), numQTiles, "items.per.split");
+    s.split = b.CreateTrunc(b.CreateSDiv(w, perSplit), b.getInt32Ty(), "split");
+    w = b.CreateSRem(w, perSplit);
+  }
+  Value *qTile = b.CreateSRem(w, numQTiles, "qtile");
+  Value *bh = b.CreateSDiv(w, numQTiles);
+  Value *group = b.CreateSDiv(headsQ, headsKv); // GQA groups
+  if (spec.pack_gqa) {
+    s.hk = b.CreateSRem(bh, headsKv, "hk");
+    s.b = b.CreateSDiv(bh, headsKv, "b");
+    s.h = b.CreateMul(s.hk, group, "h");
+    s.group = b.CreateTrunc(group, b.getInt32Ty(), "group");
+  } else {
+    s.h = b.CreateSRem(bh, headsQ, "h");
+    s.b = b.CreateSDiv(bh, headsQ, "b");
+    s.hk = b.CreateSDiv(s.h, group, "hk");
+  }
+  s.i0 = b.CreateMul(b.CreateTrunc(qTile, b.getInt32Ty()), b.getInt32(spec.bm),
+                     "i0");
+  locateSequence(b, p, spec, shape, s);
+  s.rows = s.group ? b.CreateMul(s.sq, s.group, "packed.rows") : s.sq;
   return s;
+}
+
+Value *fmhajit::queryToken(IRBuilderBase &b, const WorkItem &s, Value *row) {
+  return s.group ? b.CreateUDiv(row, splatLike(b, s.group, row), "token") : row;
+}
+
+Value *fmhajit::queryHeadOffset(IRBuilderBase &b, const WorkItem &s,
+                                Value *row) {
+  if (!s.group)
+    return splatLike(b, b.getInt32(0), row);
+  return b.CreateURem(row, splatLike(b, s.group, row), "head.offset");
+}
+
+Value *fmhajit::tileQueryRow(IRBuilderBase &b, const WorkItem &s) {
+  if (s.group)
+    return s.qStart;
+  return b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty()));
+}
+
+GlobalRows QueryTileRows::rows(IRBuilderBase &b) const {
+  if (item.group)
+    return {nullptr, nullptr, dtype, *this};
+  return {base, tokenStride, dtype};
+}
+
+Value *QueryTileRows::operator()(IRBuilderBase &b, Value *r) const {
+  Value *row = b.CreateAdd(item.i0, b.CreateTrunc(r, b.getInt32Ty()));
+  Value *token = b.CreateZExt(queryToken(b, item, row), b.getInt64Ty());
+  Value *head = b.CreateZExt(queryHeadOffset(b, item, row), b.getInt64Ty());
+  Value *offset = b.CreateAdd(b.CreateMul(token, tokenStride),
+                              b.CreateMul(head, headStride));
+  return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), base, offset);
 }
 
 Value *fmhajit::tensorRow(IRBuilderBase &b, ArgsReader &p, bool varlen,
@@ -83,6 +131,12 @@ Value *fmhajit::lseRowIndex(IRBuilderBase &b, ArgsReader &p,
   Value *seqlenQ = b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty());
   return b.CreateAdd(
       b.CreateMul(b.CreateAdd(b.CreateMul(s.b, headsQ), s.h), seqlenQ), qRow);
+}
+
+Value *fmhajit::lseHeadStride(IRBuilderBase &b, ArgsReader &p,
+                              const KernelSpec &spec) {
+  return spec.varlen ? totalQ(b, p)
+                     : b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty());
 }
 
 Value *fmhajit::lsePlaneSize(IRBuilderBase &b, ArgsReader &p,

@@ -5,7 +5,11 @@
 // The part of the key range is the slowest index, so the query heads of one
 // GQA group, whose items follow each other, read the same part of K/V in
 // turn while it is still in cache (a host thread's L2, a GPU's L2).
-// and each needs the same answers: which sequence and head, its lengths
+// Under pack_gqa the items run over K/V heads instead (headsKv for headsQ):
+// one tile holds the query rows of every head of the group, packed token
+// by token (packed row R is token R / group of head h + R % group), so the
+// group reads each K/V tile once.
+// Every item needs the same answers: which sequence and head, its lengths
 // (dense, varlen through cu_seqlens, or paged through cacheSeqlens), where
 // its rows start in the packed tensors, and where its LSE rows go. They live
 // here once, for ForwardKernel, SplitKvCombine and AppendKvKernel.
@@ -14,6 +18,7 @@
 #pragma once
 
 #include "ir/KernelAbiIR.h"
+#include "ir/TileOps.h"
 #include "specs/KernelSpec.h"
 #include "llvm/IR/IRBuilder.h"
 
@@ -21,11 +26,51 @@ namespace fmhajit {
 
 /// Where one work item's query tile lives.
 struct WorkItem {
-  llvm::Value *b, *h, *hk;      ///< batch, query head, key/value head (i64)
+  /// Batch, query head (the group's first under pack_gqa), K/V head (i64).
+  llvm::Value *b, *h, *hk;
   llvm::Value *split = nullptr; ///< part of the key range (i32), if split
   llvm::Value *sq, *sk;         ///< this sequence's lengths (i32)
   llvm::Value *qStart, *kStart; ///< first packed row under varlen, else 0 (i64)
   llvm::Value *i0;              ///< first query row of the tile (i32)
+  /// Under pack_gqa: query heads per K/V head, the rows of one token (i32).
+  llvm::Value *group = nullptr;
+  /// The item's query rows: sq, or sq * group under pack_gqa (i32).
+  llvm::Value *rows;
+};
+
+/// The query token of tile row \p row (i32, scalar or vector) counted from
+/// the item's first row 0: row itself, or row / group under pack_gqa.
+llvm::Value *queryToken(llvm::IRBuilderBase &b, const WorkItem &item,
+                        llvm::Value *row);
+
+/// The query head of that row, past item.h: 0, or row % group under
+/// pack_gqa (i32, shaped like \p row).
+llvm::Value *queryHeadOffset(llvm::IRBuilderBase &b, const WorkItem &item,
+                             llvm::Value *row);
+
+/// The row of the tile's first query in tensors of (token, head) rows, as
+/// \p qStart counts them (i64): qStart + i0; under pack_gqa qStart, token
+/// 0 of head item.h, from which QueryTileRows finds each row.
+llvm::Value *tileQueryRow(llvm::IRBuilderBase &b, const WorkItem &item);
+
+/// Where the rows of an item's query tile live in a tensor whose rows are
+/// (token, head) pairs: Q, O, the LSE and the split partials. base is the
+/// address of tileQueryRow. Without pack_gqa, row r is at
+///   base + r * tokenStride
+/// (headStride unused); under it, row r is the item's row R = i0 + r, at
+///   base + queryToken(R) * tokenStride + queryHeadOffset(R) * headStride
+/// elements, and rows() hands the targets this object as a RowAddressFn,
+/// so it must outlive the load or store.
+///   %R = add i32 %i0, %r;  %t = udiv %R, %group;  %hh = urem %R, %group
+///   ptr = gep elem, %base, zext(%t) * tokenStride + zext(%hh) * headStride
+struct QueryTileRows {
+  const WorkItem &item;
+  llvm::Value *base;
+  llvm::Value *tokenStride, *headStride; ///< i64 elements
+  DType dtype;
+
+  GlobalRows rows(llvm::IRBuilderBase &b) const;
+  llvm::Value *operator()(llvm::IRBuilderBase &b, llvm::Value *r) const;
 };
 
 /// How a family's work items and lengths are laid out.
@@ -37,8 +82,10 @@ struct WorkItemShape {
 /// Decomposes work item \p w (i64) of \p spec's kernel:
 ///   split = w / (batch * headsQ * numQTiles); w %= that (when shape.split)
 ///   t = w % numQTiles; h = (w / numQTiles) % headsQ; b = w / numQTiles /
-///   headsQ hk = h / (headsQ / headsKv); i0 = t * bm sq, sk = seqlenQ, seqlenK
-///   | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]
+///   headsQ; hk = h / (headsQ / headsKv); i0 = t * bm;
+///   sq, sk = seqlenQ, seqlenK | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]
+/// Under pack_gqa headsKv stands for headsQ above, hk comes first and
+/// h = hk * group, group = headsQ / headsKv, rows = sq * group.
 WorkItem locateWorkItem(llvm::IRBuilderBase &b, ArgsReader &p,
                         const KernelSpec &spec, llvm::Value *w,
                         WorkItemShape shape);
@@ -61,6 +108,11 @@ llvm::Value *tensorRow(llvm::IRBuilderBase &b, ArgsReader &p, bool varlen,
 llvm::Value *lseRowIndex(llvm::IRBuilderBase &b, ArgsReader &p,
                          const KernelSpec &spec, const WorkItem &item,
                          llvm::Value *qRow);
+
+/// Rows between two heads' LSE rows of one sequence: seqlenQ, or totalQ
+/// under varlen (i64).
+llvm::Value *lseHeadStride(llvm::IRBuilderBase &b, ArgsReader &p,
+                           const KernelSpec &spec);
 
 /// Rows of one split's partial LSE (and of its partial O, times dv):
 /// batch * headsQ * seqlenQ, or headsQ * totalQ under varlen (i64).

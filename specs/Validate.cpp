@@ -23,6 +23,7 @@ enum Feature : unsigned {
   kSink = 32,
   kVarlen = 64,
   kFp8 = 128,
+  kPackGqa = 256,
 };
 struct FamilyRule {
   Family family;
@@ -34,18 +35,22 @@ struct FamilyRule {
 // modifiers; paged and combine kernels get their lengths another way.
 const FamilyRule kFamilyRules[] = {
     {Family::Fwd,
-     kMask | kBias | kSoftcap | kLse | kDropout | kSink | kVarlen | kFp8, ""},
+     kMask | kBias | kSoftcap | kLse | kDropout | kSink | kVarlen | kFp8 |
+         kPackGqa,
+     ""},
     {Family::FwdSplitKv,
-     kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8,
+     kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8 | kPackGqa,
      "split-KV is an inference kernel"},
     {Family::SplitKvCombine, kLse | kVarlen,
      "the combine step runs no attention loop"},
-    {Family::FwdPaged, kMask | kBias | kSoftcap | kLse | kSink | kFp8,
+    {Family::FwdPaged,
+     kMask | kBias | kSoftcap | kLse | kSink | kFp8 | kPackGqa,
      "paged kernels are inference kernels with per-sequence cache lengths"},
     {Family::AppendKv, kFp8, "append_kv only writes K/V rows"},
     {Family::BwdDotDoO, kVarlen, "bwd_dot_do_o runs no attention loop"},
     {Family::BwdDqDkDv, kMask | kBias | kSoftcap | kDropout | kSink | kVarlen,
-     "the backward pass reads the forward LSE and has no fp8 form"},
+     "the backward pass reads the forward LSE, has no fp8 form and keeps "
+     "one query head per tile"},
     {Family::BwdConvertDq, kVarlen, "bwd_convert_dq runs no attention loop"},
 };
 
@@ -60,7 +65,8 @@ constexpr FlagFeature kFlagFeatures[] = {
     {&KernelSpec::lse, kLse, "lse"},
     {&KernelSpec::dropout, kDropout, "dropout"},
     {&KernelSpec::sink, kSink, "sink"},
-    {&KernelSpec::varlen, kVarlen, "varlen"}};
+    {&KernelSpec::varlen, kVarlen, "varlen"},
+    {&KernelSpec::pack_gqa, kPackGqa, "pack_gqa"}};
 
 // A flag added to SpecKeys.def must say here which families take it, or the
 // build stops: an unchecked flag would be accepted by every family.

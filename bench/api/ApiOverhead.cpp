@@ -110,7 +110,7 @@ bench::measureApiOverhead(const OverheadConfig &config) {
       loaded->spec, problem,
       {data.q.data(), data.k.data(), data.v.data(), data.o.data()});
   HostKernelFn fn = loaded->kernel.entry();
-  int64_t items = workItems(params);
+  int64_t items = workItems(loaded->spec, params);
   HostExecutor executor(1);
   api::Tensors tensors{data.q.data(), data.k.data(), data.v.data(),
                        data.o.data()};

@@ -126,7 +126,7 @@ public:
   void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
-  void store(const RowVec &r, Value *dst, Value *valid) override;
+  void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
 
 private:
   Value *f32(float v) { return ConstantFP::get(b.getFloatTy(), v); }
@@ -487,14 +487,15 @@ void AmdgpuMatrixTileOps::store(const Tile &t, const GlobalRows &dst,
   }
 }
 
-void AmdgpuMatrixTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+void AmdgpuMatrixTileOps::store(const RowVec &r, const GlobalRows &dst,
+                                Value *valid) {
   for (unsigned j = 0; j < nTiles; ++j) {
     Value *row = queryRow(j);
     Value *mine = b.CreateAnd(b.CreateICmpEQ(h, b.getInt32(0)),
                               b.CreateICmpSLT(row, valid));
     emitIf(b, mine, "store.row", [&] {
       b.CreateStore(b.CreateLoad(b.getFloatTy(), slot(r.storage, j)),
-                    b.CreateInBoundsGEP(b.getFloatTy(), dst, row));
+                    dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
     });
   }
 }

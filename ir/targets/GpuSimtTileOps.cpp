@@ -105,7 +105,7 @@ public:
   void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
-  void store(const RowVec &r, Value *dst, Value *valid) override;
+  void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
 
 private:
   Value *f32(float v) { return ConstantFP::get(b.getFloatTy(), v); }
@@ -310,10 +310,11 @@ void GpuSimtTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
   });
 }
 
-void GpuSimtTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+void GpuSimtTileOps::store(const RowVec &r, const GlobalRows &dst,
+                           Value *valid) {
   emitFor(b, tid, valid, b.getInt32(threads), "store.rows", [&](Value *i) {
     b.CreateStore(b.CreateLoad(b.getFloatTy(), at(r.storage, i)),
-                  b.CreateInBoundsGEP(b.getFloatTy(), dst, i));
+                  dst.rowPointer(b, b.CreateZExt(i, b.getInt64Ty())));
   });
 }
 

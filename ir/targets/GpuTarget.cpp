@@ -14,7 +14,7 @@ void GpuTargetInfo::emitBlockWorkItem(
     IRBuilderBase &b, Value *params,
     function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
   ArgsReader p(b, params);
-  Value *total = p.workItems(hasSplitWorkItems(spec.family));
+  Value *total = p.workItems(spec);
   Value *block = b.CreateZExt(blockId(b), b.getInt64Ty());
   body(b, params,
        b.CreateSub(b.CreateSub(total, b.getInt64(1)), block, "work"));

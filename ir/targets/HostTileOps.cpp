@@ -110,7 +110,7 @@ public:
   void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
-  void store(const RowVec &r, Value *dst, Value *valid) override;
+  void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
   void limitQueryRows(Value *rows) override { queryRows = rows; }
 
 private:
@@ -457,10 +457,10 @@ void HostTileOps::store(const Tile &t, const GlobalRows &dst, Value *valid) {
   });
 }
 
-void HostTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+void HostTileOps::store(const RowVec &r, const GlobalRows &dst, Value *valid) {
   emitFor(b, b.getInt32(0), valid, b.getInt32(1), "store.rows", [&](Value *i) {
     Value *x = b.CreateLoad(b.getFloatTy(), at(r.storage, i));
-    b.CreateStore(x, b.CreateInBoundsGEP(b.getFloatTy(), dst, i));
+    b.CreateStore(x, dst.rowPointer(b, b.CreateZExt(i, b.getInt64Ty())));
   });
 }
 

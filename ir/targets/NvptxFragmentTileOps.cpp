@@ -234,7 +234,8 @@ void NvptxFragmentTileOps::store(const Tile &tile, const GlobalRows &dst,
     }
 }
 
-void NvptxFragmentTileOps::store(const RowVec &r, Value *dst, Value *valid) {
+void NvptxFragmentTileOps::store(const RowVec &r, const GlobalRows &dst,
+                                 Value *valid) {
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned half = 0; half < 2; ++half) {
       Value *row = rowOf(i, 2 * half);
@@ -243,7 +244,7 @@ void NvptxFragmentTileOps::store(const RowVec &r, Value *dst, Value *valid) {
       emitIf(b, mine, "store.row", [&] {
         b.CreateStore(
             b.CreateLoad(b.getFloatTy(), slot(r.storage, i * 2 + half)),
-            b.CreateInBoundsGEP(b.getFloatTy(), dst, row));
+            dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
       });
     }
 }

@@ -47,7 +47,8 @@ public:
                RowFn fn) override;
   void store(const Tile &tile, const GlobalRows &dst,
              llvm::Value *valid) override;
-  void store(const RowVec &r, llvm::Value *dst, llvm::Value *valid) override;
+  void store(const RowVec &r, const GlobalRows &dst,
+             llvm::Value *valid) override;
   void sync(Tile &tile) override { waitFor(tile); }
   void drain() override;
 

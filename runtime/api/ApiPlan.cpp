@@ -242,9 +242,11 @@ static llvm::Expected<Plan> buildPlan(const Problem &problem,
   p.threads = options.threads
                   ? options.threads
                   : llvm::hardware_concurrency().compute_thread_count();
-  p.query = {p.lowered.features, p.lowered.problem.maxSeqlenQ(),
-             p.lowered.problem.maxSeqlenK(), std::nullopt,
-             p.lowered.kvRowAlignment};
+  const AttentionProblem &a = p.lowered.problem;
+  p.query = {
+      p.lowered.features,       a.maxSeqlenQ(),
+      a.maxSeqlenK(),           std::nullopt,
+      p.lowered.kvRowAlignment, a.headsQ / std::max<int64_t>(1, a.headsKv)};
   auto layout = choose(p);
   if (!layout)
     return layout.takeError();

@@ -59,6 +59,19 @@ static void readTiles(const json::Object *tiles, DispatchTable &table) {
   }
 }
 
+// A ratio of 1 has nothing to pack: a table asking for it is a mistake.
+static std::optional<PackGqaRule> readPackGqa(const json::Object *pack,
+                                              llvm::StringRef file) {
+  if (!pack)
+    return std::nullopt;
+  std::optional<int64_t> sq = pack->getInteger("max_seqlen_q");
+  std::optional<int64_t> ratio = pack->getInteger("min_ratio");
+  if (!sq || !ratio || *ratio < 2)
+    badTable(file, "'pack_gqa' needs 'max_seqlen_q' and a 'min_ratio' of at "
+                   "least 2");
+  return PackGqaRule{*sq, *ratio};
+}
+
 static void readFile(const EmbeddedFile &f,
                      std::map<std::string, DispatchTable> &out) {
   llvm::Expected<json::Value> parsed = json::parse(f.text);
@@ -75,6 +88,7 @@ static void readFile(const EmbeddedFile &f,
   if (const json::Object *d = o->getObject("decode"))
     table.decode = DecodeRule{d->getInteger("max_seqlen_q").value_or(0),
                               d->getInteger("min_seqlen_k").value_or(0)};
+  table.packGqa = readPackGqa(o->getObject("pack_gqa"), f.path);
   for (const json::Value &v : *o->getArray("targets")) {
     std::string target = v.getAsString().value_or("").str();
     if (!findArch(target) || out.count(target))

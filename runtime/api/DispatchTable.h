@@ -3,7 +3,8 @@
 // Each file covers some targets and says (a) which profiles fill their
 // registry, (b) the tile table: per pipeline, rows of (max_seqlen_q, max_d)
 // -> tile, the first row that fits a problem wins (composable_kernel's
-// seqlen-aware tables), (c) when a problem is decode-shaped. The numbers
+// seqlen-aware tables), (c) when a problem is decode-shaped, (d) when a
+// forward problem packs its GQA groups into tiles (pack_gqa). The numbers
 // are data beside the measurements that chose them ("notes"), never C++.
 // A target no file names gets no rows (the arch defaults) and the
 // "dispatch" profile.
@@ -35,6 +36,14 @@ struct DecodeRule {
   int64_t minSeqlenK = 0;
 };
 
+/// When a forward problem runs pack_gqa kernels: few query tokens per
+/// sequence and several query heads per K/V head, so that one tile holds a
+/// whole group and the group reads K/V once.
+struct PackGqaRule {
+  int64_t maxSeqlenQ = 0; ///< the longest query sequence that packs
+  int64_t minRatio = 2;   ///< fewest query heads per K/V head that pack
+};
+
 /// A tile, fully given.
 struct Tile {
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
@@ -60,6 +69,7 @@ struct DispatchTable {
   std::vector<std::string> profiles;
   std::map<Pipeline, std::vector<TileRow>> tiles;
   std::optional<DecodeRule> decode;
+  std::optional<PackGqaRule> packGqa;
 
   /// The table of \p target.
   static const DispatchTable &forTarget(llvm::StringRef target);

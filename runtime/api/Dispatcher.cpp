@@ -17,13 +17,13 @@ struct Narrowing {
   const DispatchQuery &query;
   const ArchInfo &arch;
   const DispatchTable &table;
+  KernelSpec features; ///< the query's, with rule 0's pack_gqa
+  int64_t tileRows;    ///< query rows a tile covers, for rule 2
   std::vector<KernelSpec> candidates;
   std::map<Pipeline, Tile> wanted; ///< rule 2's tile per pipeline
   Dispatch result;
 
-  unsigned headDim() const {
-    return std::max(query.features.d, query.features.headDimV());
-  }
+  unsigned headDim() const { return std::max(features.d, features.headDimV()); }
   void note(const char *rule, std::string outcome) {
     result.rules.push_back({rule, std::move(outcome)});
   }
@@ -61,8 +61,31 @@ static void dropMisaligned(Narrowing &n) {
                " of pipelines mma and wgmma (16-byte cp.async copies)");
 }
 
+static bool isForward(Family f) {
+  return f == Family::Fwd || f == Family::FwdSplitKv || f == Family::FwdPaged;
+}
+
+static void rulePackGqa(Narrowing &n) {
+  const std::optional<PackGqaRule> &rule = n.table.packGqa;
+  if (!rule || !isForward(n.features.family))
+    return;
+  const DispatchQuery &q = n.query;
+  bool grouped = q.gqaRatio >= rule->minRatio;
+  bool fewQueries = q.seqlenQ <= rule->maxSeqlenQ;
+  n.features.pack_gqa = grouped && fewQueries;
+  if (n.features.pack_gqa)
+    n.tileRows = q.seqlenQ * q.gqaRatio;
+  n.note("0 pack",
+         "heads per K/V head " + std::to_string(q.gqaRatio) +
+             (grouped ? " >= " : " < ") + std::to_string(rule->minRatio) +
+             ", seqlen_q " + std::to_string(q.seqlenQ) +
+             (fewQueries ? " <= " : " > ") + std::to_string(rule->maxSeqlenQ) +
+             (n.features.pack_gqa ? ": pack_gqa, one tile per GQA group"
+                                  : ": one query head per tile"));
+}
+
 static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
-  std::string key = featureKey(n.query.features);
+  std::string key = featureKey(n.features);
   n.candidates = registry.matching(key);
   if (!n.candidates.empty()) {
     n.note("1 features", count(n.candidates.size(), "candidate") +
@@ -71,7 +94,7 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
                              ") match " + key);
   } else {
     n.result.fromRegistry = false;
-    n.candidates = candidateVariants(n.query.features, n.arch, n.table);
+    n.candidates = candidateVariants(n.features, n.arch, n.table);
     n.note("1 features", "no registry kernel matches " + key + "; " +
                              count(n.candidates.size(), "kernel") +
                              " made for it (compiled on first use)");
@@ -81,7 +104,7 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
     n.result.featureMatches = n.candidates;
     return llvm::Error::success();
   }
-  llvm::Expected<KernelSpec> why = validateSpec(n.query.features);
+  llvm::Expected<KernelSpec> why = validateSpec(n.features);
   if (!why)
     return why.takeError();
   return makeError(ErrorKind::Unsupported,
@@ -98,7 +121,7 @@ static void ruleTiles(Narrowing &n) {
       pipelines.push_back(c.pipeline);
   for (Pipeline p : pipelines) {
     std::optional<TileChoice> choice =
-        n.table.choose(n.arch, p, n.headDim(), n.query.seqlenQ);
+        n.table.choose(n.arch, p, n.headDim(), n.tileRows);
     auto ofPipeline = [&](const KernelSpec &c) { return c.pipeline == p; };
     auto inTile = [&](const KernelSpec &c) {
       return ofPipeline(c) && choice && tileOf(c) == choice->tile;
@@ -113,8 +136,11 @@ static void ruleTiles(Narrowing &n) {
                     " (" + (choice ? choice->row : "no row") + ")" +
                     (found ? "" : ": no candidate has it, all kept"));
   }
-  n.note("2 tiles", "seqlen_q " + std::to_string(n.query.seqlenQ) + ", d " +
-                        std::to_string(n.headDim()) + ": " +
+  std::string rows = n.features.pack_gqa
+                         ? "packed rows " + std::to_string(n.tileRows) +
+                               " (seqlen_q x heads per K/V head)"
+                         : "seqlen_q " + std::to_string(n.tileRows);
+  n.note("2 tiles", rows + ", d " + std::to_string(n.headDim()) + ": " +
                         llvm::join(parts, "; ") + "; " +
                         std::to_string(kept.size()) + " of " +
                         std::to_string(n.candidates.size()) + " kept");
@@ -184,7 +210,7 @@ static void ruleTuned(Narrowing &n) {
 
 static void ruleDecode(Narrowing &n) {
   const std::optional<DecodeRule> &rule = n.table.decode;
-  Family family = n.query.features.family;
+  Family family = n.features.family;
   if (!rule || (family != Family::Fwd && family != Family::FwdPaged))
     return;
   const DispatchQuery &q = n.query;
@@ -208,7 +234,8 @@ llvm::Expected<Dispatch> fmhajit::dispatch(const DispatchQuery &query,
     return makeError(ErrorKind::Spec, "target=" + query.features.target +
                                           ": unknown target; use one of " +
                                           allArchNames());
-  Narrowing n{query, *arch, table, {}, {}, {}};
+  Narrowing n{query, *arch, table, query.features, query.seqlenQ, {}, {}, {}};
+  rulePackGqa(n);
   if (llvm::Error err = ruleFeatures(n, registry))
     return std::move(err);
   ruleTiles(n);

@@ -3,6 +3,11 @@
 // The dispatcher picks one spec from a target's registry in three rules,
 // each narrowing the candidates and saying why (docs/api.md):
 //
+//   0 pack      a forward problem with few query tokens per sequence and
+//               several query heads per K/V head (the dispatch table's
+//               pack_gqa row) asks for pack_gqa kernels: one tile holds
+//               a GQA group's rows, so the group reads K/V once. Rule 2
+//               then sizes tiles by the packed rows (seqlen_q x ratio).
 //   1 features  keep the candidates whose features (family, dtype, out, d,
 //               dv, mask, bias, softcap, lse, varlen) equal the problem's.
 //               None: the feature spec in each pipeline x table tile is made
@@ -44,6 +49,8 @@ struct DispatchQuery {
   /// The alignment of K/V row starts, in bytes (TensorLayouts.h's
   /// rowAlignment); rule 1 drops pipelines that need more.
   unsigned kvRowAlignment = 16;
+  /// Query heads per K/V head (headsQ / headsKv): rule 0 packs GQA groups.
+  int64_t gqaRatio = 1;
 };
 
 /// What one rule did, in words.

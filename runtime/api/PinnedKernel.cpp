@@ -39,6 +39,8 @@ llvm::Expected<Dispatch> fmhajit::dispatchPinned(const KernelSpec &pinned,
                                                  const DispatchQuery &query) {
   KernelSpec answers = pinned;
   answers.family = answeredFamily(pinned.family);
+  // Packing GQA heads moves rows between tiles; it computes the same.
+  answers.pack_gqa = query.features.pack_gqa;
   std::string has = featureKey(answers), needs = featureKey(query.features);
   std::string name = encodeName(pinned);
   if (has != needs)

@@ -25,17 +25,27 @@ void fmhajit::addStep(PlanLayout &layout, StepLayout step) {
 }
 
 static int64_t queryTiles(const AttentionProblem &a, const KernelSpec &spec) {
-  return (a.maxSeqlenQ() + spec.bm - 1) / spec.bm;
+  int64_t rows = itemQueryRows(spec, a.maxSeqlenQ(), a.headsQ, a.headsKv);
+  return (rows + spec.bm - 1) / spec.bm;
+}
+
+// The work items of one pass (ir/KernelAbi.h).
+static int64_t passItems(const AttentionProblem &a, const KernelSpec &spec) {
+  return a.batch * itemHeads(spec, a.headsQ, a.headsKv) * queryTiles(a, spec);
 }
 
 // Slowest index first, as the work items are numbered (ir/WorkItem.h).
 static std::string gridText(const AttentionProblem &a, const KernelSpec &spec,
                             unsigned splits) {
   std::string text = std::to_string(a.batch) + " x " +
-                     std::to_string(a.headsQ) + " x " +
-                     std::to_string(queryTiles(a, spec));
+                     std::to_string(itemHeads(spec, a.headsQ, a.headsKv)) +
+                     " x " + std::to_string(queryTiles(a, spec));
   std::string what =
-      "batch x heads_q x query tiles of " + std::to_string(spec.bm);
+      spec.pack_gqa
+          ? "batch x heads_kv x query tiles of " + std::to_string(spec.bm) +
+                " rows, " + std::to_string(a.headsQ / a.headsKv) +
+                " query heads per token"
+          : "batch x heads_q x query tiles of " + std::to_string(spec.bm);
   if (splits > 1) {
     text = std::to_string(splits) + " x " + text;
     what = "key splits x " + what;
@@ -52,8 +62,7 @@ static const char *forwardRole(const LoweredProblem &l, bool split) {
 static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
                          PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
-  addStep(layout, {d.chosen, forwardRole(l, false),
-                   a.batch * a.headsQ * queryTiles(a, d.chosen), 1,
+  addStep(layout, {d.chosen, forwardRole(l, false), passItems(a, d.chosen), 1,
                    gridText(a, d.chosen, 1), 0, 0, whyChosen(d)});
 }
 
@@ -66,23 +75,21 @@ static void layoutSplit(const LoweredProblem &l, const SplitChoice &s,
       splitKvWorkspaceSize(s.split.chosen, a, s.numSplits);
   int64_t lseOffset = alignWorkspace(floats.oAccum * int64_t(sizeof(float)));
   int64_t bytes = lseOffset + floats.lseAccum * int64_t(sizeof(float));
-  addStep(layout,
-          {s.split.chosen, forwardRole(l, true),
-           a.batch * a.headsQ * queryTiles(a, s.split.chosen) * s.numSplits,
-           s.numSplits, gridText(a, s.split.chosen, s.numSplits), 0, bytes,
-           whyChosen(s.split) + "; writes fp32 partial O and LSE of " +
-               std::to_string(s.numSplits) + " key ranges"});
+  addStep(layout, {s.split.chosen, forwardRole(l, true),
+                   passItems(a, s.split.chosen) * s.numSplits, s.numSplits,
+                   gridText(a, s.split.chosen, s.numSplits), 0, bytes,
+                   whyChosen(s.split) + "; writes fp32 partial O and LSE of " +
+                       std::to_string(s.numSplits) + " key ranges"});
   const StepLayout &first = layout.steps.back();
   layout.splitWorkspace = {first.workspaceOffset,
                            first.workspaceOffset + lseOffset,
                            layout.workspaceBytes};
   if (s.numSplits <= 1) // one part: the split kernel writes O and LSE itself
     return;
-  addStep(
-      layout,
-      {s.combine, "combine", a.batch * a.headsQ * queryTiles(a, s.combine), 1,
-       gridText(a, s.combine, 1), 0, 0,
-       "merges the partials of step " + std::to_string(layout.steps.size())});
+  addStep(layout, {s.combine, "combine", passItems(a, s.combine), 1,
+                   gridText(a, s.combine, 1), 0, 0,
+                   "merges the partials of step " +
+                       std::to_string(layout.steps.size())});
 }
 
 PlanLayout fmhajit::layoutPlan(const LoweredProblem &problem,
@@ -155,7 +162,7 @@ loadHostSingle(const PlanLayout &layout, const LoweredProblem &l,
   KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostForwardStep>(
       kernel->entry(), hostBinding(params, l), sharedHostExecutor(threads),
-      workItems(params));
+      workItems(layout.steps.front().spec, params));
 }
 
 // Both kernels of a split pair load in one timed call; the split kernel

@@ -20,7 +20,7 @@ std::string fmhajit::featureKey(const KernelSpec &s) {
   for (auto [on, word] :
        {std::pair{s.softcap, " softcap"}, std::pair{s.lse, " lse"},
         std::pair{s.dropout, " dropout"}, std::pair{s.sink, " sink"},
-        std::pair{s.varlen, " varlen"}})
+        std::pair{s.varlen, " varlen"}, std::pair{s.pack_gqa, " pack_gqa"}})
     if (on)
       key += word;
   return key + " @" + s.target;

@@ -23,7 +23,9 @@ namespace fmhajit {
 
 /// What a kernel computes, without how: family, dtypes, head dims, mask,
 /// bias, softcap, lse, dropout, sink, varlen and target. Specs with equal
-/// keys are interchangeable for a problem.
+/// keys are interchangeable for a problem. pack_gqa is in the key too,
+/// although it is a how: the dispatcher's rule 0 decides it before rule 1
+/// matches, so packed and unpacked kernels never compete in one dispatch.
 std::string featureKey(const KernelSpec &spec);
 
 /// The resolved specs \p spec stands for as candidates: with an attention

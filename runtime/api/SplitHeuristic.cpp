@@ -1,5 +1,6 @@
 //===- SplitHeuristic.cpp - How many parts to cut a key range into --------===//
 #include "runtime/api/SplitHeuristic.h"
+#include "ir/KernelAbi.h"
 #include "specs/ArchTable.h"
 #include "llvm/Support/MathExtras.h"
 #include <algorithm>
@@ -44,14 +45,20 @@ unsigned fmhajit::chooseHostNumSplits(int64_t items, int64_t seqlenK,
 unsigned fmhajit::chooseNumSplits(const KernelSpec &spec,
                                   const AttentionProblem &problem,
                                   unsigned workers) {
-  int64_t qTiles = (problem.maxSeqlenQ() + spec.bm - 1) / spec.bm;
-  int64_t items = problem.batch * problem.headsQ * qTiles;
+  int64_t rows = itemQueryRows(spec, problem.maxSeqlenQ(), problem.headsQ,
+                               problem.headsKv);
+  int64_t qTiles = (rows + spec.bm - 1) / spec.bm;
+  int64_t items =
+      problem.batch * itemHeads(spec, problem.headsQ, problem.headsKv) * qTiles;
+  // Under pack_gqa the group shares one item: no other item reads its part.
+  int64_t group = spec.pack_gqa
+                      ? 1
+                      : problem.headsQ / std::max<int64_t>(1, problem.headsKv);
   const ArchInfo *arch = findArch(spec.target);
   if (!arch || arch->backend == Backend::Host)
-    return chooseHostNumSplits(
-        items, problem.maxSeqlenK(), workers,
-        problem.headsQ / std::max<int64_t>(1, problem.headsKv),
-        int64_t(spec.d + spec.headDimV()) * dtypeBytes(spec.dtype));
+    return chooseHostNumSplits(items, problem.maxSeqlenK(), workers, group,
+                               int64_t(spec.d + spec.headDimV()) *
+                                   dtypeBytes(spec.dtype));
   int64_t keyTiles = (problem.maxSeqlenK() + spec.bn - 1) / spec.bn;
   return chooseNumSplits(items, keyTiles, workers);
 }

@@ -1,8 +1,9 @@
 //===- SplitHeuristic.h - How many parts to cut a key range into ----------===//
 //
 // chooseNumSplits picks by the target's backend, from the problem and the
-// machine only (items = batch * headsQ * ceil(seqlenQ / bm), the work items
-// of one pass; workers = host threads or GPU multiprocessors):
+// machine only (items = batch * heads * ceil(rows / bm), the work items of
+// one pass, ir/KernelAbi.h: heads and rows per head follow pack_gqa;
+// workers = host threads or GPU multiprocessors):
 //
 // GPU (measured by bench/decode --device cuda on an H100, docs/results.md):
 // decode reads K and V once, so it is bound by memory bandwidth, and more

@@ -55,7 +55,8 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   p.headsKv = static_cast<int32_t>(problem.headsKv);
   p.seqlenQ = static_cast<int32_t>(sq);
   p.seqlenK = static_cast<int32_t>(sk);
-  p.numQTiles = static_cast<int32_t>((sq + spec.bm - 1) / spec.bm);
+  int64_t rows = itemQueryRows(spec, sq, problem.headsQ, problem.headsKv);
+  p.numQTiles = static_cast<int32_t>((rows + spec.bm - 1) / spec.bm);
   p.scale = problem.resolvedScale();
   p.softcap = problem.softcap;
   p.windowLeft = static_cast<int32_t>(problem.windowLeft);
@@ -63,12 +64,9 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   return p;
 }
 
-int64_t fmhajit::workItems(const KernelArgs &p) {
-  return int64_t(p.batch) * p.headsQ * p.numQTiles * std::max(p.numSplits, 1);
-}
-
 int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
-  int64_t tiles = int64_t(p.batch) * p.headsQ * p.numQTiles;
+  int64_t tiles =
+      int64_t(p.batch) * itemHeads(spec, p.headsQ, p.headsKv) * p.numQTiles;
   return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1)
                                         : tiles;
 }

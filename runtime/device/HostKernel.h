@@ -42,11 +42,9 @@ KernelArgs makeKernelArgs(const KernelSpec &spec,
                           const AttentionProblem &problem,
                           const ForwardBuffers &buffers);
 
-/// Work items of a forward-family call: batch * headsQ * query tiles *
-/// max(numSplits, 1) (fwd leaves numSplits 0).
-int64_t workItems(const KernelArgs &params);
-/// Work items of a call of \p spec's kernel, any family: as above, without
-/// the numSplits factor for splitkv_combine and append_kv (ir/KernelAbi.h).
+/// Work items of a call of \p spec's kernel, any family: batch * heads *
+/// query tiles (heads: itemHeads, ir/KernelAbi.h), times max(numSplits, 1)
+/// for the families that cut key ranges (hasSplitWorkItems).
 int64_t workItems(const KernelSpec &spec, const KernelArgs &params);
 
 class HostKernel {

@@ -136,6 +136,25 @@ TEST(ApiDecode, SplitKvMatchesReference) {
   EXPECT_GT(check.plan.workspaceBytes(), 0);
 }
 
+// Multi-token decode with GQA groups of 8: rule 0 packs each group's 3 x 8
+// rows into one tile (pack_gqa), the grid runs over K/V heads, and O and
+// LSE under causal_br must still match the reference.
+TEST(ApiDecode, PacksGqaGroups) {
+  Problem p = dense(2, 16, 2, 3, 700, 128, DType::BF16);
+  p.mask = Mask::CausalBottomRight;
+  p.wantLse = true;
+  api::Options options;
+  options.threads = 2;
+  ApiCheck check = checkApi(p, options);
+  ASSERT_EQ(check.plan.steps().size(), 1u) << check.plan.describe();
+  const api::PlanStep &step = check.plan.steps()[0];
+  EXPECT_NE(step.kernel.find("_pgqa_"), std::string::npos) << step.kernel;
+  EXPECT_EQ(step.workItems, 2 * 2) << step.grid; // batch x heads_kv x 1 tile
+  EXPECT_NE(step.grid.find("heads_kv"), std::string::npos) << step.grid;
+  EXPECT_NE(check.plan.describe().find("0 pack: "), std::string::npos)
+      << check.plan.describe();
+}
+
 // A GPU plan made on a machine without the GPU cannot know its SM count,
 // which sizes GPU split-KV: it stays one pass and says why.
 TEST(ApiDecode, GpuPlanWithoutDriverStaysSinglePass) {

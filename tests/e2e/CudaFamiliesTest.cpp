@@ -126,11 +126,11 @@ TEST_P(CudaSplitKv, MatchesReference) {
 std::vector<GpuSplitCase> gpuSplitCases() {
   return {
       {"mma_decode_gqa8",
-       "family=fwd_splitkv,dtype=bf16,d=128,lse=1",
+       "family=fwd_splitkv,dtype=bf16,d=128,lse=1,pipeline=mma",
        Shape::dense(2, 16, 2, 1, 1000),
        {1, 3, 7}},
       {"mma_causal",
-       "family=fwd_splitkv,dtype=fp16,d=64,mask=causal,lse=1",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=causal,lse=1,pipeline=mma",
        Shape::dense(1, 4, 2, 130, 200),
        {2, 5}},
       {"simt_causal_br_rows_without_keys",
@@ -138,7 +138,7 @@ std::vector<GpuSplitCase> gpuSplitCases() {
        Shape::dense(1, 2, 1, 70, 30),
        {1, 3}},
       {"mma_varlen",
-       "family=fwd_splitkv,dtype=bf16,d=64,varlen=1,lse=1",
+       "family=fwd_splitkv,dtype=bf16,d=64,varlen=1,lse=1,pipeline=mma",
        Shape::varlen({1, 77, 5}, {200, 5, 333}, 4, 2),
        {4}},
       {"wgmma_decode_gqa8",
@@ -149,7 +149,22 @@ std::vector<GpuSplitCase> gpuSplitCases() {
        "family=fwd_splitkv,dtype=fp16,d=64,mask=causal,varlen=1,lse=1,"
        "pipeline=wgmma",
        Shape::varlen({1, 77, 130}, {200, 5, 333}, 4, 2),
-       {2, 5}}};
+       {2, 5}},
+      // pack_gqa: each group's rows in one tile, partials per packed row.
+      {"decode_gqa8_packed",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,bias=alibi,lse=1,"
+       "pack_gqa=1",
+       Shape::dense(2, 16, 2, 1, 1000),
+       {1, 3, 7}},
+      {"multi_token_gqa16_packed",
+       "family=fwd_splitkv,dtype=fp16,d=256,mask=causal_br,lse=1,pack_gqa=1",
+       Shape::dense(1, 32, 2, 4, 777),
+       {1, 5}},
+      {"simt_varlen_gqa4_packed",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=window,varlen=1,lse=1,"
+       "pipeline=simt,pack_gqa=1",
+       Shape::varlen({1, 8, 3}, {200, 9, 333}, 8, 2).window(50, 0),
+       {1, 4}}};
 }
 INSTANTIATE_TEST_SUITE_P(
     Cases, CudaSplitKv, ::testing::ValuesIn(gpuSplitCases()),
@@ -229,10 +244,13 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
 INSTANTIATE_TEST_SUITE_P(
     Pipelines, CudaPaged,
     ::testing::Values(
-        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1",
+        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,pipeline=mma",
         "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt",
         "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,pipeline=wgmma",
-        "family=fwd_paged,dtype=fp16,d=256,lse=1,pipeline=wgmma"));
+        "family=fwd_paged,dtype=fp16,d=256,lse=1,pipeline=wgmma",
+        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,softcap=1,lse=1,"
+        "pack_gqa=1",
+        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt,pack_gqa=1"));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   SKIP_WITHOUT_GPU(runner);

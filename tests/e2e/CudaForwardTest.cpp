@@ -207,6 +207,50 @@ std::vector<ForwardCase> varlenCases() {
 }
 CUDA_TABLE(Varlen, varlenCases());
 
+//===-- pack_gqa: GQA groups share a tile
+//----------------------------------===//
+
+// Ratios 1-16 (and 3, 6, whose heads straddle mma's 16-row tiles) at
+// Sq = 1..8 and past a tile, every mask, ALiBi and softcap (per packed
+// row's head and token), LSE, varlen and head dims 64, 128 and 256.
+std::vector<ForwardCase> packGqaCases() {
+  const char *masks[] = {"none", "causal", "causal_br", "window"};
+  const char *dims[] = {"dtype=bf16,d=128", "dtype=fp16,d=64",
+                        "dtype=bf16,d=256"};
+  const int64_t shapes[][2] = {{1, 1},  {2, 3}, {4, 8}, {8, 2},
+                               {16, 5}, {3, 7}, {6, 4}, {16, 8}};
+  std::vector<ForwardCase> cases;
+  unsigned i = 0;
+  for (auto [ratio, sq] : shapes) {
+    const char *mask = masks[i % 4];
+    std::string spec = std::string("family=fwd,pack_gqa=1,lse=1,") +
+                       dims[i % 3] + ",mask=" + mask +
+                       (i % 4 == 2 ? ",bias=alibi,softcap=1" : "");
+    Shape shape = Shape::dense(2, 2 * ratio, 2, sq, 150 + 37 * sq);
+    shape.window(20, 3);
+    cases.push_back({"r" + std::to_string(ratio) + "_sq" + std::to_string(sq) +
+                         "_" + mask + "_" + std::to_string(i),
+                     spec, shape, i + 1});
+    ++i;
+  }
+  cases.push_back({"prefill_causal_r4",
+                   "family=fwd,pack_gqa=1,lse=1,dtype=bf16,d=128,mask=causal",
+                   Shape::dense(1, 8, 2, 100, 100)});
+  cases.push_back({"rows_without_keys_r8",
+                   "family=fwd,pack_gqa=1,lse=1,dtype=fp16,d=64,mask=causal_br",
+                   Shape::dense(1, 16, 2, 8, 3)});
+  cases.push_back(
+      {"varlen_r4_window",
+       "family=fwd,pack_gqa=1,lse=1,dtype=bf16,d=128,mask=window,varlen=1",
+       Shape::varlen({1, 8, 3}, {300, 8, 90}, 16, 4).window(40, 0)});
+  cases.push_back({"fp32_r8_causal_br_alibi",
+                   "family=fwd,pack_gqa=1,lse=1,dtype=fp32,d=64,"
+                   "mask=causal_br,bias=alibi",
+                   Shape::dense(2, 16, 2, 4, 200).slopes()});
+  return cases;
+}
+CUDA_TABLE(PackGqa, packGqaCases());
+
 //===-- Large -------------------------------------------------------------===//
 
 std::vector<ForwardCase> largeCases() {

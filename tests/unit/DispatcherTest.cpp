@@ -29,6 +29,7 @@ struct DispatchCase {
   std::optional<std::string> tunedWinner = std::nullopt;
   bool decodeShaped = false;
   unsigned kvRowAlignment = 16; ///< of the problem's K/V layout
+  int64_t gqaRatio = 1;         ///< query heads per K/V head
 };
 
 void PrintTo(const DispatchCase &c, std::ostream *os) { *os << c.label; }
@@ -42,8 +43,8 @@ TEST_P(Dispatcher, PicksTheDocumentedKernel) {
   llvm::Expected<const Registry &> registry =
       Registry::forTarget(features->target);
   ASSERT_TRUE(bool(registry)) << llvm::toString(registry.takeError());
-  DispatchQuery query{*features, c.seqlenQ, c.seqlenK, c.tunedWinner,
-                      c.kvRowAlignment};
+  DispatchQuery query{*features,     c.seqlenQ,        c.seqlenK,
+                      c.tunedWinner, c.kvRowAlignment, c.gqaRatio};
   llvm::Expected<Dispatch> d =
       dispatch(query, *registry, DispatchTable::forTarget(features->target));
   ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
@@ -227,6 +228,71 @@ INSTANTIATE_TEST_SUITE_P(
                      {{"autotune", "no longer a candidate; ignored"}},
                      "fmha_fwd_bf16_d128_m64n64w1s1_vector_host",
                      true}),
+    caseName);
+
+// Rule 0: decode-shaped GQA problems (specs/dispatch/*.json "pack_gqa":
+// seqlen_q <= 16, ratio >= 2) get pack_gqa kernels from the registry (the
+// decode profile), tiled by their packed rows; others one head per tile.
+const char *const kHostDecode =
+    "family=fwd,dtype=bf16,d=128,mask=causal_br,target=host";
+const char *const kSm90Paged =
+    "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,target=sm_90a";
+INSTANTIATE_TEST_SUITE_P(
+    PackGqa, Dispatcher,
+    ::testing::Values(
+        DispatchCase{"HostGroupOf8",
+                     kHostDecode,
+                     1,
+                     4096,
+                     "fmha_fwd_bf16_d128_causalbr_pgqa_m16n64w1s1_vector_host",
+                     {{"0 pack", "8 >= 2, seqlen_q 1 <= 16: pack_gqa"},
+                      {"1 features", "of the registry"},
+                      {"2 tiles", "packed rows 8"}},
+                     std::nullopt,
+                     true,
+                     16,
+                     8},
+        DispatchCase{"HostFourTokensGroupOf8",
+                     kHostDecode,
+                     4,
+                     4096,
+                     "fmha_fwd_bf16_d128_causalbr_pgqa_m32n64w1s1_vector_host",
+                     {{"2 tiles", "packed rows 32"}},
+                     std::nullopt,
+                     true,
+                     16,
+                     8},
+        DispatchCase{"HostNoGroups",
+                     kHostDecode,
+                     1,
+                     4096,
+                     "fmha_fwd_bf16_d128_causalbr_m16n64w1s1_vector_host",
+                     {{"0 pack", "1 < 2, seqlen_q 1 <= 16: one query head"}},
+                     std::nullopt,
+                     true,
+                     16,
+                     1},
+        DispatchCase{"HostPrefill",
+                     kHostDecode,
+                     64,
+                     4096,
+                     "fmha_fwd_bf16_d128_causalbr_m64n64w1s1_vector_host",
+                     {{"0 pack", "seqlen_q 64 > 16: one query head"}},
+                     std::nullopt,
+                     false,
+                     16,
+                     8},
+        DispatchCase{
+            "Sm90PagedGroupOf4",
+            kSm90Paged,
+            2,
+            8192,
+            "fmha_fwdpaged_bf16_d128_causalbr_lse_pgqa_m64n64w4s1_mma_sm90a",
+            {{"0 pack", "pack_gqa"}, {"2 tiles", "packed rows 8"}},
+            std::nullopt,
+            true,
+            16,
+            4}),
     caseName);
 
 TEST(Dispatcher, UnknownTargetIsAnError) {

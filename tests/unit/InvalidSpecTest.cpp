@@ -116,6 +116,13 @@ const Rejection kRejections[] = {
     {"BiasInConvertDq", Input::Spec, "family=bwd_convert_dq,bias=alibi",
      "bias=alibi"},
     {"SinkInDotDoO", Input::Spec, "family=bwd_dot_do_o,sink=1", "sink=1"},
+    {"PackGqaInCombine", Input::Spec, "family=splitkv_combine,pack_gqa=1",
+     "pack_gqa=1: family splitkv_combine does not take it"},
+    {"PackGqaInBackward", Input::Spec, "family=bwd_dq_dk_dv,pack_gqa=1",
+     "pack_gqa=1: family bwd_dq_dk_dv does not take it"},
+    {"PackGqaInAppendKv", Input::Spec, "family=append_kv,pack_gqa=1",
+     "pack_gqa=1"},
+    {"PackGqaNotAFlag", Input::Spec, "pack_gqa=2", "pack_gqa=2"},
     {"Fp8Backward", Input::Spec,
      "family=bwd_dq_dk_dv,dtype=fp8_e4m3,target=sm_90a", "dtype=fp8_e4m3"},
     // Validation: tiles.
@@ -213,6 +220,10 @@ const Rejection kRejections[] = {
      "fmha_fwd_bf16_d128_m64n64w1s1_vector_host_x", "target"},
     {"NameFlagsOutOfOrder", Input::Name,
      "fmha_fwd_bf16_d128_lse_sc_m64n64w1s1_vector_host", "'sc'"},
+    {"NamePackGqaBeforeVarlen", Input::Name,
+     "fmha_fwd_bf16_d128_pgqa_vl_m64n64w1s1_vector_host", "found 'vl'"},
+    {"NamePackGqaTwice", Input::Name,
+     "fmha_fwd_bf16_d128_pgqa_pgqa_m64n64w1s1_vector_host", "'pgqa'"},
     {"NameNoMaskWritten", Input::Name,
      "fmha_fwd_bf16_d128_nomask_m64n64w1s1_vector_host", "'nomask'"},
     // Names: well formed but not canonical.
@@ -233,6 +244,8 @@ const Rejection kRejections[] = {
      "dtype=fp8_e4m3"},
     {"NameDropoutInSplitKv", Input::Name,
      "fmha_fwdsplitkv_bf16_d128_do_m64n64w1s1_vector_host", "dropout=1"},
+    {"NamePackGqaInCombine", Input::Name,
+     "fmha_splitkvcombine_bf16_d128_pgqa_m64n64w1s1_vector_host", "pack_gqa=1"},
     {"NameTileTooBig", Input::Name,
      "fmha_fwd_bf16_d256_m256n256w4s2_mfma_gfx942", "bm=256"},
 };

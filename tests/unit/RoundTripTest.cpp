@@ -121,7 +121,8 @@ TEST(RoundTripAll, CoversEveryValueOfEveryKey) {
     wanted.push_back(std::string("mask=") + m.key);
   for (const auto &b : biasSpellings())
     wanted.push_back(std::string("bias=") + b.key);
-  for (const char *flag : {"softcap", "lse", "dropout", "sink", "varlen"})
+  for (const char *flag :
+       {"softcap", "lse", "dropout", "sink", "varlen", "pack_gqa"})
     wanted.push_back(std::string(flag) + "=1");
   for (const auto &p : pipelineSpellings())
     if (p.value != Pipeline::Auto) // resolved specs never say auto
@@ -141,3 +142,23 @@ TEST(RoundTripAll, CoversEveryValueOfEveryKey) {
 }
 
 } // namespace
+
+// pack_gqa is part of the name: a packed kernel and its unpacked twin get
+// different names, each decoding to itself, for every forward family on a
+// target of each backend, and the flag goes last of the flags.
+TEST(RoundTripPackGqa, NameCarriesTheFlag) {
+  for (const char *family : {"fwd", "fwd_splitkv", "fwd_paged"})
+    for (const char *target : {"host", "sm_90a", "gfx942"}) {
+      std::string text = std::string("family=") + family +
+                         ",mask=causal_br,lse=1,softcap=1,target=" + target;
+      KernelSpec plain = resolvedSpec(text);
+      KernelSpec packed = resolvedSpec(text + ",pack_gqa=1");
+      ASSERT_TRUE(packed.pack_gqa);
+      std::string name = encodeName(packed);
+      EXPECT_NE(name, encodeName(plain));
+      EXPECT_NE(name.find("_sc_lse_pgqa_m"), std::string::npos) << name;
+      llvm::Expected<KernelSpec> decoded = decodeName(name);
+      ASSERT_TRUE(bool(decoded)) << llvm::toString(decoded.takeError());
+      EXPECT_EQ(*decoded, packed) << name;
+    }
+}

@@ -112,4 +112,29 @@ TEST(SplitRule, FollowsTheSpecsBackend) {
   p.seqlenQ = 1;
   EXPECT_EQ(chooseNumSplits(spec, p, 132), 32u) << "GPU: 8 items on 132 SMs";
 }
+
+// Under pack_gqa the items are (b, K/V head, packed tile): a group of 8
+// heads is one item, so the rules see 8 times fewer items and cut more.
+TEST(SplitRule, CountsPackedItems) {
+  KernelSpec spec;
+  spec.target = "sm_90a";
+  spec.bm = 64;
+  spec.bn = 64;
+  AttentionProblem p;
+  p.batch = 1;
+  p.headsQ = 32;
+  p.headsKv = 4;
+  p.seqlenQ = 1;
+  p.seqlenK = 32768;
+  EXPECT_EQ(chooseNumSplits(spec, p, 132), 8u) << "32 items on 132 SMs";
+  spec.pack_gqa = true;
+  EXPECT_EQ(chooseNumSplits(spec, p, 132), 64u) << "4 items on 132 SMs";
+  p.seqlenQ = 16; // 16 x 8 packed rows: two 64-row tiles a group
+  EXPECT_EQ(chooseNumSplits(spec, p, 132), 32u) << "8 items on 132 SMs";
+  spec.target = "host";
+  spec.bm = 16;
+  p.seqlenQ = 1;
+  EXPECT_EQ(chooseNumSplits(spec, p, 2), 16u)
+      << "host: 4 items on 2 threads; no GQA cache term, the group is one item";
+}
 } // namespace
