@@ -287,7 +287,7 @@ INSTANTIATE_TEST_SUITE_P(
             kSm90Paged,
             2,
             8192,
-            "fmha_fwdpaged_bf16_d128_causalbr_lse_pgqa_m64n64w4s1_mma_sm90a",
+            "fmha_fwdpaged_bf16_d128_causalbr_lse_pgqa_m64n128w4s1_wgmma_sm90a",
             {{"0 pack", "pack_gqa"}, {"2 tiles", "packed rows 8"}},
             std::nullopt,
             true,
