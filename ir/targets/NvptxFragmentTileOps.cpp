@@ -33,10 +33,14 @@ Value *NvptxFragmentTileOps::slot(Value *base, unsigned i) {
       cast<AllocaInst>(base)->getAllocatedType(), base, i);
 }
 
-Tile NvptxFragmentTileOps::accumulatorTile(TileRole role, unsigned rows,
-                                           unsigned cols, const Twine &name) {
+Tile NvptxFragmentTileOps::makeTile(TileRole role, unsigned rows, unsigned cols,
+                                    const Twine &name) {
+  if (role == TileRole::Scores || role == TileRole::Output)
+    return {role, rows, cols,
+            entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
   return {role, rows, cols,
-          entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
+          b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
+                                       sharedTile(role).offset)};
 }
 
 RowVec NvptxFragmentTileOps::makeRowVec(unsigned rows, const Twine &name) {

@@ -24,10 +24,28 @@
 
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
+#include "specs/pipelines/TileRules.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/ErrorHandling.h"
 
 namespace fmhajit {
+
+/// The shared tile of \p role (Query, KeyT or Value) in a layout with
+/// query, keys and values tiles.
+template <typename Layout>
+const SharedTile &sharedTileOf(const Layout &layout, TileRole role) {
+  switch (role) {
+  case TileRole::Query:
+    return layout.query;
+  case TileRole::KeyT:
+    return layout.keys;
+  case TileRole::Value:
+    return layout.values;
+  default:
+    llvm_unreachable("accumulators are not in shared memory");
+  }
+}
 
 class NvptxFragmentTileOps : public TileOps {
 public:
@@ -35,6 +53,10 @@ public:
   NvptxFragmentTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
                        unsigned mTiles, unsigned sharedBytes);
 
+  /// Q, K^T and V in shared memory where the layout places them (K^T as K
+  /// rows); S and O as register accumulators.
+  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
+                const llvm::Twine &name) override;
   RowVec makeRowVec(unsigned rows, const llvm::Twine &name) override;
   void fill(Tile &tile, float value) override;
   void fill(RowVec &r, float value) override;
@@ -53,6 +75,9 @@ public:
   void drain() override;
 
 protected:
+  /// Where the layout places the shared tile of \p role (Query, KeyT or
+  /// Value).
+  virtual const SharedTile &sharedTile(TileRole role) const = 0;
   /// The shared-memory address of the 16-byte chunk holding elements
   /// [col, col + 8) of source row \p key of \p tile (i32 values).
   virtual llvm::Value *chunkAddress(const Tile &tile, llvm::Value *key,
@@ -72,9 +97,6 @@ protected:
   llvm::Value *f32(float v);
   /// Element \p i of a register array (an alloca SROA turns into registers).
   llvm::Value *slot(llvm::Value *base, unsigned i);
-  /// An accumulator tile for this warp's m-tiles.
-  Tile accumulatorTile(TileRole role, unsigned rows, unsigned cols,
-                       const llvm::Twine &name);
   unsigned accCount(const Tile &tile) const {
     return mTiles * (tile.cols / 8) * 4;
   }

@@ -34,39 +34,15 @@ public:
                              layout.bytes()),
         layout(layout) {}
 
-  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
-                const Twine &name) override {
-    switch (role) {
-    case TileRole::Query:
-      return {role, rows, cols, shared(layout.query)};
-    case TileRole::KeyT:
-      return {role, rows, cols, shared(layout.keys)};
-    case TileRole::Value:
-      return {role, rows, cols, shared(layout.values)};
-    case TileRole::Scores:
-    case TileRole::Output:
-      return accumulatorTile(role, rows, cols, name);
-    }
-    llvm_unreachable("unknown tile role");
-  }
   void mma(Tile &acc, const Tile &a, const Tile &bt) override;
 
 private:
-  Value *shared(const SharedTile &tile) {
-    return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
+  const SharedTile &sharedTile(TileRole role) const override {
+    return sharedTileOf(layout, role);
   }
   /// Elements from one row of a shared tile to the next (row and padding).
   unsigned pitchOf(const Tile &tile) const {
-    switch (tile.role) {
-    case TileRole::Query:
-      return layout.query.pitch;
-    case TileRole::KeyT:
-      return layout.keys.pitch;
-    case TileRole::Value:
-      return layout.values.pitch;
-    default:
-      llvm_unreachable("accumulators are not in shared memory");
-    }
+    return sharedTile(tile.role).pitch;
   }
   /// Address of element (row, col) of a shared tile (for KeyT, a K row).
   Value *chunkAddress(const Tile &tile, Value *key, Value *col) override {

@@ -39,21 +39,6 @@ public:
                                   Align(WgmmaLayout::kTileAlignment)));
   }
 
-  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
-                const Twine &name) override {
-    switch (role) {
-    case TileRole::Query:
-      return {role, rows, cols, shared(layout.query)};
-    case TileRole::KeyT:
-      return {role, rows, cols, shared(layout.keys)};
-    case TileRole::Value:
-      return {role, rows, cols, shared(layout.values)};
-    case TileRole::Scores:
-    case TileRole::Output:
-      return accumulatorTile(role, rows, cols, name);
-    }
-    llvm_unreachable("unknown tile role");
-  }
   void mma(Tile &acc, const Tile &a, const Tile &bt) override {
     product(acc, a, bt, /*accumulate=*/true);
   }
@@ -62,8 +47,8 @@ public:
   }
 
 private:
-  Value *shared(const SharedTile &tile) {
-    return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
+  const SharedTile &sharedTile(TileRole role) const override {
+    return sharedTileOf(layout, role);
   }
   /// Rows of a shared tile as stored (K^T is stored as K rows), and their
   /// elements.
