@@ -424,7 +424,10 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   Value *scale = p.get(kScale);
   Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
   QueryTileRows qRows = queryRows(s, kQ, kQStrides, spec.dtype);
-  ops->load(q, qRows.rows(b), rows, qScale);
+  GlobalRows qSource = qRows.rows(b);
+  if (!spec.varlen && !s.group)
+    qSource.box = {kQMap, tileQueryRow(b, s), s.h, s.b};
+  ops->load(q, qSource, rows, qScale);
   ops->limitQueryRows(rows);
   ops->fill(m, -INFINITY);
   ops->fill(l, 0.0f);
@@ -454,8 +457,11 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
       return rows;
     }
     Value *row = b.CreateAdd(s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
-    return {rowsOf(tensor, strides, s.b, row, s.hk, spec.dtype),
+    rows = {rowsOf(tensor, strides, s.b, row, s.hk, spec.dtype),
             p.stride(strides, 1), spec.dtype};
+    if (!spec.varlen)
+      rows.box = {int(tensor == kK ? kKMap : kVMap), row, s.hk, s.b};
+    return rows;
   };
   Value *any = b.CreateICmpSLT(kvBegin, kvEnd);
   ops->load(kT, kvRows(kK, kKStrides, pagedK, kvBegin),

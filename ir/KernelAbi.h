@@ -33,6 +33,14 @@ struct KernelArgs {
 #include "ir/KernelArgs.def"
 };
 
+/// A kernel that loads by TMA (specs/pipelines/WgmmaLayout.h:
+/// usesTensorMaps) takes a second parameter, grid-constant: one CUtensorMap
+/// (128 opaque bytes, 64-byte aligned) per tensor it loads, in this order.
+enum TensorMapIndex : unsigned { kQMap, kKMap, kVMap, kNumTensorMaps };
+struct alignas(64) TensorMaps {
+  uint64_t map[kNumTensorMaps][16];
+};
+
 /// KernelArgs' field indices, in layout order: kQ, kK, ..., kRotaryInterleaved.
 enum KernelArgsField : unsigned {
 #define KERNEL_ARG(Name, Index, Type, Doc) k##Index,

@@ -30,9 +30,10 @@ static Error checkImplemented(const KernelSpec &spec) {
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
   need(isFp8(spec.dtype), "dtype=" + keyOf(spec.dtype));
-  bool matrix =
-      spec.pipeline == Pipeline::Mma || spec.pipeline == Pipeline::Wgmma ||
-      spec.pipeline == Pipeline::Mfma || spec.pipeline == Pipeline::Wmma;
+  // wgmma's stages=2 is its TMA ring (WgmmaLayout.h).
+  bool matrix = spec.pipeline == Pipeline::Mma ||
+                spec.pipeline == Pipeline::Mfma ||
+                spec.pipeline == Pipeline::Wmma;
   need(matrix && spec.stages > 1, "pipeline=" + keyOf(spec.pipeline) +
                                       " with stages=" + Twine(spec.stages) +
                                       " (K/V prefetch)");

@@ -44,6 +44,16 @@ struct RowVec {
 using RowAddressFn =
     llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b, llvm::Value *row)>;
 
+/// The same rows as a box of a tensor with fixed extents, for targets that
+/// load whole tiles by TMA: which of the kernel's tensor maps (TensorMapIndex
+/// in ir/KernelAbi.h) and the box's first row, head and batch (i64) in it.
+/// map < 0 where rows are only addressed one by one (paged K/V, varlen,
+/// pack_gqa's (token, head) rows).
+struct TensorBox {
+  int map = -1;
+  llvm::Value *row = nullptr, *head = nullptr, *batch = nullptr;
+};
+
 /// Rows of a tensor in global memory: row r starts at base + r * rowStride
 /// elements, or at rowAddress(r) when that is set (a paged K/V cache, the
 /// rows of packed GQA heads), and its elements are contiguous. Targets ask
@@ -54,6 +64,7 @@ struct GlobalRows {
   llvm::Value *rowStride; ///< i64, in elements; unused with rowAddress
   DType dtype;
   RowAddressFn rowAddress = nullptr;
+  TensorBox box = {};
 
   /// The address of row \p row's first element (\p row: i64).
   llvm::Value *rowPointer(llvm::IRBuilderBase &b, llvm::Value *row) const;

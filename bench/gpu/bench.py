@@ -18,7 +18,8 @@ def parse_args():
     p.add_argument("--target", default="sm_90a")
     p.add_argument("--quick", action="store_true", help="a few rows only")
     p.add_argument("--pipeline", default="auto",
-                   help="comma-separated pipelines, each timed on every row (auto,mma,wgmma,...)")
+                   help="comma-separated pipelines, each timed on every row (auto,mma,wgmma,...); "
+                        "a '+' adds spec keys: wgmma+stages=2")
     p.add_argument("--tile", default="", help="extra spec keys, e.g. bm=128,bn=64,warps=4")
     p.add_argument("--only-d", type=int, default=0, help="run only this head dim")
     p.add_argument("--head-dims", default="64,128,256")
@@ -64,8 +65,12 @@ def time_torch(c, backend_name):
     return times[len(times) // 2], None
 
 def run_fmhajit(args, c, pipeline, cache_dir):
+    # "wgmma+stages=2": a pipeline with spec keys of its own after the '+'
+    name, _, keys = pipeline.partition("+")
     spec = "family=fwd,dtype={},d={},mask={},pipeline={},target={}".format(
-        c["dtype"], c["d"], "causal" if c["causal"] else "none", pipeline, args.target)
+        c["dtype"], c["d"], "causal" if c["causal"] else "none", name, args.target)
+    if keys:
+        spec += "," + keys
     if args.tile:
         spec += "," + args.tile
     cmd = [args.fmhajit, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),

@@ -24,9 +24,10 @@ Function *GpuTargetInfo::emitKernel(
     Module &m, StringRef name, StructType *params,
     function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
   LLVMContext &ctx = m.getContext();
-  auto *type =
-      FunctionType::get(Type::getVoidTy(ctx),
-                        {PointerType::get(ctx, paramAddressSpace())}, false);
+  SmallVector<Type *, 2> paramTypes = {
+      PointerType::get(ctx, paramAddressSpace())};
+  paramTypes.append(extraParams(ctx));
+  auto *type = FunctionType::get(Type::getVoidTy(ctx), paramTypes, false);
   Function *fn = Function::Create(type, Function::ExternalLinkage, name, m);
   fn->addParamAttr(0, Attribute::getWithAlignment(ctx, Align(8)));
   fn->addFnAttr(Attribute::NoUnwind);

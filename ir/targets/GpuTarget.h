@@ -7,6 +7,8 @@
 #pragma once
 
 #include "ir/TargetInfo.h"
+#include "specs/pipelines/TileRules.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace fmhajit {
 
@@ -16,7 +18,7 @@ public:
       : spec(spec), arch(arch) {}
 
   /// Threads in a block (workgroup).
-  unsigned numThreads() const { return spec.warps * arch.waveSize; }
+  unsigned numThreads() const { return blockWarps(spec) * arch.waveSize; }
   unsigned waveSize() const { return arch.waveSize; }
   const KernelSpec &kernelSpec() const { return spec; }
 
@@ -29,13 +31,22 @@ public:
   /// A pointer (address space 3) to the block's \p bytes of shared memory.
   virtual llvm::Value *sharedMemory(llvm::IRBuilderBase &b, unsigned bytes) = 0;
 
+  /// Under warp specialization (usesTensorMaps) the recipe is emitted once
+  /// per role, and createTileOps answers for the role being emitted.
+  enum class WarpRole { Whole, Producer, Consumers };
+  WarpRole warpRole = WarpRole::Whole;
+  /// The kernel's tensor maps (a generic pointer to its TensorMaps
+  /// parameter) when it loads by TMA, else null.
+  llvm::Value *tensorMaps = nullptr;
+
   std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) override;
   llvm::Value *itemThread(llvm::IRBuilderBase &b) override {
     return threadId(b);
   }
   unsigned itemThreads() const override { return numThreads(); }
 
-  /// Creates kernel \p name with one parameter pointing at the KernelArgs,
+  /// Creates kernel \p name with a parameter pointing at the KernelArgs (and
+  /// the target's extraParams),
   /// lets the target declare its conventions (declareKernel), and emits the
   /// body for this block's work item.
   llvm::Function *
@@ -50,12 +61,18 @@ protected:
   /// Sets the calling convention and attributes of a new kernel (and any
   /// module-level settings the target needs).
   virtual void declareKernel(llvm::Function &fn, llvm::StructType *params) = 0;
+  /// Parameters after the KernelArgs pointer (NVPTX: the tensor maps).
+  virtual llvm::SmallVector<llvm::Type *, 1>
+  extraParams(llvm::LLVMContext &) const {
+    return {};
+  }
   /// Emits the body for this block's work item, counted from the end so the
   /// heaviest causal tiles start first: item = total - 1 - blockId.
-  void emitBlockWorkItem(llvm::IRBuilderBase &b, llvm::Value *params,
-                         llvm::function_ref<void(llvm::IRBuilderBase &,
-                                                 llvm::Value *, llvm::Value *)>
-                             body);
+  virtual void
+  emitBlockWorkItem(llvm::IRBuilderBase &b, llvm::Value *params,
+                    llvm::function_ref<void(llvm::IRBuilderBase &,
+                                            llvm::Value *, llvm::Value *)>
+                        body);
 
   KernelSpec spec;
   const ArchInfo &arch;

@@ -81,8 +81,7 @@ void NvptxFragmentTileOps::drain() {
 
 void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                                 Value *scale) {
-  if (scale)
-    queryScale[tile.storage] = scale;
+  deferScale(tile, scale);
   unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
   unsigned chunksPerRow = width / 8;

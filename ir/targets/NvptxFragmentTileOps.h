@@ -89,6 +89,11 @@ protected:
   void barrier();
   /// Records that \p tile is read before the next barrier.
   void markRead(const Tile &tile) { readSinceBarrier.insert(tile.storage); }
+  /// Sets \p scale aside for Query tile \p query (load() does).
+  void deferScale(const Tile &query, llvm::Value *scale) {
+    if (scale)
+      queryScale[query.storage] = scale;
+  }
   /// The softmax scale load() set aside for a Query tile, or null.
   llvm::Value *deferredScale(const Tile &query) const {
     return queryScale.lookup(query.storage);

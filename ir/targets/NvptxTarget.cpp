@@ -10,8 +10,12 @@
 // recipe requires) and lg2.approx.f32.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/KernelAbi.h"
+#include "ir/Loops.h"
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
+#include "ir/targets/NvptxTma.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
@@ -29,6 +33,75 @@ public:
     // One block per SM is enough: without this ptxas may cap registers to
     // fit more blocks and spill the accumulators instead.
     fn.addFnAttr("nvvm.minctasm", "1");
+    if (!usesTensorMaps(spec))
+      return;
+    // The tensor maps stay in parameter space, where TMA reads them through
+    // their generic address (cvta.param), rather than being copied.
+    LLVMContext &ctx = fn.getContext();
+    auto *maps = ArrayType::get(Type::getInt8Ty(ctx), sizeof(TensorMaps));
+    fn.addParamAttr(1, Attribute::getWithByValType(ctx, maps));
+    fn.addParamAttr(
+        1, Attribute::getWithAlignment(ctx, Align(alignof(TensorMaps))));
+    fn.addParamAttr(1, Attribute::get(ctx, "nvvm.grid_constant"));
+  }
+
+  SmallVector<Type *, 1> extraParams(LLVMContext &ctx) const override {
+    if (!usesTensorMaps(spec))
+      return {};
+    return {PointerType::get(ctx, 0)};
+  }
+
+  // Warp specialization: barriers first, then the producer warpgroup (the
+  // last), whose first warp emits the recipe with the producer's ops, and
+  // the consumer warps with theirs. The producer gives up its registers
+  // and the consumers take them (setmaxnreg).
+  void emitBlockWorkItem(
+      IRBuilderBase &b, Value *params,
+      function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
+    if (!usesTensorMaps(spec))
+      return GpuTargetInfo::emitBlockWorkItem(b, params, body);
+    tensorMaps = b.GetInsertBlock()->getParent()->getArg(1);
+    TmaRing::emitInit(b, *this);
+    Value *warp = b.CreateLShr(threadId(b), b.getInt32(5));
+    auto emitAs = [&](WarpRole role) {
+      warpRole = role;
+      GpuTargetInfo::emitBlockWorkItem(b, params, body);
+      warpRole = WarpRole::Whole;
+    };
+    RegisterSplit split = registerSplit();
+    emitIfElse(
+        b, b.CreateICmpUGE(warp, b.getInt32(spec.warps)), "producer",
+        [&] {
+          if (split.producer)
+            b.CreateIntrinsic(Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32,
+                              {b.getInt32(split.producer)});
+          emitIf(b, b.CreateICmpEQ(warp, b.getInt32(spec.warps)), "loads",
+                 [&] { emitAs(WarpRole::Producer); });
+        },
+        [&] {
+          if (split.consumer)
+            b.CreateIntrinsic(Intrinsic::nvvm_setmaxnreg_inc_sync_aligned_u32,
+                              {b.getInt32(split.consumer)});
+          emitAs(WarpRole::Consumers);
+        });
+  }
+
+  /// Registers a producer and a consumer thread keep after setmaxnreg (0:
+  /// no change): the block launches with the register file shared evenly
+  /// (ptxas' limit for nvvm.maxntid); the producer keeps 24, the
+  /// consumers share the rest, in multiples of 8 up to 256.
+  struct RegisterSplit {
+    unsigned producer = 0, consumer = 0;
+  };
+  RegisterSplit registerSplit() const {
+    const unsigned file = 65536, groupThreads = 128, minimum = 24;
+    unsigned groups = numThreads() / groupThreads;
+    unsigned launched = std::min(256u, file / numThreads() / 8 * 8);
+    unsigned consumer =
+        std::min(256u, (file / groupThreads - minimum) / (groups - 1) / 8 * 8);
+    if (consumer <= launched)
+      return {};
+    return {minimum, consumer};
   }
 
   Value *threadId(IRBuilderBase &b) override {
@@ -59,6 +132,8 @@ public:
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
     if (spec.pipeline == Pipeline::Mma)
       return createNvptxMmaTileOps(b, *this);
+    if (spec.pipeline == Pipeline::Wgmma && warpRole == WarpRole::Producer)
+      return createNvptxTmaProducerOps(b, *this);
     if (spec.pipeline == Pipeline::Wgmma)
       return createNvptxWgmmaTileOps(b, *this);
     return GpuTargetInfo::createTileOps(b);

@@ -14,13 +14,21 @@
 //                mma), B = V by an MN-major descriptor (V rows run along K).
 //    Each product is fenced, issued, committed and waited for as a group,
 //    its accumulators threaded through (NvptxWgmma.h).
+//  - Under stages=2 these ops run on the consumer warps only: the producer
+//    warp loads the tiles by TMA (NvptxTma.h). load() then just counts the
+//    ring's loads, a tile's first use waits for its slot's full barrier,
+//    and one thread of each warpgroup arrives on the slot's empty barrier
+//    once the warpgroup's product that read it has completed.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/Loops.h"
 #include "ir/targets/NvptxFragmentTileOps.h"
+#include "ir/targets/NvptxTma.h"
 #include "ir/targets/NvptxWgmma.h"
 #include "specs/ArchTable.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/InlineAsm.h"
+#include <optional>
 
 using namespace fmhajit;
 using namespace llvm;
@@ -33,6 +41,8 @@ public:
       : NvptxFragmentTileOps(b, target, /*mTiles=*/1, layout.bytes()),
         layout(layout) {
     tensorCoresReadShared = true;
+    if (usesTensorMaps(spec))
+      ring.emplace(b, target, this->layout, smem);
     // Tiles sit on swizzle-atom boundaries of the shared window.
     auto *global = cast<GlobalVariable>(smem);
     global->setAlignment(std::max(global->getAlign().valueOrOne(),
@@ -44,6 +54,17 @@ public:
   }
   void matmul(Tile &acc, const Tile &a, const Tile &bt) override {
     product(acc, a, bt, /*accumulate=*/false);
+  }
+  void load(Tile &tile, const GlobalRows &src, Value *valid,
+            Value *scale) override;
+  void sync(Tile &tile) override {
+    if (ring)
+      return acquire(tile);
+    waitFor(tile);
+  }
+  void drain() override {
+    if (!ring)
+      NvptxFragmentTileOps::drain();
   }
 
 private:
@@ -65,6 +86,13 @@ private:
   /// descriptors are this plus constants, and LICM would otherwise hoist
   /// each of them out of the loop into registers of its own.
   Value *descriptorBase(const Tile &tile, Value *extra, const WgmmaOperand &op);
+  /// Waits until \p tile's latest load has landed (once per load).
+  void acquire(const Tile &tile);
+  /// Hands \p tile's ring slot back to the producer (K and V under
+  /// stages=2).
+  void release(const Tile &tile);
+  /// Where \p tile's latest load sits: its ring slot under stages=2.
+  Value *tileAddress(const Tile &tile);
   void product(Tile &acc, const Tile &a, const Tile &bt, bool accumulate);
   SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
                                            unsigned n);
@@ -74,8 +102,49 @@ private:
                                                      bool accumulate);
 
   WgmmaLayout layout;
+  /// stages=2: the ring the producer warp fills.
+  std::optional<TmaRing> ring;
+  /// Tiles acquired since their latest load.
+  SmallPtrSet<Value *, 4> acquired;
 };
 } // namespace
+
+void NvptxWgmmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
+                             Value *scale) {
+  if (!ring)
+    return NvptxFragmentTileOps::load(tile, src, valid, scale);
+  deferScale(tile, scale);
+  acquired.erase(tile.storage);
+  if (tile.role != TileRole::Query)
+    ring->next(tile.role);
+}
+
+void NvptxWgmmaTileOps::acquire(const Tile &tile) {
+  if (!acquired.insert(tile.storage).second)
+    return;
+  if (tile.role == TileRole::Query)
+    return emitMbarrierWait(b, ring->queryFull(), b.getInt32(0));
+  TmaRing::Use use = ring->latest(tile.role);
+  emitMbarrierWait(b, ring->full(tile.role, use.slot), use.parity);
+}
+
+void NvptxWgmmaTileOps::release(const Tile &tile) {
+  if (!ring || tile.role == TileRole::Query)
+    return;
+  Value *slot = ring->latest(tile.role).slot;
+  Value *first = b.CreateICmpEQ(
+      b.CreateAnd(target.threadId(b),
+                  b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
+      b.getInt32(0));
+  emitIf(b, first, "release",
+         [&] { emitMbarrierArrive(b, ring->empty(tile.role, slot)); });
+}
+
+Value *NvptxWgmmaTileOps::tileAddress(const Tile &tile) {
+  if (!ring || tile.role == TileRole::Query)
+    return tile.storage;
+  return ring->slotAddress(tile, ring->latest(tile.role).slot);
+}
 
 // The W-byte swizzle XORs a chunk's index in its slab row with the address
 // bits just above the row's 128 bytes: (key * W / 128) mod (W / 16).
@@ -99,7 +168,7 @@ Value *NvptxWgmmaTileOps::chunkAddress(const Tile &tile, Value *key,
 
 Value *NvptxWgmmaTileOps::descriptorBase(const Tile &tile, Value *extra,
                                          const WgmmaOperand &op) {
-  Value *start = b.CreatePtrToInt(tile.storage, b.getInt32Ty());
+  Value *start = b.CreatePtrToInt(tileAddress(tile), b.getInt32Ty());
   if (extra)
     start = b.CreateAdd(start, extra);
   auto *copy =
@@ -167,11 +236,14 @@ SmallVector<Value *, 128> NvptxWgmmaTileOps::probabilitiesTimesValues(
 void NvptxWgmmaTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
                                 bool accumulate) {
   bool scores = acc.role == TileRole::Scores; // S = Q K^T, else O += P V
-  waitFor(bt);
-  markRead(bt);
-  if (scores) {
-    waitFor(a);
-    markRead(a);
+  for (const Tile *operand : {&bt, scores ? &a : nullptr}) {
+    if (!operand)
+      continue;
+    if (ring)
+      acquire(*operand);
+    else
+      waitFor(*operand);
+    markRead(*operand);
   }
   SmallVector<Value *, 128> old;
   if (accumulate)
@@ -182,11 +254,13 @@ void NvptxWgmmaTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
       old.assign(accCount(acc), PoisonValue::get(b.getFloatTy()));
     SmallVector<Value *, 128> sums =
         probabilitiesTimesValues(a, bt, old, accumulate);
+    release(bt);
     for (unsigned e = 0; e < sums.size(); ++e)
       b.CreateStore(sums[e], slot(acc.storage, e));
     return;
   }
   SmallVector<Value *, 128> sums = queryTimesKeys(a, bt, acc.cols);
+  release(bt);
   Value *scale = deferredScale(a);
   for (unsigned e = 0; e < sums.size(); ++e) { // acc (+)= scale * (Q K^T)
     Value *v = sums[e];

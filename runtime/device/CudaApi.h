@@ -121,6 +121,23 @@ struct DriverApi {
   CUresult (*eventSynchronize)(CUevent event);             // cuEventSynchronize
   CUresult (*eventElapsedTime)(float *ms, CUevent start,
                                CUevent end); // cuEventElapsedTime(_v2)
+  CUresult (*tensorMapEncodeTiled)(
+      void *tensorMap, int dataType, unsigned rank, void *globalAddress,
+      const uint64_t *globalDim, const uint64_t *globalStrides,
+      const unsigned *boxDim, const unsigned *elementStrides, int interleave,
+      int swizzle, int l2Promotion,
+      int oobFill); // cuTensorMapEncodeTiled (CUDA 12)
+};
+
+/// CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion
+/// enumerators.
+enum CUtensorMapEnums : int {
+  kTensorMapFloat16 = 6,      ///< CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+  kTensorMapBfloat16 = 9,     ///< CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+  kTensorMapSwizzle32 = 1,    ///< CU_TENSOR_MAP_SWIZZLE_32B
+  kTensorMapSwizzle64 = 2,    ///< CU_TENSOR_MAP_SWIZZLE_64B
+  kTensorMapSwizzle128 = 3,   ///< CU_TENSOR_MAP_SWIZZLE_128B
+  kTensorMapL2Promote128 = 2, ///< CU_TENSOR_MAP_L2_PROMOTION_L2_128B
 };
 
 } // namespace fmhajit::cuda

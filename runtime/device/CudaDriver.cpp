@@ -98,6 +98,7 @@ llvm::Error CudaDriver::resolve() {
   // cuda.h maps cuEventElapsedTime to _v2 from CUDA 12.8; older drivers
   // export only the original, with the same signature.
   bind(fns.eventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
+  bind(fns.tensorMapEncodeTiled, {"cuTensorMapEncodeTiled"});
   return missing.take();
 }
 

@@ -105,7 +105,10 @@ public:
                                              llvm::StringRef name) override;
   llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks,
                      GpuLaunchShape shape, GpuStreamHandle stream,
-                     const void *args, size_t argBytes) override;
+                     const void *args, size_t argBytes,
+                     const TensorMaps *maps) override;
+  llvm::Error encodeTensorMap(const TensorMapRequest &request,
+                              void *map) override;
   llvm::Error checkTarget(const ArchInfo &arch) const override;
   CompileOptions compileOptions() const override {
     return CompileOptions{ptxVersion()};

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/device/CudaDriver.h"
+#include "specs/Errors.h"
 
 using namespace fmhajit;
 using namespace fmhajit::cuda;
@@ -100,11 +101,32 @@ llvm::Expected<float> CudaDriver::elapsedMs(GpuEventHandle begin,
 // parameter).
 llvm::Error CudaDriver::launch(GpuFunctionHandle fn, unsigned gridBlocks,
                                GpuLaunchShape shape, GpuStreamHandle stream,
-                               const void *args, size_t argBytes) {
+                               const void *args, size_t argBytes,
+                               const TensorMaps *maps) {
   (void)argBytes; // the PTX declares the size; checkArtifact checked it
-  void *params[] = {const_cast<void *>(args)};
+  void *params[] = {const_cast<void *>(args), const_cast<TensorMaps *>(maps)};
   return check(fns.launchKernel(static_cast<CUfunction>(fn), gridBlocks, 1, 1,
                                 shape.blockThreads, 1, 1, shape.sharedBytes,
                                 static_cast<CUstream>(stream), params, nullptr),
                "cuLaunchKernel");
+}
+
+// Zero fill past the view's edges, and no interleave; L2 lines of 128 bytes
+// (each box row is a whole 128-byte line or less).
+llvm::Error CudaDriver::encodeTensorMap(const TensorMapRequest &r, void *map) {
+  int swizzle = r.swizzleBytes == 128  ? kTensorMapSwizzle128
+                : r.swizzleBytes == 64 ? kTensorMapSwizzle64
+                                       : kTensorMapSwizzle32;
+  int type = r.dtype == DType::F16 ? kTensorMapFloat16 : kTensorMapBfloat16;
+  const unsigned elementStrides[4] = {1, 1, 1, 1};
+  if (llvm::Error err =
+          check(fns.tensorMapEncodeTiled(
+                    map, type, 4, const_cast<void *>(r.base), r.dims,
+                    r.strideBytes, r.box, elementStrides, /*interleave=*/0,
+                    swizzle, kTensorMapL2Promote128, /*oobFill=*/0),
+                "cuTensorMapEncodeTiled"))
+    return makeError(ErrorKind::Driver, llvm::Twine("the tensor map of ") +
+                                            r.tensor + ": " +
+                                            llvm::toString(std::move(err)));
+  return llvm::Error::success();
 }

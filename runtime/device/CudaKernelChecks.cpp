@@ -94,7 +94,7 @@ CudaDriver::configureKernel(GpuFunctionHandle handle, const KernelSpec &spec,
     if (llvm::Error err = check(fns.funcGetAttribute(q.field, q.attribute, fn),
                                 "cuFuncGetAttribute"))
       return std::move(err);
-  GpuLaunchShape shape{spec.warps * 32,
+  GpuLaunchShape shape{blockWarps(spec) * 32,
                        tileFootprintBytes(spec, *findArch(spec.target))};
   std::string name = encodeName(spec);
   if (int(shape.blockThreads) > res.maxThreadsPerBlock)

@@ -10,6 +10,12 @@ using namespace fmhajit;
 
 GpuDriver::~GpuDriver() = default;
 
+llvm::Error GpuDriver::encodeTensorMap(const TensorMapRequest &, void *) {
+  return makeError(ErrorKind::Unsupported,
+                   "TMA tensor maps (pipeline=wgmma, stages=2) need an NVIDIA "
+                   "GPU of sm_90 or newer");
+}
+
 llvm::Expected<GpuDriver &> fmhajit::gpuDriverFor(Backend backend) {
   switch (backend) {
   case Backend::Nvptx: {

@@ -20,6 +20,7 @@
 
 #include "compiler/AmdgpuCodeObject.h"
 #include "compiler/KernelCompiler.h"
+#include "runtime/device/TensorMapBoxes.h"
 #include "specs/ArchTable.h"
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/StringRef.h"
@@ -114,11 +115,17 @@ public:
   /// The kernel named \p name (an ErrorKind::Jit error if it is missing).
   virtual llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
                                                      llvm::StringRef name) = 0;
-  /// Launches \p fn, whose one parameter is the \p argBytes bytes at
-  /// \p args, on a 1-D grid; asynchronous.
+  /// Launches \p fn, whose first parameter is the \p argBytes bytes at
+  /// \p args, on a 1-D grid; asynchronous. \p maps, when given, is the
+  /// second parameter (kernels that load by TMA).
   virtual llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks,
                              GpuLaunchShape shape, GpuStreamHandle stream,
-                             const void *args, size_t argBytes) = 0;
+                             const void *args, size_t argBytes,
+                             const TensorMaps *maps = nullptr) = 0;
+  /// Encodes \p request into the 128 bytes at \p map (CUDA's
+  /// cuTensorMapEncodeTiled); other backends refuse.
+  virtual llvm::Error encodeTensorMap(const TensorMapRequest &request,
+                                      void *map);
 
   /// Kernel hooks, in the order GpuKernel::load calls them.
   /// Whether code for \p arch runs on this GPU (a Usage or Unsupported

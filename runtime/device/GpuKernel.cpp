@@ -6,6 +6,7 @@
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include <chrono>
 #include <limits>
 
@@ -77,7 +78,18 @@ llvm::Error GpuKernel::launch(const KernelArgs &params,
                          gpu->blockNoun() + "; the GPU launches 1 to 2^31-1");
   // The driver copies the bytes at launch; a copy keeps the caller's const.
   KernelArgs copy = params;
-  return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy));
+  if (!usesTensorMaps(kernelSpec))
+    return gpu->launch(fn, unsigned(blocks), shape, stream, &copy,
+                       sizeof(copy));
+  auto requests = tensorMapRequests(kernelSpec, params);
+  if (!requests)
+    return requests.takeError();
+  TensorMaps maps;
+  for (unsigned i = 0; i < kNumTensorMaps; ++i)
+    if (llvm::Error err = gpu->encodeTensorMap((*requests)[i], maps.map[i]))
+      return err;
+  return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy),
+                     &maps);
 }
 
 llvm::Expected<float> GpuKernel::launchTimed(const KernelArgs &params,

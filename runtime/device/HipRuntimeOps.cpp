@@ -124,7 +124,10 @@ llvm::Expected<GpuFunctionHandle> HipRuntime::function(GpuModuleHandle module,
 // `args` into it at launch (HIP_LAUNCH_PARAM_BUFFER_POINTER).
 llvm::Error HipRuntime::launch(GpuFunctionHandle fn, unsigned gridBlocks,
                                GpuLaunchShape shape, GpuStreamHandle stream,
-                               const void *args, size_t argBytes) {
+                               const void *args, size_t argBytes,
+                               const TensorMaps *maps) {
+  if (maps)
+    return GpuDriver::encodeTensorMap({}, nullptr); // refused: CUDA only
   size_t size = argBytes;
   void *extra[] = {kLaunchParamBufferPointer, const_cast<void *>(args),
                    kLaunchParamBufferSize, &size, kLaunchParamEnd};

@@ -88,3 +88,7 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s,
   }
   llvm_unreachable("tileFootprintBytes takes resolved specs");
 }
+
+unsigned fmhajit::blockWarps(const KernelSpec &spec) {
+  return spec.warps + (usesTensorMaps(spec) ? WgmmaLayout::kWarpsPerGroup : 0);
+}

@@ -54,6 +54,10 @@ void checkHeadDimMultiple(const KernelSpec &spec, unsigned multiple,
 void checkTileRules(const KernelSpec &spec, const ArchInfo &arch,
                     ErrorList &errors);
 
+/// Warps a block of \p spec's kernel launches: spec.warps, which compute,
+/// plus the producer warpgroup of pipeline=wgmma with stages=2.
+unsigned blockWarps(const KernelSpec &spec);
+
 /// Bytes of on-chip tile storage a resolved spec needs: GPU shared memory /
 /// LDS, or the host's per-thread tile buffers. The pipeline's layout class
 /// computes it; its emitter places its tiles with the same class.

@@ -4,17 +4,23 @@
 using namespace fmhajit;
 using llvm::Twine;
 
+bool fmhajit::usesTensorMaps(const KernelSpec &spec) {
+  return spec.pipeline == Pipeline::Wgmma && spec.stages == 2;
+}
+
+static unsigned alignedTile(unsigned offset) {
+  unsigned a = WgmmaLayout::kTileAlignment;
+  return (offset + a - 1) / a * a;
+}
+
 // Rows are whole slab rows (no padding: the swizzle spreads accesses over
 // the banks); each tile starts on a 1024-byte boundary.
 WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
     : spec(spec), arch(arch) {
   unsigned size = dtypeBytes(spec.dtype);
-  auto aligned = [](unsigned offset) {
-    return (offset + kTileAlignment - 1) / kTileAlignment * kTileAlignment;
-  };
   query = {0, spec.bm, spec.d, size};
-  keys = {aligned(query.end()), spec.bn, spec.d, size};
-  values = {aligned(keys.end()), spec.bn, spec.headDimV(), size};
+  keys = {alignedTile(query.end()), spec.bn, spec.d, size};
+  values = {alignedTile(keys.end()), spec.bn, spec.headDimV(), size};
 }
 
 unsigned WgmmaLayout::slabBytes(unsigned width) const {
@@ -25,17 +31,30 @@ unsigned WgmmaLayout::slabBytes(unsigned width) const {
   return 32;
 }
 
-// Further stages would repeat the K and V tiles after the first.
+unsigned WgmmaLayout::stageBytes() const {
+  return alignedTile(values.end()) - keys.offset;
+}
+
+unsigned WgmmaLayout::barrierOffset() const {
+  return keys.offset + spec.stages * stageBytes();
+}
+
 unsigned WgmmaLayout::bytes() const {
-  return keys.offset + spec.stages * (values.end() - keys.offset);
+  if (!usesTensorMaps(spec))
+    return keys.offset + spec.stages * (values.end() - keys.offset);
+  unsigned barriers = 1 + 4 * spec.stages;
+  return barrierOffset() + 8 * barriers;
 }
 
 void WgmmaLayout::check(ErrorList &errors) const {
-  checkStagesInRange(spec, arch, errors);
+  if (spec.stages < 1 || spec.stages > 2)
+    addTileError(errors, "stages", spec.stages,
+                 "pipeline wgmma copies with cp.async (stages=1) or loads by "
+                 "TMA into a ring of two slots (stages=2)");
   if (spec.warps % kWarpsPerGroup)
     addTileError(errors, "warps", spec.warps,
-                 "pipeline wgmma runs whole warpgroups of 4 warps: use a "
-                 "multiple of 4 up to " +
+                 "pipeline wgmma computes in whole warpgroups of 4 warps: use "
+                 "a multiple of 4 up to " +
                      Twine(arch.maxWarps) + " on " + arch.name);
   else if (spec.bm != kRowsPerWarp * spec.warps)
     addTileError(errors, "bm", spec.bm,
@@ -55,4 +74,27 @@ void WgmmaLayout::check(ErrorList &errors) const {
                        "pipeline wgmma reads Q, K and V in swizzled slabs of "
                        "at least 32 bytes",
                        errors);
+  if (usesTensorMaps(spec))
+    checkTensorMapLoads(errors);
+}
+
+// A tensor map describes a [batch, rows, heads, d] box grid of fixed
+// extents, which varlen's packed rows, paged pools and pack_gqa's
+// (token, head) rows are not.
+void WgmmaLayout::checkTensorMapLoads(ErrorList &errors) const {
+  if (spec.bm > kMaxBoxRows)
+    addTileError(errors, "bm", spec.bm,
+                 "TMA boxes (stages=2) have at most 256 rows");
+  auto refuse = [&](llvm::StringRef key, unsigned value, llvm::StringRef what) {
+    addTileError(errors, key, value,
+                 "pipeline wgmma with stages=2 loads fixed-shape TMA boxes, "
+                 "but " +
+                     what + " addresses rows one by one: use stages=1");
+  };
+  if (spec.varlen)
+    refuse("varlen", 1, "varlen");
+  if (spec.pack_gqa)
+    refuse("pack_gqa", 1, "pack_gqa");
+  if (spec.family == Family::FwdPaged)
+    refuse("stages", spec.stages, "family=fwd_paged");
 }

@@ -13,12 +13,26 @@
 // multiples of 16 (of 32 bytes), and wgmma's largest N (256) bounds bn and
 // dv.
 //
+// Two ways to fill the tiles, chosen by stages:
+//  - stages=1: every warp copies with cp.async, one K and one V tile, and
+//    block barriers publish them.
+//  - stages=2: warp specialization. The block gets a warpgroup more than
+//    `warps`, the producer, whose first warp loads Q, K and V by TMA into
+//    a ring of two K and two V tiles; full and empty mbarriers per ring
+//    slot hand tiles to the `warps` consumer warps and back. The barriers
+//    follow the last ring slot. A whole warpgroup, because registers move
+//    between warpgroups (setmaxnreg): the producer's go to the consumers.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "specs/pipelines/TileRules.h"
 
 namespace fmhajit {
+
+/// Whether \p spec's kernel loads by TMA, through tensor maps the launch
+/// passes as a second kernel parameter (pipeline=wgmma with stages=2).
+bool usesTensorMaps(const KernelSpec &spec);
 
 class WgmmaLayout {
 public:
@@ -33,20 +47,31 @@ public:
   static constexpr unsigned kMaxN = 256;
   /// Keys (and columns of d) one wgmma step multiplies.
   static constexpr unsigned kStep = 16;
+  /// TMA's largest box edge: bounds bm and bn under stages=2.
+  static constexpr unsigned kMaxBoxRows = 256;
 
   WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch);
 
+  /// The tiles of ring slot 0; slot s lies s * stageBytes() further on.
   SharedTile query, keys, values;
 
   /// Bytes of one slab row (and the swizzle's width) for rows of \p width
   /// elements: 128, 64 or 32, the widest dividing the row.
   unsigned slabBytes(unsigned width) const;
+  /// Bytes from one ring slot's K tile to the next's.
+  unsigned stageBytes() const;
+  /// Where the mbarriers start (stages=2): eight bytes each, for Q's full
+  /// barrier, then K full, K empty, V full and V empty of each slot.
+  unsigned barrierOffset() const;
   unsigned bytes() const;
-  /// Stages in range; one warp per 16 query rows in whole warpgroups; d and
-  /// dv rows of whole 32-byte chunks; bn and dv within wgmma's N.
+  /// Stages 1 or 2; one computing warp per 16 query rows in whole
+  /// warpgroups; d and dv rows of whole 32-byte chunks; bn and dv within
+  /// wgmma's N; TMA's limits and families under stages=2.
   void check(ErrorList &errors) const;
 
 private:
+  void checkTensorMapLoads(ErrorList &errors) const;
+
   const KernelSpec &spec;
   const ArchInfo &arch;
 };

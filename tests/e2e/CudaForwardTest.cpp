@@ -4,7 +4,8 @@
 // a forward kernel for sm_90a, compiled to PTX, JIT-loaded by the driver
 // and run on random inputs with outputs poisoned on the device, checked
 // against the float64 host reference. Each table runs for pipeline=simt
-// and pipelines mma and wgmma (fp16/bf16 only); a tensor-core kernel whose
+// and pipelines mma, wgmma and wgmma with stages=2 (its TMA ring and
+// producer warp; fp16/bf16 only); a tensor-core kernel whose
 // code generation reports ErrorKind::Unsupported is skipped with the reason.
 //
 //   DTypesAndHeadDims  fp16/bf16/fp32 x d = 64, 128, 256 and d=192,dv=128,
@@ -80,15 +81,22 @@ TEST_P(CudaForward, MatchesReference) {
                            ForwardData &d) { return (*runner)(s, p, d); });
 }
 
-/// Every case of \p cases with simt, and with mma and wgmma unless its
-/// dtype is fp32.
+/// Every case of \p cases with simt, and with mma, wgmma and wgmma's TMA
+/// ring (stages=2) unless its dtype is fp32; the ring takes only what a
+/// fixed-shape tensor map can describe (no varlen, paged or pack_gqa).
 std::vector<CudaCase> withPipelines(const std::vector<ForwardCase> &cases) {
   std::vector<CudaCase> out;
-  for (const char *pipeline : {"simt", "mma", "wgmma"})
-    for (const ForwardCase &c : cases)
-      if (llvm::StringRef(pipeline) == "simt" ||
-          llvm::StringRef(c.spec).find("dtype=fp32") == llvm::StringRef::npos)
-        out.push_back({c, pipeline});
+  for (const char *pipeline : {"simt", "mma", "wgmma", "wgmma,stages=2"})
+    for (const ForwardCase &c : cases) {
+      llvm::StringRef spec = c.spec, name = pipeline;
+      if (name != "simt" && spec.contains("dtype=fp32"))
+        continue;
+      if (name.contains("stages=2") &&
+          (spec.contains("varlen=1") || spec.contains("pack_gqa=1") ||
+           spec.contains("fwd_paged")))
+        continue;
+      out.push_back({c, pipeline});
+    }
   return out;
 }
 

@@ -110,7 +110,8 @@ public:
   }
   llvm::Error launch(GpuFunctionHandle, unsigned gridBlocks,
                      GpuLaunchShape shape, GpuStreamHandle stream,
-                     const void *args, size_t argBytes) override {
+                     const void *args, size_t argBytes,
+                     const TensorMaps *) override {
     const char *bytes = static_cast<const char *>(args);
     launches.push_back({gridBlocks, shape, stream,
                         std::vector<char>(bytes, bytes + argBytes)});

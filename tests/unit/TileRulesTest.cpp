@@ -12,6 +12,7 @@
 #include "specs/pipelines/AmdgpuMatrixLayout.h"
 #include "specs/pipelines/MmaLayout.h"
 #include "specs/pipelines/SimtLayout.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/StringExtras.h"
 #include "gtest/gtest.h"
@@ -144,9 +145,40 @@ TEST(TileRules, WgmmaRunsWholeWarpgroups) {
   std::vector<std::string> problems = specProblems(spec.takeError(), text);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_TRUE(llvm::StringRef(problems[0])
-                  .starts_with("warps=2: pipeline wgmma runs whole "
+                  .starts_with("warps=2: pipeline wgmma computes in whole "
                                "warpgroups"))
       << problems[0];
+}
+
+// stages=2 is wgmma's TMA ring: a producer warpgroup on top of the
+// computing warps, two K/V slots and nine mbarriers after them; what a
+// fixed-shape tensor map cannot describe is refused by name.
+TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
+  KernelSpec ring = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"
+                                 "warps=8,stages=2,target=sm_90a");
+  EXPECT_EQ(blockWarps(ring), 12u);
+  EXPECT_TRUE(usesTensorMaps(ring));
+  WgmmaLayout layout(ring, *findArch("sm_90a"));
+  unsigned tile = 128 * 128 * 2; // Q, K and V tiles alike
+  EXPECT_EQ(layout.stageBytes(), 2 * tile);
+  EXPECT_EQ(layout.barrierOffset(), tile + 2 * 2 * tile);
+  EXPECT_EQ(tileFootprintBytes(ring, *findArch("sm_90a")),
+            layout.barrierOffset() + 9 * 8);
+  KernelSpec copies = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"
+                                   "warps=8,stages=1,target=sm_90a");
+  EXPECT_EQ(blockWarps(copies), 8u);
+  EXPECT_FALSE(usesTensorMaps(copies));
+
+  for (const char *key : {"varlen=1", "pack_gqa=1", "family=fwd_paged"}) {
+    std::string text =
+        std::string("pipeline=wgmma,stages=2,target=sm_90a,") + key;
+    llvm::Expected<KernelSpec> spec = resolveText(text);
+    ASSERT_FALSE(bool(spec)) << text;
+    std::vector<std::string> problems = specProblems(spec.takeError(), text);
+    ASSERT_EQ(problems.size(), 1u) << text;
+    EXPECT_NE(problems[0].find("use stages=1"), std::string::npos)
+        << problems[0];
+  }
 }
 
 // Every default tile of every target fits, and its footprint is exactly the

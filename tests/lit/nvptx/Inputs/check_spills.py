@@ -6,7 +6,8 @@ Two grids:
   - the default tile of each NVIDIA target, head dim, dtype and pipeline
     (causal, lse=1);
   - on sm_90a, every forward family x mask x lse for the tensor-core
-    pipelines at d = 64, 128 and 256 (bf16), plus softcap and ALiBi.
+    pipelines (and wgmma's TMA ring, stages=2) at d = 64, 128 and 256
+    (bf16), plus softcap and ALiBi.
 Prints one line per failing kernel and a summary line."""
 import os, re, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +26,11 @@ def default_tiles():
                        "target=%s" % (dtype, d, pipeline, target))
 
 def feature_grid():
-    for pipeline in ["mma", "wgmma"]:
+    for pipeline in ["mma", "wgmma", "wgmma,stages=2"]:
         for d in [64, 128, 256]:
             for family in ["fwd", "fwd_splitkv", "fwd_paged"]:
+                if "stages=2" in pipeline and family == "fwd_paged":
+                    continue  # the TMA ring reads no paged K/V
                 for mask in ["none", "causal", "causal_br", "window"]:
                     for lse in [0, 1]:
                         yield ("family=%s,dtype=bf16,d=%d,mask=%s,lse=%d,pipeline=%s,"

@@ -1,0 +1,152 @@
+//===- NvptxTma.cpp - TMA loads and mbarriers on sm_90a, as IR ------------===//
+#include "ir/targets/NvptxTma.h"
+#include "ir/Loops.h"
+#include "specs/ArchTable.h"
+#include "llvm/IR/InlineAsm.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+namespace {
+/// A side-effecting inline PTX statement returning \p ret (void if null).
+CallInst *ptx(IRBuilderBase &b, Type *ret, StringRef text,
+              StringRef constraints, ArrayRef<Value *> args) {
+  SmallVector<Type *, 8> types;
+  for (Value *arg : args)
+    types.push_back(arg->getType());
+  auto *fn =
+      InlineAsm::get(FunctionType::get(ret ? ret : b.getVoidTy(), types, false),
+                     text, constraints, /*hasSideEffects=*/true);
+  CallInst *call = b.CreateCall(fn, args);
+  call->addFnAttr(Attribute::Convergent);
+  return call;
+}
+} // namespace
+
+Value *fmhajit::sharedAddress(IRBuilderBase &b, Value *ptr) {
+  return b.CreatePtrToInt(ptr, b.getInt32Ty());
+}
+
+void fmhajit::emitMbarrierInit(IRBuilderBase &b, Value *bar, unsigned count) {
+  ptx(b, nullptr, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
+      {sharedAddress(b, bar), b.getInt32(count)});
+}
+
+void fmhajit::emitMbarrierInitFence(IRBuilderBase &b) {
+  ptx(b, nullptr, "fence.mbarrier_init.release.cluster;", "", {});
+}
+
+void fmhajit::emitMbarrierArrive(IRBuilderBase &b, Value *bar) {
+  ptx(b, nullptr, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+      {sharedAddress(b, bar)});
+}
+
+void fmhajit::emitMbarrierExpectBytes(IRBuilderBase &b, Value *bar,
+                                      unsigned bytes) {
+  ptx(b, nullptr, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+      "r,r", {sharedAddress(b, bar), b.getInt32(bytes)});
+}
+
+// try_wait suspends for a while inside the instruction before it answers
+// false, so the loop around it spins slowly.
+void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity) {
+  Value *address = sharedAddress(b, bar);
+  Function *fn = b.GetInsertBlock()->getParent();
+  BasicBlock *spin = BasicBlock::Create(b.getContext(), "mbar.wait", fn);
+  BasicBlock *done = BasicBlock::Create(b.getContext(), "mbar.done", fn);
+  b.CreateBr(spin);
+  b.SetInsertPoint(spin);
+  Value *ready = ptx(b, b.getInt32Ty(),
+                     "{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
+                     "selp.u32 $0, 1, 0, p;\n\t}",
+                     "=r,r,r", {address, parity});
+  b.CreateCondBr(b.CreateICmpNE(ready, b.getInt32(0)), done, spin);
+  b.SetInsertPoint(done);
+}
+
+void fmhajit::emitTmaLoad(IRBuilderBase &b, Value *dst, Value *map,
+                          ArrayRef<Value *> coords, Value *bar) {
+  assert(coords.size() == 4 && "fmhajit's tensor maps have four dimensions");
+  ptx(b, nullptr,
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::"
+      "complete_tx::bytes [$0], [$1, {$2, $3, $4, $5}], [$6];",
+      "r,l,r,r,r,r,r",
+      {sharedAddress(b, dst), b.CreatePtrToInt(map, b.getInt64Ty()), coords[0],
+       coords[1], coords[2], coords[3], sharedAddress(b, bar)});
+}
+
+TmaRing::TmaRing(IRBuilderBase &b, GpuTargetInfo &target,
+                 const WgmmaLayout &layout, Value *smem)
+    : b(b), layout(layout), stages(target.kernelSpec().stages), smem(smem) {
+  keyLoads = entryAlloca(b, b.getInt32Ty(), "k.loads");
+  valueLoads = entryAlloca(b, b.getInt32Ty(), "v.loads");
+  b.CreateStore(b.getInt32(0), keyLoads);
+  b.CreateStore(b.getInt32(0), valueLoads);
+}
+
+// Barrier 0 is Q's full; slot s of K has full 1 + s and empty
+// 1 + stages + s, V the two groups after.
+void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
+  const KernelSpec &spec = target.kernelSpec();
+  WgmmaLayout layout(spec, *findArch(spec.target));
+  Value *smem = target.sharedMemory(b, layout.bytes());
+  unsigned stages = spec.stages;
+  emitIf(b, b.CreateICmpEQ(target.threadId(b), b.getInt32(0)), "mbar.init",
+         [&] {
+           for (unsigned i = 0; i < 1 + 4 * stages; ++i) {
+             bool empty = i > 0 && ((i - 1) / stages) % 2 == 1;
+             emitMbarrierInit(
+                 b,
+                 b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
+                                              layout.barrierOffset() + 8 * i),
+                 empty ? spec.warps / WgmmaLayout::kWarpsPerGroup : 1);
+           }
+           emitMbarrierInitFence(b);
+         });
+  target.barrier(b);
+}
+
+TmaRing::Use TmaRing::useOf(Value *n) {
+  Value *size = b.getInt32(stages);
+  return {b.CreateURem(n, size),
+          b.CreateAnd(b.CreateUDiv(n, size), b.getInt32(1))};
+}
+
+TmaRing::Use TmaRing::next(TileRole role) {
+  Value *count = counter(role);
+  Value *n = b.CreateLoad(b.getInt32Ty(), count);
+  b.CreateStore(b.CreateAdd(n, b.getInt32(1)), count);
+  return useOf(n);
+}
+
+TmaRing::Use TmaRing::latest(TileRole role) {
+  Value *n = b.CreateLoad(b.getInt32Ty(), counter(role));
+  return useOf(b.CreateSub(n, b.getInt32(1)));
+}
+
+Value *TmaRing::barrier(Value *index) {
+  Value *offset = b.CreateAdd(b.getInt32(layout.barrierOffset()),
+                              b.CreateMul(index, b.getInt32(8)));
+  return b.CreateInBoundsGEP(b.getInt8Ty(), smem, offset);
+}
+
+Value *TmaRing::queryFull() { return barrier(b.getInt32(0)); }
+
+Value *TmaRing::full(TileRole role, Value *slot) {
+  unsigned first = role == TileRole::KeyT ? 1 : 1 + 2 * stages;
+  return barrier(b.CreateAdd(b.getInt32(first), slot));
+}
+
+Value *TmaRing::empty(TileRole role, Value *slot) {
+  unsigned first = role == TileRole::KeyT ? 1 + stages : 1 + 3 * stages;
+  return barrier(b.CreateAdd(b.getInt32(first), slot));
+}
+
+Value *TmaRing::slotAddress(const Tile &tile, Value *slot) {
+  if (!slot)
+    return tile.storage;
+  return b.CreateInBoundsGEP(
+      b.getInt8Ty(), tile.storage,
+      b.CreateMul(slot, b.getInt32(layout.stageBytes())));
+}

@@ -1,0 +1,102 @@
+//===- NvptxTma.h - TMA loads and mbarriers on sm_90a, as IR --------------===//
+//
+// pipeline=wgmma with stages=2 splits a block into consumer warps, which
+// compute, and one producer warp, which loads Q, K and V by TMA
+// (cp.async.bulk.tensor) straight into the swizzled slabs wgmma reads
+// (specs/pipelines/WgmmaLayout.h). K and V each cycle through a ring of
+// slots; each slot has two mbarriers:
+//   full   the producer arms it with the bytes it will load (expect_tx);
+//          the TMA engine completes it when they have landed.
+//   empty  one thread of each consumer warpgroup arrives once the
+//          warpgroup's product that read the slot has completed; then
+//          the producer may reuse it.
+// Producer and consumers run the same recipe and count the loads they see,
+// so the n-th load of a ring sits in slot n % stages and waits for phase
+// (n / stages) % 2 of its barrier on both sides. A fresh barrier reports
+// the phase before its first as complete, so the producer's first pass
+// over the ring does not wait.
+//
+// The instructions are inline PTX: one each, no state but the barrier.
+//   mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity;
+//   cp.async.bulk.tensor.4d.shared::cluster.global.tile
+//       .mbarrier::complete_tx::bytes [dst], [map, {c0, c1, c2, c3}], [bar];
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/TileOps.h"
+#include "ir/targets/GpuTarget.h"
+#include "specs/pipelines/WgmmaLayout.h"
+#include "llvm/IR/IRBuilder.h"
+
+namespace fmhajit {
+
+/// The 32-bit shared-state-space address of \p ptr (address space 3).
+llvm::Value *sharedAddress(llvm::IRBuilderBase &b, llvm::Value *ptr);
+
+/// mbarrier.init with \p count arrivals per phase.
+void emitMbarrierInit(llvm::IRBuilderBase &b, llvm::Value *bar, unsigned count);
+/// Makes initialized mbarriers visible to the other threads (and the TMA
+/// engine); a block barrier must follow.
+void emitMbarrierInitFence(llvm::IRBuilderBase &b);
+/// One arrival on \p bar.
+void emitMbarrierArrive(llvm::IRBuilderBase &b, llvm::Value *bar);
+/// One arrival that also expects \p bytes of transactions this phase.
+void emitMbarrierExpectBytes(llvm::IRBuilderBase &b, llvm::Value *bar,
+                             unsigned bytes);
+/// Spins until phase parity \p parity (i32, 0 or 1) of \p bar completes.
+void emitMbarrierWait(llvm::IRBuilderBase &b, llvm::Value *bar,
+                      llvm::Value *parity);
+/// A TMA copy of one box of tensor map \p map (a generic pointer) at
+/// \p coords (four i32s, innermost first) to shared \p dst, completing
+/// its bytes on \p bar.
+void emitTmaLoad(llvm::IRBuilderBase &b, llvm::Value *dst, llvm::Value *map,
+                 llvm::ArrayRef<llvm::Value *> coords, llvm::Value *bar);
+
+/// The barriers and ring bookkeeping of one role's tile ops. Counters live
+/// in allocas (promoted to registers), so they follow the recipe's loops.
+class TmaRing {
+public:
+  TmaRing(llvm::IRBuilderBase &b, GpuTargetInfo &target,
+          const WgmmaLayout &layout, llvm::Value *smem);
+
+  /// Initializes every barrier (thread 0) and publishes them to the block:
+  /// called once, before the block splits into producer and consumers.
+  static void emitInit(llvm::IRBuilderBase &b, GpuTargetInfo &target);
+
+  /// Where the n-th load of a ring goes and which phase marks it.
+  struct Use {
+    llvm::Value *slot, *parity; ///< i32
+  };
+  /// The next load of \p role's ring (KeyT or Value), counting it.
+  Use next(TileRole role);
+  /// The ring's latest load.
+  Use latest(TileRole role);
+
+  llvm::Value *queryFull();
+  llvm::Value *full(TileRole role, llvm::Value *slot);
+  llvm::Value *empty(TileRole role, llvm::Value *slot);
+  /// \p tile's storage in ring slot \p slot (Query has one slot: null).
+  llvm::Value *slotAddress(const Tile &tile, llvm::Value *slot);
+
+private:
+  llvm::Value *counter(TileRole role) {
+    return role == TileRole::KeyT ? keyLoads : valueLoads;
+  }
+  Use useOf(llvm::Value *n);
+  /// Barrier \p index of the area after the ring.
+  llvm::Value *barrier(llvm::Value *index);
+
+  llvm::IRBuilderBase &b;
+  const WgmmaLayout &layout;
+  unsigned stages;
+  llvm::Value *smem, *keyLoads, *valueLoads;
+};
+
+/// The producer warp's tile ops: load() issues TMA boxes into the ring;
+/// every other word is empty, so the recipe's loops and branches run with
+/// nothing to compute.
+std::unique_ptr<TileOps> createNvptxTmaProducerOps(llvm::IRBuilderBase &b,
+                                                   GpuTargetInfo &target);
+
+} // namespace fmhajit

@@ -1,0 +1,42 @@
+//===- TensorMapBoxes.h - What a TMA kernel's tensor maps describe --------===//
+//
+// A kernel that loads by TMA (usesTensorMaps: pipeline=wgmma, stages=2)
+// takes one tensor map per tensor it loads (ir/KernelAbi.h: TensorMaps).
+// Each views its tensor as 4-D, innermost first:
+//   [head dim, rows of a sequence, heads, batch]
+// with the call's byte strides, and is read in boxes of one swizzled slab
+// (128, 64 or 32 bytes of the head dim, as specs/pipelines/WgmmaLayout.h
+// lays the tile out) by bm (Q) or bn (K, V) rows. Rows past a sequence's
+// end are outside the view, and TMA fills them with zeros.
+//
+// The maps depend on the call's pointers and strides, so the launch
+// encodes them (GpuDriver::encodeTensorMap), a few microseconds each.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/KernelAbi.h"
+#include "specs/KernelSpec.h"
+#include "llvm/Support/Error.h"
+#include <array>
+
+namespace fmhajit {
+
+/// One tensor map to encode.
+struct TensorMapRequest {
+  const char *tensor = ""; ///< "q", "k" or "v", for errors
+  const void *base = nullptr;
+  DType dtype = DType::BF16;
+  uint64_t dims[4] = {};        ///< innermost first
+  uint64_t strideBytes[3] = {}; ///< of dims 1..3
+  uint32_t box[4] = {};
+  unsigned swizzleBytes = 128; ///< 128, 64 or 32
+};
+
+/// The Q, K and V maps of a usesTensorMaps kernel (TensorMapIndex order),
+/// or a Usage error naming the pointer or stride TMA cannot address (TMA
+/// needs 16-byte aligned addresses and strides).
+llvm::Expected<std::array<TensorMapRequest, kNumTensorMaps>>
+tensorMapRequests(const KernelSpec &spec, const KernelArgs &args);
+
+} // namespace fmhajit
