@@ -30,6 +30,17 @@ const TileConfig *ArchInfo::defaultTile(Pipeline p, unsigned d) const {
   return nullptr;
 }
 
+std::vector<const TileConfig *> ArchInfo::defaultTiles(Pipeline p,
+                                                       unsigned d) const {
+  std::vector<const TileConfig *> rows;
+  const TileConfig *first = defaultTile(p, d);
+  if (first)
+    for (const TileConfig &t : pipeline(p)->tiles)
+      if (t.maxD == first->maxD)
+        rows.push_back(&t);
+  return rows;
+}
+
 // The tables are part of the build: a malformed one is a bug caught by the
 // first test that loads them, so it aborts with the file and field named.
 [[noreturn]] static void badTable(llvm::StringRef file, llvm::StringRef what) {

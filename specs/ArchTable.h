@@ -53,6 +53,10 @@ struct ArchInfo {
   bool hasHeadDim(unsigned d) const;
   /// The default tile for head dim \p d on pipeline \p p (null if none).
   const TileConfig *defaultTile(Pipeline p, unsigned d) const;
+  /// Every default row for head dim \p d, in table order: the rows that
+  /// share the first match's max_d. Later rows serve specs the first
+  /// row's tile rules refuse (sm_90a: wgmma's TMA ring takes no varlen).
+  std::vector<const TileConfig *> defaultTiles(Pipeline p, unsigned d) const;
 };
 
 /// Every known target, in the order of specs/arch (sorted by name).

@@ -231,12 +231,28 @@ bool Validator::resolvePipeline() {
   return true;
 }
 
+// Tile keys left unset come from the first default row for the head dim
+// whose tile rules take the spec (wgmma's TMA ring reads no varlen, paged
+// or pack_gqa rows: the next row serves them), else from the first row.
 void Validator::resolveTile() {
   const PipelineInfo &info = *arch.pipeline(s.pipeline);
-  if (const TileConfig *t = arch.defaultTile(s.pipeline, std::max(s.d, s.dv))) {
+  KernelSpec given = s;
+  auto fill = [&](const TileConfig *t) {
+    s = given;
 #define SPEC_TILE(Name, Letter, Help) s.Name = s.Name ? s.Name : t->Name;
 #include "specs/SpecKeys.def"
-  }
+  };
+  std::vector<const TileConfig *> rows =
+      arch.defaultTiles(s.pipeline, std::max(s.d, s.dv));
+  auto taken = [&](const TileConfig *t) {
+    fill(t);
+    KernelSpec trial = s;
+    Validator v(trial, arch);
+    v.checkTile(info);
+    return v.errors.empty();
+  };
+  if (!rows.empty() && llvm::none_of(rows, taken))
+    fill(rows.front()); // none takes it: the first row's errors say why
   checkTile(info);
 }
 
@@ -251,10 +267,15 @@ void Validator::checkTile(const PipelineInfo &info) {
   };
   checkEdge("bm", s.bm, info.bmMultiple);
   checkEdge("bn", s.bn, info.bnMultiple);
-  if (!llvm::isPowerOf2_32(s.warps) || s.warps > arch.maxWarps)
+  // wgmma runs whole warpgroups, any number of them (WgmmaLayout checks
+  // the multiple of 4); the other pipelines divide tiles by powers of two.
+  bool warpgroups = s.pipeline == Pipeline::Wgmma;
+  if (s.warps < 1 || s.warps > arch.maxWarps ||
+      (!warpgroups && !llvm::isPowerOf2_32(s.warps)))
     fail("warps", Twine(s.warps),
-         "use a power of two up to " + Twine(arch.maxWarps) + " on " +
-             arch.name);
+         (warpgroups ? "use a multiple of 4 up to "
+                     : "use a power of two up to ") +
+             Twine(arch.maxWarps) + " on " + arch.name);
   if (errors.empty())
     checkTileRules(s, arch, errors);
 }

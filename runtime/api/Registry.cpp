@@ -59,9 +59,18 @@ std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec,
       s.pipeline = p;
       s.bm = t.bm, s.bn = t.bn, s.warps = t.warps, s.stages = t.stages;
       llvm::Expected<KernelSpec> resolved = validateSpec(s);
-      if (resolved)
-        out.push_back(*resolved);
-      else // a tile too big for this head dim (shared memory): no candidate
+      if (!resolved) {
+        // The tile's rules refuse these features (wgmma's TMA ring and
+        // varlen): the arch's default rows for d, in order, as
+        // validation resolves them (Validate.cpp).
+        llvm::consumeError(resolved.takeError());
+        s.bm = s.bn = s.warps = s.stages = 0;
+        resolved = validateSpec(s);
+      }
+      if (resolved) {
+        if (!llvm::is_contained(out, *resolved))
+          out.push_back(*resolved);
+      } else // a tile too big for this head dim (shared memory): no candidate
         llvm::consumeError(resolved.takeError());
     }
   return out;

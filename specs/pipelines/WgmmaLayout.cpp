@@ -1,11 +1,18 @@
 //===- WgmmaLayout.cpp - pipeline=wgmma layout and rules ------------------===//
 #include "specs/pipelines/WgmmaLayout.h"
+#include "specs/Keys.h"
 
 using namespace fmhajit;
 using llvm::Twine;
 
+/// The forward attention loop, whose K/V tiles the ring holds.
+static bool hasKeyLoop(Family f) {
+  return f == Family::Fwd || f == Family::FwdSplitKv || f == Family::FwdPaged;
+}
+
 bool fmhajit::usesTensorMaps(const KernelSpec &spec) {
-  return spec.pipeline == Pipeline::Wgmma && spec.stages == 2;
+  return spec.pipeline == Pipeline::Wgmma && spec.stages == 2 &&
+         hasKeyLoop(spec.family);
 }
 
 static unsigned alignedTile(unsigned offset) {
@@ -74,6 +81,11 @@ void WgmmaLayout::check(ErrorList &errors) const {
                        "pipeline wgmma reads Q, K and V in swizzled slabs of "
                        "at least 32 bytes",
                        errors);
+  if (spec.stages == 2 && !hasKeyLoop(spec.family))
+    addTileError(errors, "stages", spec.stages,
+                 "pipeline wgmma's ring (stages=2) holds the forward "
+                 "attention loop's K/V tiles; family=" +
+                     keyOf(spec.family) + " has none: use stages=1");
   if (usesTensorMaps(spec))
     checkTensorMapLoads(errors);
 }

@@ -194,11 +194,14 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
   a.headsQ = 16;
   a.headsKv = 2;
   a.seqlenQ = 2;
+  if (spec->softcap)
+    a.softcap = 20;
   std::vector<int64_t> lens = {1, 17, 300, 64, 1000};
   a.batch = int64_t(lens.size());
   PagedProblem problem =
       PagedProblem::make(*spec, a, KvCacheLayout::paged(16, 100, 64), lens);
-  ASSERT_FALSE(bool(problem.validate(*spec)));
+  if (llvm::Error err = problem.validate(*spec))
+    FAIL() << llvm::toString(std::move(err));
   CudaDriver &driver = runner->driver();
   for (unsigned n : {1u, 4u}) {
     PagedData host(*spec, problem, 5);

@@ -150,7 +150,8 @@ INSTANTIATE_TEST_SUITE_P(
                      {{"1 features", "made for it"}}}),
     caseName);
 
-// NVIDIA: mma first (auto_order), a half-height tile for short queries;
+// NVIDIA: wgmma first on sm_90a (auto_order), a half-height tile for short
+// queries;
 // fp32 only has simt; AMD keeps the arch defaults.
 INSTANTIATE_TEST_SUITE_P(
     Gpus, Dispatcher,
@@ -159,9 +160,18 @@ INSTANTIATE_TEST_SUITE_P(
                      "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a",
                      4096,
                      4096,
-                     "fmha_fwd_bf16_d128_causal_m128n128w8s1_wgmma_sm90a",
-                     {{"2 tiles", "wgmma m128n128w8s1"},
+                     "fmha_fwd_bf16_d128_causal_m128n128w8s2_wgmma_sm90a",
+                     {{"2 tiles", "wgmma m128n128w8s2"},
                       {"3 priority", "(wgmma > mma > simt)"}}},
+        // The TMA ring (stages=2) reads no varlen rows: the arch's next
+        // default row for d=128, stages=1.
+        DispatchCase{"Sm90aVarlenStepsDown",
+                     "family=fwd,dtype=bf16,d=128,mask=causal,varlen=1,"
+                     "target=sm_90a",
+                     4096,
+                     4096,
+                     "fmha_fwd_bf16_d128_causal_vl_m128n128w8s1_wgmma_sm90a",
+                     {{"2 tiles", "wgmma m128n128w8s2"}}},
         DispatchCase{"Sm90aShort",
                      "family=fwd,dtype=bf16,d=128,target=sm_90a",
                      48,
