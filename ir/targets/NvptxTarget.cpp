@@ -6,6 +6,9 @@
 //       "nvvm.maxntid"="<threads>" {
 //     %w = total - 1 - ctaid.x ; <body(%p, %w)>
 //   }
+// Kernels that load by TMA (pipeline=wgmma, stages=2) take a second,
+// grid-constant parameter, their tensor maps, and split the block into a
+// producer warpgroup and consumers (emitBlockWorkItem).
 // Fast math: ex2.approx.ftz.f32 (2^x for x < -126 flushes to +0, as the
 // recipe requires) and lg2.approx.f32.
 //
