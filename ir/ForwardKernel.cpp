@@ -18,6 +18,7 @@
 #include "ir/ForwardKernel.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "ir/ScoreMods.h"
 #include "ir/TileOps.h"
 #include "ir/WorkItem.h"
 #include "specs/EncodedName.h"
@@ -28,14 +29,6 @@ using namespace fmhajit;
 using namespace llvm;
 
 namespace {
-/// The mask's visible band around the diagonal: key j is visible to query i
-/// iff j < sk, j <= i + offset + right (if upper) and j >= i + offset - left
-/// (if lower).
-struct Band {
-  bool upper = false, lower = false;
-  Value *offset = nullptr, *right = nullptr, *left = nullptr; ///< i32
-};
-
 /// Row r of a K/V tile starting at key j0 of a paged cache: key j = j0 + r
 /// lives in page table[j >> log2PageSize], row j & (pageSize - 1) of it.
 ///   %page = load i32, table + (j >> log2P); %off = j & (P - 1)
@@ -63,10 +56,18 @@ struct PagedRows {
   }
 };
 
-/// The query tokens of a tile's first and last valid rows (i32): the key
-/// range and the mask's edge tests follow them.
-struct TileTokens {
-  Value *first, *last;
+/// One query tile's walk over its keys [kvBegin, kvEnd): its tiles and the
+/// online softmax's running max m and sum l.
+struct KeyWalk {
+  const WorkItem &s;
+  Band mask;
+  TileTokens tokens;
+  Value *kvBegin, *kvEnd;
+  Tile q, kT, v, scores, out;
+  RowVec m, l;
+  /// Under fwd_paged: K's and V's rows through the block table; kvRows()
+  /// hands them to the loads by reference.
+  PagedRows pagedK{}, pagedV{};
 };
 
 class ForwardEmitter {
@@ -74,7 +75,7 @@ public:
   ForwardEmitter(const KernelSpec &spec, TargetInfo &target, IRBuilderBase &b,
                  Value *params)
       : spec(spec), target(target), b(b), p(b, params),
-        ops(target.createTileOps(b)),
+        ops(target.createTileOps(b)), mods(spec, target, b, p, *ops),
         splits(spec.family == Family::FwdSplitKv ||
                spec.family == Family::FwdPaged),
         paged(spec.family == Family::FwdPaged) {}
@@ -82,7 +83,6 @@ public:
   void emitWorkItem(Value *workItem);
 
 private:
-  Band band(const WorkItem &s);
   PagedRows pagedRows(const WorkItem &s, KernelArgsField pool,
                       KernelArgsField strides);
   Value *rowsOf(KernelArgsField tensor, KernelArgsField strides, Value *batch,
@@ -93,14 +93,14 @@ private:
   Value *numSplits() { return fmhajit::numSplits(b, p); }
   void emitTile(const WorkItem &s);
   void restrictToSplit(const WorkItem &s, Value *&kvBegin, Value *&kvEnd);
-  void applyScoreMods(Tile &scores, const WorkItem &s, const Band &band,
-                      Value *j0, const TileTokens &tokens);
-  void applyAlibi(Tile &scores, const WorkItem &s, Value *j0);
-  void applyMask(Tile &scores, const WorkItem &s, const Band &band, Value *j0,
-                 const TileTokens &tokens);
-  /// Under pack_gqa: the ALiBi slope of tile row \p row's head (\p row: i32,
-  /// scalar or vector), times log2e.
-  Value *alibiSlopeLog2(const WorkItem &s, Value *slopes, Value *row);
+  /// The keys of the tile at \p j0: bn, or fewer at the end of the keys.
+  Value *keysAt(const WorkItem &s, Value *j0) {
+    return minI(i32(spec.bn), b.CreateSub(s.sk, j0));
+  }
+  /// The rows of K (\p tensor = kK) or V from key \p j0 on.
+  GlobalRows kvRows(KeyWalk &w, KernelArgsField tensor, Value *j0);
+  void emitKeyLoop(KeyWalk &w);
+  void emitOverlappedKeyLoop(KeyWalk &w);
   /// Turns \p scores into P and updates m and l; returns the factor O's
   /// rows must be rescaled by before P V is added.
   RowVec emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l);
@@ -137,33 +137,11 @@ private:
   IRBuilderBase &b;
   ArgsReader p;
   std::unique_ptr<TileOps> ops;
+  ScoreMods mods;
   bool splits; ///< the key range may be cut into parts (numSplits)
   bool paged;  ///< K/V rows come through a block table
 };
 } // namespace
-
-Band ForwardEmitter::band(const WorkItem &s) {
-  Band band;
-  if (spec.mask == Mask::None)
-    return band;
-  band.upper = true;
-  band.lower = spec.mask == Mask::Window;
-  band.offset = spec.mask == Mask::Causal ? i32(0) : b.CreateSub(s.sk, s.sq);
-  if (spec.mask != Mask::Window) {
-    band.right = i32(0);
-    return band;
-  }
-  // -1 (any negative) is unbounded, and so is anything past sk + sq, which
-  // already reaches every key: clamping there keeps i + offset + right from
-  // overflowing (as window sizes near 2^31 did). Unsigned compares catch both.
-  Value *unbounded = b.CreateAdd(s.sk, s.sq);
-  auto clamp = [&](Value *side) {
-    return b.CreateSelect(b.CreateICmpUGT(side, unbounded), unbounded, side);
-  };
-  band.right = clamp(p.get(kWindowRight));
-  band.left = clamp(p.get(kWindowLeft));
-  return band;
-}
 
 PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
                                     KernelArgsField strides) {
@@ -178,106 +156,6 @@ PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
           p.stride(strides, 1),
           nullptr,
           elem};
-}
-
-void ForwardEmitter::applyScoreMods(Tile &scores, const WorkItem &s,
-                                    const Band &band, Value *j0,
-                                    const TileTokens &tokens) {
-  if (spec.softcap) { // s = c * tanh(s / c), then into log2 units
-    Value *c = p.get(kSoftcap);
-    Value *invC = b.CreateFDiv(f32(1), c);
-    Value *cLog2e = b.CreateFMul(c, f32(kLog2e));
-    ops->map(scores, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
-      Value *t = target.tanh(b, b.CreateFMul(x, splatLike(b, invC, x)));
-      return b.CreateFMul(t, splatLike(b, cLog2e, x));
-    });
-  }
-  if (spec.bias == Bias::Alibi)
-    applyAlibi(scores, s, j0);
-  applyMask(scores, s, band, j0, tokens);
-}
-
-// Under pack_gqa each row's head has its own slope: a gather, which the
-// loop-invariant row index lets LLVM hoist out of the key loop.
-Value *ForwardEmitter::alibiSlopeLog2(const WorkItem &s, Value *slopes,
-                                      Value *row) {
-  Value *packed = b.CreateAdd(row, splatLike(b, s.i0, row));
-  Value *head =
-      b.CreateAdd(b.CreateZExt(queryHeadOffset(b, s, packed),
-                               row->getType()->getWithNewType(b.getInt64Ty())),
-                  splatLike(b, s.h, row));
-  Value *at = b.CreateInBoundsGEP(b.getFloatTy(), slopes, head);
-  Value *slope = nullptr;
-  if (at->getType()->isVectorTy())
-    slope = b.CreateMaskedGather(row->getType()->getWithNewType(b.getFloatTy()),
-                                 at, Align(4));
-  else
-    slope = b.CreateLoad(b.getFloatTy(), at);
-  return b.CreateFMul(slope, splatLike(b, f32(kLog2e), slope));
-}
-
-// s -= slope_h * |i + sk - sq - j|, i the row's token and h its head
-void ForwardEmitter::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
-  Value *slopes = p.get(kAlibiSlopes);
-  Value *itemSlope = nullptr; // one head per tile unless packed
-  if (!s.group)
-    itemSlope = b.CreateFMul(
-        b.CreateLoad(b.getFloatTy(),
-                     b.CreateInBoundsGEP(b.getFloatTy(), slopes, s.h)),
-        f32(kLog2e));
-  Value *origin = b.CreateSub(s.sk, s.sq);
-  Value *rowOrigin = s.group ? origin : b.CreateAdd(s.i0, origin);
-  ops->map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
-    Value *i = s.group
-                   ? queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)))
-                   : row;
-    Value *dist = b.CreateSub(b.CreateAdd(i, splatLike(b, rowOrigin, i)),
-                              b.CreateAdd(col, splatLike(b, j0, col)));
-    Value *absDist =
-        b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
-    Value *fdist = b.CreateSIToFP(absDist, x->getType());
-    Value *slope =
-        itemSlope ? splatLike(b, itemSlope, x) : alibiSlopeLog2(s, slopes, row);
-    return b.CreateFSub(x, b.CreateFMul(fdist, slope));
-  });
-}
-
-void ForwardEmitter::applyMask(Tile &scores, const WorkItem &s,
-                               const Band &band, Value *j0,
-                               const TileTokens &tokens) {
-  // Only tiles that cross the band's edges or the end of the keys pay for
-  // the per-element mask.
-  Value *jLast = b.CreateAdd(j0, i32(spec.bn - 1));
-  Value *needsMask = b.CreateICmpSGE(jLast, s.sk);
-  if (band.upper)
-    needsMask = b.CreateOr(
-        needsMask,
-        b.CreateICmpSGT(
-            jLast,
-            b.CreateAdd(tokens.first, b.CreateAdd(band.offset, band.right))));
-  if (band.lower)
-    needsMask = b.CreateOr(
-        needsMask,
-        b.CreateICmpSLT(
-            j0, b.CreateSub(b.CreateAdd(tokens.last, band.offset), band.left)));
-  emitIf(b, needsMask, "mask", [&] {
-    ops->map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
-      Value *i = queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)));
-      Value *j = b.CreateAdd(col, splatLike(b, j0, col));
-      Value *visible = b.CreateICmpSLT(j, splatLike(b, s.sk, j));
-      if (band.upper) {
-        Value *limit = b.CreateAdd(
-            i, splatLike(b, b.CreateAdd(band.offset, band.right), i));
-        visible = b.CreateAnd(visible, b.CreateICmpSLE(j, limit));
-      }
-      if (band.lower) {
-        Value *limit = b.CreateAdd(
-            i, splatLike(b, b.CreateSub(band.offset, band.left), i));
-        visible = b.CreateAnd(visible, b.CreateICmpSGE(j, limit));
-      }
-      return b.CreateSelect(visible, x, splatLike(b, f32(-INFINITY), x));
-    });
-  });
 }
 
 RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
@@ -403,7 +281,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   TileTokens tokens{
       queryToken(b, s, s.i0),
       queryToken(b, s, b.CreateAdd(s.i0, b.CreateSub(rows, i32(1))))};
-  Band mask = band(s);
+  Band mask = mods.band(s);
   Value *kvBegin = i32(0), *kvEnd = s.sk;
   if (mask.lower)
     kvBegin = maxI(
@@ -414,12 +292,18 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   if (splits)
     restrictToSplit(s, kvBegin, kvEnd);
 
-  Tile q = ops->makeTile(TileRole::Query, spec.bm, spec.d, "q");
-  Tile kT = ops->makeTile(TileRole::KeyT, spec.d, spec.bn, "kT");
-  Tile v = ops->makeTile(TileRole::Value, spec.bn, spec.dv, "v");
-  Tile scores = ops->makeTile(TileRole::Scores, spec.bm, spec.bn, "s");
-  Tile out = ops->makeTile(TileRole::Output, spec.bm, spec.dv, "o");
-  RowVec m = ops->makeRowVec(spec.bm, "m"), l = ops->makeRowVec(spec.bm, "l");
+  KeyWalk w{s,
+            mask,
+            tokens,
+            kvBegin,
+            kvEnd,
+            ops->makeTile(TileRole::Query, spec.bm, spec.d, "q"),
+            ops->makeTile(TileRole::KeyT, spec.d, spec.bn, "kT"),
+            ops->makeTile(TileRole::Value, spec.bn, spec.dv, "v"),
+            ops->makeTile(TileRole::Scores, spec.bm, spec.bn, "s"),
+            ops->makeTile(TileRole::Output, spec.bm, spec.dv, "o"),
+            ops->makeRowVec(spec.bm, "m"),
+            ops->makeRowVec(spec.bm, "l")};
 
   Value *scale = p.get(kScale);
   Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
@@ -427,60 +311,106 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   GlobalRows qSource = qRows.rows(b);
   if (!spec.varlen && !s.group)
     qSource.box = {kQMap, tileQueryRow(b, s), s.h, s.b};
-  ops->load(q, qSource, rows, qScale);
+  ops->load(w.q, qSource, rows, qScale);
   ops->limitQueryRows(rows);
-  ops->fill(m, -INFINITY);
-  ops->fill(l, 0.0f);
-  ops->fill(out, 0.0f);
-
-  PagedRows pagedK{}, pagedV{};
+  ops->fill(w.m, -INFINITY);
+  ops->fill(w.l, 0.0f);
+  ops->fill(w.out, 0.0f);
   if (paged) {
-    pagedK = pagedRows(s, kK, kKStrides);
-    pagedV = pagedRows(s, kV, kVStrides);
+    w.pagedK = pagedRows(s, kK, kKStrides);
+    w.pagedV = pagedRows(s, kV, kVStrides);
   }
-  // Software-pipelined like FlashAttention-2: once K_j is ready, V_j is
-  // requested and copies while S = Q K_j^T is computed; once V_j is ready,
-  // K_j+1 is requested and copies during the softmax and O += P V_j. Past
-  // the last tile the request names the current tile with no valid rows: it
-  // reads nothing, and every iteration issues the same copies.
-  auto keysAt = [&](Value *j0) {
-    return minI(i32(spec.bn), b.CreateSub(s.sk, j0));
-  };
-  // `paging` by reference: the GlobalRows returned keeps a function_ref to
-  // it, which must outlive the load that uses it.
-  auto kvRows = [&](KernelArgsField tensor, KernelArgsField strides,
-                    PagedRows &paging, Value *j0) -> GlobalRows {
-    GlobalRows rows{nullptr, nullptr, spec.dtype};
-    if (paged) {
-      paging.j0 = j0;
-      rows.rowAddress = paging;
-      return rows;
-    }
-    Value *row = b.CreateAdd(s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
-    rows = {rowsOf(tensor, strides, s.b, row, s.hk, spec.dtype),
-            p.stride(strides, 1), spec.dtype};
-    if (!spec.varlen)
-      rows.box = {int(tensor == kK ? kKMap : kVMap), row, s.hk, s.b};
-    return rows;
-  };
-  Value *any = b.CreateICmpSLT(kvBegin, kvEnd);
-  ops->load(kT, kvRows(kK, kKStrides, pagedK, kvBegin),
-            b.CreateSelect(any, keysAt(kvBegin), i32(0)), nullptr);
-  emitFor(b, kvBegin, kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
-    ops->sync(kT);
-    ops->load(v, kvRows(kV, kVStrides, pagedV, j0), keysAt(j0), nullptr);
-    ops->matmul(scores, q, kT);
-    applyScoreMods(scores, s, mask, j0, tokens);
-    ops->sync(v);
-    Value *next = b.CreateAdd(j0, i32(spec.bn));
-    Value *more = b.CreateICmpSLT(next, kvEnd);
-    ops->load(kT, kvRows(kK, kKStrides, pagedK, b.CreateSelect(more, next, j0)),
-              b.CreateSelect(more, keysAt(next), i32(0)), nullptr);
-    RowVec alpha = emitOnlineSoftmax(scores, m, l);
-    ops->mmaRescaled(out, alpha, scores, v);
-  });
+  if (ops->overlapsProducts())
+    emitOverlappedKeyLoop(w);
+  else
+    emitKeyLoop(w);
   ops->drain();
-  emitEpilogue(s, out, m, l, rows);
+  emitEpilogue(s, w.out, w.m, w.l, rows);
+}
+
+GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
+                                  Value *j0) {
+  bool keys = tensor == kK;
+  GlobalRows rows{nullptr, nullptr, spec.dtype};
+  if (paged) {
+    PagedRows &paging = keys ? w.pagedK : w.pagedV;
+    paging.j0 = j0;
+    rows.rowAddress = paging;
+    return rows;
+  }
+  KernelArgsField strides = keys ? kKStrides : kVStrides;
+  Value *row = b.CreateAdd(w.s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
+  rows = {rowsOf(tensor, strides, w.s.b, row, w.s.hk, spec.dtype),
+          p.stride(strides, 1), spec.dtype};
+  if (!spec.varlen)
+    rows.box = {int(keys ? kKMap : kVMap), row, w.s.hk, w.s.b};
+  return rows;
+}
+
+// Software-pipelined like FlashAttention-2: once K_j is ready, V_j is
+// requested and copies while S = Q K_j^T is computed; once V_j is ready,
+// K_j+1 is requested and copies during the softmax and O += P V_j. Past the
+// last tile the request names the current tile with no valid rows: it reads
+// nothing, and every iteration issues the same copies.
+void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
+  const WorkItem &s = w.s;
+  Value *any = b.CreateICmpSLT(w.kvBegin, w.kvEnd);
+  ops->load(w.kT, kvRows(w, kK, w.kvBegin),
+            b.CreateSelect(any, keysAt(s, w.kvBegin), i32(0)), nullptr);
+  emitFor(b, w.kvBegin, w.kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
+    ops->sync(w.kT);
+    ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
+    ops->matmul(w.scores, w.q, w.kT);
+    mods.apply(w.scores, s, w.mask, j0, w.tokens);
+    ops->sync(w.v);
+    Value *next = b.CreateAdd(j0, i32(spec.bn));
+    Value *more = b.CreateICmpSLT(next, w.kvEnd);
+    ops->load(w.kT, kvRows(w, kK, b.CreateSelect(more, next, j0)),
+              b.CreateSelect(more, keysAt(s, next), i32(0)), nullptr);
+    RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
+    ops->mmaRescaled(w.out, alpha, w.scores, w.v);
+  });
+}
+
+// FlashAttention-3's overlap inside a warpgroup, for targets whose products
+// run asynchronously: P V of the previous key tile runs while this tile's
+// softmax does, so the tensor cores and the exp2 units work at once.
+//   S_0 = Q K_0^T; P_0 = softmax(S_0)
+//   for j = 1..: start S_j = Q K_j^T; start O += P_j-1 V_j-1
+//                finish S_j; P_j, alpha_j = softmax(S_j)
+//                finish O; O *= alpha_j
+//   O += P_last V_last
+// P is a tile of its own, so S_j can land while P_j-1 is still being read.
+// Each K and V tile is requested just before the one use that first needs
+// it: a target that overlaps products loads ahead on its own (a producer).
+void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
+  const WorkItem &s = w.s;
+  Tile probs = ops->makeTile(TileRole::Probabilities, spec.bm, spec.bn, "p");
+  Value *any = b.CreateICmpSLT(w.kvBegin, w.kvEnd);
+  emitIf(b, any, "first.keys", [&] {
+    ops->load(w.kT, kvRows(w, kK, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
+    ops->load(w.v, kvRows(w, kV, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
+    ops->matmul(w.scores, w.q, w.kT);
+    mods.apply(w.scores, s, w.mask, w.kvBegin, w.tokens);
+    emitOnlineSoftmax(w.scores, w.m, w.l); // O is still 0: no rescale
+    ops->copy(probs, w.scores);
+  });
+  Value *second = b.CreateAdd(w.kvBegin, i32(spec.bn));
+  emitFor(b, second, w.kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
+    ops->load(w.kT, kvRows(w, kK, j0), keysAt(s, j0), nullptr);
+    ops->startProduct(w.scores, w.q, w.kT, /*accumulate=*/false);
+    ops->startProduct(w.out, probs, w.v, /*accumulate=*/true);
+    ops->finishProduct(w.scores);
+    mods.apply(w.scores, s, w.mask, j0, w.tokens);
+    RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
+    ops->finishProduct(w.out);
+    ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
+    ops->mapWithRow(w.out, alpha, [](IRBuilderBase &b, Value *x, Value *a) {
+      return b.CreateFMul(x, a);
+    });
+    ops->copy(probs, w.scores);
+  });
+  emitIf(b, any, "last.values", [&] { ops->mma(w.out, probs, w.v); });
 }
 
 void ForwardEmitter::emitWorkItem(Value *workItem) {

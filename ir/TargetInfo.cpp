@@ -20,6 +20,18 @@ void TileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
   mma(acc, a, b);
 }
 
+void TileOps::startProduct(Tile &acc, const Tile &a, const Tile &b,
+                           bool accumulate) {
+  if (accumulate)
+    mma(acc, a, b);
+  else
+    matmul(acc, a, b);
+}
+
+void TileOps::copy(Tile &, const Tile &) {
+  llvm_unreachable("copy() belongs to targets that overlap products");
+}
+
 void TileOps::matmul(Tile &acc, const Tile &a, const Tile &b) {
   fill(acc, 0.0f);
   mma(acc, a, b);

@@ -24,6 +24,9 @@ enum class TileRole {
   Value,  ///< [bn][dv], loaded from V rows
   Scores, ///< [bm][bn]
   Output, ///< [bm][dv] accumulator
+  /// [bm][bn], P kept for a product that starts after the next S is
+  /// computed: made only where TileOps::overlapsProducts().
+  Probabilities,
 };
 
 struct Tile {
@@ -141,6 +144,21 @@ public:
   /// ever stored: a target may skip work on the rest (whose values are then
   /// unspecified). The host does, so a short query costs little in a tall tile.
   virtual void limitQueryRows(llvm::Value *rows) {}
+
+  /// Whether startProduct() returns while the product still runs. The
+  /// forward recipe then orders its key loop so that one key tile's softmax
+  /// overlaps the previous tile's P V (ForwardKernel.cpp).
+  virtual bool overlapsProducts() const { return false; }
+  /// Starts acc (+)= a * b, waiting for the operands' loads. Until
+  /// finishProduct(acc) nothing may read or change acc, nor change a or b.
+  /// Here the product runs at once.
+  virtual void startProduct(Tile &acc, const Tile &a, const Tile &b,
+                            bool accumulate);
+  /// Waits for acc's product; shared tiles it read may then be reloaded.
+  virtual void finishProduct(Tile &acc) {}
+  /// dst = src: a Probabilities tile from the Scores tile, converted to
+  /// what the product reads. Only targets that overlap products have it.
+  virtual void copy(Tile &dst, const Tile &src);
 };
 
 /// \p scalar broadcast to \p like's vector width (or \p scalar if \p like is

@@ -100,6 +100,8 @@ public:
     case TileRole::Output:
       return {role, rows, cols,
               entryAlloca(b, b.getFloatTy(), name, 4, accCount(cols))};
+    case TileRole::Probabilities:
+      break;
     }
     llvm_unreachable("unknown tile role");
   }

@@ -126,6 +126,7 @@ private:
     case TileRole::Scores:
       return layout.scores;
     case TileRole::Output:
+    case TileRole::Probabilities:
       break;
     }
     llvm_unreachable("the output accumulator is in registers");

@@ -38,6 +38,9 @@ Tile NvptxFragmentTileOps::makeTile(TileRole role, unsigned rows, unsigned cols,
   if (role == TileRole::Scores || role == TileRole::Output)
     return {role, rows, cols,
             entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
+  if (role == TileRole::Probabilities)
+    return {role, rows, cols,
+            entryAlloca(b, b.getInt32Ty(), name, 4, mTiles * (cols / 16) * 4)};
   return {role, rows, cols,
           b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
                                        sharedTile(role).offset)};
@@ -141,6 +144,12 @@ SmallVector<Value *, 4>
 NvptxFragmentTileOps::probabilityFragments(const Tile &s, unsigned i,
                                            unsigned kk) {
   SmallVector<Value *, 4> out;
+  if (s.role == TileRole::Probabilities) { // already packed by copy()
+    for (unsigned r = 0; r < 4; ++r)
+      out.push_back(b.CreateLoad(
+          b.getInt32Ty(), slot(s.storage, (i * (s.cols / 16) + kk) * 4 + r)));
+    return out;
+  }
   for (unsigned r = 0; r < 4; ++r) {
     unsigned j = 2 * kk + (r >= 2 ? 1 : 0), e0 = (r & 1) ? 2 : 0;
     auto at = [&](unsigned e) {
@@ -150,6 +159,18 @@ NvptxFragmentTileOps::probabilityFragments(const Tile &s, unsigned i,
     out.push_back(packPair(at(e0), at(e0 + 1)));
   }
   return out;
+}
+
+// P as the products read it: packed 16-bit pairs, half of S's registers.
+void NvptxFragmentTileOps::copy(Tile &dst, const Tile &src) {
+  assert(dst.role == TileRole::Probabilities && src.role == TileRole::Scores);
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned kk = 0; kk < src.cols / 16; ++kk) {
+      SmallVector<Value *, 4> fragment = probabilityFragments(src, i, kk);
+      for (unsigned r = 0; r < 4; ++r)
+        b.CreateStore(fragment[r],
+                      slot(dst.storage, (i * (dst.cols / 16) + kk) * 4 + r));
+    }
 }
 
 void NvptxFragmentTileOps::map(Tile &tile, ElementFn fn) {

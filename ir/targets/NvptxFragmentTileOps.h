@@ -71,6 +71,8 @@ public:
              llvm::Value *valid) override;
   void store(const RowVec &r, const GlobalRows &dst,
              llvm::Value *valid) override;
+  /// P from S, as packed 16-bit pairs of A fragments.
+  void copy(Tile &dst, const Tile &src) override;
   void sync(Tile &tile) override { waitFor(tile); }
   void drain() override;
 
@@ -116,7 +118,8 @@ protected:
   /// Two floats as one register of packed 16-bit elements.
   llvm::Value *packPair(llvm::Value *lo, llvm::Value *hi);
   /// P's A fragment (m-tile \p i, keys 16kk..16kk+15) from S's accumulators:
-  /// a0/a1 are rows g/g+8 of n-tile 2kk, a2/a3 of n-tile 2kk+1.
+  /// a0/a1 are rows g/g+8 of n-tile 2kk, a2/a3 of n-tile 2kk+1. A
+  /// Probabilities tile holds them packed already.
   llvm::SmallVector<llvm::Value *, 4>
   probabilityFragments(const Tile &s, unsigned i, unsigned kk);
 

@@ -53,6 +53,10 @@ public:
   void mapRows(RowVec &, ArrayRef<const RowVec *>, RowFn) override {}
   void store(const Tile &, const GlobalRows &, Value *) override {}
   void store(const RowVec &, const GlobalRows &, Value *) override {}
+  /// The consumers overlap their products, so the recipe's loads come in
+  /// that loop's order: the producer must walk the same one.
+  bool overlapsProducts() const override { return true; }
+  void copy(Tile &, const Tile &) override {}
 
 private:
   const SharedTile &sharedTile(TileRole role) const {

@@ -12,8 +12,11 @@
 //                descriptors, one wgmma per 16 columns of d.
 //    O += P V:   A = P from registers (S's accumulators converted, as for
 //                mma), B = V by an MN-major descriptor (V rows run along K).
-//    Each product is fenced, issued, committed and waited for as a group,
-//    its accumulators threaded through (NvptxWgmma.h).
+//    Each product is fenced, issued and committed as a group, and waited
+//    for in finishProduct(), its accumulators threaded through
+//    (NvptxWgmma.h); wait_group lets the groups issued after it run on.
+//    Under stages=2 the recipe overlaps products with the softmax
+//    (overlapsProducts()): S_j and P_j-1 V_j-1 are in flight together.
 //  - Under stages=2 these ops run on the consumer warps only: the producer
 //    warp loads the tiles by TMA (NvptxTma.h). load() then just counts the
 //    ring's loads, a tile's first use waits for its slot's full barrier,
@@ -50,11 +53,18 @@ public:
   }
 
   void mma(Tile &acc, const Tile &a, const Tile &bt) override {
-    product(acc, a, bt, /*accumulate=*/true);
+    startProduct(acc, a, bt, /*accumulate=*/true);
+    finishProduct(acc);
   }
   void matmul(Tile &acc, const Tile &a, const Tile &bt) override {
-    product(acc, a, bt, /*accumulate=*/false);
+    startProduct(acc, a, bt, /*accumulate=*/false);
+    finishProduct(acc);
   }
+  /// Under stages=2: the producer loads ahead, so products may overlap.
+  bool overlapsProducts() const override { return ring.has_value(); }
+  void startProduct(Tile &acc, const Tile &a, const Tile &bt,
+                    bool accumulate) override;
+  void finishProduct(Tile &acc) override;
   void load(Tile &tile, const GlobalRows &src, Value *valid,
             Value *scale) override;
   void sync(Tile &tile) override {
@@ -93,7 +103,8 @@ private:
   void release(const Tile &tile);
   /// Where \p tile's latest load sits: its ring slot under stages=2.
   Value *tileAddress(const Tile &tile);
-  void product(Tile &acc, const Tile &a, const Tile &bt, bool accumulate);
+  /// Issue (fence, products, commit) without the wait: the accumulators
+  /// as the products define them.
   SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
                                            unsigned n);
   SmallVector<Value *, 128> probabilitiesTimesValues(const Tile &s,
@@ -101,11 +112,21 @@ private:
                                                      ArrayRef<Value *> acc,
                                                      bool accumulate);
 
+  /// A product issued and committed, not yet waited for.
+  struct InFlight {
+    Tile acc, b;                    ///< b's ring slot is released once done
+    SmallVector<Value *, 128> sums; ///< its accumulators, until the wait
+    SmallVector<Value *, 128> old;  ///< S's previous values when accumulating
+    Value *scale;                   ///< S's deferred softmax scale, or null
+  };
+
   WgmmaLayout layout;
   /// stages=2: the ring the producer warp fills.
   std::optional<TmaRing> ring;
   /// Tiles acquired since their latest load.
   SmallPtrSet<Value *, 4> acquired;
+  /// Committed products, oldest first: wgmma groups complete in order.
+  SmallVector<InFlight, 2> inFlight;
 };
 } // namespace
 
@@ -203,7 +224,7 @@ NvptxWgmmaTileOps::queryTimesKeys(const Tile &q, const Tile &kT, unsigned n) {
                            /*transposeB=*/false);
   }
   emitWgmmaCommit(b);
-  return emitWgmmaWait(b, 0, sums);
+  return sums;
 }
 
 // O (+)= P V: step kk covers keys 16kk.., two swizzle atoms of V rows; V's
@@ -230,11 +251,11 @@ SmallVector<Value *, 128> NvptxWgmmaTileOps::probabilitiesTimesValues(
                               /*transposeB=*/true);
   }
   emitWgmmaCommit(b);
-  return emitWgmmaWait(b, 0, sums);
+  return sums;
 }
 
-void NvptxWgmmaTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
-                                bool accumulate) {
+void NvptxWgmmaTileOps::startProduct(Tile &acc, const Tile &a, const Tile &bt,
+                                     bool accumulate) {
   bool scores = acc.role == TileRole::Scores; // S = Q K^T, else O += P V
   for (const Tile *operand : {&bt, scores ? &a : nullptr}) {
     if (!operand)
@@ -245,32 +266,41 @@ void NvptxWgmmaTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
       waitFor(*operand);
     markRead(*operand);
   }
-  SmallVector<Value *, 128> old;
+  InFlight product{acc, bt, {}, {}, scores ? deferredScale(a) : nullptr};
   if (accumulate)
     for (unsigned e = 0; e < accCount(acc); ++e)
-      old.push_back(b.CreateLoad(b.getFloatTy(), slot(acc.storage, e)));
-  if (!scores) {
+      product.old.push_back(b.CreateLoad(b.getFloatTy(), slot(acc.storage, e)));
+  if (scores) {
+    product.sums = queryTimesKeys(a, bt, acc.cols);
+  } else {
     if (!accumulate)
-      old.assign(accCount(acc), PoisonValue::get(b.getFloatTy()));
-    SmallVector<Value *, 128> sums =
-        probabilitiesTimesValues(a, bt, old, accumulate);
-    release(bt);
-    for (unsigned e = 0; e < sums.size(); ++e)
-      b.CreateStore(sums[e], slot(acc.storage, e));
-    return;
+      product.old.assign(accCount(acc), PoisonValue::get(b.getFloatTy()));
+    product.sums = probabilitiesTimesValues(a, bt, product.old, accumulate);
+    product.old.clear(); // tied to the product: O needs no add
   }
-  SmallVector<Value *, 128> sums = queryTimesKeys(a, bt, acc.cols);
-  release(bt);
-  Value *scale = deferredScale(a);
-  for (unsigned e = 0; e < sums.size(); ++e) { // acc (+)= scale * (Q K^T)
+  inFlight.push_back(std::move(product));
+}
+
+// wait_group N lets the N youngest groups run on: those issued after acc's.
+void NvptxWgmmaTileOps::finishProduct(Tile &acc) {
+  auto it = llvm::find_if(inFlight, [&](const InFlight &p) {
+    return p.acc.storage == acc.storage;
+  });
+  assert(it != inFlight.end() && "finishProduct without startProduct");
+  unsigned younger = static_cast<unsigned>(inFlight.end() - it - 1);
+  InFlight product = std::move(*it);
+  inFlight.erase(it);
+  SmallVector<Value *, 128> sums = emitWgmmaWait(b, younger, product.sums);
+  release(product.b);
+  for (unsigned e = 0; e < sums.size(); ++e) { // S (+)= scale * (Q K^T)
     Value *v = sums[e];
-    if (scale && accumulate)
+    if (product.scale && !product.old.empty())
       v = b.CreateIntrinsic(Intrinsic::fmuladd, {b.getFloatTy()},
-                            {v, scale, old[e]});
-    else if (scale)
-      v = b.CreateFMul(v, scale);
-    else if (accumulate)
-      v = b.CreateFAdd(v, old[e]);
+                            {v, product.scale, product.old[e]});
+    else if (product.scale)
+      v = b.CreateFMul(v, product.scale);
+    else if (!product.old.empty())
+      v = b.CreateFAdd(v, product.old[e]);
     b.CreateStore(v, slot(acc.storage, e));
   }
 }

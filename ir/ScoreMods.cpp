@@ -1,0 +1,131 @@
+//===- ScoreMods.cpp - Soft-cap, ALiBi and the mask on a tile of scores ---===//
+#include "ir/ScoreMods.h"
+#include "ir/Loops.h"
+#include <cmath>
+
+using namespace fmhajit;
+using namespace llvm;
+
+Band ScoreMods::band(const WorkItem &s) {
+  Band band;
+  if (spec.mask == Mask::None)
+    return band;
+  band.upper = true;
+  band.lower = spec.mask == Mask::Window;
+  band.offset = spec.mask == Mask::Causal ? i32(0) : b.CreateSub(s.sk, s.sq);
+  if (spec.mask != Mask::Window) {
+    band.right = i32(0);
+    return band;
+  }
+  // -1 (any negative) is unbounded, and so is anything past sk + sq, which
+  // already reaches every key: clamping there keeps i + offset + right from
+  // overflowing (as window sizes near 2^31 did). Unsigned compares catch both.
+  Value *unbounded = b.CreateAdd(s.sk, s.sq);
+  auto clamp = [&](Value *side) {
+    return b.CreateSelect(b.CreateICmpUGT(side, unbounded), unbounded, side);
+  };
+  band.right = clamp(p.get(kWindowRight));
+  band.left = clamp(p.get(kWindowLeft));
+  return band;
+}
+
+void ScoreMods::apply(Tile &scores, const WorkItem &s,
+                                    const Band &band, Value *j0,
+                                    const TileTokens &tokens) {
+  if (spec.softcap) { // s = c * tanh(s / c), then into log2 units
+    Value *c = p.get(kSoftcap);
+    Value *invC = b.CreateFDiv(f32(1), c);
+    Value *cLog2e = b.CreateFMul(c, f32(kLog2e));
+    ops.map(scores, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
+      Value *t = target.tanh(b, b.CreateFMul(x, splatLike(b, invC, x)));
+      return b.CreateFMul(t, splatLike(b, cLog2e, x));
+    });
+  }
+  if (spec.bias == Bias::Alibi)
+    applyAlibi(scores, s, j0);
+  applyMask(scores, s, band, j0, tokens);
+}
+
+// Under pack_gqa each row's head has its own slope: a gather, which the
+// loop-invariant row index lets LLVM hoist out of the key loop.
+Value *ScoreMods::alibiSlopeLog2(const WorkItem &s, Value *slopes,
+                                      Value *row) {
+  Value *packed = b.CreateAdd(row, splatLike(b, s.i0, row));
+  Value *head =
+      b.CreateAdd(b.CreateZExt(queryHeadOffset(b, s, packed),
+                               row->getType()->getWithNewType(b.getInt64Ty())),
+                  splatLike(b, s.h, row));
+  Value *at = b.CreateInBoundsGEP(b.getFloatTy(), slopes, head);
+  Value *slope = nullptr;
+  if (at->getType()->isVectorTy())
+    slope = b.CreateMaskedGather(row->getType()->getWithNewType(b.getFloatTy()),
+                                 at, Align(4));
+  else
+    slope = b.CreateLoad(b.getFloatTy(), at);
+  return b.CreateFMul(slope, splatLike(b, f32(kLog2e), slope));
+}
+
+// s -= slope_h * |i + sk - sq - j|, i the row's token and h its head
+void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
+  Value *slopes = p.get(kAlibiSlopes);
+  Value *itemSlope = nullptr; // one head per tile unless packed
+  if (!s.group)
+    itemSlope = b.CreateFMul(
+        b.CreateLoad(b.getFloatTy(),
+                     b.CreateInBoundsGEP(b.getFloatTy(), slopes, s.h)),
+        f32(kLog2e));
+  Value *origin = b.CreateSub(s.sk, s.sq);
+  Value *rowOrigin = s.group ? origin : b.CreateAdd(s.i0, origin);
+  ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
+    Value *i = s.group
+                   ? queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)))
+                   : row;
+    Value *dist = b.CreateSub(b.CreateAdd(i, splatLike(b, rowOrigin, i)),
+                              b.CreateAdd(col, splatLike(b, j0, col)));
+    Value *absDist =
+        b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
+    Value *fdist = b.CreateSIToFP(absDist, x->getType());
+    Value *slope =
+        itemSlope ? splatLike(b, itemSlope, x) : alibiSlopeLog2(s, slopes, row);
+    return b.CreateFSub(x, b.CreateFMul(fdist, slope));
+  });
+}
+
+void ScoreMods::applyMask(Tile &scores, const WorkItem &s,
+                               const Band &band, Value *j0,
+                               const TileTokens &tokens) {
+  // Only tiles that cross the band's edges or the end of the keys pay for
+  // the per-element mask.
+  Value *jLast = b.CreateAdd(j0, i32(spec.bn - 1));
+  Value *needsMask = b.CreateICmpSGE(jLast, s.sk);
+  if (band.upper)
+    needsMask = b.CreateOr(
+        needsMask,
+        b.CreateICmpSGT(
+            jLast,
+            b.CreateAdd(tokens.first, b.CreateAdd(band.offset, band.right))));
+  if (band.lower)
+    needsMask = b.CreateOr(
+        needsMask,
+        b.CreateICmpSLT(
+            j0, b.CreateSub(b.CreateAdd(tokens.last, band.offset), band.left)));
+  emitIf(b, needsMask, "mask", [&] {
+    ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
+      Value *i = queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)));
+      Value *j = b.CreateAdd(col, splatLike(b, j0, col));
+      Value *visible = b.CreateICmpSLT(j, splatLike(b, s.sk, j));
+      if (band.upper) {
+        Value *limit = b.CreateAdd(
+            i, splatLike(b, b.CreateAdd(band.offset, band.right), i));
+        visible = b.CreateAnd(visible, b.CreateICmpSLE(j, limit));
+      }
+      if (band.lower) {
+        Value *limit = b.CreateAdd(
+            i, splatLike(b, b.CreateSub(band.offset, band.left), i));
+        visible = b.CreateAnd(visible, b.CreateICmpSGE(j, limit));
+      }
+      return b.CreateSelect(visible, x, splatLike(b, f32(-INFINITY), x));
+    });
+  });
+}
+

@@ -1,0 +1,65 @@
+//===- ScoreMods.h - Soft-cap, ALiBi and the mask on a tile of scores -----===//
+//
+// What happens to S = Q K^T between the product and the softmax, written once
+// in the tile vocabulary for every family that recomputes scores. Scores are
+// in log2 units (Q carries scale*log2e) so the softmax can use exp2; soft-cap
+// and ALiBi are applied in those units too.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/KernelAbiIR.h"
+#include "ir/TargetInfo.h"
+#include "ir/TileOps.h"
+#include "ir/WorkItem.h"
+
+namespace fmhajit {
+
+/// The mask's visible band around the diagonal: key j is visible to query i
+/// iff j < sk, j <= i + offset + right (if upper) and j >= i + offset - left
+/// (if lower).
+struct Band {
+  bool upper = false, lower = false;
+  llvm::Value *offset = nullptr, *right = nullptr, *left = nullptr; ///< i32
+};
+
+/// The query tokens of a tile's first and last valid rows (i32): the key
+/// range and the mask's edge tests follow them.
+struct TileTokens {
+  llvm::Value *first, *last;
+};
+
+class ScoreMods {
+public:
+  ScoreMods(const KernelSpec &spec, TargetInfo &target, llvm::IRBuilderBase &b,
+            ArgsReader &p, TileOps &ops)
+      : spec(spec), target(target), b(b), p(p), ops(ops) {}
+
+  /// The band of \p item's mask (none: no edges).
+  Band band(const WorkItem &item);
+  /// Soft-cap, then ALiBi, then the mask, on the scores of keys j0.. of
+  /// \p item's query tile.
+  void apply(Tile &scores, const WorkItem &item, const Band &band,
+             llvm::Value *j0, const TileTokens &tokens);
+
+private:
+  void applyAlibi(Tile &scores, const WorkItem &item, llvm::Value *j0);
+  void applyMask(Tile &scores, const WorkItem &item, const Band &band,
+                 llvm::Value *j0, const TileTokens &tokens);
+  /// Under pack_gqa: the ALiBi slope of tile row \p row's head (\p row: i32,
+  /// scalar or vector), times log2e.
+  llvm::Value *alibiSlopeLog2(const WorkItem &item, llvm::Value *slopes,
+                              llvm::Value *row);
+  llvm::Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
+  llvm::Value *f32(double v) {
+    return llvm::ConstantFP::get(b.getFloatTy(), v);
+  }
+
+  const KernelSpec &spec;
+  TargetInfo &target;
+  llvm::IRBuilderBase &b;
+  ArgsReader &p;
+  TileOps &ops;
+};
+
+} // namespace fmhajit
