@@ -383,6 +383,8 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
 // P is a tile of its own, so S_j can land while P_j-1 is still being read.
 // Each K and V tile is requested just before the one use that first needs
 // it: a target that overlaps products loads ahead on its own (a producer).
+// beginProducts/endProducts mark each group of products issued together,
+// where warpgroups take turns on the tensor cores.
 void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
   const WorkItem &s = w.s;
   Tile probs = ops->makeTile(TileRole::Probabilities, spec.bm, spec.bn, "p");
@@ -390,7 +392,9 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
   emitIf(b, any, "first.keys", [&] {
     ops->load(w.kT, kvRows(w, kK, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
     ops->load(w.v, kvRows(w, kV, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
+    ops->beginProducts();
     ops->matmul(w.scores, w.q, w.kT);
+    ops->endProducts();
     mods.apply(w.scores, s, w.mask, w.kvBegin, w.tokens);
     emitOnlineSoftmax(w.scores, w.m, w.l); // O is still 0: no rescale
     ops->copy(probs, w.scores);
@@ -398,8 +402,10 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
   Value *second = b.CreateAdd(w.kvBegin, i32(spec.bn));
   emitFor(b, second, w.kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
     ops->load(w.kT, kvRows(w, kK, j0), keysAt(s, j0), nullptr);
+    ops->beginProducts();
     ops->startProduct(w.scores, w.q, w.kT, /*accumulate=*/false);
     ops->startProduct(w.out, probs, w.v, /*accumulate=*/true);
+    ops->endProducts();
     ops->finishProduct(w.scores);
     mods.apply(w.scores, s, w.mask, j0, w.tokens);
     RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
@@ -410,7 +416,11 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     });
     ops->copy(probs, w.scores);
   });
-  emitIf(b, any, "last.values", [&] { ops->mma(w.out, probs, w.v); });
+  emitIf(b, any, "last.values", [&] {
+    ops->beginProducts();
+    ops->mma(w.out, probs, w.v);
+    ops->endProducts();
+  });
 }
 
 void ForwardEmitter::emitWorkItem(Value *workItem) {

@@ -156,6 +156,11 @@ public:
                             bool accumulate);
   /// Waits for acc's product; shared tiles it read may then be reloaded.
   virtual void finishProduct(Tile &acc) {}
+  /// Bracket the products one group of threads issues together. Where
+  /// several groups share the tensor cores they take turns here (ping-pong),
+  /// so that one group's softmax runs while another's products do.
+  virtual void beginProducts() {}
+  virtual void endProducts() {}
   /// dst = src: a Probabilities tile from the Scores tile, converted to
   /// what the product reads. Only targets that overlap products have it.
   virtual void copy(Tile &dst, const Tile &src);

@@ -31,6 +31,7 @@
 #include "specs/ArchTable.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 #include <optional>
 
 using namespace fmhajit;
@@ -46,6 +47,7 @@ public:
     tensorCoresReadShared = true;
     if (usesTensorMaps(spec))
       ring.emplace(b, target, this->layout, smem);
+    passFirstTurn();
     // Tiles sit on swizzle-atom boundaries of the shared window.
     auto *global = cast<GlobalVariable>(smem);
     global->setAlignment(std::max(global->getAlign().valueOrOne(),
@@ -64,6 +66,8 @@ public:
   bool overlapsProducts() const override { return ring.has_value(); }
   void startProduct(Tile &acc, const Tile &a, const Tile &bt,
                     bool accumulate) override;
+  void beginProducts() override;
+  void endProducts() override;
   void finishProduct(Tile &acc) override;
   void load(Tile &tile, const GlobalRows &src, Value *valid,
             Value *scale) override;
@@ -103,6 +107,19 @@ private:
   void release(const Tile &tile);
   /// Where \p tile's latest load sits: its ring slot under stages=2.
   Value *tileAddress(const Tile &tile);
+  /// Consumer warpgroups that take turns issuing products: all of them
+  /// under stages=2, where each owns its own rows of every key tile.
+  unsigned turnTakers() const { return ring ? spec.warps / 4 : 1; }
+  /// This thread's warpgroup (i32).
+  Value *warpgroup() {
+    return b.CreateLShr(target.threadId(b), b.getInt32(7));
+  }
+  /// Named barrier 1 + w: warpgroup w's turn (0 is the block barrier).
+  Value *turnBarrier(Value *group) {
+    return b.CreateAdd(group, b.getInt32(1));
+  }
+  /// The last warpgroup hands the first its first turn.
+  void passFirstTurn();
   /// Issue (fence, products, commit) without the wait: the accumulators
   /// as the products define them.
   SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
@@ -279,6 +296,37 @@ void NvptxWgmmaTileOps::startProduct(Tile &acc, const Tile &a, const Tile &bt,
     product.old.clear(); // tied to the product: O needs no add
   }
   inFlight.push_back(std::move(product));
+}
+
+// Ping-pong (FlashAttention-3): warpgroup w waits on named barrier 1 + w
+// for its turn, issues, and arrives on the next warpgroup's barrier. Each
+// barrier counts the two warpgroups that meet there.
+void NvptxWgmmaTileOps::passFirstTurn() {
+  unsigned groups = turnTakers();
+  if (groups < 2)
+    return;
+  emitIf(b, b.CreateICmpEQ(warpgroup(), b.getInt32(groups - 1)), "first.turn",
+         [&] {
+           b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_arrive_aligned_count,
+                             {turnBarrier(b.getInt32(0)), b.getInt32(256)});
+         });
+}
+
+void NvptxWgmmaTileOps::beginProducts() {
+  if (turnTakers() < 2)
+    return;
+  b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+                    {turnBarrier(warpgroup()), b.getInt32(256)});
+}
+
+void NvptxWgmmaTileOps::endProducts() {
+  unsigned groups = turnTakers();
+  if (groups < 2)
+    return;
+  Value *next = b.CreateURem(b.CreateAdd(warpgroup(), b.getInt32(1)),
+                             b.getInt32(groups));
+  b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_arrive_aligned_count,
+                    {turnBarrier(next), b.getInt32(256)});
 }
 
 // wait_group N lets the N youngest groups run on: those issued after acc's.
