@@ -12,6 +12,7 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstdlib>
 #include "llvm/Support/xxhash.h"
 #include <map>
 #include <mutex>
@@ -62,7 +63,8 @@ Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec,
                                               const CompileOptions &options) {
   const ArchInfo &arch = *findArch(spec.target);
   LLVMContext ctx;
-  Expected<std::unique_ptr<Module>> module = emitKernelModule(spec, ctx);
+  Expected<std::unique_ptr<Module>> module =
+      emitKernelModule(spec, ctx, options.emit);
   if (!module)
     return module.takeError();
   if (stage == Stage::Llvm)
@@ -101,7 +103,17 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
   }
   if (arch.backend != Backend::Nvptx)
     return fp;
-  return fp + ";ptx=" + std::to_string(ptxVersionFor(arch, options.ptxVersion));
+  return fp + ";ptx=" +
+         std::to_string(ptxVersionFor(arch, options.ptxVersion)) +
+         (options.emit.boundedWaits ? ";waits=bounded" : "");
+}
+
+CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
+  CompileOptions options;
+  options.ptxVersion = ptxVersion;
+  const char *bounded = std::getenv("FMHAJIT_BOUNDED_WAITS");
+  options.emit.boundedWaits = bounded && StringRef(bounded) == "1";
+  return options;
 }
 
 Expected<std::shared_ptr<const Artifact>>

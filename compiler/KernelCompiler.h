@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compiler/KernelCache.h"
+#include "ir/TargetInfo.h"
 #include "specs/ArchTable.h"
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/StringRef.h"
@@ -26,7 +27,13 @@ struct CompileOptions {
   /// NVPTX: the PTX ISA version to emit, e.g. 87 for 8.7 (an older driver
   /// rejects a newer ISA); 0 takes the target's minimum (min_ptx).
   unsigned ptxVersion = 0;
+  /// The IR's own choices (EmitOptions::boundedWaits).
+  EmitOptions emit;
 };
+
+/// The options FMHAJIT_BOUNDED_WAITS=1 in the environment asks for, with
+/// \p ptxVersion: what every compile of a kernel to run uses.
+CompileOptions compileOptionsFromEnvironment(unsigned ptxVersion = 0);
 
 /// Runs the pipeline on a resolved spec up to \p stage and returns the text
 /// (or bytes, for Obj).

@@ -41,7 +41,8 @@ static Error checkImplemented(const KernelSpec &spec) {
 }
 
 Expected<std::unique_ptr<Module>>
-fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx) {
+fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx,
+                          const EmitOptions &options) {
   if (Error err = checkImplemented(spec))
     return std::move(err);
   const ArchInfo *arch = findArch(spec.target);
@@ -49,6 +50,7 @@ fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx) {
   Expected<std::unique_ptr<TargetInfo>> target = createTargetInfo(spec, *arch);
   if (!target)
     return target.takeError();
+  (*target)->options = options;
   auto module = std::make_unique<Module>(encodeName(spec), ctx);
   switch (spec.family) {
   case Family::SplitKvCombine:

@@ -1,6 +1,7 @@
 //===- KernelEmitter.h - Spec to LLVM module ------------------------------===//
 #pragma once
 
+#include "ir/TargetInfo.h"
 #include "specs/KernelSpec.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -13,6 +14,7 @@ namespace fmhajit {
 /// spec's encoded name. Features not implemented yet fail with an
 /// Unsupported error naming them.
 llvm::Expected<std::unique_ptr<llvm::Module>>
-emitKernelModule(const KernelSpec &spec, llvm::LLVMContext &ctx);
+emitKernelModule(const KernelSpec &spec, llvm::LLVMContext &ctx,
+                 const EmitOptions &options = {});
 
 } // namespace fmhajit

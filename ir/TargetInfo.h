@@ -20,9 +20,20 @@ namespace fmhajit {
 
 class TileOps;
 
+/// Choices that change a kernel's code besides its spec.
+struct EmitOptions {
+  /// GPU waits on mbarriers give up after kBoundedWaitSeconds with a
+  /// message and a trap instead of hanging: a debugging aid for a ring
+  /// whose phases disagree (FMHAJIT_BOUNDED_WAITS=1).
+  bool boundedWaits = false;
+};
+inline constexpr unsigned kBoundedWaitSeconds = 4;
+
 class TargetInfo {
 public:
   virtual ~TargetInfo();
+
+  EmitOptions options;
 
   /// Creates kernel \p name taking a pointer to \p params and emits
   /// body(params, workItem) for each work item one invocation runs (host: a

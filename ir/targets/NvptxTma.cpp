@@ -3,6 +3,7 @@
 #include "ir/Loops.h"
 #include "specs/ArchTable.h"
 #include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
 using namespace llvm;
@@ -47,11 +48,42 @@ void fmhajit::emitMbarrierExpectBytes(IRBuilderBase &b, Value *bar,
       "r,r", {sharedAddress(b, bar), b.getInt32(bytes)});
 }
 
+// printf("...", block, thread, parity), then a trap: the launch fails
+// with the message on the process's stdout.
+static void emitGiveUp(IRBuilderBase &b, Value *parity) {
+  Module &m = *b.GetInsertBlock()->getModule();
+  FunctionCallee vprintf = m.getOrInsertFunction(
+      "vprintf", b.getInt32Ty(), b.getPtrTy(), b.getPtrTy());
+  Value *format = b.CreateGlobalString(
+      "fmhajit: block %u thread %u waited " +
+          std::to_string(kBoundedWaitSeconds) +
+          " s for mbarrier phase parity %u and gave up (the TMA ring's "
+          "phases disagree); trapping\n",
+      "fmhajit.wait.message");
+  Type *argTypes = StructType::get(b.getInt32Ty(), b.getInt32Ty(),
+                                   b.getInt32Ty());
+  Value *args = entryAlloca(b, argTypes, "wait.message.args", 4);
+  Value *fields[] = {
+      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}),
+      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}), parity};
+  for (unsigned i = 0; i < 3; ++i)
+    b.CreateStore(fields[i], b.CreateStructGEP(argTypes, args, i));
+  b.CreateCall(vprintf, {format, args});
+  b.CreateIntrinsic(Intrinsic::trap, {});
+  b.CreateUnreachable();
+}
+
 // try_wait suspends for a while inside the instruction before it answers
-// false, so the loop around it spins slowly.
-void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity) {
+// false, so the loop around it spins slowly. The bounded wait reads the
+// global timer (ns) once per failed try.
+void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity,
+                               bool bounded) {
   Value *address = sharedAddress(b, bar);
   Function *fn = b.GetInsertBlock()->getParent();
+  auto timer = [&] {
+    return b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {});
+  };
+  Value *start = bounded ? timer() : nullptr;
   BasicBlock *spin = BasicBlock::Create(b.getContext(), "mbar.wait", fn);
   BasicBlock *done = BasicBlock::Create(b.getContext(), "mbar.done", fn);
   b.CreateBr(spin);
@@ -61,7 +93,22 @@ void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity) {
                      "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
                      "selp.u32 $0, 1, 0, p;\n\t}",
                      "=r,r,r", {address, parity});
-  b.CreateCondBr(b.CreateICmpNE(ready, b.getInt32(0)), done, spin);
+  Value *isReady = b.CreateICmpNE(ready, b.getInt32(0));
+  if (!bounded) {
+    b.CreateCondBr(isReady, done, spin);
+    b.SetInsertPoint(done);
+    return;
+  }
+  BasicBlock *check = BasicBlock::Create(b.getContext(), "mbar.check", fn);
+  BasicBlock *giveUp = BasicBlock::Create(b.getContext(), "mbar.give.up", fn);
+  b.CreateCondBr(isReady, done, check);
+  b.SetInsertPoint(check);
+  Value *waited = b.CreateSub(timer(), start);
+  b.CreateCondBr(
+      b.CreateICmpUGT(waited, b.getInt64(kBoundedWaitSeconds * 1000000000ull)),
+      giveUp, spin);
+  b.SetInsertPoint(giveUp);
+  emitGiveUp(b, parity);
   b.SetInsertPoint(done);
 }
 

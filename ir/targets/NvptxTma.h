@@ -44,9 +44,11 @@ void emitMbarrierArrive(llvm::IRBuilderBase &b, llvm::Value *bar);
 /// One arrival that also expects \p bytes of transactions this phase.
 void emitMbarrierExpectBytes(llvm::IRBuilderBase &b, llvm::Value *bar,
                              unsigned bytes);
-/// Spins until phase parity \p parity (i32, 0 or 1) of \p bar completes.
+/// Spins until phase parity \p parity (i32, 0 or 1) of \p bar completes;
+/// \p bounded: for at most kBoundedWaitSeconds, then prints which block,
+/// thread and phase gave up, and traps.
 void emitMbarrierWait(llvm::IRBuilderBase &b, llvm::Value *bar,
-                      llvm::Value *parity);
+                      llvm::Value *parity, bool bounded);
 /// A TMA copy of one box of tensor map \p map (a generic pointer) at
 /// \p coords (four i32s, innermost first) to shared \p dst, completing
 /// its bytes on \p bar.

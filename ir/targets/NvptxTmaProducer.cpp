@@ -90,7 +90,8 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
     if (!query) // the consumers' release of this slot's previous tile
       emitMbarrierWait(b, ring.empty(tile.role, use.slot),
-                       b.CreateXor(use.parity, b.getInt32(1)));
+                       b.CreateXor(use.parity, b.getInt32(1)),
+                       target.options.boundedWaits);
     Value *bar = query ? ring.queryFull() : ring.full(tile.role, use.slot);
     Value *dst = ring.slotAddress(tile, query ? nullptr : use.slot);
     emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.issue",

@@ -161,9 +161,11 @@ void NvptxWgmmaTileOps::acquire(const Tile &tile) {
   if (!acquired.insert(tile.storage).second)
     return;
   if (tile.role == TileRole::Query)
-    return emitMbarrierWait(b, ring->queryFull(), b.getInt32(0));
+    return emitMbarrierWait(b, ring->queryFull(), b.getInt32(0),
+                            target.options.boundedWaits);
   TmaRing::Use use = ring->latest(tile.role);
-  emitMbarrierWait(b, ring->full(tile.role, use.slot), use.parity);
+  emitMbarrierWait(b, ring->full(tile.role, use.slot), use.parity,
+                   target.options.boundedWaits);
 }
 
 void NvptxWgmmaTileOps::release(const Tile &tile) {

@@ -111,7 +111,7 @@ public:
                               void *map) override;
   llvm::Error checkTarget(const ArchInfo &arch) const override;
   CompileOptions compileOptions() const override {
-    return CompileOptions{ptxVersion()};
+    return compileOptionsFromEnvironment(ptxVersion());
   }
   llvm::Error checkArtifact(llvm::StringRef ptx, llvm::StringRef name,
                             GpuKernelResources &resources) const override;

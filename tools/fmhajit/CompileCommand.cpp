@@ -64,7 +64,7 @@ int fmhajit::compileCommand(llvm::ArrayRef<const char *> argv) {
   auto spec = specFor(*args);
   if (!spec)
     return reportErrors(spec.takeError());
-  auto text = compileToStage(*spec, *stage);
+  auto text = compileToStage(*spec, *stage, compileOptionsFromEnvironment());
   if (!text)
     return reportErrors(text.takeError());
   if (llvm::Error err = writeOutput(out, *text))
