@@ -29,18 +29,28 @@ Band ScoreMods::band(const WorkItem &s) {
   return band;
 }
 
-void ScoreMods::apply(Tile &scores, const WorkItem &s,
-                                    const Band &band, Value *j0,
-                                    const TileTokens &tokens) {
-  if (spec.softcap) { // s = c * tanh(s / c), then into log2 units
-    Value *c = p.get(kSoftcap);
-    Value *invC = b.CreateFDiv(f32(1), c);
-    Value *cLog2e = b.CreateFMul(c, f32(kLog2e));
-    ops.map(scores, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
-      Value *t = target.tanh(b, b.CreateFMul(x, splatLike(b, invC, x)));
-      return b.CreateFMul(t, splatLike(b, cLog2e, x));
-    });
-  }
+void ScoreMods::apply(Tile &scores, const WorkItem &s, const Band &band,
+                      Value *j0, const TileTokens &tokens) {
+  applySoftcap(scores);
+  applyBiasAndMask(scores, s, band, j0, tokens);
+}
+
+void ScoreMods::applySoftcap(Tile &scores) {
+  if (!spec.softcap)
+    return;
+  // s = c * tanh(s / c), then into log2 units
+  Value *c = p.get(kSoftcap);
+  Value *invC = b.CreateFDiv(f32(1), c);
+  Value *cLog2e = b.CreateFMul(c, f32(kLog2e));
+  ops.map(scores, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
+    Value *t = target.tanh(b, b.CreateFMul(x, splatLike(b, invC, x)));
+    return b.CreateFMul(t, splatLike(b, cLog2e, x));
+  });
+}
+
+void ScoreMods::applyBiasAndMask(Tile &scores, const WorkItem &s,
+                                 const Band &band, Value *j0,
+                                 const TileTokens &tokens) {
   if (spec.bias == Bias::Alibi)
     applyAlibi(scores, s, j0);
   applyMask(scores, s, band, j0, tokens);
@@ -48,8 +58,7 @@ void ScoreMods::apply(Tile &scores, const WorkItem &s,
 
 // Under pack_gqa each row's head has its own slope: a gather, which the
 // loop-invariant row index lets LLVM hoist out of the key loop.
-Value *ScoreMods::alibiSlopeLog2(const WorkItem &s, Value *slopes,
-                                      Value *row) {
+Value *ScoreMods::alibiSlopeLog2(const WorkItem &s, Value *slopes, Value *row) {
   Value *packed = b.CreateAdd(row, splatLike(b, s.i0, row));
   Value *head =
       b.CreateAdd(b.CreateZExt(queryHeadOffset(b, s, packed),
@@ -91,9 +100,8 @@ void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
   });
 }
 
-void ScoreMods::applyMask(Tile &scores, const WorkItem &s,
-                               const Band &band, Value *j0,
-                               const TileTokens &tokens) {
+void ScoreMods::applyMask(Tile &scores, const WorkItem &s, const Band &band,
+                          Value *j0, const TileTokens &tokens) {
   // Only tiles that cross the band's edges or the end of the keys pay for
   // the per-element mask.
   Value *jLast = b.CreateAdd(j0, i32(spec.bn - 1));
@@ -128,4 +136,3 @@ void ScoreMods::applyMask(Tile &scores, const WorkItem &s,
     });
   });
 }
-

@@ -1,0 +1,161 @@
+//===- BackwardCase.cpp - One backward call on seeded inputs, checked -----===//
+#include "runtime/harness/BackwardCase.h"
+#include "runtime/numerics/BackwardReference.h"
+#include "runtime/numerics/Reference.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+#include "specs/Validate.h"
+#include <algorithm>
+#include <cmath>
+
+using namespace fmhajit;
+using namespace fmhajit::harness;
+
+// Why these numbers. The reference is exact on the rounded inputs; the
+// kernel's dQ, dK, dV differ by fp32 accumulation over Sq or Sk terms, the
+// exp2 polynomial, the output rounding, and D = rowsum(dO * O) formed from
+// O as the forward stored it (rounded to the out dtype). Measured on the
+// e2e cases and at S = 2048: fp32 about 1e-6 RMS (1e-4 leaves room for
+// longer sums and is still far below a wrong mask or a missed tile, which
+// cost 1e-1 or more); fp16 2.4e-4 and bf16 1.9e-3 RMS, under the forward's
+// tolerances for those dtypes, which the gradients keep.
+Tolerance fmhajit::harness::backwardToleranceFor(DType outType) {
+  switch (outType) {
+  case DType::F32:
+    return {/*relL2=*/1e-4, /*maxAbs=*/5e-4, /*lseRel=*/0};
+  default:
+    return toleranceFor(outType);
+  }
+}
+
+std::string BackwardCheck::summary() const {
+  return "dq " + dq.summary() + "; dk " + dk.summary() + "; dv " + dv.summary();
+}
+
+BackwardCase::BackwardCase(const AttentionProblem &problem,
+                           HostKernel forwardKernel, HostKernel dotKernel,
+                           HostKernel gradKernel, unsigned threads)
+    : p(problem), forward(std::move(forwardKernel)), dot(std::move(dotKernel)),
+      grad(std::move(gradKernel)), executor(threads),
+      q(grad.spec().dtype, numElements(p.qShape())),
+      k(grad.spec().dtype, numElements(p.kShape())),
+      v(grad.spec().dtype, numElements(p.vShape())),
+      out(grad.spec().outType(), numElements(p.oShape())),
+      dO(grad.spec().outType(), numElements(p.oShape())),
+      dQ(grad.spec().outType(), numElements(p.qShape())),
+      dK(grad.spec().outType(), numElements(p.kShape())),
+      dV(grad.spec().outType(), numElements(p.vShape())),
+      lseRows(numElements(p.lseShape())), dsum(numElements(p.lseShape())) {
+  if (grad.spec().bias == Bias::Alibi)
+    slopes = p.resolvedAlibiSlopes();
+}
+
+/// \p spec with \p family, the features it takes from a backward spec, and
+/// the target's default tile, resolved.
+static llvm::Expected<KernelSpec> companionSpec(const KernelSpec &spec,
+                                                Family family) {
+  KernelSpec s = spec;
+  s.family = family;
+  s.bm = s.bn = s.warps = s.stages = 0;
+  s.pipeline = Pipeline::Auto;
+  if (family == Family::Fwd) {
+    s.lse = true;
+  } else {
+    s.mask = Mask::None;
+    s.bias = Bias::None;
+    s.softcap = false;
+  }
+  return validateSpec(s);
+}
+
+llvm::Expected<std::unique_ptr<BackwardCase>>
+BackwardCase::make(const KernelSpec &spec, const AttentionProblem &problem,
+                   uint64_t seed, KernelCache &cache, unsigned threads) {
+  if (spec.family != Family::BwdDqDkDv)
+    return makeError(ErrorKind::Usage,
+                     "family " + keyOf(spec.family) +
+                         " runs as a step of the backward: run "
+                         "family=bwd_dq_dk_dv, which runs bwd_dot_do_o first");
+  if (llvm::Error err = problem.validate(spec))
+    return std::move(err);
+  if (problem.isVarlen())
+    return makeError(ErrorKind::Unsupported,
+                     "varlen backward problems are not implemented yet");
+  auto fwdSpec = companionSpec(spec, Family::Fwd);
+  if (!fwdSpec)
+    return fwdSpec.takeError();
+  auto dotSpec = companionSpec(spec, Family::BwdDotDoO);
+  if (!dotSpec)
+    return dotSpec.takeError();
+  auto fwd = HostKernel::load(*fwdSpec, cache);
+  if (!fwd)
+    return fwd.takeError();
+  auto dot = HostKernel::load(*dotSpec, cache);
+  if (!dot)
+    return dot.takeError();
+  auto grad = HostKernel::load(spec, cache);
+  if (!grad)
+    return grad.takeError();
+  std::unique_ptr<BackwardCase> c(
+      new BackwardCase(problem, *fwd, *dot, *grad, threads));
+  c->q.fillNormal(seed);
+  c->k.fillNormal(seed + 1);
+  c->v.fillNormal(seed + 2);
+  c->dO.fillNormal(seed + 3);
+  c->out.poison();
+  std::fill(c->lseRows.begin(), c->lseRows.end(), NAN);
+  c->forward.run(c->argsFor(c->forward.spec()), c->executor);
+  return std::move(c);
+}
+
+KernelArgs BackwardCase::argsFor(const KernelSpec &spec) {
+  ForwardBuffers buffers{
+      q.data(),       k.data(),
+      v.data(),       out.data(),
+      lseRows.data(), nullptr,
+      nullptr,        slopes.empty() ? nullptr : slopes.data()};
+  ForwardStrides strides = ForwardStrides::packed(spec, p);
+  KernelArgs args = makeKernelArgs(spec, p, buffers, strides);
+  args.dO = dO.data();
+  args.dQ = dQ.data();
+  args.dK = dK.data();
+  args.dV = dV.data();
+  args.dPsum = dsum.data();
+  args.dOStrides = strides.o;
+  args.dQStrides = strides.q;
+  args.dKStrides = strides.k;
+  args.dVStrides = strides.v;
+  return args;
+}
+
+void BackwardCase::run() {
+  std::fill(dsum.begin(), dsum.end(), NAN);
+  dQ.poison();
+  dK.poison();
+  dV.poison();
+  launch();
+}
+
+void BackwardCase::launch() {
+  dot.run(argsFor(dot.spec()), executor);
+  grad.run(argsFor(grad.spec()), executor);
+}
+
+BackwardCheck BackwardCase::check() const {
+  ReferenceGrads ref = referenceBackward(
+      grad.spec(), p, q.toFloat(), k.toFloat(), v.toFloat(), dO.toFloat());
+  Tolerance tol = backwardToleranceFor(grad.spec().outType());
+  return {compareOutputs(dQ.toFloat(), ref.dq, {}, {}, tol),
+          compareOutputs(dK.toFloat(), ref.dk, {}, {}, tol),
+          compareOutputs(dV.toFloat(), ref.dv, {}, {}, tol)};
+}
+
+double BackwardCase::flops() const {
+  double pairs = 0;
+  for (int64_t i = 0; i < p.seqlenQ; ++i)
+    for (int64_t j = 0; j < p.seqlenK; ++j)
+      pairs += isKeyVisible(grad.spec(), p, i, j, p.seqlenQ, p.seqlenK);
+  double forwardFlops =
+      2.0 * double(p.d + p.dv) * pairs * double(p.batch * p.headsQ);
+  return 2.5 * forwardFlops;
+}
