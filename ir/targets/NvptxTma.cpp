@@ -52,16 +52,16 @@ void fmhajit::emitMbarrierExpectBytes(IRBuilderBase &b, Value *bar,
 // with the message on the process's stdout.
 static void emitGiveUp(IRBuilderBase &b, Value *parity) {
   Module &m = *b.GetInsertBlock()->getModule();
-  FunctionCallee vprintf = m.getOrInsertFunction("vprintf", b.getInt32Ty(),
-                                                 b.getPtrTy(), b.getPtrTy());
+  FunctionCallee vprintf = m.getOrInsertFunction(
+      "vprintf", b.getInt32Ty(), b.getPtrTy(), b.getPtrTy());
   Value *format = b.CreateGlobalString(
       "fmhajit: block %u thread %u waited " +
           std::to_string(kBoundedWaitSeconds) +
           " s for mbarrier phase parity %u and gave up (the TMA ring's "
           "phases disagree); trapping\n",
       "fmhajit.wait.message");
-  Type *argTypes =
-      StructType::get(b.getInt32Ty(), b.getInt32Ty(), b.getInt32Ty());
+  Type *argTypes = StructType::get(b.getInt32Ty(), b.getInt32Ty(),
+                                   b.getInt32Ty());
   Value *args = entryAlloca(b, argTypes, "wait.message.args", 4);
   Value *fields[] = {
       b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}),
