@@ -22,6 +22,8 @@ int fmhajit::planCommand(llvm::ArrayRef<const char *> argv) {
   auto request = parsePlanOptions(argv);
   if (!request)
     return reportErrors(request.takeError());
+  if (request->backward)
+    return planBackward(*request);
   api::Result<api::Plan> plan = api::plan(request->problem, request->options);
   if (!plan)
     return reportStatus(plan.status());
