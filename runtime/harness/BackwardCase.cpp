@@ -1,7 +1,10 @@
 //===- BackwardCase.cpp - One backward call on seeded inputs, checked -----===//
 #include "runtime/harness/BackwardCase.h"
+#include "runtime/harness/BundleMeta.h"
 #include "runtime/numerics/BackwardReference.h"
 #include "runtime/numerics/Reference.h"
+#include "runtime/numerics/RunBundle.h"
+#include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
 #include "specs/Validate.h"
@@ -98,6 +101,7 @@ BackwardCase::make(const KernelSpec &spec, const AttentionProblem &problem,
     return grad.takeError();
   std::unique_ptr<BackwardCase> c(
       new BackwardCase(problem, *fwd, *dot, *grad, threads));
+  c->seed = seed;
   c->q.fillNormal(seed);
   c->k.fillNormal(seed + 1);
   c->v.fillNormal(seed + 2);
@@ -148,6 +152,33 @@ BackwardCheck BackwardCase::check() const {
   return {compareOutputs(dQ.toFloat(), ref.dq, {}, {}, tol),
           compareOutputs(dK.toFloat(), ref.dk, {}, {}, tol),
           compareOutputs(dV.toFloat(), ref.dv, {}, {}, tol)};
+}
+
+llvm::Error BackwardCase::save(const std::string &dir) const {
+  std::vector<float> qf = q.toFloat(), kf = k.toFloat(), vf = v.toFloat(),
+                     of = out.toFloat(), dOf = dO.toFloat(), dQf = dQ.toFloat(),
+                     dKf = dK.toFloat(), dVf = dV.toFloat();
+  std::vector<BundleArray> arrays = {
+      {"q.npy", qf, p.qShape()},          {"k.npy", kf, p.kShape()},
+      {"v.npy", vf, p.vShape()},          {"o.npy", of, p.oShape()},
+      {"lse.npy", lseRows, p.lseShape()}, {"do.npy", dOf, p.oShape()},
+      {"dq.npy", dQf, p.qShape()},        {"dk.npy", dKf, p.kShape()},
+      {"dv.npy", dVf, p.vShape()}};
+  // The forward bundle's keys in its order (RunBundle.h), then ours.
+  llvm::json::Object common = runMetadata(grad.spec(), p);
+  BundleMeta meta;
+  for (const char *key :
+       {"spec", "name", "dtype", "mask", "heads_q", "heads_kv", "scale",
+        "softcap", "window_left", "window_right", "alibi_slopes"})
+    meta.emplace_back(key, *common.get(key));
+  meta.emplace_back("out", keyOf(grad.spec().outType()));
+  meta.emplace_back("batch", p.batch);
+  meta.emplace_back("seqlen_q", p.seqlenQ);
+  meta.emplace_back("seqlen_k", p.seqlenK);
+  meta.emplace_back("forward", encodeName(forward.spec()));
+  meta.emplace_back("dot_do_o", encodeName(dot.spec()));
+  meta.emplace_back("seed", static_cast<int64_t>(seed));
+  return writeBundle(dir, arrays, meta);
 }
 
 double BackwardCase::flops() const {

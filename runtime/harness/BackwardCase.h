@@ -53,6 +53,10 @@ public:
   void launch();
   /// The float64 reference's verdict on the last run().
   BackwardCheck check() const;
+  /// Writes the last run's bundle into \p dir (docs/run.md, "Backward"):
+  /// q, k, v, o, lse, do, dq, dk, dv as float32 .npy in the packed layouts
+  /// and meta.json (the forward's keys, then the three kernels and the seed).
+  llvm::Error save(const std::string &dir) const;
 
   /// 2.5 times the forward's 2 (d + dv) per visible (query, key) pair,
   /// FlashAttention's convention.
@@ -78,6 +82,7 @@ private:
   HostExecutor executor;
   HostTensor q, k, v, out, dO, dQ, dK, dV;
   std::vector<float> lseRows, dsum, slopes;
+  uint64_t seed = 0;
 };
 
 } // namespace fmhajit::harness

@@ -83,6 +83,11 @@ int fmhajit::runBackward(const RunRequest &req) {
     line("check", verdict.summary());
     pass = verdict.pass();
   }
+  if (req.saveDir) {
+    if (llvm::Error err = (*c)->save(*req.saveDir))
+      return reportErrors(std::move(err));
+    line("saved", *req.saveDir);
+  }
   auto timing = harness::timeRuns(api::Device::Host, req.iterations, [&] {
     (*c)->launch();
     return llvm::Error::success();
