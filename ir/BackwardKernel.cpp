@@ -58,6 +58,8 @@ public:
 private:
   GradTiles makeGradTiles();
   void emitKeyItem(GradTiles &t, Value *workItem);
+  /// dK and dV of key tile \p j0 of \p s's sequence and K/V head.
+  void emitKeyTile(GradTiles &t, WorkItem &s, Value *group, Value *j0);
   void emitQueryItem(GradTiles &t, Value *workItem);
   /// The query tiles that may see keys [j0, j0 + keys): [begin, end).
   std::pair<Value *, Value *> queryRange(const WorkItem &s, const Band &band,
@@ -77,9 +79,9 @@ private:
   /// \p head.
   GlobalRows rowsOf(KernelArgsField tensor, KernelArgsField strides,
                     const WorkItem &s, Value *row, Value *head, DType dtype) {
-    return {tensorRow(b, p, /*varlen=*/false, tensor, strides, s.b, row, head,
-                      dtype),
-            p.stride(strides, 1), dtype};
+    return {
+        tensorRow(b, p, spec.varlen, tensor, strides, s.b, row, head, dtype),
+        p.stride(strides, 1), dtype};
   }
   /// LSE-shaped rows (the LSE, D) of the item's query tile.
   GlobalRows lseRows(KernelArgsField tensor, const WorkItem &s) {
@@ -247,25 +249,31 @@ BackwardEmitter::keyRange(const WorkItem &s, const Band &band,
   return {begin, end};
 }
 
-// Key item w = (b * headsKv + hk) * keyTiles + t: dK and dV of key tile t,
-// summed over the query heads of hk's group.
+// Key item w = (b * headsKv + hk) * keyTiles + t, keyTiles counted over
+// the longest sequence: dK and dV of key tile t of sequence b, if it has
+// one, summed over the query heads of hk's group.
 void BackwardEmitter::emitKeyItem(GradTiles &t, Value *w) {
-  Value *sk = p.get(kSeqlenK, "sk");
-  Value *keyTiles =
-      sext(b.CreateSDiv(b.CreateAdd(sk, i32(spec.bn - 1)), i32(spec.bn)));
+  Value *keyTiles = sext(b.CreateSDiv(
+      b.CreateAdd(p.get(kSeqlenK), i32(spec.bn - 1)), i32(spec.bn)));
   Value *headsKv = sext(p.get(kHeadsKv));
-  Value *group = b.CreateSDiv(sext(p.get(kHeadsQ)), headsKv, "group");
   Value *bhk = b.CreateSDiv(w, keyTiles);
   WorkItem s{};
   s.b = b.CreateSDiv(bhk, headsKv, "b");
   s.hk = b.CreateSRem(bhk, headsKv, "hk");
-  s.sq = s.rows = p.get(kSeqlenQ, "sq");
-  s.sk = sk;
-  s.qStart = s.kStart = b.getInt64(0);
+  locateSequence(b, p, spec, {}, s);
+  s.rows = s.sq;
   Value *j0 =
       b.CreateMul(b.CreateTrunc(b.CreateSRem(w, keyTiles), b.getInt32Ty()),
                   i32(spec.bn), "j0");
-  Value *keys = minI(i32(spec.bn), b.CreateSub(sk, j0));
+  emitIf(b, b.CreateICmpSLT(j0, s.sk), "keys", [&] {
+    Value *group = b.CreateSDiv(sext(p.get(kHeadsQ)), headsKv, "group");
+    emitKeyTile(t, s, group, j0);
+  });
+}
+
+void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
+                                  Value *j0) {
+  Value *keys = minI(i32(spec.bn), b.CreateSub(s.sk, j0));
   loadKeyTile(t, s, j0, keys);
   ops->fill(t.dK, 0.0f);
   ops->fill(t.dV, 0.0f);
@@ -285,7 +293,7 @@ void BackwardEmitter::emitKeyItem(GradTiles &t, Value *w) {
               ops->mma(t.dK, ops->transposed(t.dP), t.qRows);
             });
           });
-  Value *row = sext(j0);
+  Value *row = b.CreateAdd(s.kStart, sext(j0));
   ops->store(t.dK, rowsOf(kDK, kDKStrides, s, row, s.hk, spec.outType()), keys);
   ops->store(t.dV, rowsOf(kDV, kDVStrides, s, row, s.hk, spec.outType()), keys);
 }

@@ -17,7 +17,9 @@ void emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
 /// no fp32 workspace, and results do not depend on thread timing. Two kinds
 /// of work item (bwdKeyItems, ir/KernelAbi.h, counts the first kind):
 ///
-///   key item (b, K/V head hk, key tile j):          dK_j = dV_j = 0
+///   key item (b, K/V head hk, key tile j; under varlen j runs over the
+///   longest sequence and an item past its own sequence's keys does nothing):
+///                                                   dK_j = dV_j = 0
 ///     for each query head h of hk's group, each query tile i in the band:
 ///       S = Q_i K_j^T; softcap (keeping T = 1 - tanh^2); alibi; mask
 ///       P = exp2(S - LSE_i log2e)        (0 where LSE = -inf)

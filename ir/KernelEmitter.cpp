@@ -35,7 +35,6 @@ static Error checkImplemented(const KernelSpec &spec) {
            arch->backend != Backend::Host,
        "family=" + keyOf(spec.family) + " on target " + spec.target +
            " (the backward runs on host targets only)");
-  need(backward && spec.varlen, "varlen=1 with family=" + keyOf(spec.family));
   need(spec.dropout, "dropout=1");
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");

@@ -51,6 +51,10 @@ BackwardCase::BackwardCase(const AttentionProblem &problem,
       lseRows(numElements(p.lseShape())), dsum(numElements(p.lseShape())) {
   if (grad.spec().bias == Bias::Alibi)
     slopes = p.resolvedAlibiSlopes();
+  if (p.isVarlen()) {
+    cuQ = p.cuSeqlensQ();
+    cuK = p.cuSeqlensK();
+  }
 }
 
 /// \p spec with \p family, the features it takes from a backward spec, and
@@ -81,9 +85,6 @@ BackwardCase::make(const KernelSpec &spec, const AttentionProblem &problem,
                          "family=bwd_dq_dk_dv, which runs bwd_dot_do_o first");
   if (llvm::Error err = problem.validate(spec))
     return std::move(err);
-  if (problem.isVarlen())
-    return makeError(ErrorKind::Unsupported,
-                     "varlen backward problems are not implemented yet");
   auto fwdSpec = companionSpec(spec, Family::Fwd);
   if (!fwdSpec)
     return fwdSpec.takeError();
@@ -113,11 +114,14 @@ BackwardCase::make(const KernelSpec &spec, const AttentionProblem &problem,
 }
 
 KernelArgs BackwardCase::argsFor(const KernelSpec &spec) {
-  ForwardBuffers buffers{
-      q.data(),       k.data(),
-      v.data(),       out.data(),
-      lseRows.data(), nullptr,
-      nullptr,        slopes.empty() ? nullptr : slopes.data()};
+  ForwardBuffers buffers{q.data(),
+                         k.data(),
+                         v.data(),
+                         out.data(),
+                         lseRows.data(),
+                         cuQ.empty() ? nullptr : cuQ.data(),
+                         cuK.empty() ? nullptr : cuK.data(),
+                         slopes.empty() ? nullptr : slopes.data()};
   ForwardStrides strides = ForwardStrides::packed(spec, p);
   KernelArgs args = makeKernelArgs(spec, p, buffers, strides);
   args.dO = dO.data();
@@ -169,12 +173,13 @@ llvm::Error BackwardCase::save(const std::string &dir) const {
   BundleMeta meta;
   for (const char *key :
        {"spec", "name", "dtype", "mask", "heads_q", "heads_kv", "scale",
-        "softcap", "window_left", "window_right", "alibi_slopes"})
+        "softcap", "window_left", "window_right", "alibi_slopes",
+        "cu_seqlens_q", "cu_seqlens_k"})
     meta.emplace_back(key, *common.get(key));
   meta.emplace_back("out", keyOf(grad.spec().outType()));
   meta.emplace_back("batch", p.batch);
-  meta.emplace_back("seqlen_q", p.seqlenQ);
-  meta.emplace_back("seqlen_k", p.seqlenK);
+  meta.emplace_back("seqlen_q", p.maxSeqlenQ());
+  meta.emplace_back("seqlen_k", p.maxSeqlenK());
   meta.emplace_back("forward", encodeName(forward.spec()));
   meta.emplace_back("dot_do_o", encodeName(dot.spec()));
   meta.emplace_back("seed", static_cast<int64_t>(seed));
@@ -183,10 +188,12 @@ llvm::Error BackwardCase::save(const std::string &dir) const {
 
 double BackwardCase::flops() const {
   double pairs = 0;
-  for (int64_t i = 0; i < p.seqlenQ; ++i)
-    for (int64_t j = 0; j < p.seqlenK; ++j)
-      pairs += isKeyVisible(grad.spec(), p, i, j, p.seqlenQ, p.seqlenK);
-  double forwardFlops =
-      2.0 * double(p.d + p.dv) * pairs * double(p.batch * p.headsQ);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    int64_t sq = p.seqlenQOf(b), sk = p.seqlenKOf(b);
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < sk; ++j)
+        pairs += isKeyVisible(grad.spec(), p, i, j, sq, sk);
+  }
+  double forwardFlops = 2.0 * double(p.d + p.dv) * pairs * double(p.headsQ);
   return 2.5 * forwardFlops;
 }

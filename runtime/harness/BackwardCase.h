@@ -4,8 +4,8 @@
 // random Q, K, V and dO, the forward kernel run once for O and LSE, then the
 // backward's two host kernels (bwd_dot_do_o for D = rowsum(dO * O), then
 // bwd_dq_dk_dv) on gradients poisoned with NaN, and the float64 reference's
-// verdict on dQ, dK and dV. Host only, dense (not varlen) problems, the
-// packed layouts of AttentionProblem.
+// verdict on dQ, dK and dV. Host only, in the packed layouts of
+// AttentionProblem (BSHD, or THD under varlen).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -82,6 +82,7 @@ private:
   HostExecutor executor;
   HostTensor q, k, v, out, dO, dQ, dK, dV;
   std::vector<float> lseRows, dsum, slopes;
+  std::vector<int32_t> cuQ, cuK; ///< varlen only
   uint64_t seed = 0;
 };
 

@@ -18,18 +18,26 @@ struct GradTask {
   ReferenceGrads &out;
   double scale;
   std::vector<float> slopes;
+  std::vector<int32_t> cuQ, cuK; ///< varlen only
 
+  /// The packed row of query (key) \p i of sequence \p b.
+  int64_t qIndex(int64_t b, int64_t i) const {
+    return (p.isVarlen() ? cuQ[b] : b * p.seqlenQ) + i;
+  }
+  int64_t kIndex(int64_t b, int64_t j) const {
+    return (p.isVarlen() ? cuK[b] : b * p.seqlenK) + j;
+  }
   const float *qRow(int64_t b, int64_t i, int64_t h) const {
-    return &q[((b * p.seqlenQ + i) * p.headsQ + h) * p.d];
+    return &q[(qIndex(b, i) * p.headsQ + h) * p.d];
   }
   const float *kRow(int64_t b, int64_t j, int64_t hk) const {
-    return &k[((b * p.seqlenK + j) * p.headsKv + hk) * p.d];
+    return &k[(kIndex(b, j) * p.headsKv + hk) * p.d];
   }
   const float *vRow(int64_t b, int64_t j, int64_t hk) const {
-    return &v[((b * p.seqlenK + j) * p.headsKv + hk) * p.dv];
+    return &v[(kIndex(b, j) * p.headsKv + hk) * p.dv];
   }
   const float *dORow(int64_t b, int64_t i, int64_t h) const {
-    return &dO[((b * p.seqlenQ + i) * p.headsQ + h) * p.dv];
+    return &dO[(qIndex(b, i) * p.headsQ + h) * p.dv];
   }
   void queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const;
   void run(int64_t b, int64_t hk) const;
@@ -47,7 +55,7 @@ static double dot(const float *x, const float *y, int64_t n) {
 // visible key.
 void GradTask::queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const {
   const double inf = std::numeric_limits<double>::infinity();
-  int64_t sq = p.seqlenQ, sk = p.seqlenK;
+  int64_t sq = p.seqlenQOf(b), sk = p.seqlenKOf(b);
   std::vector<double> s(sk, -inf), u(sk, 0.0);
   double rowMax = -inf;
   for (int64_t j = 0; j < sk; ++j) {
@@ -75,7 +83,7 @@ void GradTask::queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const {
   double dsum = 0;
   for (int64_t c = 0; c < p.dv; ++c)
     dsum += g[c] * o[c];
-  double *dq = &out.dq[((b * sq + i) * p.headsQ + h) * p.d];
+  double *dq = &out.dq[(qIndex(b, i) * p.headsQ + h) * p.d];
   for (int64_t j = 0; j < sk; ++j) {
     if (prob[j] == 0)
       continue;
@@ -85,8 +93,8 @@ void GradTask::queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const {
       double t = std::tanh(u[j] / p.softcap);
       ds *= 1 - t * t;
     }
-    double *dk = &out.dk[((b * sk + j) * p.headsKv + hk) * p.d];
-    double *dv = &out.dv[((b * sk + j) * p.headsKv + hk) * p.dv];
+    double *dk = &out.dk[(kIndex(b, j) * p.headsKv + hk) * p.d];
+    double *dv = &out.dv[(kIndex(b, j) * p.headsKv + hk) * p.dv];
     for (int64_t c = 0; c < p.d; ++c) {
       dq[c] += scale * ds * kRow(b, j, hk)[c];
       dk[c] += scale * ds * qRow(b, i, h)[c];
@@ -99,7 +107,7 @@ void GradTask::queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const {
 void GradTask::run(int64_t b, int64_t hk) const {
   int64_t group = p.headsQ / p.headsKv;
   for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
-    for (int64_t i = 0; i < p.seqlenQ; ++i)
+    for (int64_t i = 0; i < p.seqlenQOf(b); ++i)
       queryRow(b, h, hk, i);
 }
 
@@ -109,7 +117,6 @@ ReferenceGrads fmhajit::referenceBackward(const KernelSpec &spec,
                                           llvm::ArrayRef<float> k,
                                           llvm::ArrayRef<float> v,
                                           llvm::ArrayRef<float> dO) {
-  assert(!problem.isVarlen() && "the backward reference is dense only");
   assert(static_cast<int64_t>(q.size()) == numElements(problem.qShape()) &&
          static_cast<int64_t>(k.size()) == numElements(problem.kShape()) &&
          static_cast<int64_t>(v.size()) == numElements(problem.vShape()) &&
@@ -128,7 +135,9 @@ ReferenceGrads fmhajit::referenceBackward(const KernelSpec &spec,
                 out,
                 problem.resolvedScale(),
                 spec.bias == Bias::Alibi ? problem.resolvedAlibiSlopes()
-                                         : std::vector<float>()};
+                                         : std::vector<float>(),
+                problem.cuSeqlensQ(),
+                problem.cuSeqlensK()};
   llvm::parallelFor(0, problem.batch * problem.headsKv, [&](size_t item) {
     int64_t b = static_cast<int64_t>(item) / problem.headsKv;
     task.run(b, static_cast<int64_t>(item) % problem.headsKv);

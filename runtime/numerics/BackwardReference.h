@@ -27,9 +27,9 @@ struct ReferenceGrads {
   std::vector<double> dq, dk, dv;
 };
 
-/// The gradients of sum(dO * O) for \p problem (validated against \p spec,
-/// not varlen). \p q, \p k, \p v and \p dO (oShape()) are packed and already
-/// rounded to the dtypes the kernel reads.
+/// The gradients of sum(dO * O) for \p problem (validated against
+/// \p spec; dense or varlen). \p q, \p k, \p v and \p dO (oShape()) are packed
+/// and already rounded to the dtypes the kernel reads.
 ReferenceGrads
 referenceBackward(const KernelSpec &spec, const AttentionProblem &problem,
                   llvm::ArrayRef<float> q, llvm::ArrayRef<float> k,

@@ -5,8 +5,8 @@
 // dV and D poisoned with NaN, and compares the gradients with the float64
 // reference (runtime/numerics/BackwardReference.h). Lengths are odd and
 // Sq != Sk so partial tiles of both kinds of work item are exercised; every
-// mask, GQA and MQA, softcap and ALiBi appear. Then: rows that see no key
-// get exactly zero gradients, and results are bitwise identical from run
+// mask, GQA and MQA, softcap and ALiBi, and varlen appear. Then: rows that see
+// no key get exactly zero gradients, and results are bitwise identical from run
 // to run and across thread counts (the host default is deterministic).
 //
 //===----------------------------------------------------------------------===//
@@ -97,7 +97,20 @@ INSTANTIATE_TEST_SUITE_P(
         bwdCase("bf16_out_fp32_d160", "dtype=bf16,out=fp32,d=160,mask=causal",
                 Shape::dense(1, 2, 2, 70, 70)),
         bwdCase("fp32_small_tiles", "dtype=fp32,d=64,mask=causal,bm=32,bn=16",
-                Shape::dense(1, 3, 1, 99, 101))),
+                Shape::dense(1, 3, 1, 99, 101)),
+        // Varlen: sequences shorter than a tile, longer than the key tiles
+        // of the others (key items past a sequence's end do nothing), and
+        // Sq > Sk with rows that see no key.
+        bwdCase("fp32_varlen_causal_br_gqa",
+                "dtype=fp32,d=64,mask=causal_br,varlen=1",
+                Shape::varlen({1, 77, 200, 33}, {5, 130, 150, 33}, 4, 2)),
+        bwdCase("bf16_varlen_window_alibi_softcap",
+                "dtype=bf16,d=128,mask=window,bias=alibi,softcap=1,varlen=1",
+                Shape::varlen({100, 3, 64}, {100, 3, 64}, 2, 1)
+                    .window(20, 5)
+                    .softcap(3.0f)),
+        bwdCase("fp16_varlen_none_mqa", "dtype=fp16,d=32,varlen=1",
+                Shape::varlen({70, 129}, {200, 9}, 3, 1))),
     [](const ::testing::TestParamInfo<BackwardTestCase> &info) {
       return info.param.label;
     });

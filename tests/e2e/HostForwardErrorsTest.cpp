@@ -59,9 +59,8 @@ INSTANTIATE_TEST_SUITE_P(
         UnsupportedCase{"family=fwd,dtype=fp16,d=64,bias=elementwise",
                         {"bias=elementwise"}},
         // family=fwd_splitkv, then family=bwd_dq_dk_dv stood here until
-        // they were implemented; the backward still refuses varlen.
-        UnsupportedCase{"family=bwd_dq_dk_dv,dtype=bf16,d=128,varlen=1",
-                        {"varlen=1"}},
+        // they were implemented (GPU targets refuse the backward:
+        // tests/lit/ir/bwd-unsupported.test).
         UnsupportedCase{"family=bwd_convert_dq,dtype=bf16,d=128",
                         {"family=bwd_convert_dq"}},
         UnsupportedCase{"family=fwd,dtype=bf16,d=64,dropout=1,sink=1",

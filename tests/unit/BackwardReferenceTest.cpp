@@ -88,4 +88,51 @@ TEST(BackwardReference, MatchesFiniteDifferences) {
     EXPECT_EQ(g.dq[e], 0.0) << "dq of row 0, element " << e;
 }
 
+// Under varlen the reference must compute each sequence as the dense
+// problem of that sequence alone: the packed rows of sequence b are its
+// rows, at cu_seqlens[b].
+TEST(BackwardReference, VarlenIsEachSequenceAlone) {
+  KernelSpec spec;
+  spec.d = spec.dv = 16;
+  spec.mask = Mask::Causal;
+  spec.varlen = true;
+  AttentionProblem p = AttentionProblem::forSpec(spec);
+  p.headsQ = 2, p.headsKv = 1;
+  p.seqlensQ = {3, 5}, p.seqlensK = {6, 2};
+  p.batch = 2;
+  if (llvm::Error err = p.validate(spec))
+    FAIL() << llvm::toString(std::move(err));
+  Inputs in{randomValues(numElements(p.qShape()), 5),
+            randomValues(numElements(p.kShape()), 6),
+            randomValues(numElements(p.vShape()), 7),
+            randomValues(numElements(p.oShape()), 8)};
+  ReferenceGrads g = referenceBackward(spec, p, in.q, in.k, in.v, in.dO);
+  KernelSpec dense = spec;
+  dense.varlen = false;
+  int64_t firstQ = 0, firstK = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    AttentionProblem one = AttentionProblem::forSpec(dense);
+    one.headsQ = 2, one.headsKv = 1;
+    one.seqlenQ = p.seqlensQ[b], one.seqlenK = p.seqlensK[b];
+    size_t qRow = 2 * 16, kRow = 16; // elements per packed row
+    auto slice = [](const std::vector<float> &x, int64_t first, int64_t rows,
+                    size_t width) {
+      return std::vector<float>(x.begin() + first * width,
+                                x.begin() + (first + rows) * width);
+    };
+    ReferenceGrads alone =
+        referenceBackward(dense, one, slice(in.q, firstQ, one.seqlenQ, qRow),
+                          slice(in.k, firstK, one.seqlenK, kRow),
+                          slice(in.v, firstK, one.seqlenK, kRow),
+                          slice(in.dO, firstQ, one.seqlenQ, qRow));
+    for (size_t e = 0; e < alone.dq.size(); ++e)
+      ASSERT_EQ(g.dq[firstQ * qRow + e], alone.dq[e]) << "dq, sequence " << b;
+    for (size_t e = 0; e < alone.dk.size(); ++e) {
+      ASSERT_EQ(g.dk[firstK * kRow + e], alone.dk[e]) << "dk, sequence " << b;
+      ASSERT_EQ(g.dv[firstK * kRow + e], alone.dv[e]) << "dv, sequence " << b;
+    }
+    firstQ += one.seqlenQ, firstK += one.seqlenK;
+  }
+}
+
 } // namespace

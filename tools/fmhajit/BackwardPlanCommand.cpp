@@ -33,6 +33,7 @@ static KernelSpec gradSpecFor(const api::Problem &p,
   s.mask = toMask(p.mask);
   s.bias = p.alibi ? Bias::Alibi : Bias::None;
   s.softcap = p.softcap > 0;
+  s.varlen = !p.cuSeqlensQ.empty() || !p.cuSeqlensK.empty();
   s.target = target;
   return s;
 }
@@ -58,21 +59,33 @@ static llvm::Error checkBackwardProblem(const api::Problem &p,
     errors.add(ErrorKind::Unsupported,
                "the backward runs on host targets only so far (target " +
                    target + ")");
-  if (!p.cuSeqlensQ.empty() || !p.cuSeqlensK.empty())
-    errors.add(ErrorKind::Unsupported,
-               "varlen: the backward takes dense problems only so far");
   if (p.pagesKv.enabled())
     errors.add(ErrorKind::Unsupported,
                "a paged K/V cache: the backward reads dense K and V");
   return errors.take();
 }
 
+/// The longest sequence of cumulative lengths \p cu, or \p dense without.
+static int64_t longest(const std::vector<int32_t> &cu, int64_t dense) {
+  int64_t most = cu.empty() ? dense : 0;
+  for (size_t i = 1; i < cu.size(); ++i)
+    most = std::max<int64_t>(most, cu[i] - cu[i - 1]);
+  return most;
+}
+
+/// All rows of cumulative lengths \p cu, or \p dense without.
+static int64_t totalRows(const std::vector<int32_t> &cu, int64_t dense) {
+  return cu.empty() ? dense : cu.back();
+}
+
 static void printSteps(const KernelSpec &fwd, const KernelSpec &dot,
                        const KernelSpec &grad, const api::Problem &p) {
   int64_t headsKv = p.headsKv ? p.headsKv : p.headsQ;
-  int64_t sk = p.seqlenK ? p.seqlenK : p.seqlenQ;
+  int64_t sq = longest(p.cuSeqlensQ, p.seqlenQ);
+  int64_t sk = longest(p.cuSeqlensK.empty() ? p.cuSeqlensQ : p.cuSeqlensK,
+                       p.seqlenK ? p.seqlenK : p.seqlenQ);
   auto queryItems = [&](const KernelSpec &s) {
-    int64_t tiles = (p.seqlenQ + s.bm - 1) / s.bm;
+    int64_t tiles = (sq + s.bm - 1) / s.bm;
     return std::pair{tiles, p.batch * p.headsQ * tiles};
   };
   llvm::raw_ostream &os = llvm::outs();
@@ -99,10 +112,10 @@ static void printSteps(const KernelSpec &fwd, const KernelSpec &dot,
                       "items\n",
                       p.batch, p.headsQ, qTiles, grad.bm, qItems,
                       kItems + qItems);
-  os << llvm::formatv("workspace  {0} bytes: D, fp32 [batch, heads_q, "
-                      "seqlen_q]; no fp32 dQ accumulator (each query item "
-                      "finishes its dQ)\n",
-                      4 * p.batch * p.headsQ * p.seqlenQ);
+  os << llvm::formatv("workspace  {0} bytes: D, fp32, laid out like the LSE; "
+                      "no fp32 dQ accumulator (each query item finishes its "
+                      "dQ)\n",
+                      4 * p.headsQ * totalRows(p.cuSeqlensQ, p.batch * sq));
   os << "deterministic yes: every dQ, dK and dV element has one writer\n";
 }
 
@@ -124,13 +137,17 @@ int fmhajit::planBackward(const PlanRequest &request) {
   if (!dot)
     return reportErrors(dot.takeError());
   llvm::outs() << "backward plan for target " << target << " (device host)\n";
+  int64_t sq = longest(p.cuSeqlensQ, p.seqlenQ);
+  int64_t sk = longest(p.cuSeqlensK.empty() ? p.cuSeqlensQ : p.cuSeqlensK,
+                       p.seqlenK ? p.seqlenK : p.seqlenQ);
   llvm::outs() << llvm::formatv(
-      "problem    batch {0}, heads {1} q / {2} kv, seqlen q {3} / k {4}, d "
-      "{5} / dv {6}, {7} -> {8}, mask {9}{10}{11}\n",
-      p.batch, p.headsQ, p.headsKv ? p.headsKv : p.headsQ, p.seqlenQ,
-      p.seqlenK ? p.seqlenK : p.seqlenQ, grad->d, grad->headDimV(),
-      keyOf(grad->dtype), keyOf(grad->outType()), keyOf(grad->mask),
-      p.alibi ? ", alibi" : "", p.softcap > 0 ? ", softcap" : "");
+      "problem    batch {0}, heads {1} q / {2} kv, seqlen q {3} / k {4}{12}, "
+      "d {5} / dv {6}, {7} -> {8}, mask {9}{10}{11}\n",
+      p.batch, p.headsQ, p.headsKv ? p.headsKv : p.headsQ, sq, sk, grad->d,
+      grad->headDimV(), keyOf(grad->dtype), keyOf(grad->outType()),
+      keyOf(grad->mask), p.alibi ? ", alibi" : "",
+      p.softcap > 0 ? ", softcap" : "",
+      grad->varlen ? " (varlen: the longest)" : "");
   printSteps(*fwd, *dot, *grad, p);
   llvm::outs().flush();
   return 0;

@@ -37,6 +37,18 @@ static AttentionProblem backwardProblem(const KernelSpec &spec,
     a.windowRight = p.windowRight;
   }
   a.alibiSlopes = p.alibiSlopes;
+  // --varlen-q/k arrive cumulative; the problem takes lengths.
+  auto lengths = [](const std::vector<int32_t> &cu) {
+    std::vector<int64_t> lens;
+    for (size_t i = 1; i < cu.size(); ++i)
+      lens.push_back(cu[i] - cu[i - 1]);
+    return lens;
+  };
+  if (!p.cuSeqlensQ.empty() || !p.cuSeqlensK.empty()) {
+    a.seqlensQ = lengths(p.cuSeqlensQ);
+    a.seqlensK = p.cuSeqlensK.empty() ? a.seqlensQ : lengths(p.cuSeqlensK);
+    a.batch = int64_t(a.seqlensQ.size());
+  }
   return a;
 }
 
@@ -44,8 +56,8 @@ static void line(llvm::StringRef word, const llvm::Twine &text) {
   llvm::outs() << llvm::left_justify(word, 8) << " " << text << "\n";
 }
 
-// The refusals that need no kernel: a GPU device, varlen, the flags the
-// spec rules out.
+// The refusals that need no kernel: a GPU device, the flags the spec rules
+// out.
 static llvm::Error checkRequest(const RunRequest &req) {
   ErrorList errors;
   for (const std::string &mismatch : req.specMismatches)
@@ -53,9 +65,6 @@ static llvm::Error checkRequest(const RunRequest &req) {
   if (req.problem.device != api::Device::Host)
     errors.add(ErrorKind::Unsupported,
                "the backward runs on the host only so far; drop --device");
-  if (req.spec.varlen)
-    errors.add(ErrorKind::Unsupported,
-               "varlen=1: the backward takes dense problems only so far");
   return errors.take();
 }
 
