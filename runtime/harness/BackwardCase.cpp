@@ -35,19 +35,34 @@ std::string BackwardCheck::summary() const {
   return "dq " + dq.summary() + "; dk " + dk.summary() + "; dv " + dv.summary();
 }
 
+/// A gradient-like tensor of \p spec's out dtype and \p shape in \p layout.
+static LaidOutTensor laidOut(const KernelSpec &spec,
+                             const api::TensorLayout &layout,
+                             const TensorShape &shape) {
+  return LaidOutTensor(spec.outType(), shape, resolveStrides(layout, shape));
+}
+
+TensorShape BackwardCase::shapeOf(bool queries, int64_t dim) const {
+  int64_t heads = queries ? p.headsQ : p.headsKv;
+  if (p.isVarlen())
+    return {1, queries ? p.totalQ() : p.totalK(), heads, dim, true};
+  return {p.batch, queries ? p.seqlenQ : p.seqlenK, heads, dim};
+}
+
 BackwardCase::BackwardCase(const AttentionProblem &problem,
                            HostKernel forwardKernel, HostKernel dotKernel,
-                           HostKernel gradKernel, unsigned threads)
+                           HostKernel gradKernel, unsigned threads,
+                           const api::TensorLayout &gradLayout)
     : p(problem), forward(std::move(forwardKernel)), dot(std::move(dotKernel)),
       grad(std::move(gradKernel)), executor(threads),
       q(grad.spec().dtype, numElements(p.qShape())),
       k(grad.spec().dtype, numElements(p.kShape())),
       v(grad.spec().dtype, numElements(p.vShape())),
       out(grad.spec().outType(), numElements(p.oShape())),
-      dO(grad.spec().outType(), numElements(p.oShape())),
-      dQ(grad.spec().outType(), numElements(p.qShape())),
-      dK(grad.spec().outType(), numElements(p.kShape())),
-      dV(grad.spec().outType(), numElements(p.vShape())),
+      dO(laidOut(grad.spec(), gradLayout, shapeOf(true, p.dv))),
+      dQ(laidOut(grad.spec(), gradLayout, shapeOf(true, p.d))),
+      dK(laidOut(grad.spec(), gradLayout, shapeOf(false, p.d))),
+      dV(laidOut(grad.spec(), gradLayout, shapeOf(false, p.dv))),
       lseRows(numElements(p.lseShape())), dsum(numElements(p.lseShape())) {
   if (grad.spec().bias == Bias::Alibi)
     slopes = p.resolvedAlibiSlopes();
@@ -77,7 +92,8 @@ static llvm::Expected<KernelSpec> companionSpec(const KernelSpec &spec,
 
 llvm::Expected<std::unique_ptr<BackwardCase>>
 BackwardCase::make(const KernelSpec &spec, const AttentionProblem &problem,
-                   uint64_t seed, KernelCache &cache, unsigned threads) {
+                   uint64_t seed, KernelCache &cache, unsigned threads,
+                   const api::TensorLayout &gradLayout) {
   if (spec.family != Family::BwdDqDkDv)
     return makeError(ErrorKind::Usage,
                      "family " + keyOf(spec.family) +
@@ -101,12 +117,12 @@ BackwardCase::make(const KernelSpec &spec, const AttentionProblem &problem,
   if (!grad)
     return grad.takeError();
   std::unique_ptr<BackwardCase> c(
-      new BackwardCase(problem, *fwd, *dot, *grad, threads));
+      new BackwardCase(problem, *fwd, *dot, *grad, threads, gradLayout));
   c->seed = seed;
   c->q.fillNormal(seed);
   c->k.fillNormal(seed + 1);
   c->v.fillNormal(seed + 2);
-  c->dO.fillNormal(seed + 3);
+  c->dO.data.fillNormal(seed + 3);
   c->out.poison();
   std::fill(c->lseRows.begin(), c->lseRows.end(), NAN);
   c->forward.run(c->argsFor(c->forward.spec()), c->executor);
@@ -124,23 +140,23 @@ KernelArgs BackwardCase::argsFor(const KernelSpec &spec) {
                          slopes.empty() ? nullptr : slopes.data()};
   ForwardStrides strides = ForwardStrides::packed(spec, p);
   KernelArgs args = makeKernelArgs(spec, p, buffers, strides);
-  args.dO = dO.data();
-  args.dQ = dQ.data();
-  args.dK = dK.data();
-  args.dV = dV.data();
+  args.dO = dO.data.data();
+  args.dQ = dQ.data.data();
+  args.dK = dK.data.data();
+  args.dV = dV.data.data();
   args.dPsum = dsum.data();
-  args.dOStrides = strides.o;
-  args.dQStrides = strides.q;
-  args.dKStrides = strides.k;
-  args.dVStrides = strides.v;
+  args.dOStrides = dO.strides;
+  args.dQStrides = dQ.strides;
+  args.dKStrides = dK.strides;
+  args.dVStrides = dV.strides;
   return args;
 }
 
 void BackwardCase::run() {
   std::fill(dsum.begin(), dsum.end(), NAN);
-  dQ.poison();
-  dK.poison();
-  dV.poison();
+  dQ.data.poison();
+  dK.data.poison();
+  dV.data.poison();
   launch();
 }
 
@@ -150,18 +166,18 @@ void BackwardCase::launch() {
 }
 
 BackwardCheck BackwardCase::check() const {
-  ReferenceGrads ref = referenceBackward(
-      grad.spec(), p, q.toFloat(), k.toFloat(), v.toFloat(), dO.toFloat());
+  ReferenceGrads ref = referenceBackward(grad.spec(), p, q.toFloat(),
+                                         k.toFloat(), v.toFloat(), dO.packed());
   Tolerance tol = backwardToleranceFor(grad.spec().outType());
-  return {compareOutputs(dQ.toFloat(), ref.dq, {}, {}, tol),
-          compareOutputs(dK.toFloat(), ref.dk, {}, {}, tol),
-          compareOutputs(dV.toFloat(), ref.dv, {}, {}, tol)};
+  return {compareOutputs(dQ.packed(), ref.dq, {}, {}, tol),
+          compareOutputs(dK.packed(), ref.dk, {}, {}, tol),
+          compareOutputs(dV.packed(), ref.dv, {}, {}, tol)};
 }
 
 llvm::Error BackwardCase::save(const std::string &dir) const {
   std::vector<float> qf = q.toFloat(), kf = k.toFloat(), vf = v.toFloat(),
-                     of = out.toFloat(), dOf = dO.toFloat(), dQf = dQ.toFloat(),
-                     dKf = dK.toFloat(), dVf = dV.toFloat();
+                     of = out.toFloat(), dOf = dO.packed(), dQf = dQ.packed(),
+                     dKf = dK.packed(), dVf = dV.packed();
   std::vector<BundleArray> arrays = {
       {"q.npy", qf, p.qShape()},          {"k.npy", kf, p.kShape()},
       {"v.npy", vf, p.vShape()},          {"o.npy", of, p.oShape()},

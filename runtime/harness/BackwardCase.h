@@ -13,6 +13,7 @@
 #include "compiler/KernelCache.h"
 #include "runtime/device/HostExecutor.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/harness/LaidOutTensor.h"
 #include "runtime/numerics/AttentionProblem.h"
 #include "runtime/numerics/Compare.h"
 #include "runtime/numerics/HostTensor.h"
@@ -42,10 +43,12 @@ public:
   /// For \p spec (resolved, family bwd_dq_dk_dv, a host target) and
   /// \p problem: loads the forward, bwd_dot_do_o and \p spec's kernels
   /// through \p cache, fills Q, K, V, dO from seeds seed .. seed + 3 and
-  /// runs the forward for O and LSE on \p threads threads (0: all).
+  /// runs the forward for O and LSE on \p threads threads (0: all). dO, dQ,
+  /// dK and dV are laid out as \p gradLayout (Q, K, V, O packed).
   static llvm::Expected<std::unique_ptr<BackwardCase>>
   make(const KernelSpec &spec, const AttentionProblem &problem, uint64_t seed,
-       KernelCache &cache, unsigned threads);
+       KernelCache &cache, unsigned threads,
+       const api::TensorLayout &gradLayout = api::TensorLayout::bshd());
 
   /// Poisons D, dQ, dK and dV with NaN and runs the backward once.
   void run();
@@ -66,21 +69,28 @@ public:
   const KernelSpec &dotSpec() const { return dot.spec(); }
   const KernelSpec &gradSpec() const { return grad.spec(); }
   const AttentionProblem &problem() const { return p; }
-  const HostTensor &dq() const { return dQ; }
-  const HostTensor &dk() const { return dK; }
-  const HostTensor &dv() const { return dV; }
+  /// The gradients' storage, in their layout (for bitwise comparisons).
+  const HostTensor &dq() const { return dQ.data; }
+  const HostTensor &dk() const { return dK.data; }
+  const HostTensor &dv() const { return dV.data; }
+  /// dQ in the packed order of AttentionProblem's qShape().
+  std::vector<float> dqPacked() const { return dQ.packed(); }
   const HostTensor &o() const { return out; }
   const std::vector<float> &lse() const { return lseRows; }
 
 private:
   BackwardCase(const AttentionProblem &problem, HostKernel forwardKernel,
-               HostKernel dotKernel, HostKernel gradKernel, unsigned threads);
+               HostKernel dotKernel, HostKernel gradKernel, unsigned threads,
+               const api::TensorLayout &gradLayout);
+  /// The shape of a Q-like (\p queries) or K-like tensor of \p dim.
+  TensorShape shapeOf(bool queries, int64_t dim) const;
   KernelArgs argsFor(const KernelSpec &spec);
 
   AttentionProblem p;
   HostKernel forward, dot, grad;
   HostExecutor executor;
-  HostTensor q, k, v, out, dO, dQ, dK, dV;
+  HostTensor q, k, v, out;
+  LaidOutTensor dO, dQ, dK, dV;
   std::vector<float> lseRows, dsum, slopes;
   std::vector<int32_t> cuQ, cuK; ///< varlen only
   uint64_t seed = 0;
