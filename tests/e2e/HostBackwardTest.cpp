@@ -110,7 +110,13 @@ INSTANTIATE_TEST_SUITE_P(
                     .window(20, 5)
                     .softcap(3.0f)),
         bwdCase("fp16_varlen_none_mqa", "dtype=fp16,d=32,varlen=1",
-                Shape::varlen({70, 129}, {200, 9}, 3, 1))),
+                Shape::varlen({70, 129}, {200, 9}, 3, 1)),
+        // Long enough for many key and query tiles per item and fp32 sums
+        // over ~700 terms.
+        bwdCase("fp32_d128_causal_long", "dtype=fp32,d=128,mask=causal",
+                Shape::dense(1, 4, 2, 701, 733)),
+        bwdCase("bf16_d64_long", "dtype=bf16,d=64",
+                Shape::dense(2, 2, 2, 640, 515))),
     [](const ::testing::TestParamInfo<BackwardTestCase> &info) {
       return info.param.label;
     });
