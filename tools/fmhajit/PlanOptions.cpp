@@ -25,7 +25,7 @@ static const OptionSpec kPlanOnlyFlags[] = {
      "time the candidates and keep the fastest (loads them)"},
     {"load", false, "compile and load the kernels, as a plan that runs would"},
     {"backward", false,
-     "the backward's steps (forward, bwd_dot_do_o, bwd_dq_dk_dv) instead"},
+     "plan the backward pass (bwd_dot_do_o, bwd_dq_dk_dv) instead"},
     {"page-size", true, "paged K/V: rows per page (with --cache-len)"},
     {"cache-len", true,
      "paged K/V: each sequence's keys L,L,... (with --page-size)"},

@@ -18,7 +18,7 @@ namespace fmhajit {
 struct PlanRequest {
   api::Problem problem;
   api::Options options;
-  bool backward = false; ///< --backward: the host backward's steps
+  bool backward = false; ///< --backward: api::planBackward instead
 };
 
 /// The flags `fmhajit plan` takes, for parsing and `fmhajit help plan`.
@@ -26,9 +26,5 @@ llvm::ArrayRef<OptionSpec> planFlags();
 
 /// Parses the words after `plan`; usage errors name the flag.
 llvm::Expected<PlanRequest> parsePlanOptions(llvm::ArrayRef<const char *> argv);
-
-/// Prints the steps of the backward for a --backward request:
-/// BackwardPlanCommand.cpp.
-int planBackward(const PlanRequest &request);
 
 } // namespace fmhajit
