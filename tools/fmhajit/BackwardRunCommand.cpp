@@ -3,8 +3,9 @@
 // `fmhajit run family=bwd_dq_dk_dv,...`: the forward kernel with the same
 // features runs once for O and LSE, then the backward's two host kernels
 // (bwd_dot_do_o, then the spec's) on random dO; --check compares dQ, dK and
-// dV with the float64 reference (runtime/harness/BackwardCase.h). The
-// backward has no public API yet, so this drives the host kernels directly.
+// dV with the float64 reference (runtime/harness/BackwardCase.h). It drives
+// the host kernels through that harness, which the kernels' e2e tests
+// share, rather than api::planBackward (docs/api.md, "The backward").
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/harness/BackwardCase.h"
