@@ -12,8 +12,8 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/raw_ostream.h"
-#include <cstdlib>
 #include "llvm/Support/xxhash.h"
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -103,8 +103,8 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
   }
   if (arch.backend != Backend::Nvptx)
     return fp;
-  return fp + ";ptx=" +
-         std::to_string(ptxVersionFor(arch, options.ptxVersion)) +
+  return fp +
+         ";ptx=" + std::to_string(ptxVersionFor(arch, options.ptxVersion)) +
          (options.emit.boundedWaits ? ";waits=bounded" : "");
 }
 

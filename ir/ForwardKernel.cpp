@@ -384,7 +384,8 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
 // Each K and V tile is requested just before the one use that first needs
 // it: a target that overlaps products loads ahead on its own (a producer).
 // beginProducts/endProducts mark each group of products issued together,
-// where warpgroups take turns on the tensor cores.
+// where warpgroups take turns on the tensor cores; the waits for results
+// come after the turn is passed on.
 void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
   const WorkItem &s = w.s;
   Tile probs = ops->makeTile(TileRole::Probabilities, spec.bm, spec.bn, "p");
@@ -393,8 +394,9 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     ops->load(w.kT, kvRows(w, kK, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
     ops->load(w.v, kvRows(w, kV, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
     ops->beginProducts();
-    ops->matmul(w.scores, w.q, w.kT);
+    ops->startProduct(w.scores, w.q, w.kT, /*accumulate=*/false);
     ops->endProducts();
+    ops->finishProduct(w.scores);
     mods.apply(w.scores, s, w.mask, w.kvBegin, w.tokens);
     emitOnlineSoftmax(w.scores, w.m, w.l); // O is still 0: no rescale
     ops->copy(probs, w.scores);
@@ -418,8 +420,9 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
   });
   emitIf(b, any, "last.values", [&] {
     ops->beginProducts();
-    ops->mma(w.out, probs, w.v);
+    ops->startProduct(w.out, probs, w.v, /*accumulate=*/true);
     ops->endProducts();
+    ops->finishProduct(w.out);
   });
 }
 

@@ -1,10 +1,12 @@
 //===- ScoreMods.cpp - Soft-cap, ALiBi and the mask on a tile of scores ---===//
 #include "ir/ScoreMods.h"
 #include "ir/Loops.h"
+#include "llvm/IR/PatternMatch.h"
 #include <cmath>
 
 using namespace fmhajit;
 using namespace llvm;
+using namespace llvm::PatternMatch;
 
 Band ScoreMods::band(const WorkItem &s) {
   Band band;
@@ -74,6 +76,20 @@ Value *ScoreMods::alibiSlopeLog2(const WorkItem &s, Value *slopes, Value *row) {
   return b.CreateFMul(slope, splatLike(b, f32(kLog2e), slope));
 }
 
+// x - col, for x that changes from key tile to key tile. The fragment
+// layouts give a column as base + constant; subtracting the parts one by one
+// leaves one x - base per row. Grouped otherwise, the loop-invariant
+// row - col of every element would be hoisted out of the key loop into a
+// register of its own (the d=64 ALiBi kernel spilled).
+static Value *subtractColumn(IRBuilderBase &b, Value *x, Value *col) {
+  Value *base = nullptr;
+  const APInt *offset = nullptr;
+  if (!match(col, m_Add(m_Value(base), m_APInt(offset))))
+    return b.CreateSub(x, col);
+  return b.CreateSub(b.CreateSub(x, base),
+                     ConstantInt::get(col->getType(), *offset));
+}
+
 // s -= slope_h * |i + sk - sq - j|, i the row's token and h its head
 void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
   Value *slopes = p.get(kAlibiSlopes);
@@ -89,8 +105,9 @@ void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
     Value *i = s.group
                    ? queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)))
                    : row;
-    Value *dist = b.CreateSub(b.CreateAdd(i, splatLike(b, rowOrigin, i)),
-                              b.CreateAdd(col, splatLike(b, j0, col)));
+    Value *rowToTile = b.CreateSub(b.CreateAdd(i, splatLike(b, rowOrigin, i)),
+                                   splatLike(b, j0, i));
+    Value *dist = subtractColumn(b, rowToTile, col);
     Value *absDist =
         b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
     Value *fdist = b.CreateSIToFP(absDist, x->getType());

@@ -6,7 +6,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | sanitize
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
@@ -19,6 +19,31 @@ if [ "$mode" = all ] || [ "$mode" = e2e ]; then
 fi
 if [ "$mode" = decode ]; then
   /tmp/fj/fmhajit-bench-decode --device cuda --json "$out/bench-decode-gpu.json" "$@" 2>&1 | tee "$out/decode.log"
+  exit 0
+fi
+if [ "$mode" = sanitize ]; then
+  # compute-sanitizer's memcheck, racecheck and synccheck on small problems
+  # of each sm_90a pipeline, then the stages=2 kernels with bounded waits.
+  # Each line of sanitize.log that starts "== ERROR SUMMARY" must say 0.
+  cs=/usr/local/cuda/bin/compute-sanitizer
+  for case in "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a" \
+              "family=fwd,dtype=bf16,d=64,lse=1,target=sm_90a" \
+              "family=fwd,dtype=fp16,d=256,mask=window,target=sm_90a --window 64,16" \
+              "family=fwd,dtype=bf16,d=128,pipeline=wgmma,stages=1,target=sm_90a" \
+              "family=fwd,dtype=bf16,d=128,pipeline=mma,target=sm_90a"; do
+    for tool in memcheck racecheck synccheck; do
+      echo "== $tool $case" | tee -a "$out/sanitize.log"
+      # shellcheck disable=SC2086 # $case is a spec and its flags
+      timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run $case --device cuda \
+        --heads 2 --seqlen-q 300 --seqlen-k 333 --check --iters 1 2>&1 | tail -4 | tee -a "$out/sanitize.log"
+    done
+  done
+  for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a family=fwd,dtype=bf16,d=64,target=sm_90a \
+              family=fwd,dtype=bf16,d=256,softcap=1,target=sm_90a; do
+    echo "== bounded waits $spec" | tee -a "$out/sanitize.log"
+    FMHAJIT_BOUNDED_WAITS=1 timeout 120 /tmp/fj/fmhajit run "$spec" --device cuda --batch 2 --heads 16 \
+      --seqlen-q 4000 --check --iters 3 2>&1 | tee -a "$out/sanitize.log"
+  done
   exit 0
 fi
 if [ "$mode" != bench ]; then

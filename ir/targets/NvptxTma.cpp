@@ -48,20 +48,28 @@ void fmhajit::emitMbarrierExpectBytes(IRBuilderBase &b, Value *bar,
       "r,r", {sharedAddress(b, bar), b.getInt32(bytes)});
 }
 
-// printf("...", block, thread, parity), then a trap: the launch fails
-// with the message on the process's stdout.
-static void emitGiveUp(IRBuilderBase &b, Value *parity) {
+// One copy of the give-up message per module, shared by every wait.
+static Constant *waitMessage(IRBuilderBase &b) {
   Module &m = *b.GetInsertBlock()->getModule();
-  FunctionCallee vprintf = m.getOrInsertFunction(
-      "vprintf", b.getInt32Ty(), b.getPtrTy(), b.getPtrTy());
-  Value *format = b.CreateGlobalString(
+  if (GlobalVariable *message = m.getNamedGlobal("fmhajit.wait.message"))
+    return message;
+  return b.CreateGlobalString(
       "fmhajit: block %u thread %u waited " +
           std::to_string(kBoundedWaitSeconds) +
           " s for mbarrier phase parity %u and gave up (the TMA ring's "
           "phases disagree); trapping\n",
       "fmhajit.wait.message");
-  Type *argTypes = StructType::get(b.getInt32Ty(), b.getInt32Ty(),
-                                   b.getInt32Ty());
+}
+
+// printf("...", block, thread, parity), then a trap: the launch fails
+// with the message on the process's stdout.
+static void emitGiveUp(IRBuilderBase &b, Value *parity) {
+  Module &m = *b.GetInsertBlock()->getModule();
+  FunctionCallee vprintf = m.getOrInsertFunction("vprintf", b.getInt32Ty(),
+                                                 b.getPtrTy(), b.getPtrTy());
+  Constant *format = waitMessage(b);
+  Type *argTypes =
+      StructType::get(b.getInt32Ty(), b.getInt32Ty(), b.getInt32Ty());
   Value *args = entryAlloca(b, argTypes, "wait.message.args", 4);
   Value *fields[] = {
       b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}),

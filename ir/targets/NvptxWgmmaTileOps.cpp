@@ -111,13 +111,9 @@ private:
   /// under stages=2, where each owns its own rows of every key tile.
   unsigned turnTakers() const { return ring ? spec.warps / 4 : 1; }
   /// This thread's warpgroup (i32).
-  Value *warpgroup() {
-    return b.CreateLShr(target.threadId(b), b.getInt32(7));
-  }
+  Value *warpgroup() { return b.CreateLShr(target.threadId(b), b.getInt32(7)); }
   /// Named barrier 1 + w: warpgroup w's turn (0 is the block barrier).
-  Value *turnBarrier(Value *group) {
-    return b.CreateAdd(group, b.getInt32(1));
-  }
+  Value *turnBarrier(Value *group) { return b.CreateAdd(group, b.getInt32(1)); }
   /// The last warpgroup hands the first its first turn.
   void passFirstTurn();
   /// Issue (fence, products, commit) without the wait: the accumulators
@@ -325,8 +321,8 @@ void NvptxWgmmaTileOps::endProducts() {
   unsigned groups = turnTakers();
   if (groups < 2)
     return;
-  Value *next = b.CreateURem(b.CreateAdd(warpgroup(), b.getInt32(1)),
-                             b.getInt32(groups));
+  Value *next =
+      b.CreateURem(b.CreateAdd(warpgroup(), b.getInt32(1)), b.getInt32(groups));
   b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_arrive_aligned_count,
                     {turnBarrier(next), b.getInt32(256)});
 }

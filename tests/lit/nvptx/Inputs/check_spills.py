@@ -7,7 +7,7 @@ Two grids:
     (causal, lse=1);
   - on sm_90a, every forward family x mask x lse for the tensor-core
     pipelines (and wgmma's TMA ring, stages=2) at d = 64, 128 and 256
-    (bf16), plus softcap and ALiBi.
+    (bf16), plus softcap, ALiBi and both under three masks.
 Prints one line per failing kernel and a summary line."""
 import os, re, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -35,8 +35,10 @@ def feature_grid():
                     for lse in [0, 1]:
                         yield ("family=%s,dtype=bf16,d=%d,mask=%s,lse=%d,pipeline=%s,"
                                "target=sm_90a" % (family, d, mask, lse, pipeline))
-            yield ("family=fwd,dtype=bf16,d=%d,mask=causal,softcap=1,bias=alibi,"
-                   "lse=1,pipeline=%s,target=sm_90a" % (d, pipeline))
+            for mask in ["none", "causal", "window"]:
+                for mods in ["softcap=1", "bias=alibi", "softcap=1,bias=alibi"]:
+                    yield ("family=fwd,dtype=bf16,d=%d,mask=%s,%s,lse=1,"
+                           "pipeline=%s,target=sm_90a" % (d, mask, mods, pipeline))
 
 def check(spec):
     """'' if the kernel assembles cleanly, else why not."""
