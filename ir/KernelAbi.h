@@ -102,6 +102,14 @@ inline int64_t itemQueryRows(const KernelSpec &spec, int64_t seqlenQ,
   return spec.pack_gqa && headsKv > 0 ? seqlenQ * (headsQ / headsKv) : seqlenQ;
 }
 
+/// bwd_dq_dk_dv's first work items, one per key tile of a (sequence, K/V
+/// head), own dK and dV; the batch * headsQ * numQTiles after them own dQ
+/// of a query tile (ir/BackwardKernel.h).
+inline int64_t bwdKeyItems(const KernelSpec &spec, int64_t batch,
+                           int64_t headsKv, int64_t seqlenK) {
+  return batch * headsKv * ((seqlenK + spec.bn - 1) / spec.bn);
+}
+
 /// The host entry point: runs work items [begin, end), where item
 /// w = ((b * heads) + h) * numQTiles + qTile (heads: itemHeads), times
 /// max(numSplits, 1) plus the split when hasSplitWorkItems(family).

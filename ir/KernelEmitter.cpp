@@ -1,6 +1,7 @@
 //===- KernelEmitter.cpp - Spec to LLVM module ----------------------------===//
 #include "ir/KernelEmitter.h"
 #include "ir/AppendKvKernel.h"
+#include "ir/BackwardKernel.h"
 #include "ir/ForwardKernel.h"
 #include "ir/SplitKvCombine.h"
 #include "ir/TargetInfo.h"
@@ -25,7 +26,15 @@ static Error checkImplemented(const KernelSpec &spec) {
   bool backward = spec.family == Family::BwdDotDoO ||
                   spec.family == Family::BwdDqDkDv ||
                   spec.family == Family::BwdConvertDq;
-  need(backward, "family=" + keyOf(spec.family));
+  // The host backward finishes dQ inside bwd_dq_dk_dv (docs/design.md).
+  need(spec.family == Family::BwdConvertDq,
+       "family=bwd_convert_dq (the host backward writes dQ from "
+       "bwd_dq_dk_dv; no conversion step)");
+  const ArchInfo *arch = findArch(spec.target);
+  need(backward && spec.family != Family::BwdConvertDq &&
+           arch->backend != Backend::Host,
+       "family=" + keyOf(spec.family) + " on target " + spec.target +
+           " (the backward runs on host targets only)");
   need(spec.dropout, "dropout=1");
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
@@ -58,6 +67,12 @@ fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx,
     break;
   case Family::AppendKv:
     emitAppendKvKernel(spec, **target, *module);
+    break;
+  case Family::BwdDotDoO:
+    emitDotDoOKernel(spec, **target, *module);
+    break;
+  case Family::BwdDqDkDv:
+    emitDqDkDvKernel(spec, **target, *module);
     break;
   default: // fwd, fwd_splitkv, fwd_paged: one recipe
     emitForwardKernel(spec, **target, *module);

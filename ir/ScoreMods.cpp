@@ -33,15 +33,26 @@ Band ScoreMods::band(const WorkItem &s) {
 
 void ScoreMods::apply(Tile &scores, const WorkItem &s, const Band &band,
                       Value *j0, const TileTokens &tokens) {
-  if (spec.softcap) { // s = c * tanh(s / c), then into log2 units
-    Value *c = p.get(kSoftcap);
-    Value *invC = b.CreateFDiv(f32(1), c);
-    Value *cLog2e = b.CreateFMul(c, f32(kLog2e));
-    ops.map(scores, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
-      Value *t = target.tanh(b, b.CreateFMul(x, splatLike(b, invC, x)));
-      return b.CreateFMul(t, splatLike(b, cLog2e, x));
-    });
-  }
+  applySoftcap(scores);
+  applyBiasAndMask(scores, s, band, j0, tokens);
+}
+
+void ScoreMods::applySoftcap(Tile &scores) {
+  if (!spec.softcap)
+    return;
+  // s = c * tanh(s / c), then into log2 units
+  Value *c = p.get(kSoftcap);
+  Value *invC = b.CreateFDiv(f32(1), c);
+  Value *cLog2e = b.CreateFMul(c, f32(kLog2e));
+  ops.map(scores, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
+    Value *t = target.tanh(b, b.CreateFMul(x, splatLike(b, invC, x)));
+    return b.CreateFMul(t, splatLike(b, cLog2e, x));
+  });
+}
+
+void ScoreMods::applyBiasAndMask(Tile &scores, const WorkItem &s,
+                                 const Band &band, Value *j0,
+                                 const TileTokens &tokens) {
   if (spec.bias == Bias::Alibi)
     applyAlibi(scores, s, j0);
   applyMask(scores, s, band, j0, tokens);

@@ -41,6 +41,12 @@ public:
   /// \p item's query tile.
   void apply(Tile &scores, const WorkItem &item, const Band &band,
              llvm::Value *j0, const TileTokens &tokens);
+  /// apply() in two halves, for the backward, which takes the soft-cap's
+  /// derivative between them: the soft-cap, x -> c * log2e * tanh(x / c)
+  /// (only under softcap=1), then ALiBi and the mask.
+  void applySoftcap(Tile &scores);
+  void applyBiasAndMask(Tile &scores, const WorkItem &item, const Band &band,
+                        llvm::Value *j0, const TileTokens &tokens);
 
 private:
   void applyAlibi(Tile &scores, const WorkItem &item, llvm::Value *j0);

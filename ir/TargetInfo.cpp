@@ -32,6 +32,18 @@ void TileOps::copy(Tile &, const Tile &) {
   llvm_unreachable("copy() belongs to targets that overlap products");
 }
 
+Tile TileOps::transposed(const Tile &) {
+  llvm_unreachable("transposed() belongs to targets that run the backward");
+}
+
+void TileOps::zip(Tile &, const Tile &, ZipFn) {
+  llvm_unreachable("zip() belongs to targets that run the backward");
+}
+
+void TileOps::loadRows(RowVec &, const GlobalRows &, Value *, float) {
+  llvm_unreachable("loadRows() belongs to targets that run the backward");
+}
+
 void TileOps::matmul(Tile &acc, const Tile &a, const Tile &b) {
   fill(acc, 0.0f);
   mma(acc, a, b);

@@ -27,6 +27,12 @@ enum class TileRole {
   /// [bm][bn], P kept for a product that starts after the next S is
   /// computed: made only where TileOps::overlapsProducts().
   Probabilities,
+  // The backward's operands (ir/BackwardKernel.cpp); only targets that run
+  // the backward make them.
+  Keys,      ///< [bn][d], K rows: transposed() of a KeyT tile
+  ScoresT,   ///< [bn][bm]: transposed() of a Scores tile (P^T, dS^T)
+  QueryRows, ///< [bm][d], Q or dO rows read as a right operand
+  KeyGrad,   ///< [bn][d] accumulator: dK or dV
 };
 
 struct Tile {
@@ -80,6 +86,8 @@ using RowFn = llvm::function_ref<llvm::Value *(
     llvm::IRBuilderBase &b, llvm::ArrayRef<llvm::Value *> in)>;
 using WithRowFn = llvm::function_ref<llvm::Value *(
     llvm::IRBuilderBase &b, llvm::Value *x, llvm::Value *rowValue)>;
+using ZipFn = llvm::function_ref<llvm::Value *(llvm::IRBuilderBase &b,
+                                               llvm::Value *x, llvm::Value *y)>;
 
 class TileOps {
 public:
@@ -164,6 +172,18 @@ public:
   /// dst = src: a Probabilities tile from the Scores tile, converted to
   /// what the product reads. Only targets that overlap products have it.
   virtual void copy(Tile &dst, const Tile &src);
+
+  // Words of the backward (ir/BackwardKernel.cpp). Only targets that run
+  // it have them; the others refuse backward specs before emitting.
+  /// A view of \p t's transpose in \p t's own storage: a Scores tile's
+  /// ScoresT, a KeyT tile's Keys. Products then read it as any operand.
+  virtual Tile transposed(const Tile &t);
+  /// t[r][c] = fn(t[r][c], other[r][c]) for two tiles of one role and shape.
+  virtual void zip(Tile &t, const Tile &other, ZipFn fn);
+  /// Loads the first \p valid (i32) floats at src.rowPointer(i) into \p r
+  /// (an LSE, D = rowsum(dO * O)); the rest become \p fill.
+  virtual void loadRows(RowVec &r, const GlobalRows &src, llvm::Value *valid,
+                        float fill);
 };
 
 /// \p scalar broadcast to \p like's vector width (or \p scalar if \p like is

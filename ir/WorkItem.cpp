@@ -17,9 +17,9 @@ static Value *loadI32(IRBuilderBase &b, Value *base, Value *index,
 }
 
 // The item's lengths and first packed rows: dense, paged or varlen.
-static void locateSequence(IRBuilderBase &b, ArgsReader &p,
-                           const KernelSpec &spec, WorkItemShape shape,
-                           WorkItem &s) {
+void fmhajit::locateSequence(IRBuilderBase &b, ArgsReader &p,
+                             const KernelSpec &spec, WorkItemShape shape,
+                             WorkItem &s) {
   if (!spec.varlen) {
     s.sq = p.get(kSeqlenQ, "sq");
     s.sk = shape.cacheLengths ? loadI32(b, p.get(kCacheSeqlens), s.b, "sk")

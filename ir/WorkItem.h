@@ -90,6 +90,14 @@ WorkItem locateWorkItem(llvm::IRBuilderBase &b, ArgsReader &p,
                         const KernelSpec &spec, llvm::Value *w,
                         WorkItemShape shape);
 
+/// Sets \p item's sq, sk, qStart and kStart for its sequence item.b: the
+/// call's lengths, cacheSeqlens[b] for sk (shape.cacheLengths), or
+/// cu_seqlens under varlen. locateWorkItem calls it; the backward's key
+/// items, which are not query tiles, call it themselves.
+void locateSequence(llvm::IRBuilderBase &b, ArgsReader &p,
+                    const KernelSpec &spec, WorkItemShape shape,
+                    WorkItem &item);
+
 /// max(1, numSplits) as i32.
 llvm::Value *numSplits(llvm::IRBuilderBase &b, ArgsReader &p);
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "fmhajit/Append.h"
+#include "fmhajit/Backward.h"
 #include "fmhajit/Problem.h"
 #include "fmhajit/Status.h"
 #include <cstdint>
@@ -141,6 +142,18 @@ Result<Plan> plan(const AppendProblem &problem, const Options &options = {});
 /// Runs an append plan on \p tensors; returns when the rows are written.
 /// A plan of a Problem is refused here, as an append plan is by run().
 Status append(const Plan &plan, const AppendTensors &tensors);
+
+/// Chooses and (with Options::load) loads the backward's kernels for
+/// \p problem, the Problem its forward ran (Backward.h): bwd_dot_do_o, then
+/// bwd_dq_dk_dv. Host only so far; Options::kernel may pin the
+/// bwd_dq_dk_dv kernel (e.g. its tile). Fails with InvalidArgument naming
+/// what to change.
+Result<Plan> planBackward(const Problem &problem, const Options &options = {});
+
+/// Runs a backward plan on \p tensors; returns when dQ, dK and dV are
+/// written. Plans of a forward or an append are refused here, and a
+/// backward plan by run() and append().
+Status backward(const Plan &plan, const BackwardTensors &tensors);
 
 /// Compiles every kernel of \p profile ("smoke", "prefill", "decode", ...:
 /// specs/profiles) for \p target into the kernel cache of \p cacheDir

@@ -112,6 +112,10 @@ public:
   void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
   void limitQueryRows(Value *rows) override { queryRows = rows; }
+  Tile transposed(const Tile &t) override;
+  void zip(Tile &t, const Tile &other, ZipFn fn) override;
+  void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
+                float fill) override;
 
 private:
   Value *splat(float v) {
@@ -461,6 +465,43 @@ void HostTileOps::store(const RowVec &r, const GlobalRows &dst, Value *valid) {
   emitFor(b, b.getInt32(0), valid, b.getInt32(1), "store.rows", [&](Value *i) {
     Value *x = b.CreateLoad(b.getFloatTy(), at(r.storage, i));
     b.CreateStore(x, dst.rowPointer(b, b.CreateZExt(i, b.getInt64Ty())));
+  });
+}
+
+// The buffer of a transposed tile is its transpose stored row-major: S^T
+// [bn][bm] is a ScoresT tile, K [bn][d] is a Keys tile, as they stand.
+Tile HostTileOps::transposed(const Tile &t) {
+  assert((t.role == TileRole::Scores || t.role == TileRole::KeyT) &&
+         "host transposes Scores and KeyT tiles only");
+  TileRole role =
+      t.role == TileRole::Scores ? TileRole::ScoresT : TileRole::Keys;
+  return {role, t.cols, t.rows, t.storage};
+}
+
+void HostTileOps::zip(Tile &t, const Tile &other, ZipFn fn) {
+  assert(t.role == other.role && t.rows == other.rows && t.cols == other.cols &&
+         "zip takes tiles of one layout");
+  emitFor(b, t.rows * t.cols / lanes, "zip", [&](Value *i) {
+    Value *index = b.CreateMul(i, b.getInt64(lanes));
+    storeVec(t.storage, index,
+             fn(b, loadVec(t.storage, index), loadVec(other.storage, index)));
+  });
+}
+
+void HostTileOps::loadRows(RowVec &r, const GlobalRows &src, Value *valid,
+                           float fill) {
+  emitFor(b, r.rows, "load.rows", [&](Value *i) {
+    Value *inside = b.CreateICmpSLT(b.CreateTrunc(i, b.getInt32Ty()), valid);
+    emitIfElse(
+        b, inside, "row",
+        [&] {
+          b.CreateStore(b.CreateLoad(b.getFloatTy(), src.rowPointer(b, i)),
+                        at(r.storage, i));
+        },
+        [&] {
+          b.CreateStore(ConstantFP::get(b.getFloatTy(), fill),
+                        at(r.storage, i));
+        });
   });
 }
 

@@ -174,6 +174,9 @@ Status api::append(const Plan &plan, const AppendTensors &tensors) {
   if (!s)
     return invalid(
         "the plan is empty: make one with fmhajit::api::plan(AppendProblem)");
+  if (s->isBackward)
+    return invalid("this plan is a backward pass: call "
+                   "fmhajit::api::backward(plan, BackwardTensors) to run it");
   if (!s->isAppend)
     return invalid("this plan computes attention, not an append: call "
                    "fmhajit::api::run(plan, "

@@ -54,6 +54,9 @@ Status api::run(const Plan &plan, const Tensors &tensors) {
     return invalid(
         "this plan appends to a K/V cache: call fmhajit::api::append(plan, "
         "AppendTensors) to run it");
+  if (s->isBackward)
+    return invalid("this plan is a backward pass: call "
+                   "fmhajit::api::backward(plan, BackwardTensors) to run it");
   if (s->runners.empty())
     return invalid(
         "the plan was made with Options::load = false, so no kernel is loaded: "

@@ -33,6 +33,14 @@ public:
   virtual llvm::Error run(const api::AppendTensors &tensors) const = 0;
 };
 
+/// The launches of a loaded backward plan (planBackward).
+class BackwardRunner {
+public:
+  virtual ~BackwardRunner() = default;
+  /// Runs the backward on \p tensors, which backward() has checked.
+  virtual llvm::Error run(const api::BackwardTensors &tensors) const = 0;
+};
+
 } // namespace fmhajit
 
 namespace fmhajit::api::detail {
@@ -45,6 +53,9 @@ struct PlanState {
   /// An append plan: whether it is one, and its loaded launch (else null).
   bool isAppend = false;
   std::unique_ptr<const fmhajit::AppendRunner> appender;
+  /// A backward plan: whether it is one, and its loaded launches.
+  bool isBackward = false;
+  std::unique_ptr<const fmhajit::BackwardRunner> backwarder;
   int64_t workspaceBytes = 0;
   std::string target;
   Device device = Device::Host;

@@ -22,7 +22,9 @@ int fmhajit::planCommand(llvm::ArrayRef<const char *> argv) {
   auto request = parsePlanOptions(argv);
   if (!request)
     return reportErrors(request.takeError());
-  api::Result<api::Plan> plan = api::plan(request->problem, request->options);
+  api::Result<api::Plan> plan =
+      request->backward ? api::planBackward(request->problem, request->options)
+                        : api::plan(request->problem, request->options);
   if (!plan)
     return reportStatus(plan.status());
   llvm::outs() << plan->describe();

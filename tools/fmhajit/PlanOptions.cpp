@@ -24,6 +24,8 @@ static const OptionSpec kPlanOnlyFlags[] = {
     {"autotune", false,
      "time the candidates and keep the fastest (loads them)"},
     {"load", false, "compile and load the kernels, as a plan that runs would"},
+    {"backward", false,
+     "plan the backward pass (bwd_dot_do_o, bwd_dq_dk_dv) instead"},
     {"page-size", true, "paged K/V: rows per page (with --cache-len)"},
     {"cache-len", true,
      "paged K/V: each sequence's keys L,L,... (with --page-size)"},
@@ -131,6 +133,7 @@ fmhajit::parsePlanOptions(llvm::ArrayRef<const char *> argv) {
   readFeatures(*args, r.problem, errors);
   readPlacement(*args, r.problem, r.options, errors);
   readTuning(*args, r);
+  r.backward = args->has("backward");
   if (!errors.empty())
     return errors.take();
   return r;

@@ -18,6 +18,7 @@ namespace fmhajit {
 struct PlanRequest {
   api::Problem problem;
   api::Options options;
+  bool backward = false; ///< --backward: api::planBackward instead
 };
 
 /// The flags `fmhajit plan` takes, for parsing and `fmhajit help plan`.

@@ -213,5 +213,7 @@ int fmhajit::runCommand(llvm::ArrayRef<const char *> argv) {
   auto request = parseRunOptions(argv);
   if (!request)
     return reportErrors(request.takeError());
+  if (request->spec.family == Family::BwdDqDkDv)
+    return runBackward(*request);
   return request->isAppend() ? runAppend(*request) : runForward(*request);
 }

@@ -235,11 +235,21 @@ static llvm::Error readFamily(const Args &args, RunRequest &r) {
     return makeError(ErrorKind::Spec,
                      "splitkv_combine runs as the second kernel of a split-KV "
                      "plan: run family=fwd_splitkv, which checks both");
+  case Family::BwdDqDkDv:
+    return llvm::Error::success();
+  case Family::BwdDotDoO:
+  case Family::BwdConvertDq:
+    return makeError(ErrorKind::Spec,
+                     "family " + keyOf(r.spec.family) +
+                         " runs as a step of the backward: run "
+                         "family=bwd_dq_dk_dv, which runs bwd_dot_do_o first "
+                         "and checks dQ, dK and dV");
   default:
     return makeError(ErrorKind::Unsupported,
                      "family " + keyOf(r.spec.family) +
                          " has no kernel to run yet; fmhajit "
-                         "run takes fwd, fwd_splitkv, fwd_paged and append_kv "
+                         "run takes fwd, fwd_splitkv, fwd_paged, append_kv and "
+                         "bwd_dq_dk_dv "
                          "(docs/families.md)");
   }
 }

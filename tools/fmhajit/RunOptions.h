@@ -47,4 +47,7 @@ llvm::ArrayRef<OptionSpec> runFlags();
 /// Parses `run SPEC [--batch B] ...`; usage errors name the flag.
 llvm::Expected<RunRequest> parseRunOptions(llvm::ArrayRef<const char *> argv);
 
+/// Runs a backward request (family bwd_dq_dk_dv): BackwardRunCommand.cpp.
+int runBackward(const RunRequest &req);
+
 } // namespace fmhajit

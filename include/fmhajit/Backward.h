@@ -1,0 +1,39 @@
+//===- fmhajit/Backward.h - The memory of one backward call ---------------===//
+//
+// The backward pass takes the Problem its forward ran (shapes, layouts,
+// mask, softcap, ALiBi, varlen) and the forward's outputs, and writes the
+// gradients of a loss L given dO = dL/dO:
+//
+//   dQ like Q, dK like K, dV like V (the Problem's shapes and layouts),
+//   dO like O; all four in O's dtype (Problem::outDtype)
+//   LSE as the forward wrote it with Problem::wantLse
+//
+// dK and dV sum over the query heads of each K/V head's group (GQA, MQA).
+// The gradients are written, not accumulated, and are the same bit for
+// bit from run to run and for any thread count. Host only so far:
+// planBackward() refuses GPU devices. See Fmhajit.h and docs/api.md.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace fmhajit::api {
+
+/// The memory of one backward call (host pointers on Device::Host).
+struct BackwardTensors {
+  /// The forward's inputs and output, as it ran.
+  const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  const float *lse = nullptr; ///< the forward's LSE (required)
+  const void *dO = nullptr;   ///< dL/dO, laid out like O
+  void *dQ = nullptr, *dK = nullptr, *dV = nullptr; ///< written
+  /// Varlen: null takes the plan's copies of the problem's cu_seqlens.
+  const int32_t *cuSeqlensQ = nullptr, *cuSeqlensK = nullptr;
+  /// ALiBi: null takes the problem's (or ALiBi's default) slopes.
+  const float *alibiSlopes = nullptr;
+  /// Plan::workspaceBytes() bytes (D = rowsum(dO * O) per query row); on
+  /// the host, null takes a per-thread buffer fmhajit keeps.
+  void *workspace = nullptr;
+};
+
+} // namespace fmhajit::api

@@ -1,0 +1,352 @@
+//===- BackwardKernel.cpp - The flash-attention backward recipes ----------===//
+//
+// FlashAttention-2's backward in the tile vocabulary, split so that every
+// gradient element has one writer (docs/design.md, "The backward"):
+// bwd_dq_dk_dv's key items own dK and dV of one key tile and walk the query
+// tiles that see it; its query items own dQ of one query tile and walk the
+// key tiles it sees, keeping dQ in fp32 until the one store. Both recompute
+// P from the forward's LSE, and the score modifiers are ScoreMods', the
+// forward's own. Scores stay in log2 units (Q carries scale*log2e, or scale
+// before a soft-cap) so that P = exp2(S - LSE*log2e).
+//
+// Rows past the end of the queries load as zeros with LSE = -inf, and a row
+// whose LSE is -inf (it saw no key) gets P = 0: its gradients are exactly 0
+// and it adds nothing to dK and dV.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/BackwardKernel.h"
+#include "ir/KernelAbiIR.h"
+#include "ir/Loops.h"
+#include "ir/ScoreMods.h"
+#include "ir/TileOps.h"
+#include "ir/WorkItem.h"
+#include "specs/EncodedName.h"
+#include <cmath>
+
+using namespace fmhajit;
+using namespace llvm;
+
+namespace {
+/// The tiles one (query tile, key tile) step reads and writes. Both kinds
+/// of item share them, so the kernel's frame holds one set.
+struct GradTiles {
+  Tile q;      ///< Query: Q * scale (* log2e), for S
+  Tile dO;     ///< Query [bm][dv]: dO, for dP = dO V^T
+  Tile qRows;  ///< QueryRows: Q, for dK += dS^T Q (key items)
+  Tile dORows; ///< QueryRows [bm][dv]: dO, for dV += P^T dO (key items)
+  Tile kT;     ///< KeyT: K^T
+  Tile vT;     ///< KeyT [dv][bn]: V^T
+  Tile scores; ///< S, then P
+  Tile dP;     ///< dP, then dS
+  Tile dTanh;  ///< 1 - tanh^2 of the soft-cap (softcap=1 only)
+  Tile dQ;     ///< Output [bm][d], fp32 (query items)
+  Tile dK, dV; ///< KeyGrad [bn][d], [bn][dv] (key items)
+  RowVec lse;  ///< LSE * log2e of each query row; +inf: the row sees nothing
+  RowVec dsum; ///< D = rowsum(dO * O)
+};
+
+class BackwardEmitter {
+public:
+  BackwardEmitter(const KernelSpec &spec, TargetInfo &target, IRBuilderBase &b,
+                  Value *params)
+      : spec(spec), target(target), b(b), p(b, params),
+        ops(target.createTileOps(b)), mods(spec, target, b, p, *ops) {}
+
+  void emitDotDoO(Value *workItem);
+  void emitDqDkDv(Value *workItem);
+
+private:
+  GradTiles makeGradTiles();
+  void emitKeyItem(GradTiles &t, Value *workItem);
+  /// dK and dV of key tile \p j0 of \p s's sequence and K/V head.
+  void emitKeyTile(GradTiles &t, WorkItem &s, Value *group, Value *j0);
+  void emitQueryItem(GradTiles &t, Value *workItem);
+  /// The query tiles that may see keys [j0, j0 + keys): [begin, end).
+  std::pair<Value *, Value *> queryRange(const WorkItem &s, const Band &band,
+                                         Value *j0, Value *keys);
+  /// The keys the rows of \p tokens may see: [begin, end).
+  std::pair<Value *, Value *> keyRange(const WorkItem &s, const Band &band,
+                                       const TileTokens &tokens);
+  /// Loads Q, dO, LSE and D of the item's tile (\p rows valid), and the
+  /// row-major copies key items multiply by.
+  void loadQueryTile(GradTiles &t, const WorkItem &s, Value *rows,
+                     bool forKeys);
+  void loadKeyTile(GradTiles &t, const WorkItem &s, Value *j0, Value *keys);
+  /// S = Q K^T and its modifiers, then P in t.scores and dS in t.dP.
+  void emitScoreGrads(GradTiles &t, const WorkItem &s, const Band &band,
+                      Value *j0, const TileTokens &tokens);
+  /// \p tensor's rows from row \p row (i64) of the item's sequence, head
+  /// \p head.
+  GlobalRows rowsOf(KernelArgsField tensor, KernelArgsField strides,
+                    const WorkItem &s, Value *row, Value *head, DType dtype) {
+    return {
+        tensorRow(b, p, spec.varlen, tensor, strides, s.b, row, head, dtype),
+        p.stride(strides, 1), dtype};
+  }
+  /// LSE-shaped rows (the LSE, D) of the item's query tile.
+  GlobalRows lseRows(KernelArgsField tensor, const WorkItem &s) {
+    Value *index = lseRowIndex(b, p, spec, s, tileQueryRow(b, s));
+    return {b.CreateInBoundsGEP(b.getFloatTy(), p.get(tensor), index),
+            b.getInt64(1), DType::F32};
+  }
+  Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
+  Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
+  Value *minI(Value *x, Value *y) {
+    return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
+  }
+  Value *maxI(Value *x, Value *y) {
+    return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
+  }
+  Value *sext(Value *x) { return b.CreateSExt(x, b.getInt64Ty()); }
+
+  const KernelSpec &spec;
+  TargetInfo &target;
+  IRBuilderBase &b;
+  ArgsReader p;
+  std::unique_ptr<TileOps> ops;
+  ScoreMods mods;
+};
+} // namespace
+
+void BackwardEmitter::emitDotDoO(Value *workItem) {
+  WorkItem s = locateWorkItem(b, p, spec, workItem, {});
+  emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] {
+    Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+    unsigned dv = spec.headDimV();
+    Tile dO = ops->makeTile(TileRole::Query, spec.bm, dv, "do");
+    Tile o = ops->makeTile(TileRole::Query, spec.bm, dv, "o");
+    RowVec dsum = ops->makeRowVec(spec.bm, "dsum");
+    Value *row = tileQueryRow(b, s);
+    ops->load(dO, rowsOf(kDO, kDOStrides, s, row, s.h, spec.outType()), rows,
+              nullptr);
+    ops->load(o, rowsOf(kO, kOStrides, s, row, s.h, spec.outType()), rows,
+              nullptr);
+    ops->zip(dO, o, [](IRBuilderBase &b, Value *x, Value *y) {
+      return b.CreateFMul(x, y);
+    });
+    ops->rowSum(dO, dsum);
+    ops->store(dsum, lseRows(kDPsum, s), rows);
+  });
+}
+
+GradTiles BackwardEmitter::makeGradTiles() {
+  unsigned bm = spec.bm, bn = spec.bn, d = spec.d, dv = spec.headDimV();
+  auto tile = [&](TileRole role, unsigned rows, unsigned cols,
+                  const char *name) {
+    return ops->makeTile(role, rows, cols, name);
+  };
+  return {tile(TileRole::Query, bm, d, "q"),
+          tile(TileRole::Query, bm, dv, "do"),
+          tile(TileRole::QueryRows, bm, d, "q.rows"),
+          tile(TileRole::QueryRows, bm, dv, "do.rows"),
+          tile(TileRole::KeyT, d, bn, "kT"),
+          tile(TileRole::KeyT, dv, bn, "vT"),
+          tile(TileRole::Scores, bm, bn, "s"),
+          tile(TileRole::Scores, bm, bn, "dp"),
+          tile(TileRole::Scores, spec.softcap ? bm : 16, spec.softcap ? bn : 16,
+               "dtanh"),
+          tile(TileRole::Output, bm, d, "dq"),
+          tile(TileRole::KeyGrad, bn, d, "dk"),
+          tile(TileRole::KeyGrad, bn, dv, "dv"),
+          ops->makeRowVec(bm, "lse"),
+          ops->makeRowVec(bm, "dsum")};
+}
+
+void BackwardEmitter::loadQueryTile(GradTiles &t, const WorkItem &s,
+                                    Value *rows, bool forKeys) {
+  Value *scale = p.get(kScale);
+  Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
+  Value *row = tileQueryRow(b, s);
+  GlobalRows q = rowsOf(kQ, kQStrides, s, row, s.h, spec.dtype);
+  GlobalRows dO = rowsOf(kDO, kDOStrides, s, row, s.h, spec.outType());
+  ops->load(t.q, q, rows, qScale);
+  ops->load(t.dO, dO, rows, nullptr);
+  if (forKeys) {
+    ops->load(t.qRows, q, rows, nullptr);
+    ops->load(t.dORows, dO, rows, nullptr);
+  }
+  ops->loadRows(t.lse, lseRows(kLse, s), rows, -INFINITY);
+  ops->mapRows(t.lse, {&t.lse}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+    Value *none = b.CreateFCmpOEQ(v[0], splatLike(b, f32(-INFINITY), v[0]));
+    return b.CreateSelect(none, splatLike(b, f32(INFINITY), v[0]),
+                          b.CreateFMul(v[0], splatLike(b, f32(kLog2e), v[0])));
+  });
+  ops->loadRows(t.dsum, lseRows(kDPsum, s), rows, 0.0f);
+}
+
+void BackwardEmitter::loadKeyTile(GradTiles &t, const WorkItem &s, Value *j0,
+                                  Value *keys) {
+  Value *row = b.CreateAdd(s.kStart, sext(j0));
+  ops->load(t.kT, rowsOf(kK, kKStrides, s, row, s.hk, spec.dtype), keys,
+            nullptr);
+  ops->load(t.vT, rowsOf(kV, kVStrides, s, row, s.hk, spec.dtype), keys,
+            nullptr);
+}
+
+// dS = dL/ds for the scores s before the soft-cap's tanh is undone: with
+// s = c tanh(u / c), dL/du = dS * (1 - tanh^2), and u = scale * q.k, so the
+// softmax scale is folded in here too.
+void BackwardEmitter::emitScoreGrads(GradTiles &t, const WorkItem &s,
+                                     const Band &band, Value *j0,
+                                     const TileTokens &tokens) {
+  ops->matmul(t.scores, t.q, t.kT);
+  mods.applySoftcap(t.scores);
+  if (spec.softcap) { // the scores are c * log2e * tanh now
+    Value *inv =
+        b.CreateFDiv(f32(1), b.CreateFMul(p.get(kSoftcap), f32(kLog2e)));
+    ops->zip(t.dTanh, t.scores, [&](IRBuilderBase &b, Value *, Value *x) {
+      Value *tanh = b.CreateFMul(x, splatLike(b, inv, x));
+      return b.CreateFSub(splatLike(b, f32(1), x), b.CreateFMul(tanh, tanh));
+    });
+  }
+  mods.applyBiasAndMask(t.scores, s, band, j0, tokens);
+  ops->mapWithRow(t.scores, t.lse, [&](IRBuilderBase &b, Value *x, Value *l) {
+    return target.exp2(b, b.CreateFSub(x, l)); // P
+  });
+  ops->matmul(t.dP, t.dO, t.vT);
+  ops->mapWithRow(t.dP, t.dsum, [](IRBuilderBase &b, Value *x, Value *d) {
+    return b.CreateFSub(x, d);
+  });
+  Value *scale = p.get(kScale);
+  ops->zip(t.dP, t.scores, [&](IRBuilderBase &b, Value *x, Value *prob) {
+    return b.CreateFMul(b.CreateFMul(x, prob), splatLike(b, scale, x));
+  });
+  if (spec.softcap)
+    ops->zip(t.dP, t.dTanh, [](IRBuilderBase &b, Value *x, Value *y) {
+      return b.CreateFMul(x, y);
+    });
+}
+
+// Query i sees key j iff j <= i + offset + right (upper) and
+// j >= i + offset - left (lower): the tile's keys j0..jLast are seen by
+// queries from j0 - offset - right to jLast - offset + left.
+std::pair<Value *, Value *> BackwardEmitter::queryRange(const WorkItem &s,
+                                                        const Band &band,
+                                                        Value *j0,
+                                                        Value *keys) {
+  Value *begin = i32(0), *end = s.sq;
+  if (band.upper)
+    begin = maxI(begin, b.CreateSub(j0, b.CreateAdd(band.offset, band.right)));
+  if (band.lower) {
+    Value *jLast = b.CreateSub(b.CreateAdd(j0, keys), i32(1));
+    end = minI(end, b.CreateAdd(b.CreateSub(jLast, band.offset),
+                                b.CreateAdd(band.left, i32(1))));
+  }
+  return {begin, end};
+}
+
+// The forward's key range (ForwardKernel.cpp, emitTile).
+std::pair<Value *, Value *>
+BackwardEmitter::keyRange(const WorkItem &s, const Band &band,
+                          const TileTokens &tokens) {
+  Value *begin = i32(0), *end = s.sk;
+  if (band.lower)
+    begin = maxI(
+        begin, b.CreateSub(b.CreateAdd(tokens.first, band.offset), band.left));
+  if (band.upper)
+    end = minI(end, b.CreateAdd(b.CreateAdd(tokens.last, band.offset),
+                                b.CreateAdd(band.right, i32(1))));
+  return {begin, end};
+}
+
+// Key item w = (b * headsKv + hk) * keyTiles + t, keyTiles counted over
+// the longest sequence: dK and dV of key tile t of sequence b, if it has
+// one, summed over the query heads of hk's group.
+void BackwardEmitter::emitKeyItem(GradTiles &t, Value *w) {
+  Value *keyTiles = sext(b.CreateSDiv(
+      b.CreateAdd(p.get(kSeqlenK), i32(spec.bn - 1)), i32(spec.bn)));
+  Value *headsKv = sext(p.get(kHeadsKv));
+  Value *bhk = b.CreateSDiv(w, keyTiles);
+  WorkItem s{};
+  s.b = b.CreateSDiv(bhk, headsKv, "b");
+  s.hk = b.CreateSRem(bhk, headsKv, "hk");
+  locateSequence(b, p, spec, {}, s);
+  s.rows = s.sq;
+  Value *j0 =
+      b.CreateMul(b.CreateTrunc(b.CreateSRem(w, keyTiles), b.getInt32Ty()),
+                  i32(spec.bn), "j0");
+  emitIf(b, b.CreateICmpSLT(j0, s.sk), "keys", [&] {
+    Value *group = b.CreateSDiv(sext(p.get(kHeadsQ)), headsKv, "group");
+    emitKeyTile(t, s, group, j0);
+  });
+}
+
+void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
+                                  Value *j0) {
+  Value *keys = minI(i32(spec.bn), b.CreateSub(s.sk, j0));
+  loadKeyTile(t, s, j0, keys);
+  ops->fill(t.dK, 0.0f);
+  ops->fill(t.dV, 0.0f);
+  Band band = mods.band(s);
+  auto [qBegin, qEnd] = queryRange(s, band, j0, keys);
+  Value *firstHead = b.CreateMul(s.hk, group);
+  emitFor(b, firstHead, b.CreateAdd(firstHead, group), b.getInt64(1), "head",
+          [&](Value *h) {
+            s.h = h;
+            emitFor(b, qBegin, qEnd, i32(spec.bm), "qtile", [&](Value *i0) {
+              s.i0 = i0;
+              Value *rows = minI(i32(spec.bm), b.CreateSub(s.sq, i0));
+              TileTokens tokens{i0, b.CreateSub(b.CreateAdd(i0, rows), i32(1))};
+              loadQueryTile(t, s, rows, /*forKeys=*/true);
+              emitScoreGrads(t, s, band, j0, tokens);
+              ops->mma(t.dV, ops->transposed(t.scores), t.dORows);
+              ops->mma(t.dK, ops->transposed(t.dP), t.qRows);
+            });
+          });
+  Value *row = b.CreateAdd(s.kStart, sext(j0));
+  ops->store(t.dK, rowsOf(kDK, kDKStrides, s, row, s.hk, spec.outType()), keys);
+  ops->store(t.dV, rowsOf(kDV, kDVStrides, s, row, s.hk, spec.outType()), keys);
+}
+
+// Query item: the forward's work item w (b, h, query tile), its dQ.
+void BackwardEmitter::emitQueryItem(GradTiles &t, Value *w) {
+  WorkItem s = locateWorkItem(b, p, spec, w, {});
+  emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] {
+    Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+    TileTokens tokens{s.i0, b.CreateSub(b.CreateAdd(s.i0, rows), i32(1))};
+    Band band = mods.band(s);
+    auto [kvBegin, kvEnd] = keyRange(s, band, tokens);
+    loadQueryTile(t, s, rows, /*forKeys=*/false);
+    ops->fill(t.dQ, 0.0f);
+    emitFor(b, kvBegin, kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
+      loadKeyTile(t, s, j0, minI(i32(spec.bn), b.CreateSub(s.sk, j0)));
+      emitScoreGrads(t, s, band, j0, tokens);
+      ops->mma(t.dQ, t.dP, ops->transposed(t.kT));
+    });
+    ops->store(
+        t.dQ,
+        rowsOf(kDQ, kDQStrides, s, tileQueryRow(b, s), s.h, spec.outType()),
+        rows);
+  });
+}
+
+void BackwardEmitter::emitDqDkDv(Value *w) {
+  GradTiles t = makeGradTiles();
+  // bwdKeyItems (KernelAbi.h): batch * headsKv * ceil(seqlenK / bn)
+  Value *keyTiles = b.CreateSDiv(b.CreateAdd(p.get(kSeqlenK), i32(spec.bn - 1)),
+                                 i32(spec.bn));
+  Value *keyItems =
+      b.CreateMul(b.CreateMul(sext(p.get(kBatch)), sext(p.get(kHeadsKv))),
+                  sext(keyTiles), "key.items");
+  emitIfElse(
+      b, b.CreateICmpSLT(w, keyItems), "item", [&] { emitKeyItem(t, w); },
+      [&] { emitQueryItem(t, b.CreateSub(w, keyItems)); });
+}
+
+void fmhajit::emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
+                               Module &m) {
+  target.emitKernel(
+      m, encodeName(spec), kernelArgsType(m.getContext()),
+      [&](IRBuilderBase &b, Value *params, Value *workItem) {
+        BackwardEmitter(spec, target, b, params).emitDotDoO(workItem);
+      });
+}
+
+void fmhajit::emitDqDkDvKernel(const KernelSpec &spec, TargetInfo &target,
+                               Module &m) {
+  target.emitKernel(
+      m, encodeName(spec), kernelArgsType(m.getContext()),
+      [&](IRBuilderBase &b, Value *params, Value *workItem) {
+        BackwardEmitter(spec, target, b, params).emitDqDkDv(workItem);
+      });
+}

@@ -1,0 +1,35 @@
+//===- BackwardKernel.h - The flash-attention backward recipes ------------===//
+#pragma once
+
+#include "ir/TargetInfo.h"
+#include "specs/KernelSpec.h"
+#include "llvm/IR/Module.h"
+
+namespace fmhajit {
+
+/// Emits bwd_dot_do_o: per work item (b, h, query tile t), as the forward's
+///   D[rows t*bm..] = rowSum(dO * O)        (fp32, into dPsum, LSE-shaped)
+void emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
+                      llvm::Module &m);
+
+/// Emits bwd_dq_dk_dv. Scores are recomputed from Q, K and the forward's
+/// LSE; every gradient element has exactly one writer, so no atomics and
+/// no fp32 workspace, and results do not depend on thread timing. Two kinds
+/// of work item (bwdKeyItems, ir/KernelAbi.h, counts the first kind):
+///
+///   key item (b, K/V head hk, key tile j; under varlen j runs over the
+///   longest sequence and an item past its own sequence's keys does nothing):
+///                                                   dK_j = dV_j = 0
+///     for each query head h of hk's group, each query tile i in the band:
+///       S = Q_i K_j^T; softcap (keeping T = 1 - tanh^2); alibi; mask
+///       P = exp2(S - LSE_i log2e)        (0 where LSE = -inf)
+///       dV_j += P^T dO_i;  dP = dO_i V_j^T
+///       dS = scale * P * (dP - D_i) [* T]; dK_j += dS^T Q_i
+///     store dK_j, dV_j
+///   query item (b, h, query tile i), as a forward item:   dQ_i = 0 (fp32)
+///     for each key tile j in the band: S, P, dP, dS as above; dQ_i += dS K_j
+///     store dQ_i
+void emitDqDkDvKernel(const KernelSpec &spec, TargetInfo &target,
+                      llvm::Module &m);
+
+} // namespace fmhajit

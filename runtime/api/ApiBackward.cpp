@@ -1,0 +1,213 @@
+//===- ApiBackward.cpp - api::planBackward and api::backward --------------===//
+//
+//   resolveTarget -> lowerProblem (the forward's checks, shapes, layouts)
+//   -> the bwd_dq_dk_dv spec of the problem's features (or Options::kernel)
+//   and its bwd_dot_do_o -> two launches, D in the workspace -> load
+//   (Options::load): both kernels and the host executor.
+//
+// The gradients take the layouts of the tensors they belong to, so they
+// must not overlap themselves; that is checked as for O.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/api/ApiContext.h"
+#include "runtime/api/ApiStatus.h"
+#include "runtime/api/HostBackwardStep.h"
+#include "runtime/api/PinnedKernel.h"
+#include "runtime/api/PlanDescribe.h"
+#include "runtime/api/ProblemLowering.h"
+#include "runtime/api/TensorLayouts.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include "specs/Keys.h"
+#include "specs/SpecParser.h"
+#include "specs/Validate.h"
+#include <chrono>
+#include <optional>
+
+using namespace fmhajit;
+using namespace fmhajit::api;
+using detail::PlanAccess;
+using detail::PlanState;
+
+// What lowerProblem takes but the backward does not.
+static llvm::Error checkBackward(const Problem &p, const LoweredProblem &l,
+                                 const Options &options) {
+  ErrorList errors;
+  if (l.pagedCache)
+    errors.add(ErrorKind::Usage,
+               "Problem::pagesKv: the backward reads dense K and V; leave "
+               "pagesKv unset");
+  if (options.numSplits)
+    errors.add(ErrorKind::Usage,
+               "Options::numSplits has no meaning for the backward");
+  checkLayout("dq (laid out like q)", p.q, l.qShape, true, errors);
+  checkLayout("dk (laid out like k)", p.k, l.kShape, true, errors);
+  checkLayout("dv (laid out like v)", p.v, l.vShape, true, errors);
+  return errors.take();
+}
+
+/// The bwd_dq_dk_dv kernel: Options::kernel's, which must compute the
+/// problem's features, or the target's default for them.
+static llvm::Expected<KernelSpec> gradSpecFor(const LoweredProblem &l,
+                                              const Options &options) {
+  KernelSpec wanted = l.features;
+  wanted.family = Family::BwdDqDkDv;
+  wanted.lse = false;
+  wanted.pack_gqa = false;
+  if (options.kernel.empty())
+    return validateSpec(wanted);
+  auto pinned = resolvePinnedKernel(options.kernel, l.features.target);
+  if (!pinned)
+    return pinned.takeError();
+  KernelSpec same = *pinned;
+#define SPEC_TILE(Name, Letter, Help) same.Name = wanted.Name;
+#include "specs/SpecKeys.def"
+  same.pipeline = wanted.pipeline;
+  if (!(same == wanted))
+    return makeError(ErrorKind::Usage,
+                     "Options::kernel " + options.kernel +
+                         " does not compute this backward: use a spec of "
+                         "family bwd_dq_dk_dv with the problem's features (" +
+                         printSpec(wanted) + ")");
+  return pinned;
+}
+
+static PlanStep stepOf(const KernelSpec &spec, const std::string &role,
+                       int64_t items, const std::string &grid,
+                       int64_t workspaceBytes, const std::string &why) {
+  return {encodeName(spec), role, items, 1, grid, 0, workspaceBytes, why};
+}
+
+// The two launches, as `fmhajit plan` prints them.
+static void addSteps(PlanState &s, const LoweredProblem &l,
+                     const KernelSpec &dot, const KernelSpec &grad) {
+  const AttentionProblem &a = l.problem;
+  int64_t sq = a.maxSeqlenQ(), sk = a.maxSeqlenK();
+  auto queryTiles = [&](const KernelSpec &k) { return (sq + k.bm - 1) / k.bm; };
+  auto grid = [&](const char *heads, int64_t h, int64_t tiles, const char *what,
+                  unsigned edge) {
+    return std::to_string(a.batch) + " x " + std::to_string(h) + " x " +
+           std::to_string(tiles) + " (batch x " + heads + " x " + what +
+           " tiles of " + std::to_string(edge) + ")";
+  };
+  int64_t keyItems = bwdKeyItems(grad, a.batch, a.headsKv, sk);
+  int64_t queryItems = a.batch * a.headsQ * queryTiles(grad);
+  s.steps.push_back(
+      stepOf(dot, "bwd_dot_do_o", a.batch * a.headsQ * queryTiles(dot),
+             grid("heads_q", a.headsQ, queryTiles(dot), "query", dot.bm),
+             s.workspaceBytes, "D = rowsum(dO * O), fp32, into the workspace"));
+  s.steps.push_back(
+      stepOf(grad, "bwd_dq_dk_dv", keyItems + queryItems,
+             grid("heads_kv", a.headsKv, keyItems / (a.batch * a.headsKv),
+                  "key", grad.bn) +
+                 " key items (dK, dV), then " +
+                 grid("heads_q", a.headsQ, queryTiles(grad), "query", grad.bm) +
+                 " query items (dQ)",
+             0, "each gradient element written once: deterministic"));
+}
+
+static llvm::Error loadBackward(PlanState &s, const LoweredProblem &l,
+                                const KernelSpec &dot, const KernelSpec &grad,
+                                const Options &options) {
+  auto cache = kernelCacheFor(options.cacheDir);
+  if (!cache)
+    return cache.takeError();
+  s.loadText = "loaded through the kernel cache in " + cache->directory();
+  const KernelSpec *specs[2] = {&dot, &grad};
+  std::optional<HostKernel> kernels[2];
+  for (int i = 0; i < 2; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto kernel = HostKernel::load(*specs[i], *cache);
+    if (!kernel)
+      return kernel.takeError();
+    s.steps[i].load.origin = originName(kernel->origin()).str();
+    s.steps[i].load.codegenMs = std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count();
+    kernels[i] = std::move(*kernel);
+  }
+  auto binding = [&](const KernelSpec &spec) {
+    KernelArgs params = makeKernelArgs(spec, l.problem, {}, l.strides);
+    return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
+  };
+  s.backwarder = std::make_unique<const HostBackwardStep>(
+      *kernels[0], binding(dot), *kernels[1], binding(grad),
+      numElements(l.problem.lseShape()), sharedHostExecutor(options.threads));
+  return llvm::Error::success();
+}
+
+static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
+                                              const Options &options) {
+  if (problem.device != Device::Host)
+    return makeError(ErrorKind::Usage,
+                     std::string("Problem::device: the backward runs on the "
+                                 "host only so far, not on ") +
+                         deviceName(problem.device) + "; use Device::Host");
+  auto target = resolveTarget(problem.device, options.target);
+  if (!target)
+    return target.takeError();
+  auto l = lowerProblem(problem, *target);
+  if (!l)
+    return l.takeError();
+  if (llvm::Error err = checkBackward(problem, *l, options))
+    return std::move(err);
+  auto grad = gradSpecFor(*l, options);
+  if (!grad)
+    return grad.takeError();
+  KernelSpec dotWanted = *grad;
+  dotWanted.family = Family::BwdDotDoO;
+  dotWanted.mask = fmhajit::Mask::None, dotWanted.bias = Bias::None;
+  dotWanted.softcap = false;
+  dotWanted.bm = dotWanted.bn = dotWanted.warps = dotWanted.stages = 0;
+  dotWanted.pipeline = fmhajit::Pipeline::Auto;
+  auto dot = validateSpec(dotWanted);
+  if (!dot)
+    return dot.takeError();
+  auto s = std::make_shared<PlanState>();
+  s->isBackward = true;
+  s->target = *target;
+  s->device = problem.device;
+  s->workspaceBytes = 4 * numElements(l->problem.lseShape());
+  s->problemText = describeProblem(*l);
+  s->decisions.push_back("backward: bwd_dot_do_o, then bwd_dq_dk_dv (" +
+                         std::string(options.kernel.empty()
+                                         ? "the target's default tile"
+                                         : "Options::kernel") +
+                         ")");
+  addSteps(*s, *l, *dot, *grad);
+  s->loadText =
+      "not loaded (Options::load = false): backward() refuses this plan";
+  if (options.load)
+    if (llvm::Error err = loadBackward(*s, *l, *dot, *grad, options))
+      return std::move(err);
+  return PlanAccess::make(std::move(s));
+}
+
+Result<Plan> api::planBackward(const Problem &problem, const Options &options) {
+  return toResult(buildBackwardPlan(problem, options));
+}
+
+static Status invalid(const char *message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+
+Status api::backward(const Plan &plan, const BackwardTensors &t) {
+  const PlanState *s = PlanAccess::state(plan);
+  if (!s)
+    return invalid(
+        "the plan is empty: make one with fmhajit::api::planBackward()");
+  if (!s->isBackward)
+    return invalid("this plan is not a backward pass: make one with "
+                   "fmhajit::api::planBackward(problem)");
+  if (!s->backwarder)
+    return invalid(
+        "the plan was made with Options::load = false, so no kernel is loaded: "
+        "plan again with Options::load = true");
+  if (!t.q || !t.k || !t.v || !t.o || !t.lse || !t.dO)
+    return invalid("BackwardTensors q, k, v, o, lse (the forward's) and dO "
+                   "must all point to the caller's memory");
+  if (!t.dQ || !t.dK || !t.dV)
+    return invalid("BackwardTensors dQ, dK and dV must point to the caller's "
+                   "memory for the gradients");
+  return toStatus(s->backwarder->run(t));
+}

@@ -1,0 +1,37 @@
+//===- HostBackwardStep.cpp - A backward plan's launches on the host ------===//
+#include "runtime/api/HostBackwardStep.h"
+#include <vector>
+
+using namespace fmhajit;
+
+// The gradients are laid out like the tensors they belong to, so their
+// strides are the bound ones of O (dO), Q, K and V.
+KernelArgs HostBackwardStep::bind(const HostBinding &binding,
+                                  const api::BackwardTensors &t,
+                                  float *dsum) const {
+  api::Tensors forward;
+  forward.q = t.q, forward.k = t.k, forward.v = t.v;
+  forward.o = const_cast<void *>(t.o); // read only: the kernels never write O
+  forward.lse = const_cast<float *>(t.lse);
+  forward.cuSeqlensQ = t.cuSeqlensQ, forward.cuSeqlensK = t.cuSeqlensK;
+  forward.alibiSlopes = t.alibiSlopes;
+  KernelArgs p = binding.bind(forward);
+  p.dO = t.dO, p.dQ = t.dQ, p.dK = t.dK, p.dV = t.dV;
+  p.dOStrides = p.oStrides, p.dQStrides = p.qStrides;
+  p.dKStrides = p.kStrides, p.dVStrides = p.vStrides;
+  p.dPsum = dsum;
+  return p;
+}
+
+llvm::Error HostBackwardStep::run(const api::BackwardTensors &t) const {
+  float *dsum = static_cast<float *>(t.workspace);
+  if (!dsum) { // the calling thread's own, kept for its next call
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < size_t(dsumFloats))
+      buffer.resize(size_t(dsumFloats));
+    dsum = buffer.data();
+  }
+  dot.run(bind(dotBinding, t, dsum), *executor);
+  grad.run(bind(gradBinding, t, dsum), *executor);
+  return llvm::Error::success();
+}

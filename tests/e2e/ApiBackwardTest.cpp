@@ -1,0 +1,222 @@
+//===- ApiBackwardTest.cpp - The backward through the public API ----------===//
+//
+// The forward and then the backward of one api::Problem, through the public
+// API only (plan/run, planBackward/backward), on fresh inputs in the
+// problem's own layouts with the outputs and gradients poisoned; dQ, dK, dV
+// gathered back into packed order and compared with the float64 reference.
+// Then determinism through the API (and with or without a workspace), and
+// every refusal, each a Status naming what to change.
+//
+//===----------------------------------------------------------------------===//
+#include "ApiTesting.h"
+#include "fmhajit/Fmhajit.h"
+#include "runtime/api/ProblemLowering.h"
+#include "runtime/harness/BackwardCase.h"
+#include "runtime/harness/LaidOutTensor.h"
+#include "runtime/numerics/BackwardReference.h"
+#include "gtest/gtest.h"
+#include <cstring>
+
+using namespace fmhajit;
+using namespace fmhajit::e2e;
+using harness::LaidOutTensor;
+
+namespace {
+
+/// The tensors of one forward and backward call in the problem's layouts.
+struct BackwardBuffers {
+  BackwardBuffers(const LoweredProblem &l, uint64_t seed)
+      : q(l.features.dtype, l.qShape, l.strides.q),
+        k(l.features.dtype, l.kShape, l.strides.k),
+        v(l.features.dtype, l.vShape, l.strides.v),
+        o(l.features.outType(), l.oShape, l.strides.o),
+        dO(l.features.outType(), l.oShape, l.strides.o),
+        dQ(l.features.outType(), l.qShape, l.strides.q),
+        dK(l.features.outType(), l.kShape, l.strides.k),
+        dV(l.features.outType(), l.vShape, l.strides.v),
+        lse(size_t(numElements(l.problem.lseShape())), NAN) {
+    q.data.fillNormal(seed);
+    k.data.fillNormal(seed + 1);
+    v.data.fillNormal(seed + 2);
+    dO.data.fillNormal(seed + 3);
+    o.data.poison();
+  }
+  void poisonGradients() {
+    dQ.data.poison();
+    dK.data.poison();
+    dV.data.poison();
+  }
+  api::Tensors forward() {
+    api::Tensors t;
+    t.q = q.data.data(), t.k = k.data.data(), t.v = v.data.data();
+    t.o = o.data.data(), t.lse = lse.data();
+    return t;
+  }
+  api::BackwardTensors backward() {
+    api::BackwardTensors t;
+    t.q = q.data.data(), t.k = k.data.data(), t.v = v.data.data();
+    t.o = o.data.data(), t.lse = lse.data(), t.dO = dO.data.data();
+    t.dQ = dQ.data.data(), t.dK = dK.data.data(), t.dV = dV.data.data();
+    return t;
+  }
+
+  LaidOutTensor q, k, v, o, dO, dQ, dK, dV;
+  std::vector<float> lse;
+};
+
+api::Problem problemOf(api::DType dtype, int64_t d, api::Mask mask) {
+  api::Problem p;
+  p.dtype = dtype;
+  p.headDim = d;
+  p.mask = mask;
+  p.wantLse = true;
+  return p;
+}
+
+/// Forward, then backward, through the API; the reference's verdict.
+void expectGradientsMatch(const api::Problem &problem, uint64_t seed = 1) {
+  auto l = lowerProblem(problem, "host");
+  ASSERT_TRUE(bool(l)) << llvm::toString(l.takeError());
+  BackwardBuffers buf(*l, seed);
+  std::optional<api::Plan> forward = planChecked(problem);
+  ASSERT_TRUE(forward);
+  ASSERT_TRUE(api::run(*forward, buf.forward()).ok());
+  api::Options options;
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::planBackward(problem, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  ASSERT_EQ(plan->steps().size(), 2u);
+  EXPECT_EQ(plan->steps()[0].role, "bwd_dot_do_o");
+  EXPECT_EQ(plan->steps()[1].role, "bwd_dq_dk_dv");
+  buf.poisonGradients();
+  api::Status status = api::backward(*plan, buf.backward());
+  ASSERT_TRUE(status.ok()) << status.toString();
+  ReferenceGrads ref =
+      referenceBackward(l->features, l->problem, buf.q.packed(), buf.k.packed(),
+                        buf.v.packed(), buf.dO.packed());
+  Tolerance tol = harness::backwardToleranceFor(l->features.outType());
+  for (auto [name, got, want] : {std::tuple{"dq", buf.dQ.packed(), &ref.dq},
+                                 std::tuple{"dk", buf.dK.packed(), &ref.dk},
+                                 std::tuple{"dv", buf.dV.packed(), &ref.dv}}) {
+    CompareResult r = compareOutputs(got, *want, {}, {}, tol);
+    EXPECT_TRUE(r.pass) << name << ": " << r.summary();
+  }
+}
+
+TEST(ApiBackward, GqaCausalSoftcapAlibi) {
+  api::Problem p = problemOf(api::DType::F32, 64, api::Mask::Causal);
+  p.batch = 2, p.headsQ = 4, p.headsKv = 2, p.seqlenQ = 97, p.seqlenK = 130;
+  p.softcap = 4.0f;
+  p.alibi = true;
+  expectGradientsMatch(p);
+}
+
+// Q, K, V, O (and so dQ, dK, dV, dO) laid out BHSD.
+TEST(ApiBackward, BhsdLayouts) {
+  api::Problem p =
+      problemOf(api::DType::BF16, 128, api::Mask::CausalBottomRight);
+  p.headsQ = 2, p.headsKv = 1, p.seqlenQ = 150, p.seqlenK = 90;
+  p.q = p.k = p.v = p.o = api::TensorLayout::bhsd();
+  expectGradientsMatch(p, 3);
+}
+
+TEST(ApiBackward, VarlenWindow) {
+  api::Problem p = problemOf(api::DType::F16, 32, api::Mask::Window);
+  p.headsQ = 3, p.headsKv = 1;
+  p.cuSeqlensQ = {0, 40, 41, 141};
+  p.cuSeqlensK = {0, 70, 75, 175};
+  p.batch = 3;
+  p.windowLeft = 30, p.windowRight = 4;
+  expectGradientsMatch(p, 5);
+}
+
+// Twice on the same inputs, and once with a workspace of the caller's:
+// the same bits.
+TEST(ApiBackward, IsDeterministic) {
+  api::Problem p = problemOf(api::DType::BF16, 64, api::Mask::Causal);
+  p.batch = 2, p.headsQ = 4, p.headsKv = 1, p.seqlenQ = 200;
+  auto l = lowerProblem(p, "host");
+  ASSERT_TRUE(bool(l)) << llvm::toString(l.takeError());
+  BackwardBuffers buf(*l, 9);
+  std::optional<api::Plan> forward = planChecked(p);
+  ASSERT_TRUE(forward);
+  ASSERT_TRUE(api::run(*forward, buf.forward()).ok());
+  api::Options options;
+  options.cacheDir = apiCacheDir();
+  options.threads = 3;
+  api::Result<api::Plan> plan = api::planBackward(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::vector<std::vector<uint8_t>> runs;
+  std::vector<uint8_t> workspace(size_t(plan->workspaceBytes()));
+  for (void *space :
+       {(void *)nullptr, (void *)nullptr, (void *)workspace.data()}) {
+    buf.poisonGradients();
+    api::BackwardTensors t = buf.backward();
+    t.workspace = space;
+    ASSERT_TRUE(api::backward(*plan, t).ok());
+    std::vector<uint8_t> bytes;
+    for (LaidOutTensor *g : {&buf.dQ, &buf.dK, &buf.dV}) {
+      auto *data = static_cast<const uint8_t *>(g->data.data());
+      bytes.insert(bytes.end(), data, data + g->data.sizeInBytes());
+    }
+    runs.push_back(std::move(bytes));
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+}
+
+void expectBackwardRefused(const api::Problem &p, const std::string &says,
+                           api::Options options = {}) {
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::planBackward(p, options);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), api::StatusCode::InvalidArgument)
+      << plan.status().toString();
+  EXPECT_NE(plan.status().message().find(says), std::string::npos)
+      << plan.status().message();
+}
+
+TEST(ApiBackward, RefusesWhatItCannotRun) {
+  api::Problem p = problemOf(api::DType::BF16, 64, api::Mask::None);
+  p.seqlenQ = 16;
+  api::Problem gpu = p;
+  gpu.device = api::Device::Cuda;
+  expectBackwardRefused(gpu, "the backward runs on the host only so far");
+  api::Options splits;
+  splits.numSplits = 2;
+  expectBackwardRefused(p, "Options::numSplits", splits);
+  api::Options other;
+  other.kernel = "family=bwd_dq_dk_dv,dtype=bf16,d=64,mask=causal";
+  expectBackwardRefused(p, "does not compute this backward", other);
+  api::Problem d72 = p;
+  d72.headDim = 72;
+  expectBackwardRefused(d72, "72");
+}
+
+TEST(ApiBackward, PlansRunOnlyThroughTheirOwnEntry) {
+  api::Problem p = problemOf(api::DType::F32, 32, api::Mask::None);
+  p.seqlenQ = 16;
+  api::Options options;
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::planBackward(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  std::optional<api::Plan> forward = planChecked(p);
+  ASSERT_TRUE(forward);
+  api::Tensors tensors;
+  EXPECT_NE(api::run(*plan, tensors).message().find("api::backward"),
+            std::string::npos);
+  api::BackwardTensors none;
+  EXPECT_NE(api::backward(*forward, none).message().find("planBackward"),
+            std::string::npos);
+  EXPECT_NE(api::backward(*plan, none).message().find("dO"), std::string::npos);
+  EXPECT_NE(api::backward(api::Plan(), none).message().find("empty"),
+            std::string::npos);
+  options.load = false;
+  api::Result<api::Plan> unloaded = api::planBackward(p, options);
+  ASSERT_TRUE(unloaded.ok());
+  EXPECT_NE(api::backward(*unloaded, none).message().find("Options::load"),
+            std::string::npos);
+  EXPECT_EQ(unloaded->workspaceBytes(), 4 * 16);
+}
+
+} // namespace
