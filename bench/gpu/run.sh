@@ -2,11 +2,12 @@
 # The GPU machine's one call: unpack the binaries built here (bench/gpu/pack.sh),
 # (1) run the GPU end-to-end tests, (2) check a few kernels from the CLI,
 # (3) run the benchmark against PyTorch SDPA; `decode` times split-KV decode
-# and the plan's choice on the GPU (bench/decode). Logs and JSON go to $OUT.
+# and the plan's choice on the GPU (bench/decode); `backward-host` times the host
+# backward against PyTorch's CPU SDPA backward. Logs and JSON go to $OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | sanitize
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | sanitize | backward-host
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
@@ -16,6 +17,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache
 if [ "$mode" = all ] || [ "$mode" = e2e ]; then
   FMHAJIT_BINARY=/tmp/fj/fmhajit /tmp/fj/fmhajit_e2e_tests --gtest_filter='*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
+fi
+if [ "$mode" = backward-host ]; then
+  # The host CPU, not the GPU: extra flags go to bench_backward_host.py.
+  PYTHONUNBUFFERED=1 timeout 1800 python3 "$root/bench/gpu/bench_backward_host.py" --fmhajit /tmp/fj/fmhajit \
+    --json "$out/bench-backward-host.json" "$@" 2>&1 | tee "$out/backward-host.log"
+  exit 0
 fi
 if [ "$mode" = decode ]; then
   /tmp/fj/fmhajit-bench-decode --device cuda --json "$out/bench-decode-gpu.json" "$@" 2>&1 | tee "$out/decode.log"
