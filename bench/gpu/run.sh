@@ -3,7 +3,8 @@
 # (1) run the GPU end-to-end tests, (2) check a few kernels from the CLI,
 # (3) run the benchmark against PyTorch SDPA; `decode` times split-KV decode
 # and the plan's choice on the GPU (bench/decode); `backward-host` times the host
-# backward against PyTorch's CPU SDPA backward. Logs and JSON go to $OUT.
+# backward against PyTorch's CPU SDPA backward; `sanitize` runs compute-sanitizer
+# and the bounded-wait kernels (docs/bench.md). Logs and JSON go to $OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
