@@ -43,7 +43,7 @@ if [ "$mode" = sanitize ]; then
       echo "== $tool $case" | tee -a "$out/sanitize.log"
       # shellcheck disable=SC2086 # $case is a spec and its flags
       timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run $case --device cuda \
-        --heads 2 --seqlen-q 300 --seqlen-k 333 --check --iters 1 2>&1 | grep -E "^check|SUMMARY|error" | tee -a "$out/sanitize.log"
+        --heads 2 --seqlen-q 300 --seqlen-k 333 --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
     done
   done
   for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a family=fwd,dtype=bf16,d=64,target=sm_90a \
