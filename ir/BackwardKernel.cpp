@@ -64,9 +64,6 @@ private:
   /// The query tiles that may see keys [j0, j0 + keys): [begin, end).
   std::pair<Value *, Value *> queryRange(const WorkItem &s, const Band &band,
                                          Value *j0, Value *keys);
-  /// The keys the rows of \p tokens may see: [begin, end).
-  std::pair<Value *, Value *> keyRange(const WorkItem &s, const Band &band,
-                                       const TileTokens &tokens);
   /// Loads Q, dO, LSE and D of the item's tile (\p rows valid), and the
   /// row-major copies key items multiply by.
   void loadQueryTile(GradTiles &t, const WorkItem &s, Value *rows,
@@ -235,20 +232,6 @@ std::pair<Value *, Value *> BackwardEmitter::queryRange(const WorkItem &s,
   return {begin, end};
 }
 
-// The forward's key range (ForwardKernel.cpp, emitTile).
-std::pair<Value *, Value *>
-BackwardEmitter::keyRange(const WorkItem &s, const Band &band,
-                          const TileTokens &tokens) {
-  Value *begin = i32(0), *end = s.sk;
-  if (band.lower)
-    begin = maxI(
-        begin, b.CreateSub(b.CreateAdd(tokens.first, band.offset), band.left));
-  if (band.upper)
-    end = minI(end, b.CreateAdd(b.CreateAdd(tokens.last, band.offset),
-                                b.CreateAdd(band.right, i32(1))));
-  return {begin, end};
-}
-
 // Key item w = (b * headsKv + hk) * keyTiles + t, keyTiles counted over
 // the longest sequence: dK and dV of key tile t of sequence b, if it has
 // one, summed over the query heads of hk's group.
@@ -278,7 +261,8 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
   ops->fill(t.dK, 0.0f);
   ops->fill(t.dV, 0.0f);
   Band band = mods.band(s);
-  auto [qBegin, qEnd] = queryRange(s, band, j0, keys);
+  std::pair<Value *, Value *> queries = queryRange(s, band, j0, keys);
+  Value *qBegin = queries.first, *qEnd = queries.second;
   Value *firstHead = b.CreateMul(s.hk, group);
   emitFor(b, firstHead, b.CreateAdd(firstHead, group), b.getInt64(1), "head",
           [&](Value *h) {
@@ -305,7 +289,7 @@ void BackwardEmitter::emitQueryItem(GradTiles &t, Value *w) {
     Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
     TileTokens tokens{s.i0, b.CreateSub(b.CreateAdd(s.i0, rows), i32(1))};
     Band band = mods.band(s);
-    auto [kvBegin, kvEnd] = keyRange(s, band, tokens);
+    auto [kvBegin, kvEnd] = mods.keyRange(s, band, tokens);
     loadQueryTile(t, s, rows, /*forKeys=*/false);
     ops->fill(t.dQ, 0.0f);
     emitFor(b, kvBegin, kvEnd, i32(spec.bn), "kv", [&](Value *j0) {

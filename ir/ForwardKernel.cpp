@@ -282,13 +282,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
       queryToken(b, s, s.i0),
       queryToken(b, s, b.CreateAdd(s.i0, b.CreateSub(rows, i32(1))))};
   Band mask = mods.band(s);
-  Value *kvBegin = i32(0), *kvEnd = s.sk;
-  if (mask.lower)
-    kvBegin = maxI(
-        i32(0), b.CreateSub(b.CreateAdd(tokens.first, mask.offset), mask.left));
-  if (mask.upper)
-    kvEnd = minI(s.sk, b.CreateAdd(b.CreateAdd(tokens.last, mask.offset),
-                                   b.CreateAdd(mask.right, i32(1))));
+  auto [kvBegin, kvEnd] = mods.keyRange(s, mask, tokens);
   if (splits)
     restrictToSplit(s, kvBegin, kvEnd);
 

@@ -31,6 +31,25 @@ Band ScoreMods::band(const WorkItem &s) {
   return band;
 }
 
+std::pair<Value *, Value *> ScoreMods::keyRange(const WorkItem &s,
+                                                const Band &band,
+                                                const TileTokens &tokens) {
+  auto smaller = [&](Value *x, Value *y) {
+    return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
+  };
+  auto larger = [&](Value *x, Value *y) {
+    return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
+  };
+  Value *begin = i32(0), *end = s.sk;
+  if (band.lower)
+    begin = larger(
+        begin, b.CreateSub(b.CreateAdd(tokens.first, band.offset), band.left));
+  if (band.upper)
+    end = smaller(end, b.CreateAdd(b.CreateAdd(tokens.last, band.offset),
+                                   b.CreateAdd(band.right, i32(1))));
+  return {begin, end};
+}
+
 void ScoreMods::apply(Tile &scores, const WorkItem &s, const Band &band,
                       Value *j0, const TileTokens &tokens) {
   applySoftcap(scores);

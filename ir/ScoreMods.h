@@ -12,6 +12,7 @@
 #include "ir/TargetInfo.h"
 #include "ir/TileOps.h"
 #include "ir/WorkItem.h"
+#include <utility>
 
 namespace fmhajit {
 
@@ -37,6 +38,10 @@ public:
 
   /// The band of \p item's mask (none: no edges).
   Band band(const WorkItem &item);
+  /// The keys the rows of \p tokens may see under \p band: [begin, end)
+  /// (i32), within the item's keys.
+  std::pair<llvm::Value *, llvm::Value *>
+  keyRange(const WorkItem &item, const Band &band, const TileTokens &tokens);
   /// Soft-cap, then ALiBi, then the mask, on the scores of keys j0.. of
   /// \p item's query tile.
   void apply(Tile &scores, const WorkItem &item, const Band &band,
