@@ -4,6 +4,13 @@
 // Scores are kept in log2 units (Q carries scale*log2e) so the softmax uses
 // exp2; softcap and alibi are applied in those units too.
 //
+// fp8: the products see the stored 8-bit values; Q's and K's descale
+// factors come folded into the scale and V's multiplies O at the end. P is
+// rounded to e4m3 for O += P V, so it is taken as 2^(s - m + 8), in
+// [0, 256] rather than [0, 1]: small probabilities keep e4m3's normal
+// range (FlashAttention-3's Max_offset). l carries the same 2^8, which
+// O / l cancels and the LSE subtracts.
+//
 // fwd_splitkv and fwd_paged are this recipe with two small additions: a
 // work item may own one of numSplits parts of its key range (and then
 // writes fp32 partials for splitkv_combine), and fwd_paged reads K/V rows
@@ -27,6 +34,9 @@
 
 using namespace fmhajit;
 using namespace llvm;
+
+/// fp8's P = 2^(s - m + kFp8ProbabilityShift): see the file comment.
+static constexpr double kFp8ProbabilityShift = 8;
 
 namespace {
 /// Row r of a K/V tile starting at key j0 of a paged cache: key j = j0 + r
@@ -159,6 +169,7 @@ PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
 }
 
 RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
+  bool fp8 = isFp8(spec.dtype);
   RowVec mNew = ops->makeRowVec(spec.bm, "m.new");
   RowVec alpha = ops->makeRowVec(spec.bm, "alpha");
   RowVec sum = ops->makeRowVec(spec.bm, "rowsum");
@@ -171,8 +182,15 @@ RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
   });
   ops->mapRows(m, {&mNew},
                [](IRBuilderBase &, ArrayRef<Value *> v) { return v[0]; });
+  RowVec pivot = m; // P = 2^(s - pivot)
+  if (fp8) {
+    pivot = ops->makeRowVec(spec.bm, "m.fp8");
+    ops->mapRows(pivot, {&m}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+      return b.CreateFSub(v[0], splatLike(b, f32(kFp8ProbabilityShift), v[0]));
+    });
+  }
   ops->mapWithRowThenSum(
-      scores, m,
+      scores, pivot,
       [&](IRBuilderBase &b, Value *x, Value *row) { // P
         return target.exp2(b, b.CreateFSub(x, finiteOrZero(row)));
       },
@@ -186,10 +204,13 @@ RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
 
 void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
                                   RowVec &l, Value *rows) {
+  bool fp8 = isFp8(spec.dtype);
+  Value *numerator = fp8 ? p.get(kVScale) : f32(1);
   RowVec inv = ops->makeRowVec(spec.bm, "inv.l");
   ops->mapRows(inv, {&l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     Value *seen = b.CreateFCmpOGT(v[0], splatLike(b, f32(0), v[0]));
-    return b.CreateSelect(seen, b.CreateFDiv(splatLike(b, f32(1), v[0]), v[0]),
+    return b.CreateSelect(seen,
+                          b.CreateFDiv(splatLike(b, numerator, v[0]), v[0]),
                           splatLike(b, f32(0), v[0]));
   });
   ops->mapWithRow(out, inv, [](IRBuilderBase &b, Value *x, Value *row) {
@@ -200,6 +221,9 @@ void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
     ops->mapRows(lse, {&m, &l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
       Value *seen = b.CreateFCmpOGT(v[1], splatLike(b, f32(0), v[1]));
       Value *logSum = b.CreateFAdd(v[0], target.log2(b, v[1]));
+      if (fp8)
+        logSum = b.CreateFSub(logSum,
+                              splatLike(b, f32(kFp8ProbabilityShift), logSum));
       return b.CreateSelect(
           seen, b.CreateFMul(logSum, splatLike(b, f32(kLn2), logSum)),
           splatLike(b, f32(-INFINITY), v[0]));

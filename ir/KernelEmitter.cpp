@@ -38,7 +38,9 @@ static Error checkImplemented(const KernelSpec &spec) {
   need(spec.dropout, "dropout=1");
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
-  need(isFp8(spec.dtype), "dtype=" + keyOf(spec.dtype));
+  need(isFp8(spec.dtype) && spec.pipeline != Pipeline::Wgmma,
+       "dtype=" + keyOf(spec.dtype) + " on pipeline=" + keyOf(spec.pipeline) +
+           " (fp8 runs on pipeline=wgmma, target sm_90a)");
   // wgmma's stages=2 is its TMA ring (WgmmaLayout.h).
   bool matrix = spec.pipeline == Pipeline::Mma ||
                 spec.pipeline == Pipeline::Mfma ||

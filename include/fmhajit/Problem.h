@@ -131,6 +131,11 @@ struct Tensors {
   /// Plan::workspaceBytes() bytes, when not 0 (device memory on a GPU; on
   /// the host, null takes a per-thread buffer fmhajit keeps).
   void *workspace = nullptr;
+  /// fp8 (dtype F8E4M3 or F8E5M2): each tensor's descale factor, so that Q
+  /// holds q / descaleQ rounded to fp8 and the kernel computes attention
+  /// of descaleQ * Q, descaleK * K and descaleV * V. Finite and > 0; other
+  /// dtypes take only 1.
+  float descaleQ = 1, descaleK = 1, descaleV = 1;
   void *stream = nullptr; ///< GPU: null takes the problem's stream
 };
 

@@ -33,7 +33,8 @@ public:
 
   /// Under warp specialization (usesTensorMaps) the recipe is emitted once
   /// per role, and createTileOps answers for the role being emitted.
-  enum class WarpRole { Whole, Producer, Consumers };
+  /// Transposer: the fp8 producer warps that turn V into V^T.
+  enum class WarpRole { Whole, Producer, Transposer, Consumers };
   WarpRole warpRole = WarpRole::Whole;
   /// The kernel's tensor maps (a generic pointer to its TensorMaps
   /// parameter) when it loads by TMA, else null.

@@ -40,7 +40,8 @@ Tile NvptxFragmentTileOps::makeTile(TileRole role, unsigned rows, unsigned cols,
             entryAlloca(b, b.getFloatTy(), name, 4, mTiles * (cols / 8) * 4)};
   if (role == TileRole::Probabilities)
     return {role, rows, cols,
-            entryAlloca(b, b.getInt32Ty(), name, 4, mTiles * (cols / 16) * 4)};
+            entryAlloca(b, b.getInt32Ty(), name, 4,
+                        mTiles * (cols / fragmentKeys()) * 4)};
   return {role, rows, cols,
           b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
                                        sharedTile(role).offset)};
@@ -147,29 +148,50 @@ NvptxFragmentTileOps::probabilityFragments(const Tile &s, unsigned i,
   if (s.role == TileRole::Probabilities) { // already packed by copy()
     for (unsigned r = 0; r < 4; ++r)
       out.push_back(b.CreateLoad(
-          b.getInt32Ty(), slot(s.storage, (i * (s.cols / 16) + kk) * 4 + r)));
+          b.getInt32Ty(),
+          slot(s.storage, (i * (s.cols / fragmentKeys()) + kk) * 4 + r)));
     return out;
   }
+  auto at = [&](unsigned j, unsigned e) {
+    return b.CreateLoad(b.getFloatTy(), slot(s.storage, accIndex(s, i, j, e)));
+  };
   for (unsigned r = 0; r < 4; ++r) {
-    unsigned j = 2 * kk + (r >= 2 ? 1 : 0), e0 = (r & 1) ? 2 : 0;
-    auto at = [&](unsigned e) {
-      return b.CreateLoad(b.getFloatTy(),
-                          slot(s.storage, accIndex(s, i, j, e)));
-    };
-    out.push_back(packPair(at(e0), at(e0 + 1)));
+    unsigned e0 = (r & 1) ? 2 : 0; // rows g, g+8
+    if (!isFp8(spec.dtype)) {
+      unsigned j = 2 * kk + (r >= 2 ? 1 : 0);
+      out.push_back(packPair(at(j, e0), at(j, e0 + 1)));
+      continue;
+    }
+    // Keys 32kk..: register r holds n-tiles j and j+1 (j = 4kk, or 4kk+2
+    // for r >= 2), columns 2t and 2t+1 of each, as its four k slots. The
+    // k slots of the m16n8k32 fragment are 4t..4t+3, so P's keys arrive
+    // permuted within each 16, and the transposers permute V's rows alike.
+    unsigned j = 4 * kk + (r >= 2 ? 2 : 0);
+    Value *low = packFp8Pair(at(j, e0), at(j, e0 + 1));
+    Value *high = packFp8Pair(at(j + 1, e0), at(j + 1, e0 + 1));
+    out.push_back(b.CreateOr(
+        b.CreateZExt(low, b.getInt32Ty()),
+        b.CreateShl(b.CreateZExt(high, b.getInt32Ty()), b.getInt32(16))));
   }
   return out;
 }
 
-// P as the products read it: packed 16-bit pairs, half of S's registers.
+// P is e4m3 whatever the inputs' fp8 type: a probability needs the
+// mantissa more than the range.
+Value *NvptxFragmentTileOps::packFp8Pair(Value *lo, Value *hi) {
+  return b.CreateIntrinsic(Intrinsic::nvvm_ff_to_e4m3x2_rn, {}, {hi, lo});
+}
+
+// P as the products read it: packed 16-bit pairs, half of S's registers
+// (fp8: four 8-bit values a register, a quarter).
 void NvptxFragmentTileOps::copy(Tile &dst, const Tile &src) {
   assert(dst.role == TileRole::Probabilities && src.role == TileRole::Scores);
+  unsigned steps = src.cols / fragmentKeys();
   for (unsigned i = 0; i < mTiles; ++i)
-    for (unsigned kk = 0; kk < src.cols / 16; ++kk) {
+    for (unsigned kk = 0; kk < steps; ++kk) {
       SmallVector<Value *, 4> fragment = probabilityFragments(src, i, kk);
       for (unsigned r = 0; r < 4; ++r)
-        b.CreateStore(fragment[r],
-                      slot(dst.storage, (i * (dst.cols / 16) + kk) * 4 + r));
+        b.CreateStore(fragment[r], slot(dst.storage, (i * steps + kk) * 4 + r));
     }
 }
 

@@ -117,9 +117,14 @@ protected:
   llvm::Value *colOf(unsigned j, unsigned e);
   /// Two floats as one register of packed 16-bit elements.
   llvm::Value *packPair(llvm::Value *lo, llvm::Value *hi);
-  /// P's A fragment (m-tile \p i, keys 16kk..16kk+15) from S's accumulators:
-  /// a0/a1 are rows g/g+8 of n-tile 2kk, a2/a3 of n-tile 2kk+1. A
-  /// Probabilities tile holds them packed already.
+  /// Two floats as two e4m3 bytes (i16), \p lo in the low byte.
+  llvm::Value *packFp8Pair(llvm::Value *lo, llvm::Value *hi);
+  /// Keys one A fragment of P covers: 16, or 32 for fp8 (k32).
+  unsigned fragmentKeys() const { return isFp8(spec.dtype) ? 32 : 16; }
+  /// P's A fragment (m-tile \p i, keys fragmentKeys() * kk on) from S's
+  /// accumulators: a0/a1 are rows g/g+8 of n-tile 2kk, a2/a3 of n-tile
+  /// 2kk+1 (fp8: of n-tiles 4kk, 4kk+1 and 4kk+2, 4kk+3, in a permuted key
+  /// order). A Probabilities tile holds them packed already.
   llvm::SmallVector<llvm::Value *, 4>
   probabilityFragments(const Tile &s, unsigned i, unsigned kk);
 

@@ -55,8 +55,9 @@ public:
   }
 
   // Warp specialization: barriers first, then the producer warpgroup (the
-  // last), whose first warp emits the recipe with the producer's ops, and
-  // the consumer warps with theirs. The producer gives up its registers
+  // last), whose first warp emits the recipe with the producer's ops (and,
+  // under fp8, its other three with the transposers'), and the consumer
+  // warps with theirs. The producer gives up its registers
   // and the consumers take them (setmaxnreg).
   void emitBlockWorkItem(
       IRBuilderBase &b, Value *params,
@@ -78,8 +79,13 @@ public:
           if (split.producer)
             b.CreateIntrinsic(Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32,
                               {b.getInt32(split.producer)});
-          emitIf(b, b.CreateICmpEQ(warp, b.getInt32(spec.warps)), "loads",
-                 [&] { emitAs(WarpRole::Producer); });
+          if (!WgmmaLayout(spec, arch).transposesValues())
+            return emitIf(b, b.CreateICmpEQ(warp, b.getInt32(spec.warps)),
+                          "loads", [&] { emitAs(WarpRole::Producer); });
+          emitIfElse(
+              b, b.CreateICmpEQ(warp, b.getInt32(spec.warps)), "loads",
+              [&] { emitAs(WarpRole::Producer); },
+              [&] { emitAs(WarpRole::Transposer); });
         },
         [&] {
           if (split.consumer)
@@ -91,8 +97,9 @@ public:
 
   /// Registers a producer and a consumer thread keep after setmaxnreg (0:
   /// no change): the block launches with the register file shared evenly
-  /// (ptxas' limit for nvvm.maxntid); the producer keeps 24, the
-  /// consumers share the rest, in multiples of 8 up to 256.
+  /// (ptxas' limit for nvvm.maxntid); the consumers share all but 24 a
+  /// producer thread, in multiples of 8 up to 256, and the producer keeps
+  /// what is left (24 or more).
   struct RegisterSplit {
     unsigned producer = 0, consumer = 0;
   };
@@ -104,7 +111,10 @@ public:
         std::min(256u, (file / groupThreads - minimum) / (groups - 1) / 8 * 8);
     if (consumer <= launched)
       return {};
-    return {minimum, consumer};
+    // The producer keeps what the consumers leave (the fp8 transposers
+    // need more than 24).
+    unsigned producer = (file / groupThreads - consumer * (groups - 1)) / 8 * 8;
+    return {producer, consumer};
   }
 
   Value *threadId(IRBuilderBase &b) override {
@@ -137,6 +147,8 @@ public:
       return createNvptxMmaTileOps(b, *this);
     if (spec.pipeline == Pipeline::Wgmma && warpRole == WarpRole::Producer)
       return createNvptxTmaProducerOps(b, *this);
+    if (spec.pipeline == Pipeline::Wgmma && warpRole == WarpRole::Transposer)
+      return createNvptxFp8TransposerOps(b, *this);
     if (spec.pipeline == Pipeline::Wgmma)
       return createNvptxWgmmaTileOps(b, *this);
     return GpuTargetInfo::createTileOps(b);

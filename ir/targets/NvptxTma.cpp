@@ -141,7 +141,10 @@ TmaRing::TmaRing(IRBuilderBase &b, GpuTargetInfo &target,
 }
 
 // Barrier 0 is Q's full; slot s of K has full 1 + s and empty
-// 1 + stages + s, V the two groups after.
+// 1 + stages + s, V the two groups after, and under fp8 staged V the two
+// after those. Only the empty barriers of K and V count the consumer
+// warpgroups; every other one takes a single arrival (the producer's
+// expect_tx, or the transposers' leader).
 void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
   const KernelSpec &spec = target.kernelSpec();
   WgmmaLayout layout(spec, *findArch(spec.target));
@@ -149,13 +152,14 @@ void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
   unsigned stages = spec.stages;
   emitIf(b, b.CreateICmpEQ(target.threadId(b), b.getInt32(0)), "mbar.init",
          [&] {
-           for (unsigned i = 0; i < 1 + 4 * stages; ++i) {
-             bool empty = i > 0 && ((i - 1) / stages) % 2 == 1;
+           for (unsigned i = 0; i < layout.barrierCount(); ++i) {
+             unsigned group = i == 0 ? 0 : (i - 1) / stages;
+             bool consumers = i > 0 && (group == 1 || group == 3);
              emitMbarrierInit(
                  b,
                  b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
                                               layout.barrierOffset() + 8 * i),
-                 empty ? spec.warps / WgmmaLayout::kWarpsPerGroup : 1);
+                 consumers ? spec.warps / WgmmaLayout::kWarpsPerGroup : 1);
            }
            emitMbarrierInitFence(b);
          });
@@ -196,6 +200,21 @@ Value *TmaRing::full(TileRole role, Value *slot) {
 Value *TmaRing::empty(TileRole role, Value *slot) {
   unsigned first = role == TileRole::KeyT ? 1 + stages : 1 + 3 * stages;
   return barrier(b.CreateAdd(b.getInt32(first), slot));
+}
+
+Value *TmaRing::stagedFull(Value *slot) {
+  return barrier(b.CreateAdd(b.getInt32(1 + 4 * stages), slot));
+}
+
+Value *TmaRing::stagedEmpty(Value *slot) {
+  return barrier(b.CreateAdd(b.getInt32(1 + 5 * stages), slot));
+}
+
+Value *TmaRing::stagedAddress(Value *slot) {
+  Value *offset =
+      b.CreateAdd(b.getInt32(layout.stagedValues.offset),
+                  b.CreateMul(slot, b.getInt32(layout.stageBytes())));
+  return b.CreateInBoundsGEP(b.getInt8Ty(), smem, offset);
 }
 
 Value *TmaRing::slotAddress(const Tile &tile, Value *slot) {

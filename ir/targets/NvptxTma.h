@@ -80,6 +80,11 @@ public:
   llvm::Value *empty(TileRole role, llvm::Value *slot);
   /// \p tile's storage in ring slot \p slot (Query has one slot: null).
   llvm::Value *slotAddress(const Tile &tile, llvm::Value *slot);
+  /// fp8: where TMA lands V of ring slot \p slot, and the barriers that
+  /// hand it from the TMA warp to the transposers and back.
+  llvm::Value *stagedAddress(llvm::Value *slot);
+  llvm::Value *stagedFull(llvm::Value *slot);
+  llvm::Value *stagedEmpty(llvm::Value *slot);
 
 private:
   llvm::Value *counter(TileRole role) {
@@ -100,5 +105,13 @@ private:
 /// nothing to compute.
 std::unique_ptr<TileOps> createNvptxTmaProducerOps(llvm::IRBuilderBase &b,
                                                    GpuTargetInfo &target);
+/// fp8: the tile ops of the producer warpgroup's other three warps, whose
+/// load() of V writes the staged tile into the ring slot as V^T
+/// (NvptxFp8Transposer.cpp); every other word is empty.
+std::unique_ptr<TileOps> createNvptxFp8TransposerOps(llvm::IRBuilderBase &b,
+                                                     GpuTargetInfo &target);
+/// Threads of the transposers, and the named barrier they meet at.
+inline constexpr unsigned kTransposerThreads = 96;
+inline constexpr unsigned kTransposeBarrier = 8;
 
 } // namespace fmhajit

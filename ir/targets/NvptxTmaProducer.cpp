@@ -1,18 +1,29 @@
-//===- NvptxTmaProducer.cpp - The producer warp's tile ops ----------------===//
+//===- NvptxTmaProducer.cpp - The producer warpgroup's tile ops -----------===//
 //
-// Under pipeline=wgmma with stages=2 the block's last warp runs the same
-// recipe as the consumers with these ops: a load waits until its ring slot
+// Under pipeline=wgmma with stages=2 the producer warpgroup's first warp
+// runs the same recipe as the consumers with these ops: a load waits until
+// its ring slot
 // is empty, arms the slot's full barrier with the tile's bytes and issues
-// one TMA box per swizzled slab; the tensor map zero-fills rows past the
+// one TMA box per swizzled slab (fp8 V: into the slot's staging tile, for
+// the transposers); the tensor map zero-fills rows past the
 // tensor's end. Loads with no valid rows (the recipe's request past the
 // last key tile) issue nothing: no consumer waits for them. Every other
 // word does nothing, and the recipe's arithmetic around them is dead code.
 //
+// Under fp8 the warpgroup's other three warps (the transposers) run it too,
+// with the same ops in their other role: a V load waits for the staged
+// tile and for the slot's release, writes the slot as V^T
+// (NvptxFp8Transpose.h), fences it into the async proxy, meets the other
+// transposers at a named barrier, and one thread then marks the slot full
+// and the staged tile empty.
+//
 //===----------------------------------------------------------------------===//
 #include "ir/KernelAbi.h"
 #include "ir/Loops.h"
+#include "ir/targets/NvptxFp8Transpose.h"
 #include "ir/targets/NvptxTma.h"
 #include "specs/ArchTable.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
 using namespace llvm;
@@ -20,11 +31,12 @@ using namespace llvm;
 namespace {
 class NvptxTmaProducerOps : public TileOps {
 public:
-  NvptxTmaProducerOps(IRBuilderBase &b, GpuTargetInfo &target)
+  /// \p transposer: the ops of the fp8 transposers, not of the TMA warp.
+  NvptxTmaProducerOps(IRBuilderBase &b, GpuTargetInfo &target, bool transposer)
       : b(b), target(target), spec(target.kernelSpec()),
         layout(spec, *findArch(spec.target)),
         smem(target.sharedMemory(b, layout.bytes())),
-        ring(b, target, layout, smem) {}
+        ring(b, target, layout, smem), transposer(transposer) {}
 
   Tile makeTile(TileRole role, unsigned rows, unsigned cols,
                 const Twine &) override {
@@ -64,9 +76,11 @@ private:
            : role == TileRole::KeyT ? layout.keys
                                     : layout.values;
   }
-  /// One TMA box per slab of \p tile's rows, at \p dst, completing on
+  /// The transposers' load: V^T into the ring slot from its staged tile.
+  void transposeValues(Tile &tile, Value *valid);
+  /// One TMA box per slab of a tile of \p shape, at \p dst, completing on
   /// \p bar.
-  void issueBoxes(const Tile &tile, const TensorBox &box, Value *dst,
+  void issueBoxes(const SharedTile &shape, const TensorBox &box, Value *dst,
                   Value *bar);
 
   IRBuilderBase &b;
@@ -75,33 +89,44 @@ private:
   WgmmaLayout layout;
   Value *smem;
   TmaRing ring;
+  bool transposer;
 };
 } // namespace
 
 void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                                Value *) {
   assert(src.box.map >= 0 && "stages=2 loads only tensor-map boxes");
+  if (transposer)
+    return transposeValues(tile, valid);
   bool query = tile.role == TileRole::Query;
+  // fp8 V lands in the staging tile; the transposers fill the slot.
+  bool staged = tile.role == TileRole::Value && layout.transposesValues();
   TmaRing::Use use{};
   if (!query)
     use = ring.next(tile.role);
   Value *lane =
       b.CreateAnd(target.threadId(b), b.getInt32(target.waveSize() - 1));
   emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
-    if (!query) // the consumers' release of this slot's previous tile
-      emitMbarrierWait(b, ring.empty(tile.role, use.slot),
-                       b.CreateXor(use.parity, b.getInt32(1)),
-                       target.options.boundedWaits);
-    Value *bar = query ? ring.queryFull() : ring.full(tile.role, use.slot);
-    Value *dst = ring.slotAddress(tile, query ? nullptr : use.slot);
+    if (!query) // the release of this slot's previous tile
+      emitMbarrierWait(
+          b,
+          staged ? ring.stagedEmpty(use.slot) : ring.empty(tile.role, use.slot),
+          b.CreateXor(use.parity, b.getInt32(1)), target.options.boundedWaits);
+    Value *bar = query    ? ring.queryFull()
+                 : staged ? ring.stagedFull(use.slot)
+                          : ring.full(tile.role, use.slot);
+    Value *dst = staged ? ring.stagedAddress(use.slot)
+                        : ring.slotAddress(tile, query ? nullptr : use.slot);
+    const SharedTile &shape =
+        staged ? layout.stagedValues : sharedTile(tile.role);
     emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.issue",
-           [&] { issueBoxes(tile, src.box, dst, bar); });
+           [&] { issueBoxes(shape, src.box, dst, bar); });
   });
 }
 
-void NvptxTmaProducerOps::issueBoxes(const Tile &tile, const TensorBox &box,
-                                     Value *dst, Value *bar) {
-  const SharedTile &shape = sharedTile(tile.role);
+void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
+                                     const TensorBox &box, Value *dst,
+                                     Value *bar) {
   unsigned width = shape.pitch, rows = shape.rows;
   unsigned slabBytes = layout.slabBytes(width);
   unsigned slabElements = slabBytes / shape.elementBytes;
@@ -120,7 +145,40 @@ void NvptxTmaProducerOps::issueBoxes(const Tile &tile, const TensorBox &box,
                 bar);
 }
 
+// The transposers are threads 32..127 of the producer warpgroup.
+void NvptxTmaProducerOps::transposeValues(Tile &tile, Value *valid) {
+  if (tile.role != TileRole::Value)
+    return;
+  TmaRing::Use use = ring.next(tile.role);
+  Value *thread = b.CreateSub(target.threadId(b),
+                              b.getInt32(32 * (spec.warps + 1)), "transposer");
+  bool bounded = target.options.boundedWaits;
+  emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "vt", [&] {
+    emitMbarrierWait(b, ring.stagedFull(use.slot), use.parity, bounded);
+    emitMbarrierWait(b, ring.empty(tile.role, use.slot),
+                     b.CreateXor(use.parity, b.getInt32(1)), bounded);
+    emitFp8TransposeValues(b, layout, ring.stagedAddress(use.slot),
+                           ring.slotAddress(tile, use.slot), thread);
+    // The products read V^T through the async proxy.
+    b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
+    b.CreateIntrinsic(
+        Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+        {b.getInt32(kTransposeBarrier), b.getInt32(kTransposerThreads)});
+    emitIf(b, b.CreateICmpEQ(thread, b.getInt32(0)), "vt.done", [&] {
+      emitMbarrierArrive(b, ring.full(tile.role, use.slot));
+      emitMbarrierArrive(b, ring.stagedEmpty(use.slot));
+    });
+  });
+}
+
 std::unique_ptr<TileOps>
 fmhajit::createNvptxTmaProducerOps(IRBuilderBase &b, GpuTargetInfo &target) {
-  return std::make_unique<NvptxTmaProducerOps>(b, target);
+  return std::make_unique<NvptxTmaProducerOps>(b, target,
+                                               /*transposer=*/false);
+}
+
+std::unique_ptr<TileOps>
+fmhajit::createNvptxFp8TransposerOps(IRBuilderBase &b, GpuTargetInfo &target) {
+  return std::make_unique<NvptxTmaProducerOps>(b, target,
+                                               /*transposer=*/true);
 }

@@ -76,10 +76,38 @@ SmallVector<Value *, 128> callTied(IRBuilderBase &b, const std::string &text,
   return out;
 }
 
-std::string mmaPrefix(DType dtype, unsigned n) {
-  const char *type = dtype == DType::F16 ? "f16" : "bf16";
-  return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
-         type + "." + type + " ";
+const char *typeName(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F8E4M3:
+    return "e4m3";
+  case DType::F8E5M2:
+    return "e5m2";
+  default:
+    llvm_unreachable("wgmma multiplies 16-bit and 8-bit types");
+  }
+}
+
+/// "wgmma...m64n<N>k<K>.f32.<a>.<b> ": k16 for 16-bit types, k32 for fp8.
+std::string mmaPrefix(DType a, DType b, unsigned n) {
+  unsigned k = isFp8(a) ? 32 : 16;
+  return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k" +
+         std::to_string(k) + ".f32." + typeName(a) + "." + typeName(b) + " ";
+}
+
+/// The trailing immediates: scale-a and scale-b 1, then the transposes,
+/// which only 16-bit types have (8-bit operands are always K-major): A's
+/// (0) where A is in shared memory, and B's.
+std::string immediates(DType a, bool sharedA, bool transposeB) {
+  if (isFp8(a))
+    return "1, 1;";
+  std::string text = "1, 1, ";
+  if (sharedA)
+    text += "0, ";
+  return text + (transposeB ? "1;" : "0;");
 }
 } // namespace
 
@@ -88,23 +116,26 @@ fmhajit::emitWgmmaShared(IRBuilderBase &b, DType dtype, ArrayRef<Value *> acc,
                          bool accumulate, Value *descA, Value *descB,
                          bool transposeB) {
   unsigned outs = acc.size();
-  std::string text = mmaPrefix(dtype, 2 * outs) + operandList(0, outs) + ", $" +
-                     std::to_string(outs) + ", $" + std::to_string(outs + 1) +
-                     ", $" + std::to_string(outs + 2) + ", 1, 1, 0, " +
-                     (transposeB ? "1;" : "0;");
+  std::string text = mmaPrefix(dtype, dtype, 2 * outs) + operandList(0, outs) +
+                     ", $" + std::to_string(outs) + ", $" +
+                     std::to_string(outs + 1) + ", $" +
+                     std::to_string(outs + 2) + ", " +
+                     immediates(dtype, /*sharedA=*/true, transposeB);
   return callTied(b, text, outs, {descA, descB, b.getInt1(accumulate)},
                   {"l", "l", "b"}, accumulate ? acc : ArrayRef<Value *>());
 }
 
 SmallVector<Value *, 128> fmhajit::emitWgmmaRegisters(
-    IRBuilderBase &b, DType dtype, ArrayRef<Value *> acc, bool accumulate,
-    ArrayRef<Value *> a, Value *descB, bool transposeB) {
-  assert(a.size() == 4 && "an m64k16 A fragment is four registers a lane");
+    IRBuilderBase &b, DType typeA, DType typeB, ArrayRef<Value *> acc,
+    bool accumulate, ArrayRef<Value *> a, Value *descB, bool transposeB) {
+  assert(a.size() == 4 && "an m64 A fragment is four registers a lane");
+  assert(isFp8(typeA) == isFp8(typeB) && "fp8 multiplies only fp8");
   unsigned outs = acc.size();
-  std::string text = mmaPrefix(dtype, 2 * outs) + operandList(0, outs) + ", " +
-                     operandList(outs, 4) + ", $" + std::to_string(outs + 4) +
-                     ", $" + std::to_string(outs + 5) + ", 1, 1, " +
-                     (transposeB ? "1;" : "0;");
+  std::string text = mmaPrefix(typeA, typeB, 2 * outs) + operandList(0, outs) +
+                     ", " + operandList(outs, 4) + ", $" +
+                     std::to_string(outs + 4) + ", $" +
+                     std::to_string(outs + 5) + ", " +
+                     immediates(typeA, /*sharedA=*/false, transposeB);
   SmallVector<Value *, 6> ins(a);
   ins.push_back(descB);
   ins.push_back(b.getInt1(accumulate));

@@ -10,6 +10,7 @@
 //   call void @llvm.nvvm.wgmma.fence.sync.aligned()
 //   %d = call {float x N/2} asm sideeffect "wgmma.mma_async.sync.aligned.
 //            m64n<N>k16.f32.bf16.bf16 {$0..}, $a, $b, $p, 1, 1, 0, <tB>;",
+//            (fp8: m64n<N>k32.f32.e4m3.e4m3 ..., $p, 1, 1; no transposes)
 //            "=f,...,l,l,b,0,1,..."(i64 %descA, i64 %descB, i1 %acc, ...)
 //   call void @llvm.nvvm.wgmma.commit_group.sync.aligned()
 //   %w = call {float x ...} asm sideeffect "wgmma.wait_group.sync.aligned 0;",
@@ -54,18 +55,21 @@ void emitWgmmaFence(llvm::IRBuilderBase &b);
 /// Closes the group of products issued since the last commit.
 void emitWgmmaCommit(llvm::IRBuilderBase &b);
 
-/// One m64nNk16 product, N = 2 * acc.size(): returns D = A B (+ acc when
-/// \p accumulate; acc is then tied, else ignored). A comes from the shared
-/// descriptor \p descA (K-major), B from \p descB.
+/// One m64nNk16 product (m64nNk32 for fp8), N = 2 * acc.size(): returns
+/// D = A B (+ acc when \p accumulate; acc is then tied, else ignored). A
+/// comes from the shared descriptor \p descA (K-major), B from \p descB
+/// (fp8: K-major, \p transposeB false).
 llvm::SmallVector<llvm::Value *, 128>
 emitWgmmaShared(llvm::IRBuilderBase &b, DType dtype,
                 llvm::ArrayRef<llvm::Value *> acc, bool accumulate,
                 llvm::Value *descA, llvm::Value *descB, bool transposeB);
 
-/// The same with A from registers: four i32 of packed 16-bit pairs, the
-/// m16n8k16 A fragment of this warp's 16 rows.
+/// The same with A from registers: four i32 of this warp's 16 rows, packed
+/// 16-bit pairs (the m16n8k16 A fragment) or, for fp8, four 8-bit values
+/// each (the m16n8k32 one). \p typeA and \p typeB are both 16-bit and
+/// equal, or both fp8.
 llvm::SmallVector<llvm::Value *, 128>
-emitWgmmaRegisters(llvm::IRBuilderBase &b, DType dtype,
+emitWgmmaRegisters(llvm::IRBuilderBase &b, DType typeA, DType typeB,
                    llvm::ArrayRef<llvm::Value *> acc, bool accumulate,
                    llvm::ArrayRef<llvm::Value *> a, llvm::Value *descB,
                    bool transposeB);

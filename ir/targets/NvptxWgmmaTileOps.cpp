@@ -213,9 +213,18 @@ Value *NvptxWgmmaTileOps::descriptorBase(const Tile &tile, Value *extra,
   return b.CreateCall(copy, {wgmmaDescriptorLow(b, start, op)});
 }
 
-// S = Q K^T for this warpgroup's 64 query rows: step kk covers columns
-// 16kk.. of d, which lie in slab 16kk / (slab width) at a 32-byte offset
-// inside the swizzled row (the tensor cores apply the swizzle to it).
+// Step kk of a K-major operand of \p rows rows covers bytes 32kk.. of
+// each row: slab 32kk / (slab width), at an offset inside the swizzled row
+// (the tensor cores apply the swizzle to it).
+static unsigned kMajorStepOffset(const WgmmaOperand &op, unsigned rows,
+                                 unsigned kk) {
+  unsigned stepBytes = 32 * kk;
+  return stepBytes / op.swizzleBytes * rows * op.swizzleBytes +
+         stepBytes % op.swizzleBytes;
+}
+
+// S = Q K^T for this warpgroup's 64 query rows: step kk covers 32 bytes of
+// d (16 columns; 32 for fp8).
 SmallVector<Value *, 128>
 NvptxWgmmaTileOps::queryTimesKeys(const Tile &q, const Tile &kT, unsigned n) {
   WgmmaOperand kMajor;
@@ -225,14 +234,11 @@ NvptxWgmmaTileOps::queryTimesKeys(const Tile &q, const Tile &kT, unsigned n) {
       b.getInt32(4 * WgmmaLayout::kRowsPerWarp * kMajor.swizzleBytes));
   Value *qBase = descriptorBase(q, groupRows, kMajor);
   Value *kBase = descriptorBase(kT, nullptr, kMajor);
-  unsigned stepBytes = WgmmaLayout::kStep * dtypeBytes(spec.dtype);
   SmallVector<Value *, 128> sums(n / 2, PoisonValue::get(b.getFloatTy()));
   emitWgmmaFence(b);
-  for (unsigned kk = 0; kk < q.cols / WgmmaLayout::kStep; ++kk) {
-    unsigned slab = kk * stepBytes / kMajor.swizzleBytes;
-    unsigned within = kk * stepBytes % kMajor.swizzleBytes;
-    unsigned qOffset = slab * q.rows * kMajor.swizzleBytes + within;
-    unsigned kOffset = slab * kT.cols * kMajor.swizzleBytes + within;
+  for (unsigned kk = 0; kk < q.cols / layout.stepElements(); ++kk) {
+    unsigned qOffset = kMajorStepOffset(kMajor, q.rows, kk);
+    unsigned kOffset = kMajorStepOffset(kMajor, kT.cols, kk);
     sums = emitWgmmaShared(b, spec.dtype, sums, /*accumulate=*/kk > 0,
                            wgmmaDescriptorAt(b, qBase, qOffset, kMajor),
                            wgmmaDescriptorAt(b, kBase, kOffset, kMajor),
@@ -243,27 +249,32 @@ NvptxWgmmaTileOps::queryTimesKeys(const Tile &q, const Tile &kT, unsigned n) {
 }
 
 // O (+)= P V: step kk covers keys 16kk.., two swizzle atoms of V rows; V's
-// slabs lie rows * (slab row bytes) apart along N.
+// slabs lie rows * (slab row bytes) apart along N. Under fp8 the slot holds
+// V^T, K-major like K in S = Q K^T, and a step covers 32 keys.
 SmallVector<Value *, 128> NvptxWgmmaTileOps::probabilitiesTimesValues(
     const Tile &s, const Tile &v, ArrayRef<Value *> acc, bool accumulate) {
-  WgmmaOperand mnMajor;
-  mnMajor.swizzleBytes = layout.slabBytes(v.cols);
-  mnMajor.leadingBytes = v.rows * mnMajor.swizzleBytes;
-  unsigned steps = s.cols / WgmmaLayout::kStep;
+  bool transposed = layout.transposesValues();
+  WgmmaOperand operand;
+  operand.swizzleBytes = layout.slabBytes(transposed ? v.rows : v.cols);
+  operand.leadingBytes = transposed ? 16 : v.rows * operand.swizzleBytes;
+  unsigned steps = s.cols / layout.stepElements();
   // Every A fragment is built before the fence: registers wgmma reads must
   // be written before it.
   SmallVector<SmallVector<Value *, 4>, 16> fragments;
   for (unsigned kk = 0; kk < steps; ++kk)
     fragments.push_back(probabilityFragments(s, 0, kk));
-  Value *vBase = descriptorBase(v, nullptr, mnMajor);
+  Value *vBase = descriptorBase(v, nullptr, operand);
+  DType typeA = transposed ? DType::F8E4M3 : spec.dtype;
   SmallVector<Value *, 128> sums(acc);
   emitWgmmaFence(b);
   for (unsigned kk = 0; kk < steps; ++kk) {
-    unsigned offset = kk * WgmmaLayout::kStep * mnMajor.swizzleBytes;
-    sums = emitWgmmaRegisters(b, spec.dtype, sums, accumulate || kk > 0,
+    unsigned offset = transposed
+                          ? kMajorStepOffset(operand, v.cols, kk)
+                          : kk * layout.stepElements() * operand.swizzleBytes;
+    sums = emitWgmmaRegisters(b, typeA, spec.dtype, sums, accumulate || kk > 0,
                               fragments[kk],
-                              wgmmaDescriptorAt(b, vBase, offset, mnMajor),
-                              /*transposeB=*/true);
+                              wgmmaDescriptorAt(b, vBase, offset, operand),
+                              /*transposeB=*/!transposed);
   }
   emitWgmmaCommit(b);
   return sums;

@@ -205,6 +205,7 @@ static void recordLayout(Planning &p, const PlanLayout &layout) {
   s.needsSlopes = gpu && p.lowered.features.bias == Bias::Alibi;
   s.needsBlockTable = p.lowered.pagedCache.has_value();
   s.needsDeviceLengths = gpu && s.needsBlockTable;
+  s.fp8Inputs = isFp8(p.lowered.features.dtype);
 }
 
 static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {

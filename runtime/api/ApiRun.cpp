@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/api/ApiStatus.h"
 #include "runtime/api/PlanState.h"
+#include <cmath>
 
 using namespace fmhajit;
 using namespace fmhajit::api;
@@ -39,6 +40,14 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
     return invalid(
         "a paged plan reads its block table: set Tensors::blockTable to the "
         "[batch, maxPagesPerSeq] int32 page indices");
+  for (float descale : {t.descaleQ, t.descaleK, t.descaleV}) {
+    if (!(descale > 0) || !std::isfinite(descale))
+      return invalid("Tensors::descaleQ, descaleK and descaleV must be "
+                     "finite and > 0 (1 when the fp8 values are not scaled)");
+    if (!s.fp8Inputs && descale != 1)
+      return invalid("Tensors::descaleQ, descaleK and descaleV scale fp8 "
+                     "inputs only: leave them 1 for this plan's dtype");
+  }
   if (s.needsDeviceLengths && !t.seqlensK)
     return invalid(
         "a paged plan on a GPU reads each sequence's key count from device "

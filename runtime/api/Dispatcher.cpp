@@ -72,7 +72,11 @@ static void rulePackGqa(Narrowing &n) {
   const DispatchQuery &q = n.query;
   bool grouped = q.gqaRatio >= rule->minRatio;
   bool fewQueries = q.seqlenQ <= rule->maxSeqlenQ;
-  n.features.pack_gqa = grouped && fewQueries;
+  KernelSpec packed = n.features;
+  packed.pack_gqa = true;
+  // fp8 runs only on wgmma's TMA ring, which reads no packed rows.
+  bool packable = !candidateVariants(packed, n.arch, n.table).empty();
+  n.features.pack_gqa = grouped && fewQueries && packable;
   if (n.features.pack_gqa)
     n.tileRows = q.seqlenQ * q.gqaRatio;
   n.note("0 pack",
@@ -81,7 +85,9 @@ static void rulePackGqa(Narrowing &n) {
              ", seqlen_q " + std::to_string(q.seqlenQ) +
              (fewQueries ? " <= " : " > ") + std::to_string(rule->maxSeqlenQ) +
              (n.features.pack_gqa ? ": pack_gqa, one tile per GQA group"
-                                  : ": one query head per tile"));
+              : packable ? ": one query head per tile"
+                         : ": one query head per tile (no kernel packs these "
+                           "features)"));
 }
 
 static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {

@@ -74,7 +74,8 @@ struct PlanState {
   /// A GPU plan with paged K/V (Tensors::seqlensK), or a GPU append
   /// (AppendTensors::seqlens): the lengths the kernel reads, in device memory.
   bool needsDeviceLengths = false;
-  bool needsQ = false; ///< an append that rotates Q: q and qOut
+  bool needsQ = false;    ///< an append that rotates Q: q and qOut
+  bool fp8Inputs = false; ///< Tensors::descale* apply (else they must be 1)
 };
 
 /// The one way in and out of a Plan's state.

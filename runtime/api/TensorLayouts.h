@@ -46,13 +46,17 @@ unsigned rowAlignment(const TensorStrides &strides, unsigned elementBytes,
 /// "BSHD", "BHSD" or "strided(b,s,h)".
 std::string layoutName(const api::TensorLayout &layout);
 
-/// \p args with the caller's Q, K, V, O and LSE pointers from \p t.
+/// \p args with the caller's Q, K, V, O and LSE pointers from \p t, and
+/// its fp8 descale factors: Q's and K's fold into the softmax scale, V's
+/// scales O (fp8 kernels only read vScale).
 inline KernelArgs withTensorPointers(KernelArgs args, const api::Tensors &t) {
   args.q = t.q;
   args.k = t.k;
   args.v = t.v;
   args.o = t.o;
   args.lse = t.lse;
+  args.scale *= t.descaleQ * t.descaleK;
+  args.vScale = t.descaleV;
   return args;
 }
 

@@ -132,6 +132,7 @@ struct DriverApi {
 /// CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion
 /// enumerators.
 enum CUtensorMapEnums : int {
+  kTensorMapUint8 = 0,        ///< CU_TENSOR_MAP_DATA_TYPE_UINT8 (fp8)
   kTensorMapFloat16 = 6,      ///< CU_TENSOR_MAP_DATA_TYPE_FLOAT16
   kTensorMapBfloat16 = 9,     ///< CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
   kTensorMapSwizzle32 = 1,    ///< CU_TENSOR_MAP_SWIZZLE_32B

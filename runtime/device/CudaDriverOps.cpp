@@ -117,7 +117,9 @@ llvm::Error CudaDriver::encodeTensorMap(const TensorMapRequest &r, void *map) {
   int swizzle = r.swizzleBytes == 128  ? kTensorMapSwizzle128
                 : r.swizzleBytes == 64 ? kTensorMapSwizzle64
                                        : kTensorMapSwizzle32;
-  int type = r.dtype == DType::F16 ? kTensorMapFloat16 : kTensorMapBfloat16;
+  int type = isFp8(r.dtype)          ? kTensorMapUint8
+             : r.dtype == DType::F16 ? kTensorMapFloat16
+                                     : kTensorMapBfloat16;
   const unsigned elementStrides[4] = {1, 1, 1, 1};
   if (llvm::Error err =
           check(fns.tensorMapEncodeTiled(

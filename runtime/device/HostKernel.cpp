@@ -58,6 +58,7 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   int64_t rows = itemQueryRows(spec, sq, problem.headsQ, problem.headsKv);
   p.numQTiles = static_cast<int32_t>((rows + spec.bm - 1) / spec.bm);
   p.scale = problem.resolvedScale();
+  p.vScale = 1;
   p.softcap = problem.softcap;
   p.windowLeft = static_cast<int32_t>(problem.windowLeft);
   p.windowRight = static_cast<int32_t>(problem.windowRight);

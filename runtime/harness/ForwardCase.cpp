@@ -33,6 +33,9 @@ struct ForwardCase::State {
   std::vector<int32_t> blockTable; ///< paged only
   std::unique_ptr<DeviceCopies> gpu;
   api::Tensors tensors; ///< of the last run(): host or device pointers
+  /// fp8: Q, K and V hold q / descale; distinct factors, so a kernel that
+  /// swaps or drops one fails the check.
+  float descaleQ = 1, descaleK = 1, descaleV = 1;
 
   bool paged() const { return l.pagedCache.has_value(); }
   std::vector<int64_t> keyLengths() const {
@@ -66,6 +69,11 @@ llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
   if (!lowered)
     return lowered.takeError();
   auto state = std::make_unique<State>(std::move(*lowered), seed);
+  if (isFp8(state->l.features.dtype)) {
+    state->descaleQ = 0.5f;
+    state->descaleK = 0.25f;
+    state->descaleV = 2.0f;
+  }
   fillInputs(*state);
   return ForwardCase(std::move(state));
 }
@@ -82,9 +90,16 @@ static void poisonOutputs(ForwardCase::State &s) {
       s.l.features.lse ? size_t(numElements(s.l.problem.lseShape())) : 0, NAN);
 }
 
+static void setDescales(const ForwardCase::State &s, api::Tensors &t) {
+  t.descaleQ = s.descaleQ;
+  t.descaleK = s.descaleK;
+  t.descaleV = s.descaleV;
+}
+
 static api::Tensors hostTensors(ForwardCase::State &s) {
   api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(),
                  s.o.data.data(), s.lse.empty() ? nullptr : s.lse.data()};
+  setDescales(s, t);
   if (s.paged()) {
     t.blockTable = s.blockTable.data();
     t.seqlensK = s.l.seqlensK.data();
@@ -116,6 +131,7 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
   t.seqlensK = gpu.upload<const int32_t>(l.seqlensK.data(),
                                          l.seqlensK.size() * 4, "seqlens_k");
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
+  setDescales(s, t);
   if (!gpu.error().empty())
     return makeError(ErrorKind::Driver, gpu.error());
   return t;
@@ -145,20 +161,33 @@ llvm::Error ForwardCase::launch(const api::Plan &plan) {
   return toError(api::run(plan, s->tensors));
 }
 
+// The reference reads what the kernel computes with: each input times its
+// descale factor.
+static std::vector<float> scaled(std::vector<float> values, float factor) {
+  if (factor != 1)
+    for (float &v : values)
+      v *= factor;
+  return values;
+}
+
 CompareResult ForwardCase::check() const {
   const KernelSpec &f = s->l.features;
   ReferenceOutput ref;
   if (s->paged()) {
     PagedProblem paged =
         PagedProblem::make(f, s->l.problem, *s->l.pagedCache, s->keyLengths());
-    ref = referencePaged(f, paged, s->q.packed(), s->k.data.toFloat(),
-                         s->v.data.toFloat(), s->blockTable);
+    ref =
+        referencePaged(f, paged, scaled(s->q.packed(), s->descaleQ),
+                       scaled(s->k.data.toFloat(), s->descaleK),
+                       scaled(s->v.data.toFloat(), s->descaleV), s->blockTable);
   } else {
-    ref = referenceForward(f, s->l.problem, s->q.packed(), s->k.packed(),
-                           s->v.packed());
+    ref = referenceForward(f, s->l.problem, scaled(s->q.packed(), s->descaleQ),
+                           scaled(s->k.packed(), s->descaleK),
+                           scaled(s->v.packed(), s->descaleV));
   }
   return compareOutputs(s->o.packed(), ref.o, s->lse,
-                        f.lse ? ref.lse : std::vector<double>(), f.outType());
+                        f.lse ? ref.lse : std::vector<double>(),
+                        toleranceFor(f.dtype, f.outType()));
 }
 
 // The paged bundle: the pools as they are, the table and the lengths.
@@ -196,8 +225,10 @@ llvm::Error ForwardCase::save(const std::string &dir, const KernelSpec &kernel,
                               unsigned numSplits) const {
   if (s->paged())
     return savePaged(*s, dir, kernel, numSplits);
-  std::vector<float> q = s->q.packed(), k = s->k.packed(), v = s->v.packed(),
-                     o = s->o.packed();
+  // fp8: the values the kernel computed with, descale factors applied.
+  std::vector<float> q = scaled(s->q.packed(), s->descaleQ),
+                     k = scaled(s->k.packed(), s->descaleK),
+                     v = scaled(s->v.packed(), s->descaleV), o = s->o.packed();
   return writeRunBundle(dir, kernel, s->l.problem, {q, k, v, o, s->lse});
 }
 

@@ -1,5 +1,6 @@
 //===- HalfPrecision.cpp - Software fp16 and bf16 conversions -------------===//
 #include "runtime/numerics/HalfPrecision.h"
+#include "runtime/numerics/Fp8.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <cmath>
@@ -89,7 +90,7 @@ float fmhajit::roundToDType(float f, DType type) {
     return bf16ToFloat(floatToBf16(f));
   case DType::F8E4M3:
   case DType::F8E5M2:
-    break;
+    return fp8ToFloat(floatToFp8(f, type), type);
   }
-  llvm_unreachable("host numerics support fp32, fp16 and bf16");
+  llvm_unreachable("unknown dtype");
 }

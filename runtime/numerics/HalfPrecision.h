@@ -24,8 +24,8 @@ uint16_t floatToBf16(float f);
 /// The float equal to the bfloat16 value \p bits (exact).
 float bf16ToFloat(uint16_t bits);
 
-/// \p f rounded to \p type and back: what a kernel reading \p type sees.
-/// \p type is fp32, fp16 or bf16.
+/// \p f rounded to \p type and back: what a kernel reading \p type sees
+/// (fp8: Fp8.h's rounding).
 float roundToDType(float f, DType type);
 
 } // namespace fmhajit

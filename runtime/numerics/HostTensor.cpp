@@ -1,5 +1,6 @@
 //===- HostTensor.cpp - A typed host buffer -------------------------------===//
 #include "runtime/numerics/HostTensor.h"
+#include "runtime/numerics/Fp8.h"
 #include "runtime/numerics/HalfPrecision.h"
 #include <cassert>
 #include <cstring>
@@ -10,8 +11,6 @@ using namespace fmhajit;
 
 HostTensor::HostTensor(DType type, size_t numElements)
     : type(type), count(numElements), bytes(numElements * dtypeBytes(type), 0) {
-  assert((type == DType::F32 || type == DType::F16 || type == DType::BF16) &&
-         "host tensors hold fp32, fp16 or bf16");
 }
 
 float HostTensor::get(size_t i) const {
@@ -21,6 +20,8 @@ float HostTensor::get(size_t i) const {
     std::memcpy(&f, bytes.data() + 4 * i, 4);
     return f;
   }
+  if (isFp8(type))
+    return fp8ToFloat(bytes[i], type);
   uint16_t bits;
   std::memcpy(&bits, bytes.data() + 2 * i, 2);
   return type == DType::F16 ? fp16ToFloat(bits) : bf16ToFloat(bits);
@@ -30,6 +31,10 @@ void HostTensor::set(size_t i, float value) {
   assert(i < count && "element out of range");
   if (type == DType::F32) {
     std::memcpy(bytes.data() + 4 * i, &value, 4);
+    return;
+  }
+  if (isFp8(type)) {
+    bytes[i] = floatToFp8(value, type);
     return;
   }
   uint16_t bits = type == DType::F16 ? floatToFp16(value) : floatToBf16(value);

@@ -1,9 +1,10 @@
 //===- HostTensor.h - A typed host buffer for kernel inputs and outputs ---===//
 //
 // Holds elements in their storage dtype (fp32 as float, fp16/bf16 as raw
-// 16-bit patterns), so a kernel reads exactly these bytes, and converts to
-// float for the reference and comparisons. Outputs are poisoned with NaN
-// before a run so that an element the kernel never wrote fails the check.
+// 16-bit patterns, fp8 as its byte codes), so a kernel reads exactly these
+// bytes, and converts to float for the reference and comparisons. Outputs
+// are poisoned with NaN before a run so that an element the kernel never
+// wrote fails the check.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,7 +18,7 @@ namespace fmhajit {
 
 class HostTensor {
 public:
-  /// \p numElements zeros of \p type (fp32, fp16 or bf16).
+  /// \p numElements zeros of \p type.
   HostTensor(DType type, size_t numElements);
 
   DType getType() const { return type; }

@@ -20,5 +20,8 @@ struct Tolerance {
 
 /// The tolerance for outputs of \p outType (fp32, fp16 or bf16).
 Tolerance toleranceFor(DType outType);
+/// The tolerance for a kernel with inputs of \p inType: fp8 inputs have
+/// their own row, whatever \p outType; others take toleranceFor(outType).
+Tolerance toleranceFor(DType inType, DType outType);
 
 } // namespace fmhajit

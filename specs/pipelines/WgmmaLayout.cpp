@@ -27,7 +27,18 @@ WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
   unsigned size = dtypeBytes(spec.dtype);
   query = {0, spec.bm, spec.d, size};
   keys = {alignedTile(query.end()), spec.bn, spec.d, size};
-  values = {alignedTile(keys.end()), spec.bn, spec.headDimV(), size};
+  if (!transposesValues()) {
+    values = {alignedTile(keys.end()), spec.bn, spec.headDimV(), size};
+    return;
+  }
+  values = {alignedTile(keys.end()), spec.headDimV(), spec.bn, size};
+  stagedValues = {alignedTile(values.end()), spec.bn, spec.headDimV(), size};
+}
+
+bool WgmmaLayout::transposesValues() const { return isFp8(spec.dtype); }
+
+unsigned WgmmaLayout::stepElements() const {
+  return 32 / dtypeBytes(spec.dtype);
 }
 
 unsigned WgmmaLayout::slabBytes(unsigned width) const {
@@ -39,18 +50,22 @@ unsigned WgmmaLayout::slabBytes(unsigned width) const {
 }
 
 unsigned WgmmaLayout::stageBytes() const {
-  return alignedTile(values.end()) - keys.offset;
+  const SharedTile &last = transposesValues() ? stagedValues : values;
+  return alignedTile(last.end()) - keys.offset;
 }
 
 unsigned WgmmaLayout::barrierOffset() const {
   return keys.offset + spec.stages * stageBytes();
 }
 
+unsigned WgmmaLayout::barrierCount() const {
+  return 1 + (transposesValues() ? 6 : 4) * spec.stages;
+}
+
 unsigned WgmmaLayout::bytes() const {
   if (!usesTensorMaps(spec))
     return keys.offset + spec.stages * (values.end() - keys.offset);
-  unsigned barriers = 1 + 4 * spec.stages;
-  return barrierOffset() + 8 * barriers;
+  return barrierOffset() + 8 * barrierCount();
 }
 
 void WgmmaLayout::check(ErrorList &errors) const {
@@ -69,10 +84,12 @@ void WgmmaLayout::check(ErrorList &errors) const {
                      Twine(kRowsPerWarp * spec.warps) +
                      " for warps=" + Twine(spec.warps) +
                      ", or warps=" + Twine(spec.bm / kRowsPerWarp));
-  if (spec.bn % kStep || spec.bn > kMaxN)
+  if (spec.bn % stepElements() || spec.bn > kMaxN)
     addTileError(errors, "bn", spec.bn,
-                 "pipeline wgmma multiplies 16 keys at a time, at most 256 "
-                 "per instruction: use a multiple of 16 up to 256");
+                 "pipeline wgmma multiplies " + Twine(stepElements()) +
+                     " keys at a time, at most 256 per instruction: use a "
+                     "multiple of " +
+                     Twine(stepElements()) + " up to 256");
   if (spec.headDimV() > kMaxN)
     addTileError(errors, "dv", spec.headDimV(),
                  "pipeline wgmma computes O with one instruction of at most "
@@ -88,6 +105,27 @@ void WgmmaLayout::check(ErrorList &errors) const {
                      keyOf(spec.family) + " has none: use stages=1");
   if (usesTensorMaps(spec))
     checkTensorMapLoads(errors);
+  if (transposesValues())
+    checkFp8(errors);
+}
+
+// The transposers (ir/targets/NvptxFp8Transposer.cpp) move V in units of
+// 4 keys x 4 columns, eight 16-key groups and eight 4-column words to a
+// warp's pass, which keeps their shared-memory accesses free of bank
+// conflicts: bn a multiple of 128, dv of 32.
+void WgmmaLayout::checkFp8(ErrorList &errors) const {
+  if (spec.stages != 2)
+    addTileError(errors, "stages", spec.stages,
+                 "fp8 on pipeline wgmma transposes V in the producer "
+                 "warpgroup, which only the TMA ring has: use stages=2");
+  if (spec.bn % 128)
+    addTileError(errors, "bn", spec.bn,
+                 "fp8 on pipeline wgmma transposes V 128 keys at a time: use "
+                 "bn=128 or 256");
+  if (spec.headDimV() % 32)
+    addTileError(errors, "dv", spec.headDimV(),
+                 "fp8 on pipeline wgmma transposes V 32 columns at a time: use "
+                 "a multiple of 32");
 }
 
 // A tensor map describes a [batch, rows, heads, d] box grid of fixed

@@ -23,6 +23,15 @@
 //    follow the last ring slot. A whole warpgroup, because registers move
 //    between warpgroups (setmaxnreg): the producer's go to the consumers.
 //
+// fp8 (e4m3, e5m2): wgmma's 8-bit products take both operands K-major, so
+// O += P V needs V^T, [dv][bn] with keys contiguous, and TMA cannot
+// transpose. Each ring slot then also holds a staging tile where TMA lands V
+// as stored ([bn][dv]); the producer warpgroup's other three warps (the
+// transposers) write it into the slot's V tile as V^T, its keys permuted
+// within each group of 16 so that P's A fragments come straight from S's
+// accumulators (NvptxFp8Transposer.cpp). Two more barriers per slot hand
+// the staging tile between the TMA warp and the transposers.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -53,7 +62,16 @@ public:
   WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch);
 
   /// The tiles of ring slot 0; slot s lies s * stageBytes() further on.
-  SharedTile query, keys, values;
+  /// Under fp8, values is V^T ([dv][bn], what the products read) and
+  /// stagedValues V as TMA lands it ([bn][dv]); otherwise stagedValues is
+  /// empty.
+  SharedTile query, keys, values, stagedValues;
+
+  /// Whether V reaches the products through the transposers (fp8).
+  bool transposesValues() const;
+  /// Keys one wgmma step multiplies: 32 bytes of each row (16 for 16-bit
+  /// types, 32 for fp8).
+  unsigned stepElements() const;
 
   /// Bytes of one slab row (and the swizzle's width) for rows of \p width
   /// elements: 128, 64 or 32, the widest dividing the row.
@@ -61,8 +79,10 @@ public:
   /// Bytes from one ring slot's K tile to the next's.
   unsigned stageBytes() const;
   /// Where the mbarriers start (stages=2): eight bytes each, for Q's full
-  /// barrier, then K full, K empty, V full and V empty of each slot.
+  /// barrier, then K full, K empty, V full and V empty of each slot, then
+  /// under fp8 staged-V full and staged-V empty of each slot.
   unsigned barrierOffset() const;
+  unsigned barrierCount() const;
   unsigned bytes() const;
   /// Stages 1 or 2; one computing warp per 16 query rows in whole
   /// warpgroups; d and dv rows of whole 32-byte chunks; bn and dv within
@@ -71,6 +91,7 @@ public:
 
 private:
   void checkTensorMapLoads(ErrorList &errors) const;
+  void checkFp8(ErrorList &errors) const;
 
   const KernelSpec &spec;
   const ArchInfo &arch;
