@@ -23,7 +23,8 @@ def parse_args():
     p.add_argument("--tile", default="", help="extra spec keys, e.g. bm=128,bn=64,warps=4")
     p.add_argument("--only-d", type=int, default=0, help="run only this head dim")
     p.add_argument("--head-dims", default="64,128,256")
-    p.add_argument("--dtypes", default="bf16,fp16")
+    p.add_argument("--dtypes", default="bf16,fp16",
+                   help="bf16, fp16, fp8_e4m3, fp8_e5m2 (fp8 rows time the peers in bf16)")
     p.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     p.add_argument("--no-peers", action="store_true", help="time fmhajit only")
     return p.parse_args()
@@ -44,7 +45,10 @@ def flops(c):
 def time_torch(c, backend_name):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[c["dtype"]]
+    # fp8 rows time the peers in bf16, the yardstick (SDPA has no
+    # fp8 forward).
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8_e4m3": torch.bfloat16,
+          "fp8_e5m2": torch.bfloat16}[c["dtype"]]
     shape = (c["batch"], c["seqlen"], c["heads"], c["d"])  # BSHD, as fmhajit
     q, k, v = (torch.randn(shape, dtype=dt, device="cuda").transpose(1, 2) for _ in range(3))
     backend = getattr(SDPBackend, backend_name)
@@ -112,7 +116,7 @@ def main():
         ours = " ".join("%s %s (%s cuDNN)" % (pl, fmt(row[pl + "_tflops"]), rat(row[pl + "_vs_CUDNN_ATTENTION"]))
                         for pl in pipelines)
         errs = "".join("  [%s: %s]" % (pl, row[pl + "_error"]) for pl in pipelines if row[pl + "_error"])
-        print("%-4s %-6s d=%-3d S=%-5d B=%-2d H=%-2d | %s | FA2 %s cuDNN %s eff %s%s" % (
+        print("%-8s %-6s d=%-3d S=%-5d B=%-2d H=%-2d | %s | FA2 %s cuDNN %s eff %s%s" % (
             c["dtype"], "causal" if c["causal"] else "full", c["d"], c["seqlen"], c["batch"], c["heads"],
             ours, fmt(row["FLASH_ATTENTION_tflops"]), fmt(row["CUDNN_ATTENTION_tflops"]),
             fmt(row["EFFICIENT_ATTENTION_tflops"]), errs), flush=True)

@@ -7,7 +7,10 @@ Two grids:
     (causal, lse=1);
   - on sm_90a, every forward family x mask x lse for the tensor-core
     pipelines (and wgmma's TMA ring, stages=2) at d = 64, 128 and 256
-    (bf16), plus softcap, ALiBi and both under three masks.
+    (bf16), plus softcap, ALiBi and both under three masks;
+  - on sm_90a, fp8 (e4m3; e5m2 at d = 128) on wgmma's TMA ring with its V
+    transposers: every forward family x mask x lse at d = 64, 128 and 256,
+    and softcap with ALiBi.
 Prints one line per failing kernel and a summary line."""
 import os, re, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +43,17 @@ def feature_grid():
                     yield ("family=fwd,dtype=bf16,d=%d,mask=%s,%s,lse=1,"
                            "pipeline=%s,target=sm_90a" % (d, mask, mods, pipeline))
 
+def fp8_grid():
+    for d in [64, 128, 256]:
+        for family in ["fwd", "fwd_splitkv"]:
+            for mask in ["none", "causal", "causal_br", "window"]:
+                for lse in [0, 1]:
+                    yield ("family=%s,dtype=fp8_e4m3,d=%d,mask=%s,lse=%d,"
+                           "target=sm_90a" % (family, d, mask, lse))
+        yield ("family=fwd,dtype=fp8_e4m3,d=%d,mask=causal,softcap=1,"
+               "bias=alibi,lse=1,target=sm_90a" % d)
+    yield "family=fwd,dtype=fp8_e5m2,d=128,mask=causal,lse=1,target=sm_90a"
+
 def check(spec):
     """'' if the kernel assembles cleanly, else why not."""
     with tempfile.NamedTemporaryFile(suffix=".ptx", dir=tmp) as ptx:
@@ -55,7 +69,7 @@ def check(spec):
     problems += sorted(set(re.findall(r"\(C75(?:15|11|08)\)", out)))
     return " ".join(problems)
 
-specs = list(default_tiles()) + list(feature_grid())
+specs = list(default_tiles()) + list(feature_grid()) + list(fp8_grid())
 with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
     results = list(pool.map(check, specs))
 failed = 0
