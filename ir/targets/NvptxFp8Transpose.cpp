@@ -2,11 +2,17 @@
 #include "ir/targets/NvptxFp8Transpose.h"
 #include "ir/Loops.h"
 #include "ir/targets/NvptxTma.h"
+#include <algorithm>
 
 using namespace fmhajit;
 using namespace llvm;
 
 namespace {
+/// Passes whose loads a transposer issues before it stores any. 1 is what
+/// docs/results.md measured; 2 assembles without spills at the producer's
+/// 40 registers but has not been timed.
+constexpr unsigned kInFlight = 1;
+
 /// Byte \p byte (i32) of row \p row (i32) of a swizzled tile of \p shape:
 /// slabs of W-byte rows, each 16-byte chunk XOR-ed with the address bits
 /// above the row's 128 bytes, as WgmmaLayout lays tiles out.
@@ -49,40 +55,67 @@ SmallVector<Value *, 4> transposeBytes(IRBuilderBase &b, ArrayRef<Value *> in) {
 }
 } // namespace
 
+/// Where one pass of a thread reads its four words and writes its four.
+struct PassAddresses {
+  Value *from[4], *to[4];
+};
+
 void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
                                      const WgmmaLayout &layout, Value *src,
                                      Value *dst, Value *thread) {
   const SharedTile &from = layout.stagedValues, &to = layout.values;
   unsigned keys = from.rows, columns = from.pitch;
-  assert(keys % 128 == 0 && columns % 32 == 0 && "WgmmaLayout::checkFp8");
+  // A pass's lanes take `spread` key groups (8, or all of them when fewer).
+  unsigned groups = keys / 16, spread = std::min(8u, groups);
+  assert(groups % spread == 0 && columns % 32 == 0 && "WgmmaLayout::checkFp8");
   auto c = [&](unsigned v) { return b.getInt32(v); };
   Value *lane = b.CreateAnd(thread, c(31));
   Value *h = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, c(3));
-  unsigned words = columns / 32, passes = 8 * words * (keys / 128);
+  unsigned words = columns / 32, passes = groups * words;
   unsigned warps = kTransposerThreads / 32;
-  emitFor(b, b.CreateLShr(thread, 5), c(passes), c(warps), "vt", [&](Value *p) {
-    Value *u = b.CreateAnd(p, c(7));
-    Value *rest = b.CreateLShr(p, 3);
+  auto addressesOf = [&](Value *p) {
+    Value *u = b.CreateURem(p, c(spread));
+    Value *rest = b.CreateUDiv(p, c(spread));
     Value *v = b.CreateURem(rest, c(words));
-    Value *group = b.CreateAdd(b.CreateMul(b.CreateUDiv(rest, c(words)), c(8)),
-                               b.CreateAnd(b.CreateAdd(h, u), c(7)));
+    Value *group =
+        b.CreateAdd(b.CreateMul(b.CreateUDiv(rest, c(words)), c(spread)),
+                    b.CreateURem(b.CreateAdd(h, u), c(spread)));
     Value *word = b.CreateAdd(b.CreateMul(v, c(8)), h);
     // Keys pi(4t..4t+3) of the group: 2t, 2t+1, 2t+8, 2t+9.
     Value *firstKey = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 1));
-    SmallVector<Value *, 4> rows;
-    for (unsigned key : {0u, 1u, 8u, 9u}) {
-      Value *at =
+    Value *slotByte = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 2));
+    PassAddresses a;
+    for (unsigned k = 0; k < 4; ++k) {
+      unsigned key = (k / 2) * 8 + k % 2; // 0, 1, 8, 9
+      a.from[k] =
           swizzledByte(b, layout, from, src, b.CreateAdd(firstKey, c(key)),
                        b.CreateShl(word, 2));
-      rows.push_back(b.CreateAlignedLoad(b.getInt32Ty(), at, Align(4)));
+      a.to[k] = swizzledByte(b, layout, to, dst,
+                             b.CreateAdd(b.CreateShl(word, 2), c(k)), slotByte);
     }
-    SmallVector<Value *, 4> columnsOut = transposeBytes(b, rows);
-    Value *slotByte = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 2));
-    for (unsigned j = 0; j < 4; ++j) {
-      Value *row = b.CreateAdd(b.CreateShl(word, 2), c(j));
-      b.CreateAlignedStore(columnsOut[j],
-                           swizzledByte(b, layout, to, dst, row, slotByte),
-                           Align(4));
+    return a;
+  };
+  // kInFlight passes an iteration, their loads issued together: a lone
+  // warp's loop is latency-bound otherwise. A pass past the end repeats the
+  // last one (the same bytes to the same places).
+  unsigned step = kInFlight * warps;
+  emitFor(b, b.CreateLShr(thread, 5), c(passes), c(step), "vt", [&](Value *p) {
+    SmallVector<PassAddresses, kInFlight> at;
+    SmallVector<SmallVector<Value *, 4>, kInFlight> words;
+    for (unsigned i = 0; i < kInFlight; ++i) {
+      Value *pass = b.CreateAdd(p, c(i * warps));
+      Value *last = c(passes - 1);
+      at.push_back(
+          addressesOf(b.CreateSelect(b.CreateICmpULT(pass, last), pass, last)));
+      words.emplace_back();
+      for (Value *address : at.back().from)
+        words.back().push_back(
+            b.CreateAlignedLoad(b.getInt32Ty(), address, Align(4)));
+    }
+    for (unsigned i = 0; i < kInFlight; ++i) {
+      SmallVector<Value *, 4> out = transposeBytes(b, words[i]);
+      for (unsigned k = 0; k < 4; ++k)
+        b.CreateAlignedStore(out[k], at[i].to[k], Align(4));
     }
   });
 }

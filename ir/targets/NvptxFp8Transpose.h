@@ -16,6 +16,8 @@
 // 32-bit stores to V^T. Lane (h = lane / 4, t = lane % 4) of a pass takes
 // column word 8v + h and key group 8bb + (h + u) % 8: the loads then hit 32
 // different banks of the 128-byte swizzled rows, and so do the stores.
+// With 64 keys (4 groups) a pass takes group (h + u) % 4, and two lanes
+// share each store bank.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -96,25 +96,27 @@ public:
   }
 
   /// Registers a producer and a consumer thread keep after setmaxnreg (0:
-  /// no change): the block launches with the register file shared evenly
-  /// (ptxas' limit for nvvm.maxntid); the consumers share all but 24 a
-  /// producer thread, in multiples of 8 up to 256, and the producer keeps
-  /// what is left (24 or more).
+  /// no change). The block launches with the register file shared evenly
+  /// (ptxas' limit for nvvm.maxntid). What the consumers gain comes only
+  /// from what the producer warpgroup gives up inside the block (an
+  /// increase the released registers cannot cover blocks forever), so the
+  /// producer keeps at least 24 (32 with the fp8 transposers, which spill
+  /// at 24), the consumers share the rest in multiples of 8 up to 256, and
+  /// the producer keeps what that rounding leaves.
   struct RegisterSplit {
     unsigned producer = 0, consumer = 0;
   };
   RegisterSplit registerSplit() const {
-    const unsigned file = 65536, groupThreads = 128, minimum = 24;
+    const unsigned file = 65536, groupThreads = 128;
+    unsigned producer = WgmmaLayout(spec, arch).transposesValues() ? 32 : 24;
     unsigned groups = numThreads() / groupThreads;
     unsigned launched = std::min(256u, file / numThreads() / 8 * 8);
-    unsigned consumer =
-        std::min(256u, (file / groupThreads - minimum) / (groups - 1) / 8 * 8);
+    unsigned consumer = std::min(
+        256u, (launched + (launched - producer) / (groups - 1)) / 8 * 8);
     if (consumer <= launched)
       return {};
-    // The producer keeps what the consumers leave (the fp8 transposers
-    // need more than 24).
-    unsigned producer = (file / groupThreads - consumer * (groups - 1)) / 8 * 8;
-    return {producer, consumer};
+    // Whatever the rounding leaves stays with the producer.
+    return {launched - (consumer - launched) * (groups - 1), consumer};
   }
 
   Value *threadId(IRBuilderBase &b) override {

@@ -26,7 +26,8 @@ llvm::Expected<KernelSpec> fmhajit::combineSpecFor(const KernelSpec &split) {
             " writes no split-KV partials; use fwd_splitkv or fwd_paged");
   KernelSpec combine;
   combine.family = Family::SplitKvCombine;
-  combine.dtype = split.dtype;
+  // The combine reads fp32 partials: fp8 inputs never reach it.
+  combine.dtype = isFp8(split.dtype) ? split.outType() : split.dtype;
   combine.out = split.outType();
   combine.d = split.d;
   combine.dv = split.headDimV();

@@ -33,10 +33,12 @@ struct ToleranceRow {
 //   each p, ~3% RMS. Each element of O sums p_j v_j with independent
 //   errors, so O's relative RMS error is about P's, whatever Sk: 6e-2 RMS,
 //   and 1e-1 of max|ref| per element (O's largest errors are on elements
-//   well below the maximum). The LSE comes from fp32 scores and sums as
-//   above: 1e-5.
+//   well below the maximum). The LSE comes from the scores, which the fp8
+//   tensor cores accumulate with about 14 bits of mantissa rather than
+//   fp32's 24 (DeepSeek-V3 report, section 3.3.2): an H100 showed 3.4e-5
+//   (d=128, causal, 777 queries), so 2e-4.
 static const Tolerance kFp8InputTolerance = {
-    /*relL2=*/6e-2, /*maxAbs=*/1e-1, /*lseRel=*/1e-5};
+    /*relL2=*/6e-2, /*maxAbs=*/1e-1, /*lseRel=*/2e-4};
 
 static const ToleranceRow kTolerances[] = {
     {DType::F32, {/*relL2=*/2e-5, /*maxAbs=*/1e-4, /*lseRel=*/1e-5}},
