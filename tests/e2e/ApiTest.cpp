@@ -328,6 +328,25 @@ TEST_F(ApiRun, RefusesMissingTensors) {
       << noLse.message();
 }
 
+// Descale factors scale fp8 inputs only; a bad or misplaced one is refused
+// before anything runs.
+TEST_F(ApiRun, RefusesDescalesOutsideFp8) {
+  api::Plan plan = planFor(dense(1, 4, 4, 16, 16, 64, DType::F32));
+  api::Tensors t{q.data(), q.data(), q.data(), o.data()};
+  t.descaleV = 2;
+  api::Status scaled = api::run(plan, t);
+  EXPECT_EQ(scaled.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(scaled.message().find("scale fp8 inputs only"), std::string::npos)
+      << scaled.message();
+  t.descaleV = 1;
+  t.descaleQ = 0;
+  api::Status zero = api::run(plan, t);
+  EXPECT_NE(zero.message().find("finite and > 0"), std::string::npos)
+      << zero.message();
+  t.descaleQ = 1;
+  EXPECT_TRUE(api::run(plan, t).ok());
+}
+
 TEST(ApiPlan, DescribesItself) {
   Problem p = dense(2, 8, 2, 128, 128, 64, DType::BF16);
   p.mask = Mask::Causal;

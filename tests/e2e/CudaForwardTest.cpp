@@ -5,7 +5,8 @@
 // and run on random inputs with outputs poisoned on the device, checked
 // against the float64 host reference. Each table runs for pipeline=simt
 // and pipelines mma, wgmma and wgmma with stages=2 (its TMA ring and
-// producer warp; fp16/bf16 only); a tensor-core kernel whose
+// producer warp; fp16/bf16, and fp8 in a table of its own); a tensor-core
+// kernel whose
 // code generation reports ErrorKind::Unsupported is skipped with the reason.
 //
 //   DTypesAndHeadDims  fp16/bf16/fp32 x d = 64, 128, 256 and d=192,dv=128,
@@ -120,6 +121,21 @@ CUDA_TABLE(DTypesAndHeadDims,
 CUDA_TABLE(NarrowSwizzles,
            dtypeHeadDimGrid({"bf16", "fp16"}, {"d=32", "d=80", "d=96", "d=160"},
                             70, 133));
+
+// fp8 (e4m3, e5m2) runs only on wgmma's TMA ring, whose producer warpgroup
+// transposes V: every head dim, masks, lse and GQA from the grid, narrow
+// swizzles (d = 96) and dv != d. Descale factors are 1 here; the CLI tests
+// (and `fmhajit run --check`) run them at 0.5, 0.25 and 2.
+std::vector<CudaCase> fp8Cases() {
+  std::vector<CudaCase> out;
+  for (const ForwardCase &c :
+       dtypeHeadDimGrid({"fp8_e4m3", "fp8_e5m2"},
+                        {"d=64", "d=128", "d=256", "d=96,dv=64"}, 150, 397))
+    out.push_back({c, "wgmma,stages=2"});
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(Fp8, CudaForward, ::testing::ValuesIn(fp8Cases()),
+                         caseName);
 
 //===-- Masks -------------------------------------------------------------===//
 
@@ -303,6 +319,29 @@ TEST(CudaRun, ChecksAndTimesOnTheGpu) {
         "launch   ", "check    PASS", "time     ", "GFLOPS   ", "TFLOPS   "})
     EXPECT_NE(text.find(line), std::string::npos) << "no '" << line << "' in:\n"
                                                   << text;
+}
+
+// fp8 from the CLI, through the public API: the harness quantizes Q, K and
+// V with descale factors 0.5, 0.25 and 2 (a kernel that drops or swaps one
+// fails the check), for the forward and for split-KV with its combine.
+TEST(CudaRun, Fp8WithDescalesChecksOnTheGpu) {
+  if (!CudaForwardRunner::shared())
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{
+            "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,lse=1,target=sm_90a",
+            "--batch", "2", "--heads", "8", "--heads-kv", "2", "--seqlen-q",
+            "777"},
+        std::vector<std::string>{
+            "family=fwd_splitkv,dtype=fp8_e5m2,d=128,lse=1,target=sm_90a",
+            "--heads", "8", "--heads-kv", "1", "--seqlen-q", "1", "--seqlen-k",
+            "9000", "--num-splits", "5"}}) {
+    args.insert(args.begin(), "run");
+    args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
+    auto [rc, text] = runFmhajit(args);
+    EXPECT_EQ(rc, 0) << text;
+    EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+  }
 }
 
 // fwd_splitkv from the CLI: the split kernel and the combine on the GPU, the

@@ -148,7 +148,7 @@ fmhajit::e2e::checkForward(const KernelSpec &spec,
   if (spec.lse)
     check.refLse = std::move(ref.lse);
   check.compare = compareOutputs(check.o, check.refO, check.lse, check.refLse,
-                                 spec.outType());
+                                 toleranceFor(spec.dtype, spec.outType()));
   return check;
 }
 

@@ -115,9 +115,28 @@ TEST_P(ArchTable, DefaultTilesValidateForEveryHeadDimAndPipeline) {
         s.pipeline = p;
         s.target = a.name;
         llvm::Expected<KernelSpec> r = validateSpec(s);
+        // fp8's wgmma rows are narrower (WgmmaLayout::checkFp8): whole
+        // 32-byte rows, and a later default row where the first's bn does
+        // not suit its V transposers.
+        bool fp8Wgmma = isFp8(t) && p == Pipeline::Wgmma;
+        if (fp8Wgmma && d % 32) {
+          EXPECT_FALSE(bool(r)) << printSpec(s);
+          if (!r)
+            EXPECT_NE(llvm::toString(r.takeError()).find("d="),
+                      std::string::npos);
+          continue;
+        }
         if (!r) {
           ADD_FAILURE() << printSpec(s) << ": "
                         << llvm::toString(r.takeError());
+          continue;
+        }
+        if (fp8Wgmma) {
+          auto rows = a.defaultTiles(p, d);
+          EXPECT_TRUE(llvm::any_of(rows, [&](const TileConfig *row) {
+            return row->bm == r->bm && row->bn == r->bn &&
+                   row->warps == r->warps && row->stages == r->stages;
+          })) << printSpec(s);
           continue;
         }
         const TileConfig *tile = a.defaultTile(p, d);

@@ -210,6 +210,31 @@ INSTANTIATE_TEST_SUITE_P(
                      {{"2 tiles", "the arch default"}}}),
     caseName);
 
+// fp8 on sm_90a: only wgmma's TMA ring takes it. Where the table's tile
+// does not suit its V transposers (d=256's bn=80, the stages=1 decode row)
+// every candidate stays and the nearest valid one wins; a GQA decode stays
+// unpacked, since no fp8 kernel reads packed rows.
+INSTANTIATE_TEST_SUITE_P(
+    Fp8, Dispatcher,
+    ::testing::Values(
+        DispatchCase{"D256",
+                     "family=fwd,dtype=fp8_e4m3,d=256,target=sm_90a",
+                     4096,
+                     4096,
+                     "fmha_fwd_e4m3_d256_m128n64w8s2_wgmma_sm90a",
+                     {{"2 tiles", "no candidate has it"}}},
+        DispatchCase{"GqaDecodeUnpacked",
+                     "family=fwd,dtype=fp8_e4m3,d=128,target=sm_90a",
+                     1,
+                     8192,
+                     "fmha_fwd_e4m3_d128_m128n128w8s2_wgmma_sm90a",
+                     {{"0 pack", "no kernel packs these features"}},
+                     std::nullopt,
+                     true,
+                     16,
+                     8}),
+    caseName);
+
 // A stored autotune winner replaces rule 3's pick while it is a rule-1
 // candidate, and is ignored once it is not.
 INSTANTIATE_TEST_SUITE_P(
