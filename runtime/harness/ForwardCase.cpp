@@ -84,6 +84,12 @@ ForwardCase &ForwardCase::operator=(ForwardCase &&) = default;
 ForwardCase::~ForwardCase() = default;
 const LoweredProblem &ForwardCase::lowered() const { return s->l; }
 
+void ForwardCase::setDescales(float q, float k, float v) {
+  s->descaleQ = q;
+  s->descaleK = k;
+  s->descaleV = v;
+}
+
 static void poisonOutputs(ForwardCase::State &s) {
   s.o.data.poison();
   s.lse.assign(

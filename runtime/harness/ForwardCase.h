@@ -44,6 +44,11 @@ public:
   /// anything: what timing repeats. On a GPU it returns once launched.
   llvm::Error launch(const api::Plan &plan);
 
+  /// The descale factors run() passes and check() applies: fp8 inputs'
+  /// meaning (make() picks 0.5, 0.25 and 2 for fp8, 1 otherwise; the API
+  /// refuses factors other than 1 for other dtypes).
+  void setDescales(float q, float k, float v);
+
   /// The float64 reference's verdict on the last run().
   CompareResult check() const;
   /// Writes the last run's bundle into \p dir (docs/run.md): q, k, v (or

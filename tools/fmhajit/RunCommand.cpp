@@ -158,6 +158,8 @@ static int runForward(const RunRequest &req) {
   auto c = harness::ForwardCase::make(req.problem, plan->target(), req.seed);
   if (!c)
     return reportErrors(c.takeError());
+  if (req.descales)
+    c->setDescales((*req.descales)[0], (*req.descales)[1], (*req.descales)[2]);
   printKernels(r, req, *plan);
   if (req.problem.pagesKv.enabled())
     r.line("cache", llvm::Twine(req.problem.pagesKv.numPages) + " pages of " +

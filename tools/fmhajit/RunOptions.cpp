@@ -6,6 +6,7 @@
 #include "tools/fmhajit/ProblemFlags.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include <cmath>
 
 using namespace fmhajit;
 using llvm::Twine;
@@ -19,6 +20,9 @@ const OptionSpec kRunOnlyFlags[] = {
     {"save", true, "write the run bundle (.npy arrays and meta.json) into DIR"},
     {"num-splits", true,
      "fwd_splitkv, fwd_paged: key splits (default: the plan's rule)"},
+    {"descale", true,
+     "fp8: descale factors Q,K,V of the inputs (default 0.5,0.25,2: "
+     "distinct, so --check catches one dropped or swapped)"},
     {"page-size", true,
      "fwd_paged, append_kv: rows per page, a power of two (default 16)"},
     {"cache-len", true,
@@ -218,6 +222,24 @@ static void readRunFlags(const Args &args, RunRequest &r, ErrorList &errors) {
   else if (*splits)
     r.options.numSplits = unsigned(**splits);
   r.numSplitsGiven = args.has("num-splits");
+  if (std::optional<std::string> text = args.get("descale")) {
+    llvm::SmallVector<llvm::StringRef, 3> parts;
+    llvm::StringRef(*text).split(parts, ',');
+    std::array<float, 3> factors{};
+    bool ok = parts.size() == 3;
+    for (size_t i = 0; ok && i < 3; ++i) {
+      double v = 0;
+      ok = !parts[i].trim().getAsDouble(v) && std::isfinite(v) && v > 0 &&
+           v < 1e30;
+      factors[i] = float(v);
+    }
+    if (ok)
+      r.descales = factors;
+    else
+      errors.add(ErrorKind::Usage,
+                 "--descale " + *text +
+                     ": expected three positive numbers Q,K,V, e.g. 1,1,1");
+  }
   r.check = args.has("check");
   r.saveDir = args.get("save");
 }

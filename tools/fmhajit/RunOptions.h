@@ -13,6 +13,7 @@
 #include "tools/fmhajit/Args.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,8 @@ struct RunRequest {
   unsigned iterations = 0; ///< 0: enough for ~0.2 s
   bool check = false;
   bool numSplitsGiven = false; ///< --num-splits, for the `splits` line
+  /// --descale: fp8 inputs' descale factors Q, K, V (else the harness's).
+  std::optional<std::array<float, 3>> descales;
   std::optional<std::string> saveDir;
   /// Flags the spec's features rule out: reported with the API's
   /// refusals, each one line (exit 1).
