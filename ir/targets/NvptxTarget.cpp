@@ -57,8 +57,8 @@ public:
   // Warp specialization: barriers first, then the producer warpgroup (the
   // last), whose first warp emits the recipe with the producer's ops (and,
   // under fp8, its other three with the transposers'), and the consumer
-  // warps with theirs. The producer gives up its registers
-  // and the consumers take them (setmaxnreg).
+  // warps with theirs. The producer gives up its registers and the
+  // consumers take them (setmaxnreg).
   void emitBlockWorkItem(
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {

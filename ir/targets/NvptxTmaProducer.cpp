@@ -2,11 +2,10 @@
 //
 // Under pipeline=wgmma with stages=2 the producer warpgroup's first warp
 // runs the same recipe as the consumers with these ops: a load waits until
-// its ring slot
-// is empty, arms the slot's full barrier with the tile's bytes and issues
-// one TMA box per swizzled slab (fp8 V: into the slot's staging tile, for
-// the transposers); the tensor map zero-fills rows past the
-// tensor's end. Loads with no valid rows (the recipe's request past the
+// its ring slot is empty, arms the slot's full barrier with the tile's
+// bytes and issues one TMA box per swizzled slab (fp8 V: into the slot's
+// staging tile, for the transposers); the tensor map zero-fills rows past
+// the tensor's end. Loads with no valid rows (the recipe's request past the
 // last key tile) issue nothing: no consumer waits for them. Every other
 // word does nothing, and the recipe's arithmetic around them is dead code.
 //

@@ -54,8 +54,6 @@ public:
   static constexpr unsigned kTileAlignment = 1024;
   /// wgmma's largest N: bounds bn (S = Q K^T) and dv (O += P V).
   static constexpr unsigned kMaxN = 256;
-  /// Keys (and columns of d) one wgmma step multiplies.
-  static constexpr unsigned kStep = 16;
   /// TMA's largest box edge: bounds bm and bn under stages=2.
   static constexpr unsigned kMaxBoxRows = 256;
 
