@@ -29,25 +29,25 @@
 namespace fmhajit::bench {
 
 /// One configuration of a row, pinned: its spec text and part count.
-struct GpuConfigTiming {
+struct GridConfigTiming {
   std::string spec; ///< "pipeline=mma,bm=16,bn=64,warps=1,pack_gqa=1"
   unsigned splits = 1;
   double ms = 0;    ///< median of the timed runs
   double relL2 = 0; ///< O against the row's reference run
 };
 
-struct GpuDecodeRow {
-  DecodeShape shape; ///< shape.pageSize: 0 contiguous, else paged
+struct DecodeGridRow {
+  DecodeShape shape;      ///< shape.pageSize: 0 contiguous, else paged
   std::string planKernel; ///< the encoded name of the plan's first kernel
   unsigned planSplits = 1;
   double planMs = 0, planRelL2 = 0;
-  std::vector<GpuConfigTiming> configs;
+  std::vector<GridConfigTiming> configs;
   double kvBytes = 0;    ///< K and V the row reads
   double movedBytes = 0; ///< K, V, Q read and O written: the floor
 
   /// The fastest configuration (the plan's own counts too when faster).
   double bestMs() const;
-  const GpuConfigTiming *bestConfig() const;
+  const GridConfigTiming *bestConfig() const;
   double planOverBest() const { return planMs / bestMs(); }
   bool outputsAgree() const;
 };
@@ -68,7 +68,7 @@ public:
   ~GpuDecodeBench();
 
   /// Times one row (its K/V must fit in the pools).
-  llvm::Expected<GpuDecodeRow> run(const DecodeShape &shape);
+  llvm::Expected<DecodeGridRow> run(const DecodeShape &shape);
   /// The GPU's name and SM count, for the table's header.
   std::string describe() const;
 
@@ -76,6 +76,22 @@ public:
 
 private:
   explicit GpuDecodeBench(std::unique_ptr<State> state);
+  std::unique_ptr<State> state;
+};
+
+/// The grid's rows on the host (HostDecodeGrid.cpp): the plan only, timed by
+/// the wall clock on \p threads threads (0: all), from K/V pools in memory.
+class HostDecodeBench {
+public:
+  static std::unique_ptr<HostDecodeBench> create(const GpuGridOptions &options,
+                                                 unsigned threads);
+  ~HostDecodeBench();
+  llvm::Expected<DecodeGridRow> run(const DecodeShape &shape);
+
+  struct State;
+
+private:
+  explicit HostDecodeBench(std::unique_ptr<State> state);
   std::unique_ptr<State> state;
 };
 
@@ -99,10 +115,10 @@ llvm::Expected<TorchPeers> readTorchPeers(llvm::StringRef path);
 /// row finishes.
 void printGpuHeader(llvm::raw_ostream &os, const TorchPeers *peers,
                     llvm::StringRef device);
-void printGpuRow(llvm::raw_ostream &os, const GpuDecodeRow &r,
+void printGpuRow(llvm::raw_ostream &os, const DecodeGridRow &r,
                  const TorchPeers *peers);
 /// Writes every row, each configuration's time included, as JSON.
-llvm::Error writeGpuGridJson(llvm::ArrayRef<GpuDecodeRow> rows,
+llvm::Error writeGpuGridJson(llvm::ArrayRef<DecodeGridRow> rows,
                              const TorchPeers *peers, llvm::StringRef device,
                              llvm::StringRef jsonPath);
 

@@ -48,15 +48,14 @@ GpuDecodeBench::GpuDecodeBench(std::unique_ptr<State> state)
 GpuDecodeBench::~GpuDecodeBench() = default;
 
 /// Fills \p pool with copies of one 64 MiB block of normal samples.
-static llvm::Error fillPool(GpuDriver &driver, GpuBuffer &pool,
-                            uint64_t seed) {
+static llvm::Error fillPool(GpuDriver &driver, GpuBuffer &pool, uint64_t seed) {
   size_t block = std::min<size_t>(pool.size(), size_t(64) << 20);
   HostTensor host(DType::BF16, int64_t(block / 2));
   host.fillNormal(seed);
   for (size_t at = 0; at < pool.size(); at += block)
-    if (llvm::Error err = driver.copyToDevice(
-            static_cast<char *>(pool.pointer()) + at, host.data(),
-            std::min(block, pool.size() - at)))
+    if (llvm::Error err =
+            driver.copyToDevice(static_cast<char *>(pool.pointer()) + at,
+                                host.data(), std::min(block, pool.size() - at)))
       return err;
   return llvm::Error::success();
 }
@@ -84,7 +83,8 @@ GpuDecodeBench::create(const GpuGridOptions &options) {
     return std::move(err);
   return std::unique_ptr<GpuDecodeBench>(new GpuDecodeBench(
       std::make_unique<State>(options, *driver, std::move(*stream),
-                              std::move(*timer), std::move(*k), std::move(*v))));
+                              std::move(*timer), std::move(*k),
+                              std::move(*v))));
 }
 
 std::string GpuDecodeBench::describe() const {
@@ -115,8 +115,8 @@ api::Problem rowProblem(const DecodeShape &s, int64_t poolPages) {
 
 /// Bytes of one K (or V) of the row: rows * Hkv * d bf16.
 size_t kvTensorBytes(const DecodeShape &s) {
-  int64_t rows = s.pageSize ? s.batch * pagesPerSeq(s) * s.pageSize
-                            : s.batch * s.seqlenK;
+  int64_t rows =
+      s.pageSize ? s.batch * pagesPerSeq(s) * s.pageSize : s.batch * s.seqlenK;
   return size_t(rows * s.headsKv * s.d * 2);
 }
 
@@ -149,7 +149,8 @@ static llvm::Expected<RowData> makeRowData(GpuDecodeBench::State &st,
     return llvm::joinErrors(qb.takeError(), ob.takeError());
   data.q = std::move(*qb), data.o = std::move(*ob);
   size_t tensor = kvTensorBytes(s);
-  unsigned copies = unsigned(std::clamp<size_t>(st.k.size() / tensor, 1, kCopies));
+  unsigned copies =
+      unsigned(std::clamp<size_t>(st.k.size() / tensor, 1, kCopies));
   std::vector<int32_t> tables;
   std::vector<int32_t> lengths(size_t(s.batch), int32_t(s.seqlenK));
   if (s.pageSize) {
@@ -241,7 +242,6 @@ static llvm::Expected<double> checkPlan(GpuDecodeBench::State &st,
   }
   CompareResult c = compareOutputs(got, ref, {}, {}, DType::BF16);
   return c.nonFinite ? INFINITY : c.relL2; // a NaN the poison left counts
-
 }
 
 /// Grows the row's workspace to \p plan's need.
@@ -281,7 +281,7 @@ static std::string pinnedSpec(const DecodeShape &s, const std::string &tile,
          (packed ? ",pack_gqa=1" : "");
 }
 
-llvm::Expected<GpuDecodeRow> GpuDecodeBench::run(const DecodeShape &s) {
+llvm::Expected<DecodeGridRow> GpuDecodeBench::run(const DecodeShape &s) {
   State &st = *state;
   if (s.pageSize && (s.pageSize & (s.pageSize - 1)))
     return makeError(ErrorKind::Usage, "--page-size must be a power of two");
@@ -295,7 +295,7 @@ llvm::Expected<GpuDecodeRow> GpuDecodeBench::run(const DecodeShape &s) {
   auto data = makeRowData(st, s, poolPages);
   if (!data)
     return data.takeError();
-  GpuDecodeRow row;
+  DecodeGridRow row;
   row.shape = s;
   row.kvBytes = double(s.batch * s.seqlenK * s.headsKv * s.d * 2 * 2);
   row.movedBytes = row.kvBytes + double(s.batch * s.headsQ * s.d * 2 * 2);
@@ -317,7 +317,8 @@ llvm::Expected<GpuDecodeRow> GpuDecodeBench::run(const DecodeShape &s) {
 
   api::Result<api::Plan> plan = api::plan(problem, {});
   if (!plan.ok())
-    return makeError(ErrorKind::Usage, "api::plan: " + plan.status().toString());
+    return makeError(ErrorKind::Usage,
+                     "api::plan: " + plan.status().toString());
   row.planKernel = plan->steps().front().kernel;
   row.planSplits = unsigned(plan->steps().front().keySplits);
   if (llvm::Error err = fitWorkspace(st, *data, *plan))
@@ -360,21 +361,20 @@ llvm::Expected<GpuDecodeRow> GpuDecodeBench::run(const DecodeShape &s) {
   return std::move(row);
 }
 
-double GpuDecodeRow::bestMs() const {
-  const GpuConfigTiming *b = bestConfig();
+double DecodeGridRow::bestMs() const {
+  const GridConfigTiming *b = bestConfig();
   return b ? std::min(planMs, b->ms) : planMs;
 }
 
-const GpuConfigTiming *GpuDecodeRow::bestConfig() const {
-  const GpuConfigTiming *best = nullptr;
-  for (const GpuConfigTiming &c : configs)
+const GridConfigTiming *DecodeGridRow::bestConfig() const {
+  const GridConfigTiming *best = nullptr;
+  for (const GridConfigTiming &c : configs)
     if (!best || c.ms < best->ms)
       best = &c;
   return best;
 }
 
-bool GpuDecodeRow::outputsAgree() const {
-  return planRelL2 <= 2e-2 && llvm::all_of(configs, [](const auto &c) {
-           return c.relL2 <= 2e-2;
-         });
+bool DecodeGridRow::outputsAgree() const {
+  return planRelL2 <= 2e-2 &&
+         llvm::all_of(configs, [](const auto &c) { return c.relL2 <= 2e-2; });
 }

@@ -32,7 +32,8 @@ const TorchPeers::Row *TorchPeers::find(const DecodeShape &s) const {
   return nullptr;
 }
 
-llvm::Expected<TorchPeers> fmhajit::bench::readTorchPeers(llvm::StringRef path) {
+llvm::Expected<TorchPeers>
+fmhajit::bench::readTorchPeers(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return makeError(ErrorKind::Io, "cannot read '" + path.str() +
@@ -81,7 +82,7 @@ std::string shortTile(const std::string &spec, unsigned splits) {
   return shortName(*parsed, splits);
 }
 
-std::string planTile(const GpuDecodeRow &r) {
+std::string planTile(const DecodeGridRow &r) {
   auto spec = decodeName(r.planKernel);
   if (!spec)
     return llvm::toString(spec.takeError()), r.planKernel;
@@ -93,15 +94,15 @@ double share(double bytes, double ms, double copyGbps) {
 }
 } // namespace
 
-static json::Value rowJson(const GpuDecodeRow &r, const TorchPeers *peers) {
+static json::Value rowJson(const DecodeGridRow &r, const TorchPeers *peers) {
   json::Array configs;
-  for (const GpuConfigTiming &c : r.configs)
+  for (const GridConfigTiming &c : r.configs)
     configs.push_back(json::Object{{"config", c.spec},
                                    {"num_splits", c.splits},
                                    {"ms", c.ms},
                                    {"rel_l2", c.relL2}});
   const TorchPeers::Row *t = peers ? peers->find(r.shape) : nullptr;
-  const GpuConfigTiming *best = r.bestConfig();
+  const GridConfigTiming *best = r.bestConfig();
   double copy = peers ? peers->copyGbps : 0;
   return json::Object{
       {"heads_q", r.shape.headsQ},
@@ -127,23 +128,20 @@ static json::Value rowJson(const GpuDecodeRow &r, const TorchPeers *peers) {
       {"configs", std::move(configs)}};
 }
 
-void fmhajit::bench::printGpuRow(llvm::raw_ostream &os,
-                                 const GpuDecodeRow &r,
+void fmhajit::bench::printGpuRow(llvm::raw_ostream &os, const DecodeGridRow &r,
                                  const TorchPeers *peers) {
   const TorchPeers::Row *t = peers ? peers->find(r.shape) : nullptr;
-  const GpuConfigTiming *best = r.bestConfig();
+  const GridConfigTiming *best = r.bestConfig();
   double copy = peers ? peers->copyGbps : 0;
-  std::string shape = std::to_string(r.shape.headsQ) + "/" +
-                      std::to_string(r.shape.headsKv) + " b" +
-                      std::to_string(r.shape.batch) + " " +
-                      std::to_string(r.shape.seqlenK / 1024) + "k " +
-                      (r.shape.pageSize
-                           ? "pg" + std::to_string(r.shape.pageSize)
-                           : std::string("contig"));
+  std::string shape =
+      std::to_string(r.shape.headsQ) + "/" + std::to_string(r.shape.headsKv) +
+      " b" + std::to_string(r.shape.batch) + " " +
+      std::to_string(r.shape.seqlenK / 1024) + "k " +
+      (r.shape.pageSize ? "pg" + std::to_string(r.shape.pageSize)
+                        : std::string("contig"));
   os << llvm::format("%-20s %6.0f  %-26s %7.3f %4.0f%%  %-26s %5.2f  ",
-                     shape.c_str(), r.kvBytes / (1 << 20),
-                     planTile(r).c_str(), r.planMs,
-                     100 * share(r.movedBytes, r.planMs, copy),
+                     shape.c_str(), r.kvBytes / (1 << 20), planTile(r).c_str(),
+                     r.planMs, 100 * share(r.movedBytes, r.planMs, copy),
                      best ? shortTile(best->spec, best->splits).c_str() : "-",
                      r.planOverBest());
   if (t)
@@ -161,8 +159,8 @@ void fmhajit::bench::printGpuRow(llvm::raw_ostream &os,
 void fmhajit::bench::printGpuHeader(llvm::raw_ostream &os,
                                     const TorchPeers *peers,
                                     llvm::StringRef device) {
-  os << "decode on " << device << ": Sq=1, d=128, bf16, BSHD; ms per call"
-     << " (CUDA events, back to back); copy = a 1 GiB device copy, "
+  os << "decode on " << device << ": Sq=1, d=128, bf16, BSHD; ms per call;"
+     << " copy = a 1 GiB copy, "
      << (peers ? llvm::formatv("{0:F0} GB/s", peers->copyGbps).str()
                : std::string("not measured (no --peers)"))
      << "\n"
@@ -173,12 +171,12 @@ void fmhajit::bench::printGpuHeader(llvm::raw_ostream &os,
   os.flush();
 }
 
-llvm::Error fmhajit::bench::writeGpuGridJson(llvm::ArrayRef<GpuDecodeRow> rows,
+llvm::Error fmhajit::bench::writeGpuGridJson(llvm::ArrayRef<DecodeGridRow> rows,
                                              const TorchPeers *peers,
                                              llvm::StringRef device,
                                              llvm::StringRef jsonPath) {
   json::Array list;
-  for (const GpuDecodeRow &r : rows)
+  for (const DecodeGridRow &r : rows)
     list.push_back(rowJson(r, peers));
   json::Object root{{"bench", "decode-gpu"},
                     {"device", device},
@@ -188,8 +186,8 @@ llvm::Error fmhajit::bench::writeGpuGridJson(llvm::ArrayRef<GpuDecodeRow> rows,
   std::error_code ec;
   llvm::raw_fd_ostream out(jsonPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
-    return makeError(ErrorKind::Io, "cannot write '" + jsonPath.str() +
-                                        "': " + ec.message());
+    return makeError(ErrorKind::Io,
+                     "cannot write '" + jsonPath.str() + "': " + ec.message());
   out << llvm::formatv("{0:2}", json::Value(std::move(root))) << "\n";
   return llvm::Error::success();
 }

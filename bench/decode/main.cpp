@@ -102,8 +102,7 @@ static llvm::Expected<std::vector<int64_t>> numbers(llvm::StringRef flag,
   for (llvm::StringRef p : parts) {
     int64_t n;
     if (p.trim().getAsInteger(10, n) || n < 0)
-      return makeError(ErrorKind::Usage, "--" + flag.str() + " '" +
-                                             text.str() +
+      return makeError(ErrorKind::Usage, "--" + flag.str() + " '" + text.str() +
                                              "': use comma-separated counts");
     out.push_back(n);
   }
@@ -144,7 +143,14 @@ static llvm::Expected<std::vector<DecodeShape>> gridShapes() {
   return shapes;
 }
 
-static int runGpuGrid() {
+static llvm::cl::opt<bool>
+    hostGrid("grid",
+             llvm::cl::desc("on the host, run the GPU grid's rows (the plan "
+                            "only) instead of the split table"),
+             llvm::cl::cat(category));
+
+/// The grid on the GPU, or with --grid on the host's threads.
+static int runGrid(bool gpu) {
   auto shapes = gridShapes();
   auto splits = numbers("splits", gridSplits);
   if (!shapes || !splits) {
@@ -172,16 +178,28 @@ static int runGpuGrid() {
     options.splits.push_back(unsigned(std::max<int64_t>(n, 1)));
   options.reps = std::max(1u, unsigned(reps));
   options.poolBytes = size_t(maxKvMib) << 19; // half each for K and V
-  auto bench = GpuDecodeBench::create(options);
-  if (!bench) {
-    llvm::errs() << "error: " << llvm::toString(bench.takeError()) << "\n";
-    return 1;
+  std::unique_ptr<GpuDecodeBench> gpuBench;
+  std::unique_ptr<HostDecodeBench> hostBench;
+  std::string where;
+  if (gpu) {
+    auto bench = GpuDecodeBench::create(options);
+    if (!bench) {
+      llvm::errs() << "error: " << llvm::toString(bench.takeError()) << "\n";
+      return 1;
+    }
+    gpuBench = std::move(*bench);
+    where = gpuBench->describe() + " (CUDA events, calls back to back)";
+  } else {
+    hostBench = HostDecodeBench::create(options, threads);
+    where = "the host, " +
+            std::to_string(sharedHostExecutor(threads)->threads()) +
+            " threads (wall clock, median call)";
   }
   const TorchPeers *torch = peers ? &*peers : nullptr;
-  printGpuHeader(llvm::outs(), torch, (*bench)->describe());
-  std::vector<GpuDecodeRow> rows;
+  printGpuHeader(llvm::outs(), torch, where);
+  std::vector<DecodeGridRow> rows;
   for (const DecodeShape &s : *shapes) {
-    auto row = (*bench)->run(s);
+    auto row = gpu ? gpuBench->run(s) : hostBench->run(s);
     if (!row) {
       llvm::errs() << "error: " << llvm::toString(row.takeError()) << "\n";
       return 1;
@@ -189,14 +207,12 @@ static int runGpuGrid() {
     printGpuRow(llvm::outs(), *row, torch);
     rows.push_back(std::move(*row));
   }
-  if (llvm::Error err =
-          writeGpuGridJson(rows, torch, (*bench)->describe(), jsonPath)) {
+  if (llvm::Error err = writeGpuGridJson(rows, torch, where, jsonPath)) {
     llvm::errs() << "error: " << llvm::toString(std::move(err)) << "\n";
     return 1;
   }
-  bool agree = llvm::all_of(rows, [](const GpuDecodeRow &r) {
-    return r.outputsAgree();
-  });
+  bool agree = llvm::all_of(
+      rows, [](const DecodeGridRow &r) { return r.outputsAgree(); });
   return agree ? 0 : 1;
 }
 
@@ -299,8 +315,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: --device " << device << ": use host or cuda\n";
     return 2;
   }
-  if (device == "cuda")
-    return runGpuGrid();
+  if (device == "cuda" || hostGrid)
+    return runGrid(device == "cuda");
   HostExecutor &executor = *sharedHostExecutor(threads);
   std::vector<int64_t> lengths = {1024,  2048,  4096,  8192,
                                   16384, 32768, 65536, 131072};

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's side of fmhajit-bench-decode --device cuda (docs/bench.md).
 
-Runs on the GPU machine, in the same call as the C++ bench, and writes JSON
+Runs on the GPU machine, in the same call as the C++ bench (or, with
+--device cpu, on its CPU beside fmhajit-bench-decode --grid), and writes JSON
 that the bench joins to its rows (--peers):
   - copy_gbps: a device-to-device copy of a 1 GiB buffer (dst.copy_(src)),
     bytes read plus bytes written over the time, the best of three batches;
@@ -13,12 +14,13 @@ that the bench joins to its rows (--peers):
 Q is [batch, Hq, 1, d] and K/V [batch, Hkv, Sk, d] (BHSD, torch's own
 layout), bf16. SDPA has no paged K/V: the bench compares its paged rows with
 this contiguous time. Like the bench, successive runs read different copies
-of K/V (up to 8, in a 1 GiB pool per tensor) so that small rows are not
-served from the 50 MB L2.
+of K/V (up to 8, in a 1 GiB pool per tensor; 256 MiB on the CPU) so that
+small rows are not served from the 50 MB L2 (or the CPU's caches).
 """
 import argparse, json, sys
 
 KV_POOL_BYTES = 1 << 30
+CPU_POOL_BYTES = 256 << 20  # as fmhajit-bench-decode --grid --max-kv-mib 512
 
 
 def parse_args():
@@ -30,6 +32,9 @@ def parse_args():
     p.add_argument("--max-kv-mib", type=int, default=1024)
     p.add_argument("--d", type=int, default=128)
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                   help="cpu: PyTorch's CPU SDPA and a host memory copy, "
+                        "timed by the wall clock (median call)")
     return p.parse_args()
 
 
@@ -41,6 +46,16 @@ def grid(args):
                 kv = 2 * b * sk * hkv * args.d * 2
                 if kv <= args.max_kv_mib << 20:
                     yield hq, hkv, b, sk, kv
+
+
+def timed_cpu(fn, reps):
+    """ms per call on the CPU: the sorted wall-clock times of `reps` calls."""
+    import time
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter(); fn(); times.append((time.perf_counter() - t) * 1e3)
+    times.sort()
+    return times
 
 
 def timed(torch, fn, reps, batches=3):
@@ -58,10 +73,14 @@ def timed(torch, fn, reps, batches=3):
     return means
 
 
-def copy_gbps(torch):
-    src = torch.empty(KV_POOL_BYTES, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    dst.copy_(src); torch.cuda.synchronize()
+def copy_gbps(torch, device):
+    src = torch.ones(KV_POOL_BYTES, dtype=torch.uint8, device=device)
+    dst = torch.zeros_like(src)
+    dst.copy_(src)
+    if device == "cpu":
+        best = timed_cpu(lambda: dst.copy_(src), 5)[0]
+        return 2 * KV_POOL_BYTES / (best * 1e-3) / 1e9
+    torch.cuda.synchronize()
     best = timed(torch, lambda: dst.copy_(src), 5)[0]
     return 2 * KV_POOL_BYTES / (best * 1e-3) / 1e9
 
@@ -72,18 +91,23 @@ def main():
     from torch.nn.attention import SDPBackend, sdpa_kernel
     F = torch.nn.functional
     backends = ["FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "MATH"]
-    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "copy_gbps": copy_gbps(torch), "rows": []}
+    dev = args.device
+    name = torch.cuda.get_device_name() if dev == "cuda" else "cpu, %d threads" % torch.get_num_threads()
+    out = {"device": name, "torch": torch.__version__,
+           "copy_gbps": copy_gbps(torch, dev), "rows": []}
     print("torch %s on %s: device copy %.0f GB/s" % (out["torch"], out["device"], out["copy_gbps"]), flush=True)
     for hq, hkv, b, sk, kv in grid(args):
-        copies = max(1, min(8, KV_POOL_BYTES // (kv // 2)))
-        q = torch.randn(b, hq, 1, args.d, dtype=torch.bfloat16, device="cuda")
-        ks = [torch.randn(b, hkv, sk, args.d, dtype=torch.bfloat16, device="cuda") for _ in range(copies)]
-        vs = [torch.randn_like(ks[0]) for _ in range(copies)]
+        pool = KV_POOL_BYTES if dev == "cuda" else CPU_POOL_BYTES
+        copies = max(1, min(8, pool // (kv // 2)))
+        q = torch.randn(b, hq, 1, args.d, dtype=torch.bfloat16, device=dev)
+        k0 = torch.randn(b, hkv, sk, args.d, dtype=torch.bfloat16, device=dev)
+        v0 = torch.randn_like(k0)
+        ks = [k0] + [k0.clone() for _ in range(copies - 1)]  # other memory,
+        vs = [v0] + [v0.clone() for _ in range(copies - 1)]  # same values
         row = {"heads_q": hq, "heads_kv": hkv, "batch": b, "seqlen_k": sk, "kv_bytes": kv}
         best = None
         for name in backends:
-            if name == "MATH" and kv > (256 << 20):
+            if name == "MATH" and kv > (256 << 20) and dev == "cuda":
                 row[name + "_ms"] = None  # materializes the scores: slow, and never the best
                 continue
             i = [0]
@@ -92,11 +116,14 @@ def main():
                 return F.scaled_dot_product_attention(q, ks[j], vs[j], enable_gqa=True)
             try:
                 with sdpa_kernel([getattr(SDPBackend, name)]):
-                    for _ in range(3):
+                    for _ in range(3 if dev == "cuda" else 1):
                         fn()
-                    torch.cuda.synchronize()
-                    t = timed(torch, fn, args.reps)
-                ms = t[1]  # the median batch
+                    if dev == "cpu":
+                        t = timed_cpu(fn, args.reps)
+                        ms = t[len(t) // 2]
+                    else:
+                        torch.cuda.synchronize()
+                        ms = timed(torch, fn, args.reps)[1]  # the median batch
             except RuntimeError as e:
                 ms = None
                 row[name + "_error"] = str(e).splitlines()[0][:100]
@@ -107,8 +134,9 @@ def main():
         out["rows"].append(row)
         print("%2d/%d b=%-2d Sk=%-6d %-20s %s" % (hq, hkv, b, sk, row["best_backend"],
               "%.4f ms" % row["best_ms"] if best else "-"), flush=True)
-        del ks, vs
-        torch.cuda.empty_cache()
+        del ks, vs, k0, v0
+        if dev == "cuda":
+            torch.cuda.empty_cache()
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
 

@@ -8,7 +8,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | sanitize | backward-host
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward-host
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
@@ -32,11 +32,22 @@ if [ "$mode" = decode ]; then
   # flags, given to both (--heads, --batches, --lengths, --max-kv-mib); the
   # other arguments go to fmhajit-bench-decode (--tiles, --splits, ...).
   # shellcheck disable=SC2086 # $GRID is a list of flags
-  PYTHONUNBUFFERED=1 timeout 300 python3 "$root/bench/decode/torch_decode.py" \
+  PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-300}" python3 "$root/bench/decode/torch_decode.py" \
     --json "$out/torch-decode.json" ${GRID:-} 2>&1 | tee "$out/torch-decode.log"
   # shellcheck disable=SC2086
   timeout "${DECODE_TIMEOUT:-400}" /tmp/fj/fmhajit-bench-decode --device cuda --peers "$out/torch-decode.json" \
     --json "$out/bench-decode-gpu.json" ${GRID:-} "$@" 2>&1 | tee "$out/decode.log"
+  exit 0
+fi
+if [ "$mode" = decode-host ]; then
+  # The same grid on this machine's CPU: PyTorch's CPU SDPA and a host copy,
+  # then fmhajit's plan on every core (fmhajit-bench-decode --grid).
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-300}" python3 "$root/bench/decode/torch_decode.py" --device cpu \
+    --json "$out/torch-decode-cpu.json" ${GRID:-} 2>&1 | tee "$out/torch-decode-cpu.log"
+  # shellcheck disable=SC2086
+  timeout "${DECODE_TIMEOUT:-400}" /tmp/fj/fmhajit-bench-decode --grid --peers "$out/torch-decode-cpu.json" \
+    --json "$out/bench-decode-host.json" ${GRID:-} "$@" 2>&1 | tee "$out/decode-host.log"
   exit 0
 fi
 if [ "$mode" = sanitize ]; then
