@@ -10,7 +10,7 @@
 // blocks in flight keep more loads going until about kGpuBlocksPerSm per
 // multiprocessor:
 //   n = the power of two >= kGpuBlocksPerSm * workers / items (1 when the
-//   items alone reach it), at most kGpuMaxSplits and the key tiles (a part
+//   items alone reach it), at most kMaxSplits and the key tiles (a part
 //   keeps one tile at least)
 // (FlashAttention-2's wave-filling rule, used before, stopped at ~0.9 blocks
 // per SM: 1.1-1.5x slower than the best count at 2k-128k keys, and at batch
@@ -42,12 +42,8 @@ namespace fmhajit {
 
 /// GPU: the blocks per multiprocessor split-KV aims for.
 inline constexpr double kGpuBlocksPerSm = 1.5;
-/// Most parts the host rule chooses.
+/// Most parts the rules choose.
 inline constexpr unsigned kMaxSplits = 64;
-/// Most parts the GPU rule chooses: GQA 8:1 at batch 1 has one packed item
-/// per sequence, and 128k keys ran 1.2x faster in 128 parts than in 64
-/// (paged, H100; docs/results.md, "Decode at memory speed").
-inline constexpr unsigned kGpuMaxSplits = 128;
 /// Host: no split below this many keys when every thread has an item...
 inline constexpr int64_t kHostMinSplitKeys = 4096;
 /// ...and below this many when some would sit idle.

@@ -1,11 +1,9 @@
 //===- SplitKv.cpp - Split-KV attention: workspace, parameters, host runs -===//
 #include "runtime/device/SplitKv.h"
 #include "runtime/device/HostExecutor.h"
-#include "specs/ArchTable.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
 #include "specs/Validate.h"
-#include <algorithm>
 
 using namespace fmhajit;
 
@@ -37,12 +35,6 @@ llvm::Expected<KernelSpec> fmhajit::combineSpecFor(const KernelSpec &split) {
   combine.target = split.target;
   if (split.pipeline == Pipeline::Simt || split.pipeline == Pipeline::Vector)
     combine.pipeline = split.pipeline;
-  // On NVIDIA a block's threads split a row's dv columns: one warp per 32
-  // of them, where the arch default (8 warps) left half of a d=128 block
-  // idle, and a decode combine is one block per row.
-  const ArchInfo *arch = findArch(split.target);
-  if (arch && arch->backend == Backend::Nvptx)
-    combine.warps = std::clamp(combine.dv / 32, 1u, 8u);
   return validateSpec(combine);
 }
 
