@@ -28,7 +28,15 @@ public:
   void emitWorkItem(Value *w);
 
 private:
+  /// Parts per step of the accumulation's main loop.
+  static constexpr unsigned kSplitsPerStep = 8;
+
   void emitRow(const WorkItem &s, Value *row);
+  /// acc[k] += exp(lse_s - lse) * oAccum[r_s][c] for each part s of
+  /// \p splits and column c = tid + k * threads this thread owns, every
+  /// load issued before the first multiply-add.
+  void accumulateParts(ArrayRef<Value *> splits, Value *plane, Value *lseRow,
+                       Value *lse, Value *acc);
   Value *rowLse(Value *n, Value *plane, Value *lseRow);
   Value *exp(Value *x) { return target.exp2(b, b.CreateFMul(x, f32(kLog2e))); }
   Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
@@ -87,6 +95,36 @@ Value *CombineEmitter::rowLse(Value *n, Value *plane, Value *lseRow) {
   return b.CreateSelect(empty, f32(-INFINITY), lse, "lse");
 }
 
+void CombineEmitter::accumulateParts(ArrayRef<Value *> splits, Value *plane,
+                                     Value *lseRow, Value *lse, Value *acc) {
+  Value *dv = b.getInt64(spec.headDimV());
+  SmallVector<Value *, kSplitsPerStep> weights, partials;
+  for (Value *split : splits)
+    weights.push_back(partialLse(split, plane, lseRow));
+  for (Value *&w : weights)
+    w = exp(b.CreateFSub(w, lse));
+  for (Value *split : splits) {
+    Value *index = b.CreateAdd(
+        b.CreateMul(b.CreateSExt(split, b.getInt64Ty()), plane), lseRow);
+    partials.push_back(b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum),
+                                           b.CreateMul(index, dv)));
+  }
+  forOwnedColumns([&](Value *k, Value *c) {
+    Value *column = b.CreateZExt(c, b.getInt64Ty());
+    SmallVector<Value *, kSplitsPerStep> xs;
+    for (Value *partial : partials)
+      xs.push_back(
+          b.CreateLoad(b.getFloatTy(),
+                       b.CreateInBoundsGEP(b.getFloatTy(), partial, column)));
+    Value *slot = b.CreateInBoundsGEP(b.getFloatTy(), acc, k);
+    Value *sum = b.CreateLoad(b.getFloatTy(), slot);
+    for (size_t u = 0; u < xs.size(); ++u)
+      sum = b.CreateIntrinsic(Intrinsic::fmuladd, {b.getFloatTy()},
+                              {weights[u], xs[u], sum});
+    b.CreateStore(sum, slot);
+  });
+}
+
 void CombineEmitter::emitRow(const WorkItem &s, Value *i) {
   Value *qRow =
       b.CreateAdd(s.qStart, b.CreateSExt(b.CreateAdd(s.i0, i), b.getInt64Ty()));
@@ -101,23 +139,22 @@ void CombineEmitter::emitRow(const WorkItem &s, Value *i) {
   forOwnedColumns([&](Value *k, Value *) {
     b.CreateStore(f32(0), b.CreateInBoundsGEP(b.getFloatTy(), acc, k));
   });
-  Value *dv = b.getInt64(spec.headDimV());
-  emitFor(b, b.getInt32(0), n, b.getInt32(1), "split", [&](Value *split) {
-    Value *w = exp(b.CreateFSub(partialLse(split, plane, lseRow), lseSafe));
-    Value *index = b.CreateAdd(
-        b.CreateMul(b.CreateSExt(split, b.getInt64Ty()), plane), lseRow);
-    Value *partial = b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum),
-                                         b.CreateMul(index, dv));
-    forOwnedColumns([&](Value *k, Value *c) {
-      Value *slot = b.CreateInBoundsGEP(b.getFloatTy(), acc, k);
-      Value *x = b.CreateLoad(
-          b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), partial,
-                                              b.CreateZExt(c, b.getInt64Ty())));
-      b.CreateStore(
-          b.CreateIntrinsic(Intrinsic::fmuladd, {b.getFloatTy()},
-                            {w, x, b.CreateLoad(b.getFloatTy(), slot)}),
-          slot);
-    });
+  // The parts kSplitsPerStep at a time, then one at a time: each step
+  // issues all its loads before the first multiply-add, so a row waits for
+  // memory once a step rather than once a part. On a GPU a decode row is
+  // one block, and each wait a trip to L2: bench/decode on an H100 saw
+  // GQA 8:1 at 128k keys take 17 us longer with 256 parts than with 128,
+  // although the split kernel has twice the blocks.
+  Value *steps = b.CreateAnd(n, b.getInt32(~int32_t(kSplitsPerStep - 1)));
+  emitFor(b, b.getInt32(0), steps, b.getInt32(kSplitsPerStep), "split.step",
+          [&](Value *first) {
+            SmallVector<Value *, kSplitsPerStep> splits;
+            for (unsigned u = 0; u < kSplitsPerStep; ++u)
+              splits.push_back(b.CreateAdd(first, b.getInt32(u)));
+            accumulateParts(splits, plane, lseRow, lseSafe, acc);
+          });
+  emitFor(b, steps, n, b.getInt32(1), "split", [&](Value *split) {
+    accumulateParts({split}, plane, lseRow, lseSafe, acc);
   });
   DType out = spec.outType();
   Value *oRow =

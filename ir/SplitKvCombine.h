@@ -17,6 +17,8 @@ namespace fmhajit {
 ///     lse = mx + ln(sum_s exp(lseAccum[r_s] - mx)), or -inf if mx = -inf
 ///     for each column c this thread owns (every column on the host):
 ///       acc = sum_s exp(lseAccum[r_s] - lse) * oAccum[r_s * dv + c]
+///             ; 8 parts a step, a step's loads before its fmuladds,
+///             ; then the last n % 8 parts one at a time
 ///       O[i][c] = narrow(acc)            ; 0 when lse = -inf
 ///     LSE[i] = lse                       ; lse=1 only, thread 0
 ///

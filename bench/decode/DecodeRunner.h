@@ -31,6 +31,7 @@ namespace fmhajit::bench {
 struct DecodeShape {
   int64_t batch = 1, headsQ = 8, headsKv = 1, seqlenK = 1024;
   unsigned d = 128;
+  int64_t pageSize = 0; ///< GPU grid: rows per K/V page; 0: contiguous
 };
 
 /// The timing of one split count.
@@ -83,13 +84,5 @@ llvm::Expected<DecodeResult> runDecodeRow(const DecodeShape &shape,
                                           HostExecutor &executor,
                                           KernelCache &cache,
                                           const TimingPolicy &policy);
-
-/// The same row on the CUDA GPU (GpuDecodeRunner.cpp): the plan is
-/// api::plan()'s for Device::Cuda, the single-pass and split kernels take
-/// its tile, and DecodeResult::threads is the GPU's SM count.
-llvm::Expected<DecodeResult> runGpuDecodeRow(const DecodeShape &shape,
-                                             std::vector<unsigned> candidates,
-                                             KernelCache &cache,
-                                             const TimingPolicy &policy);
 
 } // namespace fmhajit::bench

@@ -1,9 +1,11 @@
 //===- main.cpp - fmhajit-bench-decode: is the dispatcher's choice fastest?
 //-===//
 //
-// Decode on the host (or, with --device cuda, on the GPU): Sq = 1, Sk from
-// 1k to 128k, GQA 8:1, d = 128, bf16.
-// Every row times the single-pass kernel, split-KV at several part counts
+// Decode on the host: Sq = 1, Sk from 1k to 128k, GQA 8:1, d = 128, bf16.
+// With --device cuda it runs the grid of issue 13 instead (GpuDecodeGrid.h):
+// Hq/Hkv x batch x Sk x contiguous/paged, the plan against every
+// configuration it could have picked, bandwidth and PyTorch from --peers.
+// Every host row times the single-pass kernel, split-KV at several part counts
 // and the plan api::plan() makes for the problem (run through api::run),
 // on the same inputs and threads, then says whether the plan's choice is
 // the fastest of the row or within 5% of it: PASS or MISS per row, and
@@ -13,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bench/decode/DecodeRunner.h"
+#include "bench/decode/GpuDecodeGrid.h"
 #include "runtime/api/HostForwardStep.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/STLExtras.h"
@@ -50,6 +53,168 @@ static llvm::cl::opt<std::string>
 static llvm::cl::opt<unsigned> batch("num-seqs", llvm::cl::desc("sequences"),
                                      llvm::cl::init(1),
                                      llvm::cl::cat(category));
+
+// The GPU grid (--device cuda).
+static llvm::cl::opt<std::string>
+    gridHeads("heads", llvm::cl::desc("GPU grid: Hq/Hkv pairs"),
+              llvm::cl::init("32/8,64/8,8/1"), llvm::cl::cat(category));
+static llvm::cl::opt<std::string>
+    gridBatches("batches", llvm::cl::desc("GPU grid: batch sizes"),
+                llvm::cl::init("1,8,64"), llvm::cl::cat(category));
+static llvm::cl::opt<std::string>
+    gridLengths("lengths", llvm::cl::desc("GPU grid: cache lengths"),
+                llvm::cl::init("1024,4096,8192,32768,131072"),
+                llvm::cl::cat(category));
+static llvm::cl::opt<std::string>
+    gridPages("page-sizes",
+              llvm::cl::desc("GPU grid: 0 (contiguous) and page sizes"),
+              llvm::cl::init("0,16"), llvm::cl::cat(category));
+static llvm::cl::opt<unsigned>
+    maxKvMib("max-kv-mib",
+             llvm::cl::desc("GPU grid: skip rows with more K/V than this"),
+             llvm::cl::init(1024), llvm::cl::cat(category));
+static llvm::cl::opt<std::string> gridTiles(
+    "tiles",
+    llvm::cl::desc("GPU grid: ';'-separated tiles each tried packed and not"),
+    llvm::cl::init("pipeline=mma,bm=16,bn=64,warps=1;"
+                   "pipeline=mma,bm=16,bn=128,warps=1;"
+                   "pipeline=mma,bm=64,bn=64,warps=4"),
+    llvm::cl::cat(category));
+static llvm::cl::opt<std::string>
+    gridSplits("splits", llvm::cl::desc("GPU grid: part counts to try"),
+               llvm::cl::init("1,2,4,8,16,32,64"), llvm::cl::cat(category));
+static llvm::cl::opt<unsigned> reps("reps",
+                                    llvm::cl::desc("GPU grid: timed runs"),
+                                    llvm::cl::init(10),
+                                    llvm::cl::cat(category));
+static llvm::cl::opt<std::string>
+    peersPath("peers",
+              llvm::cl::desc("GPU grid: torch_decode.py's JSON (copy "
+                             "bandwidth, PyTorch SDPA)"),
+              llvm::cl::cat(category));
+
+/// "1,8,64" as numbers; a clear error for anything else.
+static llvm::Expected<std::vector<int64_t>> numbers(llvm::StringRef flag,
+                                                    llvm::StringRef text) {
+  std::vector<int64_t> out;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',', -1, false);
+  for (llvm::StringRef p : parts) {
+    int64_t n;
+    if (p.trim().getAsInteger(10, n) || n < 0)
+      return makeError(ErrorKind::Usage, "--" + flag.str() + " '" + text.str() +
+                                             "': use comma-separated counts");
+    out.push_back(n);
+  }
+  if (out.empty())
+    return makeError(ErrorKind::Usage, "--" + flag.str() + " is empty");
+  return out;
+}
+
+/// The grid's shapes, rows over --max-kv-mib left out.
+static llvm::Expected<std::vector<DecodeShape>> gridShapes() {
+  auto batches = numbers("batches", gridBatches);
+  auto lengths = numbers("lengths", gridLengths);
+  auto pages = numbers("page-sizes", gridPages);
+  if (!batches || !lengths || !pages)
+    return llvm::joinErrors(
+        llvm::joinErrors(batches.takeError(), lengths.takeError()),
+        pages.takeError());
+  llvm::SmallVector<llvm::StringRef> heads;
+  llvm::StringRef(gridHeads).split(heads, ',', -1, false);
+  std::vector<DecodeShape> shapes;
+  for (llvm::StringRef h : heads) {
+    auto [q, kv] = h.split('/');
+    int64_t hq, hkv;
+    if (q.getAsInteger(10, hq) || kv.getAsInteger(10, hkv) || hkv < 1 ||
+        hq % hkv)
+      return makeError(ErrorKind::Usage,
+                       "--heads '" + h.str() +
+                           "': use Hq/Hkv pairs with Hkv dividing Hq, e.g. "
+                           "32/8,8/1");
+    for (int64_t page : *pages)
+      for (int64_t b : *batches)
+        for (int64_t sk : *lengths) {
+          DecodeShape s{b, hq, hkv, sk, 128, page};
+          if (2 * b * sk * hkv * s.d * 2 <= int64_t(maxKvMib) << 20)
+            shapes.push_back(s);
+        }
+  }
+  return shapes;
+}
+
+static llvm::cl::opt<bool>
+    hostGrid("grid",
+             llvm::cl::desc("on the host, run the GPU grid's rows (the plan "
+                            "only) instead of the split table"),
+             llvm::cl::cat(category));
+
+/// The grid on the GPU, or with --grid on the host's threads.
+static int runGrid(bool gpu) {
+  auto shapes = gridShapes();
+  auto splits = numbers("splits", gridSplits);
+  if (!shapes || !splits) {
+    llvm::errs() << "error: "
+                 << llvm::toString(llvm::joinErrors(shapes.takeError(),
+                                                    splits.takeError()))
+                 << "\n";
+    return 2;
+  }
+  std::optional<TorchPeers> peers;
+  if (!peersPath.empty()) {
+    auto read = readTorchPeers(peersPath);
+    if (!read) {
+      llvm::errs() << "error: " << llvm::toString(read.takeError()) << "\n";
+      return 2;
+    }
+    peers = std::move(*read);
+  }
+  GpuGridOptions options;
+  llvm::SmallVector<llvm::StringRef> tiles;
+  llvm::StringRef(gridTiles).split(tiles, ';', -1, false);
+  for (llvm::StringRef t : tiles)
+    options.tiles.push_back(t.str());
+  for (int64_t n : *splits)
+    options.splits.push_back(unsigned(std::max<int64_t>(n, 1)));
+  options.reps = std::max(1u, unsigned(reps));
+  options.poolBytes = size_t(maxKvMib) << 19; // half each for K and V
+  std::unique_ptr<GpuDecodeBench> gpuBench;
+  std::unique_ptr<HostDecodeBench> hostBench;
+  std::string where;
+  if (gpu) {
+    auto bench = GpuDecodeBench::create(options);
+    if (!bench) {
+      llvm::errs() << "error: " << llvm::toString(bench.takeError()) << "\n";
+      return 1;
+    }
+    gpuBench = std::move(*bench);
+    where = gpuBench->describe() + " (CUDA events, calls back to back)";
+  } else {
+    hostBench = HostDecodeBench::create(options, threads);
+    where = "the host, " +
+            std::to_string(sharedHostExecutor(threads)->threads()) +
+            " threads (wall clock, median call)";
+  }
+  const TorchPeers *torch = peers ? &*peers : nullptr;
+  printGpuHeader(llvm::outs(), torch, where);
+  std::vector<DecodeGridRow> rows;
+  for (const DecodeShape &s : *shapes) {
+    auto row = gpu ? gpuBench->run(s) : hostBench->run(s);
+    if (!row) {
+      llvm::errs() << "error: " << llvm::toString(row.takeError()) << "\n";
+      return 1;
+    }
+    printGpuRow(llvm::outs(), *row, torch);
+    rows.push_back(std::move(*row));
+  }
+  if (llvm::Error err = writeGpuGridJson(rows, torch, where, jsonPath)) {
+    llvm::errs() << "error: " << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
+  bool agree = llvm::all_of(
+      rows, [](const DecodeGridRow &r) { return r.outputsAgree(); });
+  return agree ? 0 : 1;
+}
 
 static void printHeader(llvm::raw_ostream &os, const DecodeResult &first) {
   os << "decode: Sq=1, d=" << first.shape.d << ", bf16, batch "
@@ -150,6 +315,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: --device " << device << ": use host or cuda\n";
     return 2;
   }
+  if (device == "cuda" || hostGrid)
+    return runGrid(device == "cuda");
   HostExecutor &executor = *sharedHostExecutor(threads);
   std::vector<int64_t> lengths = {1024,  2048,  4096,  8192,
                                   16384, 32768, 65536, 131072};
@@ -170,9 +337,7 @@ int main(int argc, char **argv) {
   for (int64_t sk : lengths) {
     DecodeShape shape{int64_t(batch), int64_t(headsQ), int64_t(headsKv), sk,
                       128};
-    auto row = device == "cuda"
-                   ? runGpuDecodeRow(shape, candidates, *cache, policy)
-                   : runDecodeRow(shape, candidates, executor, *cache, policy);
+    auto row = runDecodeRow(shape, candidates, executor, *cache, policy);
     if (!row) {
       llvm::errs() << "error: " << llvm::toString(row.takeError()) << "\n";
       return 1;

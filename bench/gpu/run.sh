@@ -2,13 +2,13 @@
 # The GPU machine's one call: unpack the binaries built here (bench/gpu/pack.sh),
 # (1) run the GPU end-to-end tests, (2) check a few kernels from the CLI,
 # (3) run the benchmark against PyTorch SDPA; `decode` times split-KV decode
-# and the plan's choice on the GPU (bench/decode); `backward-host` times the host
+# and the plan's choice on the GPU against PyTorch (bench/decode); `backward-host` times the host
 # backward against PyTorch's CPU SDPA backward; `sanitize` runs compute-sanitizer
 # and the bounded-wait kernels (docs/bench.md). Logs and JSON go to $OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | sanitize | backward-host | fp8
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward-host | fp8
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
@@ -26,7 +26,28 @@ if [ "$mode" = backward-host ]; then
   exit 0
 fi
 if [ "$mode" = decode ]; then
-  /tmp/fj/fmhajit-bench-decode --device cuda --json "$out/bench-decode-gpu.json" "$@" 2>&1 | tee "$out/decode.log"
+  # Issue 13's grid: PyTorch SDPA and a 1 GiB device copy first
+  # (bench/decode/torch_decode.py), then fmhajit's plan against every
+  # configuration it could pick, joined in one table. $GRID holds the grid's
+  # flags, given to both (--heads, --batches, --lengths, --max-kv-mib); the
+  # other arguments go to fmhajit-bench-decode (--tiles, --splits, ...).
+  # shellcheck disable=SC2086 # $GRID is a list of flags
+  PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-300}" python3 "$root/bench/decode/torch_decode.py" \
+    --json "$out/torch-decode.json" ${GRID:-} 2>&1 | tee "$out/torch-decode.log"
+  # shellcheck disable=SC2086
+  timeout "${DECODE_TIMEOUT:-400}" /tmp/fj/fmhajit-bench-decode --device cuda --peers "$out/torch-decode.json" \
+    --json "$out/bench-decode-gpu.json" ${GRID:-} "$@" 2>&1 | tee "$out/decode.log"
+  exit 0
+fi
+if [ "$mode" = decode-host ]; then
+  # The same grid on this machine's CPU: PyTorch's CPU SDPA and a host copy,
+  # then fmhajit's plan on every core (fmhajit-bench-decode --grid).
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout "${TORCH_TIMEOUT:-300}" python3 "$root/bench/decode/torch_decode.py" --device cpu \
+    --json "$out/torch-decode-cpu.json" ${GRID:-} 2>&1 | tee "$out/torch-decode-cpu.log"
+  # shellcheck disable=SC2086
+  timeout "${DECODE_TIMEOUT:-400}" /tmp/fj/fmhajit-bench-decode --grid --peers "$out/torch-decode-cpu.json" \
+    --json "$out/bench-decode-host.json" ${GRID:-} "$@" 2>&1 | tee "$out/decode-host.log"
   exit 0
 fi
 if [ "$mode" = fp8 ]; then

@@ -160,6 +160,18 @@ std::vector<GpuSplitCase> gpuSplitCases() {
        "family=fwd_splitkv,dtype=fp16,d=256,mask=causal_br,lse=1,pack_gqa=1",
        Shape::dense(1, 32, 2, 4, 777),
        {1, 5}},
+      // Issue 13's decode tile: one warp, 16 packed rows. Part counts past
+      // the 47 key tiles leave parts with no keys (O = 0, LSE = -inf).
+      {"decode_gqa4_packed_one_warp",
+       "family=fwd_splitkv,dtype=bf16,d=128,lse=1,pipeline=mma,bm=16,bn=64,"
+       "warps=1,pack_gqa=1",
+       Shape::dense(2, 32, 8, 1, 3000),
+       {1, 5, 47, 128}},
+      {"multi_token_gqa4_packed_one_warp",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,"
+       "pipeline=mma,bm=16,bn=32,warps=1,pack_gqa=1",
+       Shape::dense(1, 16, 4, 8, 777),
+       {1, 3, 256}},
       {"simt_varlen_gqa4_packed",
        "family=fwd_splitkv,dtype=fp16,d=64,mask=window,varlen=1,lse=1,"
        "pipeline=simt,pack_gqa=1",
@@ -253,7 +265,9 @@ INSTANTIATE_TEST_SUITE_P(
         "family=fwd_paged,dtype=fp16,d=256,lse=1,pipeline=wgmma",
         "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,softcap=1,lse=1,"
         "pack_gqa=1",
-        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt,pack_gqa=1"));
+        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt,pack_gqa=1",
+        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,pipeline=mma,"
+        "bm=16,bn=64,warps=1,pack_gqa=1"));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   SKIP_WITHOUT_GPU(runner);

@@ -155,6 +155,32 @@ std::vector<PagedCase> pagedCases() {
                    -1,
                    -1,
                    7});
+  // Issue 13's decode shapes: one-row pages under a GQA group of 16 packed
+  // into one tile, and speculative decode (4 tokens) at d = 256; 16 and 19
+  // parts take the combine's 8-part steps.
+  cases.push_back({"decode_gqa16_packed_page1",
+                   "family=fwd_paged,dtype=bf16,d=128,lse=1,pack_gqa=1",
+                   32,
+                   2,
+                   1,
+                   {1, 37, 300},
+                   1,
+                   {1, 3, 19},
+                   -1,
+                   -1,
+                   9});
+  cases.push_back({"speculative_gqa4_packed_d256_page64",
+                   "family=fwd_paged,dtype=fp16,d=256,mask=causal_br,lse=1,"
+                   "pack_gqa=1",
+                   8,
+                   2,
+                   4,
+                   {5, 130, 700},
+                   64,
+                   {1, 16},
+                   -1,
+                   -1,
+                   10});
   cases.push_back({"tiny_pages",
                    "family=fwd_paged,dtype=fp16,d=64,lse=1",
                    4,

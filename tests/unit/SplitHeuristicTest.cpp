@@ -34,6 +34,7 @@ const RuleCase kCases[] = {
     {"KeysBoundTheCount", 8, 12, 132, 12},
     {"OneTileNeverSplits", 8, 1, 132, 1},
     {"NoMoreThanMaxSplits", 1, 100000, 1024, 64},
+    {"OnePackedItemOnH100", 1, 1024, 132, 64}, // 198 -> 256 -> kMaxSplits
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, SplitRule, ::testing::ValuesIn(kCases),
