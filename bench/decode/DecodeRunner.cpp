@@ -102,6 +102,22 @@ api::Problem fmhajit::bench::decodeProblem(const DecodeShape &shape,
   return p;
 }
 
+int64_t fmhajit::bench::pagesPerSeq(const DecodeShape &shape) {
+  return (shape.seqlenK + shape.pageSize - 1) / shape.pageSize;
+}
+
+api::Problem fmhajit::bench::pagedDecodeProblem(const DecodeShape &shape,
+                                                api::Device device,
+                                                int64_t poolPages) {
+  api::Problem p = decodeProblem(shape, device);
+  if (shape.pageSize) {
+    p.pagesKv = {shape.pageSize, poolPages, pagesPerSeq(shape)};
+    p.seqlensK.assign(size_t(shape.batch), int32_t(shape.seqlenK));
+    p.seqlenK = 0;
+  }
+  return p;
+}
+
 AttentionProblem
 fmhajit::bench::decodeAttentionProblem(const DecodeShape &shape,
                                        const KernelSpec &spec) {

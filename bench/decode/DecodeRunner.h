@@ -69,6 +69,12 @@ std::string decodeSpecText(const char *family, unsigned d);
 
 /// The row's problem as a user describes it: BSHD, bf16, every default left.
 api::Problem decodeProblem(const DecodeShape &shape, api::Device device);
+/// Pages of one sequence's keys, for a shape with a page size.
+int64_t pagesPerSeq(const DecodeShape &shape);
+/// decodeProblem, with K/V in a pool of \p poolPages pages when the shape
+/// has a page size (every sequence holding seqlenK keys).
+api::Problem pagedDecodeProblem(const DecodeShape &shape, api::Device device,
+                                int64_t poolPages);
 
 /// The row's problem for \p spec's kernels (Sq = 1), validated by callers.
 AttentionProblem decodeAttentionProblem(const DecodeShape &shape,

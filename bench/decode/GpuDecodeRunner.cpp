@@ -99,20 +99,6 @@ struct RowData {
   std::vector<api::Tensors> copies;
 };
 
-int64_t pagesPerSeq(const DecodeShape &s) {
-  return (s.seqlenK + s.pageSize - 1) / s.pageSize;
-}
-
-api::Problem rowProblem(const DecodeShape &s, int64_t poolPages) {
-  api::Problem p = decodeProblem(s, api::Device::Cuda);
-  if (s.pageSize) {
-    p.pagesKv = {s.pageSize, poolPages, pagesPerSeq(s)};
-    p.seqlensK.assign(size_t(s.batch), int32_t(s.seqlenK));
-    p.seqlenK = 0;
-  }
-  return p;
-}
-
 /// Bytes of one K (or V) of the row: rows * Hkv * d bf16.
 size_t kvTensorBytes(const DecodeShape &s) {
   int64_t rows =
@@ -291,7 +277,7 @@ llvm::Expected<DecodeGridRow> GpuDecodeBench::run(const DecodeShape &s) {
   int64_t poolPages =
       s.pageSize ? int64_t(st.k.size()) / (s.pageSize * s.headsKv * s.d * 2)
                  : 0;
-  api::Problem problem = rowProblem(s, poolPages);
+  api::Problem problem = pagedDecodeProblem(s, api::Device::Cuda, poolPages);
   auto data = makeRowData(st, s, poolPages);
   if (!data)
     return data.takeError();

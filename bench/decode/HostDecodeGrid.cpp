@@ -58,20 +58,6 @@ HostDecodeBench::create(const GpuGridOptions &options, unsigned threads) {
 }
 
 namespace {
-int64_t pagesOf(const DecodeShape &s) {
-  return (s.seqlenK + s.pageSize - 1) / s.pageSize;
-}
-
-api::Problem hostProblem(const DecodeShape &s, int64_t poolPages) {
-  api::Problem p = decodeProblem(s, api::Device::Host);
-  if (s.pageSize) {
-    p.pagesKv = {s.pageSize, poolPages, pagesOf(s)};
-    p.seqlensK.assign(size_t(s.batch), int32_t(s.seqlenK));
-    p.seqlenK = 0;
-  }
-  return p;
-}
-
 double seconds(std::chrono::steady_clock::time_point a,
                std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -80,7 +66,7 @@ double seconds(std::chrono::steady_clock::time_point a,
 
 llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
   State &st = *state;
-  size_t rows = size_t(s.pageSize ? s.batch * pagesOf(s) * s.pageSize
+  size_t rows = size_t(s.pageSize ? s.batch * pagesPerSeq(s) * s.pageSize
                                   : s.batch * s.seqlenK);
   size_t tensor = rows * size_t(s.headsKv * s.d) * 2;
   if (tensor > st.k.sizeInBytes())
@@ -99,7 +85,7 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
     std::vector<int32_t> pages(static_cast<size_t>(poolPages));
     std::iota(pages.begin(), pages.end(), 0);
     std::shuffle(pages.begin(), pages.end(), std::mt19937_64(s.seqlenK));
-    size_t need = size_t(s.batch * pagesOf(s));
+    size_t need = size_t(s.batch * pagesPerSeq(s));
     for (size_t i = 0; i < copies * need; ++i)
       tables.push_back(pages[i % pages.size()]);
   }
@@ -111,10 +97,10 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
     t.v = static_cast<const char *>(st.v.data()) + at;
     t.o = o.data();
     if (s.pageSize)
-      t.blockTable = tables.data() + c * s.batch * pagesOf(s);
+      t.blockTable = tables.data() + c * s.batch * pagesPerSeq(s);
     return t;
   };
-  api::Problem problem = hostProblem(s, poolPages);
+  api::Problem problem = pagedDecodeProblem(s, api::Device::Host, poolPages);
   api::Options options;
   options.threads = st.threads;
   auto runChecked =
