@@ -8,11 +8,6 @@ using namespace fmhajit;
 using namespace llvm;
 
 namespace {
-/// Passes whose loads a transposer issues before it stores any. 1 is what
-/// docs/results.md measured; 2 assembles without spills at the producer's
-/// 40 registers but has not been timed.
-constexpr unsigned kInFlight = 1;
-
 /// Byte \p byte (i32) of row \p row (i32) of a swizzled tile of \p shape:
 /// slabs of W-byte rows, each 16-byte chunk XOR-ed with the address bits
 /// above the row's 128 bytes, as WgmmaLayout lays tiles out.
@@ -55,11 +50,6 @@ SmallVector<Value *, 4> transposeBytes(IRBuilderBase &b, ArrayRef<Value *> in) {
 }
 } // namespace
 
-/// Where one pass of a thread reads its four words and writes its four.
-struct PassAddresses {
-  Value *from[4], *to[4];
-};
-
 void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
                                      const WgmmaLayout &layout, Value *src,
                                      Value *dst, Value *thread) {
@@ -73,7 +63,7 @@ void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
   Value *h = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, c(3));
   unsigned words = columns / 32, passes = groups * words;
   unsigned warps = kTransposerThreads / 32;
-  auto addressesOf = [&](Value *p) {
+  emitFor(b, b.CreateLShr(thread, 5), c(passes), c(warps), "vt", [&](Value *p) {
     Value *u = b.CreateURem(p, c(spread));
     Value *rest = b.CreateUDiv(p, c(spread));
     Value *v = b.CreateURem(rest, c(words));
@@ -83,39 +73,20 @@ void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
     Value *word = b.CreateAdd(b.CreateMul(v, c(8)), h);
     // Keys pi(4t..4t+3) of the group: 2t, 2t+1, 2t+8, 2t+9.
     Value *firstKey = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 1));
-    Value *slotByte = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 2));
-    PassAddresses a;
-    for (unsigned k = 0; k < 4; ++k) {
-      unsigned key = (k / 2) * 8 + k % 2; // 0, 1, 8, 9
-      a.from[k] =
+    SmallVector<Value *, 4> rows;
+    for (unsigned key : {0u, 1u, 8u, 9u})
+      rows.push_back(b.CreateAlignedLoad(
+          b.getInt32Ty(),
           swizzledByte(b, layout, from, src, b.CreateAdd(firstKey, c(key)),
-                       b.CreateShl(word, 2));
-      a.to[k] = swizzledByte(b, layout, to, dst,
-                             b.CreateAdd(b.CreateShl(word, 2), c(k)), slotByte);
-    }
-    return a;
-  };
-  // kInFlight passes an iteration, their loads issued together: a lone
-  // warp's loop is latency-bound otherwise. A pass past the end repeats the
-  // last one (the same bytes to the same places).
-  unsigned step = kInFlight * warps;
-  emitFor(b, b.CreateLShr(thread, 5), c(passes), c(step), "vt", [&](Value *p) {
-    SmallVector<PassAddresses, kInFlight> at;
-    SmallVector<SmallVector<Value *, 4>, kInFlight> words;
-    for (unsigned i = 0; i < kInFlight; ++i) {
-      Value *pass = b.CreateAdd(p, c(i * warps));
-      Value *last = c(passes - 1);
-      at.push_back(
-          addressesOf(b.CreateSelect(b.CreateICmpULT(pass, last), pass, last)));
-      words.emplace_back();
-      for (Value *address : at.back().from)
-        words.back().push_back(
-            b.CreateAlignedLoad(b.getInt32Ty(), address, Align(4)));
-    }
-    for (unsigned i = 0; i < kInFlight; ++i) {
-      SmallVector<Value *, 4> out = transposeBytes(b, words[i]);
-      for (unsigned k = 0; k < 4; ++k)
-        b.CreateAlignedStore(out[k], at[i].to[k], Align(4));
+                       b.CreateShl(word, 2)),
+          Align(4)));
+    SmallVector<Value *, 4> columnsOut = transposeBytes(b, rows);
+    Value *slotByte = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 2));
+    for (unsigned j = 0; j < 4; ++j) {
+      Value *row = b.CreateAdd(b.CreateShl(word, 2), c(j));
+      b.CreateAlignedStore(columnsOut[j],
+                           swizzledByte(b, layout, to, dst, row, slotByte),
+                           Align(4));
     }
   });
 }

@@ -96,7 +96,7 @@ static void poisonOutputs(ForwardCase::State &s) {
       s.l.features.lse ? size_t(numElements(s.l.problem.lseShape())) : 0, NAN);
 }
 
-static void setDescales(const ForwardCase::State &s, api::Tensors &t) {
+static void passDescales(const ForwardCase::State &s, api::Tensors &t) {
   t.descaleQ = s.descaleQ;
   t.descaleK = s.descaleK;
   t.descaleV = s.descaleV;
@@ -105,7 +105,7 @@ static void setDescales(const ForwardCase::State &s, api::Tensors &t) {
 static api::Tensors hostTensors(ForwardCase::State &s) {
   api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(),
                  s.o.data.data(), s.lse.empty() ? nullptr : s.lse.data()};
-  setDescales(s, t);
+  passDescales(s, t);
   if (s.paged()) {
     t.blockTable = s.blockTable.data();
     t.seqlensK = s.l.seqlensK.data();
@@ -137,7 +137,7 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
   t.seqlensK = gpu.upload<const int32_t>(l.seqlensK.data(),
                                          l.seqlensK.size() * 4, "seqlens_k");
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
-  setDescales(s, t);
+  passDescales(s, t);
   if (!gpu.error().empty())
     return makeError(ErrorKind::Driver, gpu.error());
   return t;
