@@ -388,6 +388,7 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
     RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
     ops->mmaRescaled(w.out, alpha, w.scores, w.v);
   });
+  ops->retire(w.q);
 }
 
 // FlashAttention-3's overlap inside a warpgroup, for targets whose products
@@ -397,7 +398,7 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
 //   for j = 1..: start S_j = Q K_j^T; start O += P_j-1 V_j-1
 //                finish S_j; P_j, alpha_j = softmax(S_j)
 //                finish O; O *= alpha_j
-//   O += P_last V_last
+//   retire Q; O += P_last V_last
 // P is a tile of its own, so S_j can land while P_j-1 is still being read.
 // Each K and V tile is requested just before the one use that first needs
 // it: a target that overlaps products loads ahead on its own (a producer).
@@ -436,6 +437,7 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     });
     ops->copy(probs, w.scores);
   });
+  ops->retire(w.q); // the next work item's Q may load during the last P V
   emitIf(b, any, "last.values", [&] {
     ops->beginProducts();
     ops->startProduct(w.out, probs, w.v, /*accumulate=*/true);

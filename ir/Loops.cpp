@@ -6,8 +6,9 @@
 using namespace fmhajit;
 using namespace llvm;
 
-void fmhajit::emitFor(IRBuilderBase &b, Value *begin, Value *end, Value *step,
-                      const Twine &name, function_ref<void(Value *)> body) {
+BranchInst *fmhajit::emitFor(IRBuilderBase &b, Value *begin, Value *end,
+                             Value *step, const Twine &name,
+                             function_ref<void(Value *)> body) {
   Function *fn = b.GetInsertBlock()->getParent();
   LLVMContext &ctx = fn->getContext();
   BasicBlock *pre = b.GetInsertBlock();
@@ -29,9 +30,19 @@ void fmhajit::emitFor(IRBuilderBase &b, Value *begin, Value *end, Value *step,
   b.SetInsertPoint(latch);
   Value *next = b.CreateNSWAdd(iv, step, name + ".next");
   iv->addIncoming(next, latch);
-  b.CreateBr(header);
+  BranchInst *back = b.CreateBr(header);
 
   b.SetInsertPoint(exit);
+  return back;
+}
+
+void fmhajit::disableHoisting(BranchInst *latch) {
+  LLVMContext &ctx = latch->getContext();
+  MDNode *hint = MDNode::get(ctx, MDString::get(ctx, "llvm.licm.disable"));
+  // A loop ID is a distinct node whose first operand is itself.
+  MDNode *id = MDNode::getDistinct(ctx, {nullptr, hint});
+  id->replaceOperandWith(0, id);
+  latch->setMetadata(LLVMContext::MD_loop, id);
 }
 
 SmallVector<Value *, 16> fmhajit::emitForCarried(

@@ -18,9 +18,16 @@
 namespace fmhajit {
 
 /// for (iv = begin; iv < end; iv += step) body(iv), signed compare.
-void emitFor(llvm::IRBuilderBase &b, llvm::Value *begin, llvm::Value *end,
-             llvm::Value *step, const llvm::Twine &name,
-             llvm::function_ref<void(llvm::Value *iv)> body);
+/// Returns the latch's branch, where loop metadata goes.
+llvm::BranchInst *emitFor(llvm::IRBuilderBase &b, llvm::Value *begin,
+                          llvm::Value *end, llvm::Value *step,
+                          const llvm::Twine &name,
+                          llvm::function_ref<void(llvm::Value *iv)> body);
+
+/// Asks LLVM not to hoist code out of the loop whose latch branch is
+/// \p latch (llvm.licm.disable): values computed once per iteration stay
+/// there rather than in registers live across the whole loop.
+void disableHoisting(llvm::BranchInst *latch);
 
 /// emitFor whose body threads values through the iterations as phis (for
 /// accumulators that must stay in registers): body(iv, current) returns the

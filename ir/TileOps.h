@@ -148,6 +148,9 @@ public:
   virtual void sync(Tile &t) {}
   /// Completes loads still in flight (targets that copy asynchronously).
   virtual void drain() {}
+  /// The recipe reads \p t no more in this work item: a target that loads
+  /// ahead may refill its storage (a persistent block's next Q).
+  virtual void retire(Tile &t) {}
   /// Only the first \p rows (i32) query rows of the tiles that follow are
   /// ever stored: a target may skip work on the rest (whose values are then
   /// unspecified). The host does, so a short query costs little in a tall tile.

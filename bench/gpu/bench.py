@@ -27,12 +27,18 @@ def parse_args():
                    help="bf16, fp16, fp8_e4m3, fp8_e5m2 (fp8 rows time the peers in bf16)")
     p.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     p.add_argument("--no-peers", action="store_true", help="time fmhajit only")
+    p.add_argument("--baseline", default="",
+                   help="another fmhajit binary, timed on each row right after --fmhajit "
+                        "(its first pipeline), as 'base'")
+    p.add_argument("--masks", default="none,causal", help="none, causal or both")
+    p.add_argument("--peers", default="FLASH_ATTENTION,CUDNN_ATTENTION,EFFICIENT_ATTENTION",
+                   help="the SDPA backends to time")
     return p.parse_args()
 
 def grid(args):
     seqlens = [512, 2048] if args.quick else [int(s) for s in args.seqlens.split(",")]
     for dtype in (["bf16"] if args.quick else args.dtypes.split(",")):
-        for causal in [False, True]:
+        for causal in [m == "causal" for m in args.masks.split(",")]:
             for d in [int(x) for x in args.head_dims.split(",")]:
                 for s in seqlens:
                     yield dict(dtype=dtype, causal=causal, d=d, seqlen=s,
@@ -69,7 +75,13 @@ def time_torch(c, backend_name):
     return times[len(times) // 2], None
 
 def run_fmhajit(args, c, pipeline, cache_dir):
-    # "wgmma+stages=2": a pipeline with spec keys of its own after the '+'
+    # "wgmma+stages=2": a pipeline with spec keys of its own after the '+';
+    # "base": the --baseline binary on the first pipeline
+    binary = args.fmhajit
+    if pipeline == "base":
+        binary, pipeline = args.baseline, args.pipeline.split(",")[0]
+        cache_dir += "-base"
+        os.makedirs(cache_dir, exist_ok=True)
     name, _, keys = pipeline.partition("+")
     spec = "family=fwd,dtype={},d={},mask={},pipeline={},target={}".format(
         c["dtype"], c["d"], "causal" if c["causal"] else "none", name, args.target)
@@ -77,7 +89,7 @@ def run_fmhajit(args, c, pipeline, cache_dir):
         spec += "," + keys
     if args.tile:
         spec += "," + args.tile
-    cmd = [args.fmhajit, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
+    cmd = [binary, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
            "--heads", str(c["heads"]), "--seqlen-q", str(c["seqlen"]), "--iters", "20"]
     env = dict(os.environ, FMHAJIT_CACHE_DIR=cache_dir)
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -91,14 +103,14 @@ def main():
     args = parse_args()
     import torch
     print("device:", torch.cuda.get_device_name(), "| torch", torch.__version__, flush=True)
-    peers = ["FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"]
+    peers = args.peers.split(",")
     rows = []
     cache_dir = tempfile.mkdtemp(prefix="fmhajit-bench-cache-")
     for c in grid(args):
         if args.only_d and c["d"] != args.only_d:
             continue
         row = dict(c)
-        pipelines = args.pipeline.split(",")
+        pipelines = args.pipeline.split(",") + (["base"] if args.baseline else [])
         for pl in pipelines:
             ms, load, err = run_fmhajit(args, c, pl, cache_dir)
             row[pl + "_ms"], row[pl + "_load"], row[pl + "_error"] = ms, load, err
@@ -113,13 +125,13 @@ def main():
         rows.append(row)
         fmt = lambda x: "%6.1f" % x if x else "     -"
         rat = lambda x: "%5.2fx" % x if x else "    - "
-        ours = " ".join("%s %s (%s cuDNN)" % (pl, fmt(row[pl + "_tflops"]), rat(row[pl + "_vs_CUDNN_ATTENTION"]))
+        ours = " ".join("%s %s (%s cuDNN)" % (pl, fmt(row[pl + "_tflops"]), rat(row.get(pl + "_vs_CUDNN_ATTENTION")))
                         for pl in pipelines)
         errs = "".join("  [%s: %s]" % (pl, row[pl + "_error"]) for pl in pipelines if row[pl + "_error"])
         print("%-8s %-6s d=%-3d S=%-5d B=%-2d H=%-2d | %s | FA2 %s cuDNN %s eff %s%s" % (
             c["dtype"], "causal" if c["causal"] else "full", c["d"], c["seqlen"], c["batch"], c["heads"],
-            ours, fmt(row["FLASH_ATTENTION_tflops"]), fmt(row["CUDNN_ATTENTION_tflops"]),
-            fmt(row["EFFICIENT_ATTENTION_tflops"]), errs), flush=True)
+            ours, fmt(row.get("FLASH_ATTENTION_tflops")), fmt(row.get("CUDNN_ATTENTION_tflops")),
+            fmt(row.get("EFFICIENT_ATTENTION_tflops")), errs), flush=True)
     with open(args.json, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "target": args.target, "rows": rows}, f, indent=1)

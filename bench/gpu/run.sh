@@ -8,7 +8,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward-host | fp8
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward-host | fp8 | profile
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
@@ -69,6 +69,31 @@ if [ "$mode" = fp8 ]; then
   grep -c "check    FAIL\|^error" "$out/fp8-check.log" | sed 's/^/FAIL or error lines: /'
   PYTHONUNBUFFERED=1 timeout 400 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/bench-fp8.json" \
     --dtypes fp8_e4m3 --head-dims 64,128,256 --seqlens 2048,4096,8192,16384 "$@" 2>&1 | tee "$out/bench-fp8.log"
+  exit 0
+fi
+if [ "$mode" = profile ]; then
+  # Nsight Compute on fmhajit's kernel and cuDNN's for each "d,S,causal"
+  # argument (bf16, 16k tokens, H*d = 2048), plus the SASS of fmhajit's
+  # kernel, so a gap to the peer can be placed (docs/bench.md).
+  ncu="/usr/local/cuda/bin/ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section InstructionStats"
+  prof=/tmp/fj/profile; mkdir -p "$prof"
+  for shape in "${@:-128,2048,0}"; do
+    IFS=, read -r d s causal <<<"$shape"
+    mask=none; flag=""; [ "$causal" = 1 ] && mask=causal && flag=--causal
+    spec="family=fwd,dtype=bf16,d=$d,mask=$mask,target=sm_90a"
+    tag="d${d}-s${s}-${mask}"
+    echo "== $tag" | tee -a "$out/profile.log"
+    timeout 120 $ncu --launch-skip 1 --launch-count 1 /tmp/fj/fmhajit run "$spec" --device cuda \
+      --batch $((16384 / s)) --heads $((2048 / d)) --seqlen-q "$s" --iters 2 > "$prof/ncu-fmhajit-$tag.txt" 2>&1
+    timeout 180 $ncu -k regex:'(?i)(fprop|fmha|flash|sdpa|attn)' --launch-count 1 python3 "$root/bench/gpu/sdpa_once.py" \
+      --d "$d" --seqlen "$s" $flag > "$prof/ncu-cudnn-$tag.txt" 2>&1
+    /tmp/fj/fmhajit compile "$spec" --emit asm > "/tmp/fj/$tag.ptx" 2>/dev/null &&
+      /usr/local/cuda/bin/ptxas -arch=sm_90a "/tmp/fj/$tag.ptx" -o "/tmp/fj/$tag.cubin" &&
+      /usr/local/cuda/bin/cuobjdump -sass "/tmp/fj/$tag.cubin" > "$prof/sass-$tag.txt"
+  done
+  grep -H "Duration\|Compute (SM) Throughput\|Issue Slots Busy\|No Eligible" "$prof"/ncu-*.txt | tee -a "$out/profile.log"
+  tar -C "$prof" -cJf "$out/profile.tar.xz" .
   exit 0
 fi
 if [ "$mode" = sanitize ]; then

@@ -39,6 +39,9 @@ public:
   /// The kernel's tensor maps (a generic pointer to its TensorMaps
   /// parameter) when it loads by TMA, else null.
   llvm::Value *tensorMaps = nullptr;
+  /// The TMA ring's load counters (TmaRing::emitCounters) when it loads by
+  /// TMA, else null.
+  llvm::Value *ringCounters = nullptr;
 
   std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) override;
   llvm::Value *itemThread(llvm::IRBuilderBase &b) override {
@@ -90,6 +93,11 @@ std::unique_ptr<TileOps> createNvptxMmaTileOps(llvm::IRBuilderBase &b,
 /// The wgmma tile ops (NVPTX wgmma m64nNk16, sm_90a).
 std::unique_ptr<TileOps> createNvptxWgmmaTileOps(llvm::IRBuilderBase &b,
                                                  GpuTargetInfo &target);
+/// Ping-pong under the TMA ring: the last consumer warpgroup hands the
+/// first its first turn on the tensor cores. Once per block, before the
+/// consumers walk their work items: each item's last turn hands the next
+/// item's first on.
+void emitFirstProductTurn(llvm::IRBuilderBase &b, GpuTargetInfo &target);
 
 std::unique_ptr<TargetInfo> createNvptxTargetInfo(const KernelSpec &spec,
                                                   const ArchInfo &arch);

@@ -6,14 +6,16 @@
 //       "nvvm.maxntid"="<threads>" {
 //     %w = total - 1 - ctaid.x ; <body(%p, %w)>
 //   }
-// Kernels that load by TMA (pipeline=wgmma, stages=2) take a second,
+// Kernels that load by TMA (pipeline=wgmma, stages>=2) take a second,
 // grid-constant parameter, their tensor maps, and split the block into a
-// producer warpgroup and consumers (emitBlockWorkItem).
+// producer warpgroup and consumers (emitBlockWorkItem); a persistent one
+// (walksWorkItems) has each role walk the block's work items in a loop.
 // Fast math: ex2.approx.ftz.f32 (2^x for x < -126 flushes to +0, as the
 // recipe requires) and lg2.approx.f32.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/KernelAbi.h"
+#include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
@@ -65,11 +67,12 @@ public:
     if (!usesTensorMaps(spec))
       return GpuTargetInfo::emitBlockWorkItem(b, params, body);
     tensorMaps = b.GetInsertBlock()->getParent()->getArg(1);
+    ringCounters = TmaRing::emitCounters(b);
     TmaRing::emitInit(b, *this);
     Value *warp = b.CreateLShr(threadId(b), b.getInt32(5));
     auto emitAs = [&](WarpRole role) {
       warpRole = role;
-      GpuTargetInfo::emitBlockWorkItem(b, params, body);
+      emitWorkItems(b, params, body);
       warpRole = WarpRole::Whole;
     };
     RegisterSplit split = registerSplit();
@@ -91,8 +94,46 @@ public:
           if (split.consumer)
             b.CreateIntrinsic(Intrinsic::nvvm_setmaxnreg_inc_sync_aligned_u32,
                               {b.getInt32(split.consumer)});
+          emitFirstProductTurn(b, *this);
           emitAs(WarpRole::Consumers);
         });
+  }
+
+  /// This block's work item, or under walksWorkItems (a persistent grid)
+  /// items total-1-k for k = block, block + grid, ...: neighbouring blocks
+  /// keep neighbouring items, which share K and V in L2. Every role walks
+  /// the same items, so the ring's counts agree.
+  void
+  emitWorkItems(IRBuilderBase &b, Value *params,
+                function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
+    if (!walksWorkItems(spec))
+      return GpuTargetInfo::emitBlockWorkItem(b, params, body);
+    // The launch checked that the items fit in 31 bits: k counts in 32
+    // bits, and only k is carried from item to item. The item count and
+    // the grid are read again each time, and nothing is hoisted out of the
+    // walk: what an item derives from the kernel's parameters would
+    // otherwise stay in registers through every item.
+    ArgsReader p(b, params);
+    LLVMContext &ctx = b.getContext();
+    Function *fn = b.GetInsertBlock()->getParent();
+    Value *first = blockId(b);
+    BasicBlock *pre = b.GetInsertBlock();
+    BasicBlock *header = BasicBlock::Create(ctx, "item", fn);
+    BasicBlock *item = BasicBlock::Create(ctx, "item.body", fn);
+    BasicBlock *exit = BasicBlock::Create(ctx, "item.exit", fn);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    PHINode *k = b.CreatePHI(b.getInt32Ty(), 2, "item.k");
+    k->addIncoming(first, pre);
+    Value *items = b.CreateTrunc(p.workItems(spec), b.getInt32Ty(), "items");
+    b.CreateCondBr(b.CreateICmpSLT(k, items), item, exit);
+    b.SetInsertPoint(item);
+    Value *work = b.CreateSub(b.CreateSub(items, b.getInt32(1)), k);
+    body(b, params, b.CreateZExt(work, b.getInt64Ty(), "work"));
+    Value *grid = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {});
+    k->addIncoming(b.CreateNSWAdd(k, grid), b.GetInsertBlock());
+    disableHoisting(b.CreateBr(header));
+    b.SetInsertPoint(exit);
   }
 
   /// Registers a producer and a consumer thread keep after setmaxnreg (0:
@@ -100,15 +141,18 @@ public:
   /// (ptxas' limit for nvvm.maxntid). What the consumers gain comes only
   /// from what the producer warpgroup gives up inside the block (an
   /// increase the released registers cannot cover blocks forever), so the
-  /// producer keeps at least 24 (32 with the fp8 transposers, which spill
-  /// at 24), the consumers share the rest in multiples of 8 up to 256, and
-  /// the producer keeps what that rounding leaves.
+  /// producer keeps at least 24 (32 with the fp8 transposers, or when it
+  /// walks work items, which spill at 24), the consumers share the rest in
+  /// multiples of 8 up to 256, and the producer keeps what that rounding
+  /// leaves.
   struct RegisterSplit {
     unsigned producer = 0, consumer = 0;
   };
   RegisterSplit registerSplit() const {
     const unsigned file = 65536, groupThreads = 128;
-    unsigned producer = WgmmaLayout(spec, arch).transposesValues() ? 32 : 24;
+    bool busyProducer =
+        WgmmaLayout(spec, arch).transposesValues() || walksWorkItems(spec);
+    unsigned producer = busyProducer ? 32 : 24;
     unsigned groups = numThreads() / groupThreads;
     unsigned launched = std::min(256u, file / numThreads() / 8 * 8);
     unsigned consumer = std::min(

@@ -133,16 +133,27 @@ void fmhajit::emitTmaLoad(IRBuilderBase &b, Value *dst, Value *map,
 
 TmaRing::TmaRing(IRBuilderBase &b, GpuTargetInfo &target,
                  const WgmmaLayout &layout, Value *smem)
-    : b(b), layout(layout), stages(target.kernelSpec().stages), smem(smem) {
-  keyLoads = entryAlloca(b, b.getInt32Ty(), "k.loads");
-  valueLoads = entryAlloca(b, b.getInt32Ty(), "v.loads");
-  b.CreateStore(b.getInt32(0), keyLoads);
-  b.CreateStore(b.getInt32(0), valueLoads);
+    : b(b), layout(layout), stages(target.kernelSpec().stages), smem(smem),
+      counters(target.ringCounters) {
+  assert(counters && "the target sets the ring's counters before the roles");
 }
 
-// Barrier 0 is Q's full; slot s of K has full 1 + s and empty
-// 1 + stages + s, V the two groups after, and under fp8 staged V the two
-// after those. Only the empty barriers of K and V count the consumer
+Value *TmaRing::emitCounters(IRBuilderBase &b) {
+  auto *type = ArrayType::get(b.getInt32Ty(), 3);
+  Value *counters = entryAlloca(b, type, "ring.loads");
+  b.CreateStore(ConstantAggregateZero::get(type), counters);
+  return counters;
+}
+
+Value *TmaRing::counter(TileRole role) {
+  unsigned index = role == TileRole::Query ? 0 : role == TileRole::KeyT ? 1 : 2;
+  return b.CreateConstInBoundsGEP2_32(ArrayType::get(b.getInt32Ty(), 3),
+                                      counters, 0, index);
+}
+
+// Barriers 0 and 1 are Q's full and empty; slot s of K has full 2 + s and
+// empty 2 + stages + s, V the two groups after, and under fp8 staged V the
+// two after those. The empty barriers of Q, K and V count the consumer
 // warpgroups; every other one takes a single arrival (the producer's
 // expect_tx, or the transposers' leader).
 void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
@@ -153,8 +164,8 @@ void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
   emitIf(b, b.CreateICmpEQ(target.threadId(b), b.getInt32(0)), "mbar.init",
          [&] {
            for (unsigned i = 0; i < layout.barrierCount(); ++i) {
-             unsigned group = i == 0 ? 0 : (i - 1) / stages;
-             bool consumers = i > 0 && (group == 1 || group == 3);
+             unsigned group = i < 2 ? 0 : (i - 2) / stages;
+             bool consumers = i == 1 || (i >= 2 && (group == 1 || group == 3));
              emitMbarrierInit(
                  b,
                  b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
@@ -166,8 +177,8 @@ void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
   target.barrier(b);
 }
 
-TmaRing::Use TmaRing::useOf(Value *n) {
-  Value *size = b.getInt32(stages);
+TmaRing::Use TmaRing::useOf(Value *n, unsigned slots) {
+  Value *size = b.getInt32(slots);
   return {b.CreateURem(n, size),
           b.CreateAnd(b.CreateUDiv(n, size), b.getInt32(1))};
 }
@@ -176,12 +187,13 @@ TmaRing::Use TmaRing::next(TileRole role) {
   Value *count = counter(role);
   Value *n = b.CreateLoad(b.getInt32Ty(), count);
   b.CreateStore(b.CreateAdd(n, b.getInt32(1)), count);
-  return useOf(n);
+  return useOf(n, role == TileRole::Query ? 1 : stages);
 }
 
 TmaRing::Use TmaRing::latest(TileRole role) {
   Value *n = b.CreateLoad(b.getInt32Ty(), counter(role));
-  return useOf(b.CreateSub(n, b.getInt32(1)));
+  return useOf(b.CreateSub(n, b.getInt32(1)),
+               role == TileRole::Query ? 1 : stages);
 }
 
 Value *TmaRing::barrier(Value *index) {
@@ -191,23 +203,24 @@ Value *TmaRing::barrier(Value *index) {
 }
 
 Value *TmaRing::queryFull() { return barrier(b.getInt32(0)); }
+Value *TmaRing::queryEmpty() { return barrier(b.getInt32(1)); }
 
 Value *TmaRing::full(TileRole role, Value *slot) {
-  unsigned first = role == TileRole::KeyT ? 1 : 1 + 2 * stages;
+  unsigned first = role == TileRole::KeyT ? 2 : 2 + 2 * stages;
   return barrier(b.CreateAdd(b.getInt32(first), slot));
 }
 
 Value *TmaRing::empty(TileRole role, Value *slot) {
-  unsigned first = role == TileRole::KeyT ? 1 + stages : 1 + 3 * stages;
+  unsigned first = role == TileRole::KeyT ? 2 + stages : 2 + 3 * stages;
   return barrier(b.CreateAdd(b.getInt32(first), slot));
 }
 
 Value *TmaRing::stagedFull(Value *slot) {
-  return barrier(b.CreateAdd(b.getInt32(1 + 4 * stages), slot));
+  return barrier(b.CreateAdd(b.getInt32(2 + 4 * stages), slot));
 }
 
 Value *TmaRing::stagedEmpty(Value *slot) {
-  return barrier(b.CreateAdd(b.getInt32(1 + 5 * stages), slot));
+  return barrier(b.CreateAdd(b.getInt32(2 + 5 * stages), slot));
 }
 
 Value *TmaRing::stagedAddress(Value *slot) {

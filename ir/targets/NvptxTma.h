@@ -12,9 +12,11 @@
 //          the producer may reuse it.
 // Producer and consumers run the same recipe and count the loads they see,
 // so the n-th load of a ring sits in slot n % stages and waits for phase
-// (n / stages) % 2 of its barrier on both sides. A fresh barrier reports
-// the phase before its first as complete, so the producer's first pass
-// over the ring does not wait.
+// (n / stages) % 2 of its barrier on both sides. Q is a ring of one slot:
+// the consumers release it after their last S = Q K^T of a work item, so a
+// persistent block's producer loads the next item's Q while they finish. A
+// fresh barrier reports the phase before its first as complete, so the
+// producer's first pass over the ring does not wait.
 //
 // The instructions are inline PTX: one each, no state but the barrier.
 //   mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity;
@@ -70,12 +72,14 @@ public:
   struct Use {
     llvm::Value *slot, *parity; ///< i32
   };
-  /// The next load of \p role's ring (KeyT or Value), counting it.
+  /// The next load of \p role's ring (Query, KeyT or Value), counting it.
+  /// Q's ring has one slot.
   Use next(TileRole role);
   /// The ring's latest load.
   Use latest(TileRole role);
 
   llvm::Value *queryFull();
+  llvm::Value *queryEmpty();
   llvm::Value *full(TileRole role, llvm::Value *slot);
   llvm::Value *empty(TileRole role, llvm::Value *slot);
   /// \p tile's storage in ring slot \p slot (Query has one slot: null).
@@ -86,18 +90,21 @@ public:
   llvm::Value *stagedFull(llvm::Value *slot);
   llvm::Value *stagedEmpty(llvm::Value *slot);
 
+  /// The loads each role has counted: one [3 x i32] per block, set to 0
+  /// before the block splits into roles and walks its work items, so that
+  /// the ring's phases run on from one item to the next.
+  static llvm::Value *emitCounters(llvm::IRBuilderBase &b);
+
 private:
-  llvm::Value *counter(TileRole role) {
-    return role == TileRole::KeyT ? keyLoads : valueLoads;
-  }
-  Use useOf(llvm::Value *n);
+  llvm::Value *counter(TileRole role);
+  Use useOf(llvm::Value *n, unsigned slots);
   /// Barrier \p index of the area after the ring.
   llvm::Value *barrier(llvm::Value *index);
 
   llvm::IRBuilderBase &b;
   const WgmmaLayout &layout;
   unsigned stages;
-  llvm::Value *smem, *keyLoads, *valueLoads;
+  llvm::Value *smem, *counters;
 };
 
 /// The producer warp's tile ops: load() issues TMA boxes into the ring;

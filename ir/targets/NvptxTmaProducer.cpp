@@ -100,17 +100,16 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   bool query = tile.role == TileRole::Query;
   // fp8 V lands in the staging tile; the transposers fill the slot.
   bool staged = tile.role == TileRole::Value && layout.transposesValues();
-  TmaRing::Use use{};
-  if (!query)
-    use = ring.next(tile.role);
+  TmaRing::Use use = ring.next(tile.role);
   Value *lane =
       b.CreateAnd(target.threadId(b), b.getInt32(target.waveSize() - 1));
   emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
-    if (!query) // the release of this slot's previous tile
-      emitMbarrierWait(
-          b,
-          staged ? ring.stagedEmpty(use.slot) : ring.empty(tile.role, use.slot),
-          b.CreateXor(use.parity, b.getInt32(1)), target.options.boundedWaits);
+    // The release of this slot's previous tile.
+    Value *released = query    ? ring.queryEmpty()
+                      : staged ? ring.stagedEmpty(use.slot)
+                               : ring.empty(tile.role, use.slot);
+    emitMbarrierWait(b, released, b.CreateXor(use.parity, b.getInt32(1)),
+                     target.options.boundedWaits);
     Value *bar = query    ? ring.queryFull()
                  : staged ? ring.stagedFull(use.slot)
                           : ring.full(tile.role, use.slot);

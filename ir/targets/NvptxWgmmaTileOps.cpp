@@ -47,7 +47,6 @@ public:
     tensorCoresReadShared = true;
     if (usesTensorMaps(spec))
       ring.emplace(b, target, this->layout, smem);
-    passFirstTurn();
     // Tiles sit on swizzle-atom boundaries of the shared window.
     auto *global = cast<GlobalVariable>(smem);
     global->setAlignment(std::max(global->getAlign().valueOrOne(),
@@ -80,6 +79,9 @@ public:
     if (!ring)
       NvptxFragmentTileOps::drain();
   }
+  /// Under the ring: hands Q's slot back to the producer (waiting for Q
+  /// first if no product read it, so no copy into it is still in flight).
+  void retire(Tile &tile) override;
 
 private:
   const SharedTile &sharedTile(TileRole role) const override {
@@ -114,8 +116,6 @@ private:
   Value *warpgroup() { return b.CreateLShr(target.threadId(b), b.getInt32(7)); }
   /// Named barrier 1 + w: warpgroup w's turn (0 is the block barrier).
   Value *turnBarrier(Value *group) { return b.CreateAdd(group, b.getInt32(1)); }
-  /// The last warpgroup hands the first its first turn.
-  void passFirstTurn();
   /// Issue (fence, products, commit) without the wait: the accumulators
   /// as the products define them.
   SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
@@ -149,31 +149,40 @@ void NvptxWgmmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
     return NvptxFragmentTileOps::load(tile, src, valid, scale);
   deferScale(tile, scale);
   acquired.erase(tile.storage);
-  if (tile.role != TileRole::Query)
-    ring->next(tile.role);
+  ring->next(tile.role);
 }
 
 void NvptxWgmmaTileOps::acquire(const Tile &tile) {
   if (!acquired.insert(tile.storage).second)
     return;
-  if (tile.role == TileRole::Query)
-    return emitMbarrierWait(b, ring->queryFull(), b.getInt32(0),
-                            target.options.boundedWaits);
   TmaRing::Use use = ring->latest(tile.role);
-  emitMbarrierWait(b, ring->full(tile.role, use.slot), use.parity,
-                   target.options.boundedWaits);
+  Value *full = tile.role == TileRole::Query ? ring->queryFull()
+                                             : ring->full(tile.role, use.slot);
+  emitMbarrierWait(b, full, use.parity, target.options.boundedWaits);
 }
 
+// Q is released once per work item, by retire(); K and V after each
+// product that read them.
 void NvptxWgmmaTileOps::release(const Tile &tile) {
-  if (!ring || tile.role == TileRole::Query)
+  if (!ring)
     return;
   Value *slot = ring->latest(tile.role).slot;
   Value *first = b.CreateICmpEQ(
       b.CreateAnd(target.threadId(b),
                   b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
       b.getInt32(0));
-  emitIf(b, first, "release",
-         [&] { emitMbarrierArrive(b, ring->empty(tile.role, slot)); });
+  emitIf(b, first, "release", [&] {
+    emitMbarrierArrive(b, tile.role == TileRole::Query
+                              ? ring->queryEmpty()
+                              : ring->empty(tile.role, slot));
+  });
+}
+
+void NvptxWgmmaTileOps::retire(Tile &tile) {
+  if (!ring || tile.role != TileRole::Query)
+    return;
+  acquire(tile);
+  release(tile);
 }
 
 Value *NvptxWgmmaTileOps::tileAddress(const Tile &tile) {
@@ -310,15 +319,15 @@ void NvptxWgmmaTileOps::startProduct(Tile &acc, const Tile &a, const Tile &bt,
 // Ping-pong (FlashAttention-3): warpgroup w waits on named barrier 1 + w
 // for its turn, issues, and arrives on the next warpgroup's barrier. Each
 // barrier counts the two warpgroups that meet there.
-void NvptxWgmmaTileOps::passFirstTurn() {
-  unsigned groups = turnTakers();
+void fmhajit::emitFirstProductTurn(IRBuilderBase &b, GpuTargetInfo &target) {
+  unsigned groups = target.kernelSpec().warps / WgmmaLayout::kWarpsPerGroup;
   if (groups < 2)
     return;
-  emitIf(b, b.CreateICmpEQ(warpgroup(), b.getInt32(groups - 1)), "first.turn",
-         [&] {
-           b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_arrive_aligned_count,
-                             {turnBarrier(b.getInt32(0)), b.getInt32(256)});
-         });
+  Value *group = b.CreateLShr(target.threadId(b), b.getInt32(7));
+  emitIf(b, b.CreateICmpEQ(group, b.getInt32(groups - 1)), "first.turn", [&] {
+    b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_arrive_aligned_count,
+                      {b.getInt32(1), b.getInt32(256)});
+  });
 }
 
 void NvptxWgmmaTileOps::beginProducts() {

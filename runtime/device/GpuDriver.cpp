@@ -12,7 +12,7 @@ GpuDriver::~GpuDriver() = default;
 
 llvm::Error GpuDriver::encodeTensorMap(const TensorMapRequest &, void *) {
   return makeError(ErrorKind::Unsupported,
-                   "TMA tensor maps (pipeline=wgmma, stages=2) need an NVIDIA "
+                   "TMA tensor maps (pipeline=wgmma, stages>=2) need an NVIDIA "
                    "GPU of sm_90 or newer");
 }
 

@@ -36,7 +36,7 @@ static llvm::Expected<TensorMapRequest> requestFor(const TensorView &t,
     return makeError(ErrorKind::Usage,
                      llvm::Twine(t.name) +
                          " must start on a 16-byte boundary for TMA "
-                         "(pipeline=wgmma, stages=2); use stages=1");
+                         "(pipeline=wgmma, stages>=2); use stages=1");
   static const char *const kStrideNames[] = {"row", "head", "batch"};
   for (unsigned i = 0; i < 3; ++i) {
     int64_t bytes = strides[i] * int64_t(elementBytes);
@@ -46,7 +46,7 @@ static llvm::Expected<TensorMapRequest> requestFor(const TensorView &t,
       return makeError(ErrorKind::Usage,
                        llvm::Twine(t.name) + "'s " + kStrideNames[i] +
                            " stride is " + llvm::Twine(bytes) +
-                           " bytes; TMA (pipeline=wgmma, stages=2) needs a "
+                           " bytes; TMA (pipeline=wgmma, stages>=2) needs a "
                            "positive multiple of 16: use stages=1");
     r.strideBytes[i] = uint64_t(bytes);
   }

@@ -11,7 +11,7 @@ static bool hasKeyLoop(Family f) {
 }
 
 bool fmhajit::usesTensorMaps(const KernelSpec &spec) {
-  return spec.pipeline == Pipeline::Wgmma && spec.stages == 2 &&
+  return spec.pipeline == Pipeline::Wgmma && spec.stages >= 2 &&
          hasKeyLoop(spec.family);
 }
 
@@ -59,7 +59,12 @@ unsigned WgmmaLayout::barrierOffset() const {
 }
 
 unsigned WgmmaLayout::barrierCount() const {
-  return 1 + (transposesValues() ? 6 : 4) * spec.stages;
+  return 2 + (transposesValues() ? 6 : 4) * spec.stages;
+}
+
+bool fmhajit::walksWorkItems(const KernelSpec &spec) {
+  return usesTensorMaps(spec) && spec.family == Family::Fwd &&
+         spec.mask == Mask::None;
 }
 
 unsigned WgmmaLayout::bytes() const {
@@ -69,10 +74,12 @@ unsigned WgmmaLayout::bytes() const {
 }
 
 void WgmmaLayout::check(ErrorList &errors) const {
-  if (spec.stages < 1 || spec.stages > 2)
+  if (spec.stages < 1 || spec.stages > kMaxStages)
     addTileError(errors, "stages", spec.stages,
                  "pipeline wgmma copies with cp.async (stages=1) or loads by "
-                 "TMA into a ring of two slots (stages=2)");
+                 "TMA into a ring of 2 to " +
+                     Twine(kMaxStages) + " slots (stages=2.." +
+                     Twine(kMaxStages) + ")");
   if (spec.warps % kWarpsPerGroup)
     addTileError(errors, "warps", spec.warps,
                  "pipeline wgmma computes in whole warpgroups of 4 warps: use "
@@ -98,9 +105,9 @@ void WgmmaLayout::check(ErrorList &errors) const {
                        "pipeline wgmma reads Q, K and V in swizzled slabs of "
                        "at least 32 bytes",
                        errors);
-  if (spec.stages == 2 && !hasKeyLoop(spec.family))
+  if (spec.stages >= 2 && !hasKeyLoop(spec.family))
     addTileError(errors, "stages", spec.stages,
-                 "pipeline wgmma's ring (stages=2) holds the forward "
+                 "pipeline wgmma's ring (stages>=2) holds the forward "
                  "attention loop's K/V tiles; family=" +
                      keyOf(spec.family) + " has none: use stages=1");
   if (usesTensorMaps(spec))
@@ -113,7 +120,7 @@ void WgmmaLayout::check(ErrorList &errors) const {
 // 4 keys x 4 columns, up to eight 16-key groups and eight 4-column words
 // to a warp's pass: bn 64 or a multiple of 128, dv a multiple of 32.
 void WgmmaLayout::checkFp8(ErrorList &errors) const {
-  if (spec.stages != 2)
+  if (spec.stages < 2)
     addTileError(errors, "stages", spec.stages,
                  "fp8 on pipeline wgmma transposes V in the producer "
                  "warpgroup, which only the TMA ring has: use stages=2");
@@ -133,10 +140,10 @@ void WgmmaLayout::checkFp8(ErrorList &errors) const {
 void WgmmaLayout::checkTensorMapLoads(ErrorList &errors) const {
   if (spec.bm > kMaxBoxRows)
     addTileError(errors, "bm", spec.bm,
-                 "TMA boxes (stages=2) have at most 256 rows");
+                 "TMA boxes (stages>=2) have at most 256 rows");
   auto refuse = [&](llvm::StringRef key, unsigned value, llvm::StringRef what) {
     addTileError(errors, key, value,
-                 "pipeline wgmma with stages=2 loads fixed-shape TMA boxes, "
+                 "pipeline wgmma with stages>=2 loads fixed-shape TMA boxes, "
                  "but " +
                      what + " addresses rows one by one: use stages=1");
   };

@@ -16,9 +16,9 @@
 // Two ways to fill the tiles, chosen by stages:
 //  - stages=1: every warp copies with cp.async, one K and one V tile, and
 //    block barriers publish them.
-//  - stages=2: warp specialization. The block gets a warpgroup more than
-//    `warps`, the producer, whose first warp loads Q, K and V by TMA into
-//    a ring of two K and two V tiles; full and empty mbarriers per ring
+//  - stages=2 to 4: warp specialization. The block gets a warpgroup more
+//    than `warps`, the producer, whose first warp loads Q, K and V by TMA
+//    into a ring of `stages` K and V tiles; full and empty mbarriers per ring
 //    slot hand tiles to the `warps` consumer warps and back. The barriers
 //    follow the last ring slot. A whole warpgroup, because registers move
 //    between warpgroups (setmaxnreg): the producer's go to the consumers.
@@ -40,8 +40,17 @@
 namespace fmhajit {
 
 /// Whether \p spec's kernel loads by TMA, through tensor maps the launch
-/// passes as a second kernel parameter (pipeline=wgmma with stages=2).
+/// passes as a second kernel parameter (pipeline=wgmma with stages>=2).
 bool usesTensorMaps(const KernelSpec &spec);
+
+/// Whether \p spec's kernel is persistent: each block walks work items
+/// total-1-b, total-1-b-grid, ... so that, with fewer blocks than items, the
+/// producer loads the next item's Q and first keys while the consumers
+/// finish the last one (the TMA ring, family=fwd). The launch picks the
+/// grid (runtime/device/GpuKernel.cpp). Only where every item costs the
+/// same: a static stride would leave causal blocks unbalanced
+/// (docs/design.md, "Persistent blocks").
+bool walksWorkItems(const KernelSpec &spec);
 
 class WgmmaLayout {
 public:
@@ -54,8 +63,11 @@ public:
   static constexpr unsigned kTileAlignment = 1024;
   /// wgmma's largest N: bounds bn (S = Q K^T) and dv (O += P V).
   static constexpr unsigned kMaxN = 256;
-  /// TMA's largest box edge: bounds bm and bn under stages=2.
+  /// TMA's largest box edge: bounds bm and bn under stages>=2.
   static constexpr unsigned kMaxBoxRows = 256;
+  /// The deepest TMA ring: four K and V slots already fill shared memory
+  /// at d = 64.
+  static constexpr unsigned kMaxStages = 4;
 
   WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch);
 
@@ -76,15 +88,15 @@ public:
   unsigned slabBytes(unsigned width) const;
   /// Bytes from one ring slot's K tile to the next's.
   unsigned stageBytes() const;
-  /// Where the mbarriers start (stages=2): eight bytes each, for Q's full
-  /// barrier, then K full, K empty, V full and V empty of each slot, then
-  /// under fp8 staged-V full and staged-V empty of each slot.
+  /// Where the mbarriers start (stages>=2): eight bytes each, for Q's full
+  /// and empty barriers, then K full, K empty, V full and V empty of each
+  /// slot, then under fp8 staged-V full and staged-V empty of each slot.
   unsigned barrierOffset() const;
   unsigned barrierCount() const;
   unsigned bytes() const;
-  /// Stages 1 or 2; one computing warp per 16 query rows in whole
+  /// Stages 1 to kMaxStages; one computing warp per 16 query rows in whole
   /// warpgroups; d and dv rows of whole 32-byte chunks; bn and dv within
-  /// wgmma's N; TMA's limits and families under stages=2.
+  /// wgmma's N; TMA's limits and families under stages>=2.
   void check(ErrorList &errors) const;
 
 private:

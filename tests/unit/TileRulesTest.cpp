@@ -162,8 +162,21 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
   unsigned tile = 128 * 128 * 2; // Q, K and V tiles alike
   EXPECT_EQ(layout.stageBytes(), 2 * tile);
   EXPECT_EQ(layout.barrierOffset(), tile + 2 * 2 * tile);
+  // Q's full and empty, then full and empty of each K and V slot.
   EXPECT_EQ(tileFootprintBytes(ring, *findArch("sm_90a")),
-            layout.barrierOffset() + 9 * 8);
+            layout.barrierOffset() + 10 * 8);
+  KernelSpec deeper = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"
+                                   "warps=8,stages=3,target=sm_90a");
+  EXPECT_TRUE(usesTensorMaps(deeper));
+  EXPECT_EQ(tileFootprintBytes(deeper, *findArch("sm_90a")),
+            tile + 3 * 2 * tile + 14 * 8);
+  // The forward without a mask walks work items; causal items differ in
+  // cost, so their kernel keeps a block per item.
+  EXPECT_TRUE(walksWorkItems(ring));
+  EXPECT_FALSE(walksWorkItems(resolvedSpec(
+      "d=128,mask=causal,pipeline=wgmma,stages=2,target=sm_90a")));
+  EXPECT_FALSE(walksWorkItems(resolvedSpec(
+      "family=fwd_splitkv,d=128,pipeline=wgmma,stages=2,target=sm_90a")));
   KernelSpec copies = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"
                                    "warps=8,stages=1,target=sm_90a");
   EXPECT_EQ(blockWarps(copies), 8u);
