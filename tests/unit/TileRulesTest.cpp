@@ -173,8 +173,8 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
   // The forward without a mask walks work items; causal items differ in
   // cost, so their kernel keeps a block per item.
   EXPECT_TRUE(walksWorkItems(ring));
-  EXPECT_FALSE(walksWorkItems(resolvedSpec(
-      "d=128,mask=causal,pipeline=wgmma,stages=2,target=sm_90a")));
+  EXPECT_FALSE(walksWorkItems(
+      resolvedSpec("d=128,mask=causal,pipeline=wgmma,stages=2,target=sm_90a")));
   EXPECT_FALSE(walksWorkItems(resolvedSpec(
       "family=fwd_splitkv,d=128,pipeline=wgmma,stages=2,target=sm_90a")));
   KernelSpec copies = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"
