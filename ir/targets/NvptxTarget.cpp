@@ -59,9 +59,25 @@ public:
   // under fp8, its other three with the transposers'), and the consumer
   // warps with theirs. The producer gives up its registers and the
   // consumers take them (setmaxnreg).
+  // Split-KV's two kernels overlap their launches (arch grid_dependency):
+  // a split kernel lets the combine launch as soon as each block has
+  // started, and the combine, launched with programmatic stream
+  // serialization (CudaKernelChecks.cpp), waits here until the split
+  // kernel has finished and its partials are visible. Without that launch
+  // attribute the wait returns at once.
+  void emitGridDependency(IRBuilderBase &b) {
+    if (!arch.gridDependency)
+      return;
+    if (spec.family == Family::SplitKvCombine)
+      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
+    else if (hasSplitWorkItems(spec.family))
+      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
+  }
+
   void emitBlockWorkItem(
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
+    emitGridDependency(b);
     if (!usesTensorMaps(spec))
       return GpuTargetInfo::emitBlockWorkItem(b, params, body);
     tensorMaps = b.GetInsertBlock()->getParent()->getArg(1);
