@@ -54,11 +54,6 @@ public:
     return {PointerType::get(ctx, 0)};
   }
 
-  // Warp specialization: barriers first, then the producer warpgroup (the
-  // last), whose first warp emits the recipe with the producer's ops (and,
-  // under fp8, its other three with the transposers'), and the consumer
-  // warps with theirs. The producer gives up its registers and the
-  // consumers take them (setmaxnreg).
   // Split-KV's two kernels overlap their launches (arch grid_dependency):
   // a split kernel lets the combine launch as soon as each block has
   // started, and the combine, launched with programmatic stream
@@ -74,6 +69,11 @@ public:
       b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
   }
 
+  // Warp specialization: barriers first, then the producer warpgroup (the
+  // last), whose first warp emits the recipe with the producer's ops (and,
+  // under fp8, its other three with the transposers'), and the consumer
+  // warps with theirs. The producer gives up its registers and the
+  // consumers take them (setmaxnreg).
   void emitBlockWorkItem(
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
