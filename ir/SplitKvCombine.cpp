@@ -2,8 +2,17 @@
 //
 // A plain loop per work item, no tiles: the combine reads numSplits * dv
 // floats per row and does a handful of flops on each, so it is bound by
-// memory and needs no matrix unit. GPU threads split a row's columns;
-// every thread recomputes the row's LSE (numSplits loads, cached).
+// memory latency, not by any unit. The item's threads form groups
+// (CombineShape, specs/pipelines/TileRules.h): a group's threads hold
+// adjacent columns, and the groups take the parts in turn, each folding its
+// parts into a running (max, sum, row) as the online softmax does. GPU
+// groups then merge through shared memory; the host has one group, whose
+// one thread holds the row as a vector.
+//
+// Why groups: a GPU decode row is one block, and every part it folds is a
+// wait on L2. With one group (all threads splitting the columns) bench/decode
+// on an H100 saw about 0.3 us per part, so a row of 32 parts cost ~10 us of
+// a 60 us call and 256 parts were never worth their blocks.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/SplitKvCombine.h"
@@ -11,117 +20,199 @@
 #include "ir/Loops.h"
 #include "ir/WorkItem.h"
 #include "specs/EncodedName.h"
+#include "specs/pipelines/TileRules.h"
 #include <cmath>
 
 using namespace fmhajit;
 using namespace llvm;
 
 namespace {
+/// A partial merge of some parts of a row: their largest LSE m, the sum of
+/// exp(lse_s - m) and the sum of exp(lse_s - m) * o_s over this thread's
+/// columns (a vector of the shape's width).
+struct Folded {
+  Value *max, *sum, *row;
+};
+
 class CombineEmitter {
 public:
   CombineEmitter(const KernelSpec &spec, TargetInfo &target, IRBuilderBase &b,
                  Value *params)
       : spec(spec), target(target), b(b), p(b, params),
-        threads(target.itemThreads()),
-        perThread((spec.headDimV() + threads - 1) / threads) {}
+        shape(combineShape(spec.headDimV(), target.itemThreads())),
+        rowType(FixedVectorType::get(b.getFloatTy(), shape.width)) {}
 
   void emitWorkItem(Value *w);
 
 private:
-  /// Parts per step of the accumulation's main loop.
-  static constexpr unsigned kSplitsPerStep = 8;
+  /// A group's parts per step of its main loop, all loads issued first.
+  static constexpr unsigned kPartsPerStep = 4;
 
   void emitRow(const WorkItem &s, Value *row);
-  /// acc[k] += exp(lse_s - lse) * oAccum[r_s][c] for each part s of
-  /// \p splits and column c = tid + k * threads this thread owns, every
-  /// load issued before the first multiply-add.
-  void accumulateParts(ArrayRef<Value *> splits, Value *plane, Value *lseRow,
-                       Value *lse, Value *acc);
-  Value *rowLse(Value *n, Value *plane, Value *lseRow);
+  /// This group's parts s = group + k * groups, folded.
+  Folded foldOwnParts(Value *n, Value *plane, Value *lseRow);
+  /// \p cur with the parts \p splits folded in.
+  Folded fold(ArrayRef<Value *> splits, Folded cur, Value *plane,
+              Value *lseRow);
+  /// Every group's fold merged, valid in group 0 (shared memory; GPU).
+  Folded mergeGroups(Folded own);
+  /// O (and LSE) of the row from its whole fold; group 0 only.
+  void store(const WorkItem &s, Value *qRow, Value *lseRow, Folded all);
+
   Value *exp(Value *x) { return target.exp2(b, b.CreateFMul(x, f32(kLog2e))); }
   Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
-  Value *partialLse(Value *s, Value *plane, Value *lseRow) {
-    Value *index = b.CreateAdd(
-        b.CreateMul(b.CreateSExt(s, b.getInt64Ty()), plane), lseRow);
-    return b.CreateLoad(
-        b.getFloatTy(),
-        b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), index));
+  Value *splat(Value *x) { return b.CreateVectorSplat(shape.width, x); }
+  /// 0 where \p m is -inf (nothing folded yet), so that m - safe(m) and
+  /// lse_s - safe(m) never compute -inf - -inf.
+  Value *safe(Value *m) {
+    return b.CreateSelect(b.CreateFCmpOEQ(m, f32(-INFINITY)), f32(0), m);
   }
-  /// Calls body(k, c) for the columns c = tid + k * threads < dv this
-  /// thread owns.
-  void forOwnedColumns(function_ref<void(Value *k, Value *c)> body);
+  /// i64 row s * plane + lseRow of the partials.
+  Value *partialRow(Value *s, Value *plane, Value *lseRow) {
+    return b.CreateAdd(b.CreateMul(b.CreateSExt(s, b.getInt64Ty()), plane),
+                       lseRow);
+  }
+  /// Bytes the partial row loads may assume: 16 for 4-column GPU loads (the
+  /// workspace is 16-byte aligned, ApiRun.cpp), else a float's.
+  Align rowAlign() const {
+    return Align(shape.width % 4 == 0 && shape.columnThreads > 1 ? 16 : 4);
+  }
 
   const KernelSpec &spec;
   TargetInfo &target;
   IRBuilderBase &b;
   ArgsReader p;
-  unsigned threads, perThread;
-  Value *tid = nullptr;
+  CombineShape shape;
+  FixedVectorType *rowType;
+  Value *group = nullptr;  ///< which group this thread is in (i32)
+  Value *column = nullptr; ///< its first column (i64)
 };
 } // namespace
 
-void CombineEmitter::forOwnedColumns(
-    function_ref<void(Value *, Value *)> body) {
-  emitFor(b, perThread, "cols", [&](Value *k) {
-    // Neighbouring GPU threads take neighbouring columns (coalesced).
-    Value *c = b.CreateAdd(tid, b.CreateMul(b.CreateTrunc(k, b.getInt32Ty()),
-                                            b.getInt32(threads)));
-    if (spec.headDimV() % threads == 0) {
-      body(k, c);
-      return;
-    }
-    emitIf(b, b.CreateICmpULT(c, b.getInt32(spec.headDimV())), "col",
-           [&] { body(k, c); });
-  });
-}
-
-// ln(sum_s exp(lse_s - mx)) + mx in two passes over the splits' LSEs.
-Value *CombineEmitter::rowLse(Value *n, Value *plane, Value *lseRow) {
-  Value *mx =
-      emitForCarried(b, b.getInt32(0), n, b.getInt32(1), "max",
-                     {f32(-INFINITY)}, [&](Value *s, ArrayRef<Value *> cur) {
-                       return SmallVector<Value *, 16>{b.CreateMaxNum(
-                           cur[0], partialLse(s, plane, lseRow))};
-                     })[0];
-  Value *empty = b.CreateFCmpOEQ(mx, f32(-INFINITY), "empty");
-  Value *mxSafe = b.CreateSelect(empty, f32(0), mx);
-  Value *sum = emitForCarried(
-      b, b.getInt32(0), n, b.getInt32(1), "sum", {f32(0)},
-      [&](Value *s, ArrayRef<Value *> cur) {
-        Value *w = exp(b.CreateFSub(partialLse(s, plane, lseRow), mxSafe));
-        return SmallVector<Value *, 16>{b.CreateFAdd(cur[0], w)};
-      })[0];
-  Value *lse = b.CreateFAdd(mx, b.CreateFMul(target.log2(b, sum), f32(kLn2)));
-  return b.CreateSelect(empty, f32(-INFINITY), lse, "lse");
-}
-
-void CombineEmitter::accumulateParts(ArrayRef<Value *> splits, Value *plane,
-                                     Value *lseRow, Value *lse, Value *acc) {
-  Value *dv = b.getInt64(spec.headDimV());
-  SmallVector<Value *, kSplitsPerStep> weights, partials;
-  for (Value *split : splits)
-    weights.push_back(partialLse(split, plane, lseRow));
-  for (Value *&w : weights)
-    w = exp(b.CreateFSub(w, lse));
-  for (Value *split : splits) {
-    Value *index = b.CreateAdd(
-        b.CreateMul(b.CreateSExt(split, b.getInt64Ty()), plane), lseRow);
-    partials.push_back(b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum),
-                                           b.CreateMul(index, dv)));
+Folded CombineEmitter::fold(ArrayRef<Value *> splits, Folded cur, Value *plane,
+                            Value *lseRow) {
+  SmallVector<Value *, kPartsPerStep> lses, rows;
+  for (Value *s : splits) {
+    Value *r = partialRow(s, plane, lseRow);
+    lses.push_back(
+        b.CreateLoad(b.getFloatTy(),
+                     b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), r)));
+    Value *at =
+        b.CreateAdd(b.CreateMul(r, b.getInt64(spec.headDimV())), column);
+    rows.push_back(b.CreateAlignedLoad(
+        rowType, b.CreateInBoundsGEP(b.getFloatTy(), p.get(kOAccum), at),
+        rowAlign()));
   }
-  forOwnedColumns([&](Value *k, Value *c) {
-    Value *column = b.CreateZExt(c, b.getInt64Ty());
-    SmallVector<Value *, kSplitsPerStep> xs;
-    for (Value *partial : partials)
-      xs.push_back(
-          b.CreateLoad(b.getFloatTy(),
-                       b.CreateInBoundsGEP(b.getFloatTy(), partial, column)));
-    Value *slot = b.CreateInBoundsGEP(b.getFloatTy(), acc, k);
-    Value *sum = b.CreateLoad(b.getFloatTy(), slot);
-    for (size_t u = 0; u < xs.size(); ++u)
-      sum = b.CreateIntrinsic(Intrinsic::fmuladd, {b.getFloatTy()},
-                              {weights[u], xs[u], sum});
-    b.CreateStore(sum, slot);
+  Value *max = cur.max;
+  for (Value *lse : lses)
+    max = b.CreateMaxNum(max, lse);
+  Value *base = safe(max);
+  Value *scale = exp(b.CreateFSub(cur.max, base));
+  Value *sum = b.CreateFMul(cur.sum, scale);
+  Value *row = b.CreateFMul(cur.row, splat(scale));
+  for (size_t u = 0; u < lses.size(); ++u) {
+    Value *w = exp(b.CreateFSub(lses[u], base));
+    sum = b.CreateFAdd(sum, w);
+    row = b.CreateIntrinsic(Intrinsic::fmuladd, {rowType},
+                            {splat(w), rows[u], row});
+  }
+  return {max, sum, row};
+}
+
+Folded CombineEmitter::foldOwnParts(Value *n, Value *plane, Value *lseRow) {
+  Value *groups = b.getInt32(shape.groups);
+  // ceil((n - group) / groups): 0 for a group past the last part, and for
+  // the threads past the last whole group.
+  Value *own = b.CreateSelect(
+      b.CreateICmpULT(group, groups),
+      b.CreateUDiv(
+          b.CreateSub(b.CreateAdd(n, b.getInt32(shape.groups - 1)), group),
+          groups),
+      b.getInt32(0));
+  Value *steps = b.CreateAnd(own, b.getInt32(~int32_t(kPartsPerStep - 1)));
+  auto part = [&](Value *k) {
+    return b.CreateAdd(group, b.CreateMul(k, groups));
+  };
+  auto loop = [&](Value *begin, Value *end, unsigned step, const char *name,
+                  Folded cur) {
+    auto out = emitForCarried(
+        b, begin, end, b.getInt32(step), name, {cur.max, cur.sum, cur.row},
+        [&](Value *k, ArrayRef<Value *> v) {
+          SmallVector<Value *, kPartsPerStep> splits;
+          for (unsigned u = 0; u < step; ++u)
+            splits.push_back(part(b.CreateAdd(k, b.getInt32(u))));
+          Folded next = fold(splits, {v[0], v[1], v[2]}, plane, lseRow);
+          return SmallVector<Value *, 16>{next.max, next.sum, next.row};
+        });
+    return Folded{out[0], out[1], out[2]};
+  };
+  Folded none{f32(-INFINITY), f32(0), Constant::getNullValue(rowType)};
+  Folded stepped =
+      loop(b.getInt32(0), steps, kPartsPerStep, "split.step", none);
+  return loop(steps, own, 1, "split", stepped);
+}
+
+// Scratch: the groups' rows [groups][dv], then their maxima and sums.
+Folded CombineEmitter::mergeGroups(Folded own) {
+  unsigned dv = spec.headDimV(), groups = shape.groups;
+  Value *scratch =
+      target.itemScratch(b, combineScratchBytes(shape, spec.headDimV()));
+  Type *f = b.getFloatTy();
+  auto at = [&](unsigned offset, Value *index) {
+    return b.CreateInBoundsGEP(f, scratch,
+                               b.CreateAdd(b.getInt64(offset), index));
+  };
+  Value *g64 = b.CreateZExt(group, b.getInt64Ty());
+  Value *inGroups = b.CreateICmpULT(group, b.getInt32(groups));
+  emitIf(b, inGroups, "publish", [&] {
+    b.CreateAlignedStore(
+        own.row, at(0, b.CreateAdd(b.CreateMul(g64, b.getInt64(dv)), column)),
+        rowAlign());
+    emitIf(b, b.CreateICmpEQ(column, b.getInt64(0)), "publish.stats", [&] {
+      b.CreateStore(own.max, at(groups * dv, g64));
+      b.CreateStore(own.sum, at(groups * dv + groups, g64));
+    });
+  });
+  target.itemBarrier(b);
+  Value *max = f32(-INFINITY);
+  for (unsigned g = 0; g < groups; ++g)
+    max = b.CreateMaxNum(max,
+                         b.CreateLoad(f, at(groups * dv + g, b.getInt64(0))));
+  Value *base = safe(max);
+  Value *sum = f32(0), *row = Constant::getNullValue(rowType);
+  for (unsigned g = 0; g < groups; ++g) {
+    Value *m = b.CreateLoad(f, at(groups * dv + g, b.getInt64(0)));
+    Value *w = exp(b.CreateFSub(m, base));
+    Value *l = b.CreateLoad(f, at(groups * dv + groups + g, b.getInt64(0)));
+    sum = b.CreateIntrinsic(Intrinsic::fmuladd, {f}, {w, l, sum});
+    Value *x = b.CreateAlignedLoad(rowType, at(g * dv, column), rowAlign());
+    row = b.CreateIntrinsic(Intrinsic::fmuladd, {rowType}, {splat(w), x, row});
+  }
+  return {max, sum, row};
+}
+
+void CombineEmitter::store(const WorkItem &s, Value *qRow, Value *lseRow,
+                           Folded all) {
+  // A row whose parts are all empty has sum 0: O = 0 and LSE = -inf.
+  Value *some = b.CreateFCmpOGT(all.sum, f32(0));
+  Value *inv = b.CreateSelect(some, b.CreateFDiv(f32(1), all.sum), f32(0));
+  Value *out = b.CreateFMul(all.row, splat(inv));
+  DType type = spec.outType();
+  Value *oRow =
+      tensorRow(b, p, spec.varlen, kO, kOStrides, s.b, qRow, s.h, type);
+  Type *element = elementType(b.getContext(), type);
+  b.CreateAlignedStore(target.narrow(b, out, type),
+                       b.CreateInBoundsGEP(element, oRow, column),
+                       Align(dtypeBytes(type)));
+  if (!spec.lse)
+    return;
+  Value *ln = b.CreateFMul(
+      target.log2(b, b.CreateSelect(some, all.sum, f32(1))), f32(kLn2));
+  Value *lse =
+      b.CreateSelect(some, b.CreateFAdd(all.max, ln), f32(-INFINITY), "lse");
+  emitIf(b, b.CreateICmpEQ(column, b.getInt64(0)), "lse", [&] {
+    b.CreateStore(lse,
+                  b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLse), lseRow));
   });
 }
 
@@ -130,51 +221,24 @@ void CombineEmitter::emitRow(const WorkItem &s, Value *i) {
       b.CreateAdd(s.qStart, b.CreateSExt(b.CreateAdd(s.i0, i), b.getInt64Ty()));
   Value *lseRow = lseRowIndex(b, p, spec, s, qRow);
   Value *plane = lsePlaneSize(b, p, spec);
-  Value *n = numSplits(b, p);
-  Value *lse = rowLse(n, plane, lseRow);
-  // With every part empty, lse - 0 = -inf gives weights 0 and O = 0.
-  Value *lseSafe =
-      b.CreateSelect(b.CreateFCmpOEQ(lse, f32(-INFINITY)), f32(0), lse);
-  Value *acc = entryAlloca(b, b.getFloatTy(), "acc", 4, perThread);
-  forOwnedColumns([&](Value *k, Value *) {
-    b.CreateStore(f32(0), b.CreateInBoundsGEP(b.getFloatTy(), acc, k));
-  });
-  // The parts kSplitsPerStep at a time, then one at a time: each step
-  // issues all its loads before the first multiply-add, so a row waits for
-  // memory once a step rather than once a part. On a GPU a decode row is
-  // one block, and each wait a trip to L2: bench/decode on an H100 saw
-  // GQA 8:1 at 128k keys take 17 us longer with 256 parts than with 128,
-  // although the split kernel has twice the blocks.
-  Value *steps = b.CreateAnd(n, b.getInt32(~int32_t(kSplitsPerStep - 1)));
-  emitFor(b, b.getInt32(0), steps, b.getInt32(kSplitsPerStep), "split.step",
-          [&](Value *first) {
-            SmallVector<Value *, kSplitsPerStep> splits;
-            for (unsigned u = 0; u < kSplitsPerStep; ++u)
-              splits.push_back(b.CreateAdd(first, b.getInt32(u)));
-            accumulateParts(splits, plane, lseRow, lseSafe, acc);
-          });
-  emitFor(b, steps, n, b.getInt32(1), "split", [&](Value *split) {
-    accumulateParts({split}, plane, lseRow, lseSafe, acc);
-  });
-  DType out = spec.outType();
-  Value *oRow =
-      tensorRow(b, p, spec.varlen, kO, kOStrides, s.b, qRow, s.h, out);
-  forOwnedColumns([&](Value *k, Value *c) {
-    Value *x = b.CreateLoad(b.getFloatTy(),
-                            b.CreateInBoundsGEP(b.getFloatTy(), acc, k));
-    b.CreateStore(target.narrow(b, x, out),
-                  b.CreateInBoundsGEP(elementType(b.getContext(), out), oRow,
-                                      b.CreateZExt(c, b.getInt64Ty())));
-  });
-  if (spec.lse)
-    emitIf(b, b.CreateICmpEQ(tid, b.getInt32(0)), "lse", [&] {
-      b.CreateStore(lse,
-                    b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLse), lseRow));
-    });
+  Folded own = foldOwnParts(numSplits(b, p), plane, lseRow);
+  if (target.itemThreads() == 1)
+    return store(s, qRow, lseRow, own);
+  Folded all = shape.groups > 1 ? mergeGroups(own) : own;
+  emitIf(b, b.CreateICmpEQ(group, b.getInt32(0)), "group0",
+         [&] { store(s, qRow, lseRow, all); });
+  if (shape.groups > 1)
+    target.itemBarrier(b); // the next row reuses the scratch
 }
 
 void CombineEmitter::emitWorkItem(Value *w) {
-  tid = target.itemThread(b);
+  Value *tid = target.itemThread(b);
+  unsigned columnThreads = shape.columnThreads;
+  group = b.CreateUDiv(tid, b.getInt32(columnThreads), "group");
+  column =
+      b.CreateZExt(b.CreateMul(b.CreateURem(tid, b.getInt32(columnThreads)),
+                               b.getInt32(shape.width)),
+                   b.getInt64Ty(), "column");
   WorkItem s = locateWorkItem(b, p, spec, w, {});
   Value *rows = b.CreateSub(s.sq, s.i0);
   rows = b.CreateSelect(b.CreateICmpSLT(rows, b.getInt32(spec.bm)), rows,

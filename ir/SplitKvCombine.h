@@ -13,17 +13,20 @@ namespace fmhajit {
 ///
 ///   for each work item (b, h, query tile t), each row i of the tile:
 ///     r_s = s * plane + lseRow(i) for s < n = max(1, numSplits)
-///     mx = max_s lseAccum[r_s]
-///     lse = mx + ln(sum_s exp(lseAccum[r_s] - mx)), or -inf if mx = -inf
-///     for each column c this thread owns (every column on the host):
-///       acc = sum_s exp(lseAccum[r_s] - lse) * oAccum[r_s * dv + c]
-///             ; 8 parts a step, a step's loads before its fmuladds,
-///             ; then the last n % 8 parts one at a time
-///       O[i][c] = narrow(acc)            ; 0 when lse = -inf
-///     LSE[i] = lse                       ; lse=1 only, thread 0
+///     each group g of CombineShape(dv, threads) folds s = g, g + groups, ...
+///       (4 a step, the step's loads first; its threads own `width`
+///       adjacent columns c each):
+///       m' = max(m, lse_s); a = exp(m - m'); w_s = exp(lse_s - m')
+///       sum = sum * a + w_s; row[c] = row[c] * a + w_s * oAccum[r_s*dv + c]
+///       (m' read as 0 while it is -inf, so no -inf - -inf)
+///     groups > 1: each group's (m, sum, row) to shared memory, a barrier,
+///       group 0 merges them the same way; a barrier before the next row
+///     group 0: O[i][c] = narrow(row[c] / sum)   ; 0 when sum = 0
+///              LSE[i] = m + ln(sum)              ; -inf when sum = 0,
+///                                                ; lse=1 only, column 0
 ///
-/// exp and ln are the target's exp2/log2 with log2e/ln2. The column loop
-/// has a constant trip count on the host, so LLVM vectorizes it.
+/// exp and ln are the target's exp2/log2 with log2e/ln2. On the host one
+/// thread is one group and the row one <dv x float> vector.
 void emitSplitKvCombineKernel(const KernelSpec &spec, TargetInfo &target,
                               llvm::Module &m);
 

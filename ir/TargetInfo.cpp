@@ -1,6 +1,7 @@
 //===- TargetInfo.cpp - Shared parts of the target interface --------------===//
 #include "ir/TargetInfo.h"
 #include "ir/KernelAbiIR.h"
+#include "ir/Loops.h"
 #include "ir/TileOps.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/PatternMatch.h"
@@ -65,6 +66,10 @@ Value *TargetInfo::narrow(IRBuilderBase &b, Value *x, DType t) {
 }
 
 Value *TargetInfo::itemThread(IRBuilderBase &b) { return b.getInt32(0); }
+
+Value *TargetInfo::itemScratch(IRBuilderBase &b, unsigned bytes) {
+  return entryAlloca(b, b.getInt8Ty(), "scratch", 16, bytes);
+}
 
 Value *TargetInfo::tanh(IRBuilderBase &b, Value *x) {
   Value *one = splatLike(b, ConstantFP::get(b.getFloatTy(), 1.0), x);

@@ -60,6 +60,11 @@ public:
   /// and their count. Host: 0 of 1; GPU: the block's threads.
   virtual llvm::Value *itemThread(llvm::IRBuilderBase &b);
   virtual unsigned itemThreads() const { return 1; }
+  /// \p bytes that every thread of a work item sees (GPU: the block's
+  /// shared memory, which the launch sizes by tileFootprintBytes), and a
+  /// barrier among those threads. Host: a stack buffer, and no barrier.
+  virtual llvm::Value *itemScratch(llvm::IRBuilderBase &b, unsigned bytes);
+  virtual void itemBarrier(llvm::IRBuilderBase &) {}
 
   /// The tile vocabulary implementation for this target.
   virtual std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) = 0;

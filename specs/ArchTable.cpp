@@ -113,6 +113,7 @@ static ArchInfo readArch(const EmbeddedFile &file) {
   a.cpu = o.getString("cpu").value_or("").str();
   a.vectorBits = readUnsigned(o, "vector_bits", file.path, false);
   a.minPtx = readUnsigned(o, "min_ptx", file.path, false);
+  a.gridDependency = o.getBoolean("grid_dependency").value_or(false);
   a.waveSize = readUnsigned(o, "wave_size", file.path);
   a.sharedBytes = readUnsigned(o, "shared_bytes", file.path);
   a.maxWarps = readUnsigned(o, "max_warps", file.path);

@@ -39,6 +39,10 @@ struct ArchInfo {
   std::string cpu;         ///< "native" for host: the machine's CPU
   unsigned vectorBits = 0; ///< host: vector width; 0 = the CPU's widest
   unsigned minPtx = 0;     ///< NVPTX: the oldest PTX ISA the target needs
+  /// NVPTX (sm_90+): griddepcontrol, so a kernel may launch while the one
+  /// before it on the stream still runs and wait for it in place
+  /// (programmatic dependent launch; the split-KV combine uses it).
+  bool gridDependency = false;
   unsigned waveSize = 1;
   unsigned sharedBytes = 0;
   unsigned maxWarps = 1, maxStages = 1;

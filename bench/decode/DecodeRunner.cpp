@@ -95,7 +95,7 @@ api::Problem fmhajit::bench::decodeProblem(const DecodeShape &shape,
   p.batch = shape.batch;
   p.headsQ = shape.headsQ;
   p.headsKv = shape.headsKv;
-  p.seqlenQ = 1;
+  p.seqlenQ = shape.seqlenQ;
   p.seqlenK = shape.seqlenK;
   p.headDim = shape.d;
   p.dtype = api::DType::BF16;
@@ -125,7 +125,7 @@ fmhajit::bench::decodeAttentionProblem(const DecodeShape &shape,
   p.batch = shape.batch;
   p.headsQ = shape.headsQ;
   p.headsKv = shape.headsKv;
-  p.seqlenQ = 1;
+  p.seqlenQ = shape.seqlenQ;
   p.seqlenK = shape.seqlenK;
   return p;
 }

@@ -32,6 +32,7 @@ struct DecodeShape {
   int64_t batch = 1, headsQ = 8, headsKv = 1, seqlenK = 1024;
   unsigned d = 128;
   int64_t pageSize = 0; ///< GPU grid: rows per K/V page; 0: contiguous
+  int64_t seqlenQ = 1;  ///< query tokens per sequence (speculative: 2-8)
 };
 
 /// The timing of one split count.

@@ -103,6 +103,7 @@ struct TorchPeers {
     int64_t headsQ, headsKv, batch, seqlenK;
     double ms;
     std::string backend;
+    int64_t seqlenQ = 1;
   };
   std::vector<Row> rows;
   /// The row of the same problem (paged rows take the contiguous one).

@@ -127,7 +127,7 @@ static llvm::Expected<RowData> makeRowData(GpuDecodeBench::State &st,
                                            const DecodeShape &s,
                                            int64_t poolPages) {
   RowData data;
-  HostTensor q(DType::BF16, s.batch * s.headsQ * s.d);
+  HostTensor q(DType::BF16, s.batch * s.seqlenQ * s.headsQ * s.d);
   q.fillNormal(1);
   auto qb = GpuBuffer::upload(st.driver, q.data(), q.sizeInBytes(), "q");
   auto ob = GpuBuffer::create(st.driver, q.sizeInBytes(), "o");
@@ -253,7 +253,7 @@ static bool worthTiming(const DecodeShape &s, const std::string &tile,
   auto spec = parseSpec("family=fwd_splitkv," + tile);
   if (!spec || !spec->bm || !spec->bn)
     return n == 1; // a tile left to the arch: time it unsplit only
-  int64_t rows = packed ? s.headsQ / s.headsKv : 1;
+  int64_t rows = (packed ? s.headsQ / s.headsKv : 1) * s.seqlenQ;
   int64_t items = s.batch * (packed ? s.headsKv : s.headsQ) *
                   ((rows + spec->bm - 1) / spec->bm);
   int64_t keyTiles = (s.seqlenK + spec->bn - 1) / spec->bn;
@@ -284,7 +284,8 @@ llvm::Expected<DecodeGridRow> GpuDecodeBench::run(const DecodeShape &s) {
   DecodeGridRow row;
   row.shape = s;
   row.kvBytes = double(s.batch * s.seqlenK * s.headsKv * s.d * 2 * 2);
-  row.movedBytes = row.kvBytes + double(s.batch * s.headsQ * s.d * 2 * 2);
+  row.movedBytes =
+      row.kvBytes + double(s.batch * s.seqlenQ * s.headsQ * s.d * 2 * 2);
   std::vector<double> ref;
 
   // The reference: one query head per tile, one part, the arch's tile.

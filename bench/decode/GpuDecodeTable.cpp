@@ -27,7 +27,7 @@ namespace json = llvm::json;
 const TorchPeers::Row *TorchPeers::find(const DecodeShape &s) const {
   for (const Row &r : rows)
     if (r.headsQ == s.headsQ && r.headsKv == s.headsKv && r.batch == s.batch &&
-        r.seqlenK == s.seqlenK)
+        r.seqlenK == s.seqlenK && r.seqlenQ == s.seqlenQ)
       return &r;
   return nullptr;
 }
@@ -61,7 +61,8 @@ fmhajit::bench::readTorchPeers(llvm::StringRef path) {
                           r->getInteger("batch").value_or(0),
                           r->getInteger("seqlen_k").value_or(0),
                           *r->getNumber("best_ms"),
-                          r->getString("best_backend").value_or("").str()});
+                          r->getString("best_backend").value_or("").str(),
+                          r->getInteger("seqlen_q").value_or(1)});
   }
   return peers;
 }
@@ -109,6 +110,7 @@ static json::Value rowJson(const DecodeGridRow &r, const TorchPeers *peers) {
       {"heads_kv", r.shape.headsKv},
       {"batch", r.shape.batch},
       {"seqlen_k", r.shape.seqlenK},
+      {"seqlen_q", r.shape.seqlenQ},
       {"page_size", r.shape.pageSize},
       {"kv_mib", r.kvBytes / (1 << 20)},
       {"plan_kernel", r.planKernel},
@@ -137,6 +139,7 @@ void fmhajit::bench::printGpuRow(llvm::raw_ostream &os, const DecodeGridRow &r,
       std::to_string(r.shape.headsQ) + "/" + std::to_string(r.shape.headsKv) +
       " b" + std::to_string(r.shape.batch) + " " +
       std::to_string(r.shape.seqlenK / 1024) + "k " +
+      (r.shape.seqlenQ > 1 ? "q" + std::to_string(r.shape.seqlenQ) + " " : "") +
       (r.shape.pageSize ? "pg" + std::to_string(r.shape.pageSize)
                         : std::string("contig"));
   os << llvm::format("%-20s %6.0f  %-26s %7.3f %4.0f%%  %-26s %5.2f  ",
@@ -159,7 +162,8 @@ void fmhajit::bench::printGpuRow(llvm::raw_ostream &os, const DecodeGridRow &r,
 void fmhajit::bench::printGpuHeader(llvm::raw_ostream &os,
                                     const TorchPeers *peers,
                                     llvm::StringRef device) {
-  os << "decode on " << device << ": Sq=1, d=128, bf16, BSHD; ms per call;"
+  os << "decode on " << device
+     << ": Sq=1 (qN: N query tokens), d=128, bf16, BSHD; ms per call;"
      << " copy = a 1 GiB copy, "
      << (peers ? llvm::formatv("{0:F0} GB/s", peers->copyGbps).str()
                : std::string("not measured (no --peers)"))

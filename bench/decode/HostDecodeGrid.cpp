@@ -77,7 +77,7 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
                                  : 0;
   unsigned copies =
       unsigned(std::clamp<size_t>(st.k.sizeInBytes() / tensor, 1, kCopies));
-  HostTensor q(DType::BF16, size_t(s.batch * s.headsQ * s.d)),
+  HostTensor q(DType::BF16, size_t(s.batch * s.seqlenQ * s.headsQ * s.d)),
       o(DType::BF16, q.size());
   q.fillNormal(1);
   std::vector<int32_t> tables;
@@ -138,7 +138,8 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
   row.planSplits = unsigned(plan->steps().front().keySplits);
   row.planRelL2 = c.nonFinite ? INFINITY : c.relL2;
   row.kvBytes = double(s.batch * s.seqlenK * s.headsKv * s.d * 2 * 2);
-  row.movedBytes = row.kvBytes + double(s.batch * s.headsQ * s.d * 2 * 2);
+  row.movedBytes =
+      row.kvBytes + double(s.batch * s.seqlenQ * s.headsQ * s.d * 2 * 2);
   std::vector<double> times;
   for (unsigned i = 0; i <= st.options.reps; ++i) {
     auto begin = std::chrono::steady_clock::now();

@@ -65,6 +65,10 @@ static llvm::cl::opt<std::string>
     gridLengths("lengths", llvm::cl::desc("GPU grid: cache lengths"),
                 llvm::cl::init("1024,4096,8192,32768,131072"),
                 llvm::cl::cat(category));
+static llvm::cl::opt<std::string> gridQueries(
+    "seqlens-q",
+    llvm::cl::desc("GPU grid: query tokens per sequence (2-8: speculative)"),
+    llvm::cl::init("1"), llvm::cl::cat(category));
 static llvm::cl::opt<std::string>
     gridPages("page-sizes",
               llvm::cl::desc("GPU grid: 0 (contiguous) and page sizes"),
@@ -116,10 +120,11 @@ static llvm::Expected<std::vector<DecodeShape>> gridShapes() {
   auto batches = numbers("batches", gridBatches);
   auto lengths = numbers("lengths", gridLengths);
   auto pages = numbers("page-sizes", gridPages);
-  if (!batches || !lengths || !pages)
+  auto queries = numbers("seqlens-q", gridQueries);
+  if (!batches || !lengths || !pages || !queries)
     return llvm::joinErrors(
         llvm::joinErrors(batches.takeError(), lengths.takeError()),
-        pages.takeError());
+        llvm::joinErrors(pages.takeError(), queries.takeError()));
   llvm::SmallVector<llvm::StringRef> heads;
   llvm::StringRef(gridHeads).split(heads, ',', -1, false);
   std::vector<DecodeShape> shapes;
@@ -132,13 +137,14 @@ static llvm::Expected<std::vector<DecodeShape>> gridShapes() {
                        "--heads '" + h.str() +
                            "': use Hq/Hkv pairs with Hkv dividing Hq, e.g. "
                            "32/8,8/1");
-    for (int64_t page : *pages)
-      for (int64_t b : *batches)
-        for (int64_t sk : *lengths) {
-          DecodeShape s{b, hq, hkv, sk, 128, page};
-          if (2 * b * sk * hkv * s.d * 2 <= int64_t(maxKvMib) << 20)
-            shapes.push_back(s);
-        }
+    for (int64_t sq : *queries)
+      for (int64_t page : *pages)
+        for (int64_t b : *batches)
+          for (int64_t sk : *lengths) {
+            DecodeShape s{b, hq, hkv, sk, 128, page, std::max<int64_t>(sq, 1)};
+            if (2 * b * sk * hkv * s.d * 2 <= int64_t(maxKvMib) << 20)
+              shapes.push_back(s);
+          }
   }
   return shapes;
 }

@@ -11,7 +11,8 @@ that the bench joins to its rows (--peers):
     back-to-back calls, as the bench times fmhajit) of torch.nn.functional.scaled_dot_product_attention
     with enable_gqa=True under each backend that accepts it (FlashAttention-2,
     cuDNN, memory-efficient, math), and the best of them.
-Q is [batch, Hq, 1, d] and K/V [batch, Hkv, Sk, d] (BHSD, torch's own
+Q is [batch, Hq, Sq, d] (Sq = 1, or --seqlens-q: speculative decode, every
+query seeing every key) and K/V [batch, Hkv, Sk, d] (BHSD, torch's own
 layout), bf16. SDPA has no paged K/V: the bench compares its paged rows with
 this contiguous time. Like the bench, successive runs read different copies
 of K/V (up to 8, in a 1 GiB pool per tensor; 256 MiB on the CPU) so that
@@ -29,6 +30,8 @@ def parse_args():
     p.add_argument("--heads", default="32/8,64/8,8/1")
     p.add_argument("--batches", default="1,8,64")
     p.add_argument("--lengths", default="1024,4096,8192,32768,131072")
+    p.add_argument("--seqlens-q", default="1",
+                   help="query tokens per sequence (2-8: speculative decode)")
     p.add_argument("--max-kv-mib", type=int, default=1024)
     p.add_argument("--d", type=int, default=128)
     p.add_argument("--reps", type=int, default=10)
@@ -41,11 +44,12 @@ def parse_args():
 def grid(args):
     for hs in args.heads.split(","):
         hq, hkv = (int(x) for x in hs.split("/"))
-        for b in (int(x) for x in args.batches.split(",")):
-            for sk in (int(x) for x in args.lengths.split(",")):
-                kv = 2 * b * sk * hkv * args.d * 2
-                if kv <= args.max_kv_mib << 20:
-                    yield hq, hkv, b, sk, kv
+        for sq in (int(x) for x in args.seqlens_q.split(",")):
+            for b in (int(x) for x in args.batches.split(",")):
+                for sk in (int(x) for x in args.lengths.split(",")):
+                    kv = 2 * b * sk * hkv * args.d * 2
+                    if kv <= args.max_kv_mib << 20:
+                        yield hq, hkv, b, sk, sq, kv
 
 
 def timed_cpu(fn, reps):
@@ -96,15 +100,16 @@ def main():
     out = {"device": name, "torch": torch.__version__,
            "copy_gbps": copy_gbps(torch, dev), "rows": []}
     print("torch %s on %s: device copy %.0f GB/s" % (out["torch"], out["device"], out["copy_gbps"]), flush=True)
-    for hq, hkv, b, sk, kv in grid(args):
+    for hq, hkv, b, sk, sq, kv in grid(args):
         pool = KV_POOL_BYTES if dev == "cuda" else CPU_POOL_BYTES
         copies = max(1, min(8, pool // (kv // 2)))
-        q = torch.randn(b, hq, 1, args.d, dtype=torch.bfloat16, device=dev)
+        q = torch.randn(b, hq, sq, args.d, dtype=torch.bfloat16, device=dev)
         k0 = torch.randn(b, hkv, sk, args.d, dtype=torch.bfloat16, device=dev)
         v0 = torch.randn_like(k0)
         ks = [k0] + [k0.clone() for _ in range(copies - 1)]  # other memory,
         vs = [v0] + [v0.clone() for _ in range(copies - 1)]  # same values
-        row = {"heads_q": hq, "heads_kv": hkv, "batch": b, "seqlen_k": sk, "kv_bytes": kv}
+        row = {"heads_q": hq, "heads_kv": hkv, "batch": b, "seqlen_k": sk, "seqlen_q": sq,
+               "kv_bytes": kv}
         best = None
         for name in backends:
             if name == "MATH" and kv > (256 << 20) and dev == "cuda":
@@ -132,7 +137,7 @@ def main():
                 best = (name, ms)
         row["best_backend"], row["best_ms"] = best if best else (None, None)
         out["rows"].append(row)
-        print("%2d/%d b=%-2d Sk=%-6d %-20s %s" % (hq, hkv, b, sk, row["best_backend"],
+        print("%2d/%d b=%-2d Sk=%-6d Sq=%d %-20s %s" % (hq, hkv, b, sk, sq, row["best_backend"],
               "%.4f ms" % row["best_ms"] if best else "-"), flush=True)
         del ks, vs, k0, v0
         if dev == "cuda":

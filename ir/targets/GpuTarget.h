@@ -48,6 +48,10 @@ public:
     return threadId(b);
   }
   unsigned itemThreads() const override { return numThreads(); }
+  llvm::Value *itemScratch(llvm::IRBuilderBase &b, unsigned bytes) override {
+    return sharedMemory(b, bytes);
+  }
+  void itemBarrier(llvm::IRBuilderBase &b) override { barrier(b); }
 
   /// Creates kernel \p name with a parameter pointing at the KernelArgs (and
   /// the target's extraParams),

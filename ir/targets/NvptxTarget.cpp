@@ -56,6 +56,21 @@ public:
     return {PointerType::get(ctx, 0)};
   }
 
+  // Split-KV's two kernels overlap their launches (arch grid_dependency):
+  // a split kernel lets the combine launch as soon as each block has
+  // started, and the combine, launched with programmatic stream
+  // serialization (CudaKernelChecks.cpp), waits here until the split
+  // kernel has finished and its partials are visible. Without that launch
+  // attribute the wait returns at once.
+  void emitGridDependency(IRBuilderBase &b) {
+    if (!arch.gridDependency)
+      return;
+    if (spec.family == Family::SplitKvCombine)
+      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
+    else if (hasSplitWorkItems(spec.family))
+      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
+  }
+
   // Warp specialization: barriers first, then the producer warpgroup (the
   // last), whose first warp emits the recipe with the producer's ops (and,
   // under fp8, its other three with the transposers'), and the consumer
@@ -64,6 +79,7 @@ public:
   void emitBlockWorkItem(
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
+    emitGridDependency(b);
     if (!usesTensorMaps(spec))
       return GpuTargetInfo::emitBlockWorkItem(b, params, body);
     tensorMaps = b.GetInsertBlock()->getParent()->getArg(1);

@@ -8,6 +8,7 @@
 #include "runtime/api/ApiStatus.h"
 #include "runtime/api/PlanState.h"
 #include <cmath>
+#include <cstdint>
 
 using namespace fmhajit;
 using namespace fmhajit::api;
@@ -28,6 +29,10 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
   if (s.needsWorkspace && !t.workspace)
     return invalid("this plan needs a workspace: set Tensors::workspace to "
                    "Plan::workspaceBytes() bytes of device memory");
+  // The combine reads the partials 16 bytes a load (ir/SplitKvCombine.cpp).
+  if (s.needsWorkspace && reinterpret_cast<uintptr_t>(t.workspace) % 16 != 0)
+    return invalid("Tensors::workspace must be 16-byte aligned (as "
+                   "cuMemAlloc's memory is)");
   if (s.needsCuSeqlens && (!t.cuSeqlensQ || !t.cuSeqlensK))
     return invalid(
         "a varlen plan on a GPU reads cu_seqlens from device memory: set "

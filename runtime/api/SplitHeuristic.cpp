@@ -17,7 +17,7 @@ unsigned fmhajit::chooseNumSplits(int64_t items, int64_t keyTiles,
   if (wanted <= 1)
     return 1;
   int64_t n = int64_t(llvm::PowerOf2Ceil(uint64_t(wanted)));
-  int64_t cap = std::min<int64_t>(kMaxSplits, keyTiles);
+  int64_t cap = std::min<int64_t>(kGpuMaxSplits, keyTiles);
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(n, cap)));
 }
 

@@ -10,8 +10,8 @@
 //     fwd_paged kernel takes the part count at run time, so it is its own
 //     split kernel;
 //   - chooseNumSplits (SplitHeuristic.h) gives more than one part for the
-//     workers (the host's rule counts cache reuse too; a GPU's is
-//     FlashAttention-2's wave-efficiency rule).
+//     workers (the host's rule counts cache reuse too; a GPU's aims at
+//     kGpuBlocksPerSm blocks per multiprocessor, up to kGpuMaxSplits parts).
 // The combine kernel is combineSpecFor's. Every outcome is a note.
 //
 //===----------------------------------------------------------------------===//

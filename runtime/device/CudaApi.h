@@ -49,6 +49,29 @@ enum CUfunctionAttribute : int {
   kFuncMaxDynamicSharedSizeBytes = 8, ///< ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
 
+/// CUlaunchAttribute: an id, then a 64-byte union of values; fmhajit sets
+/// only CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (its value
+/// programmaticStreamSerializationAllowed, an int).
+struct CUlaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value = {};
+};
+inline constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
+
+/// CUlaunchConfig, the first argument of cuLaunchKernelEx.
+struct CUlaunchConfig {
+  unsigned gridDimX = 1, gridDimY = 1, gridDimZ = 1;
+  unsigned blockDimX = 1, blockDimY = 1, blockDimZ = 1;
+  unsigned sharedMemBytes = 0;
+  CUstream stream = nullptr;
+  CUlaunchAttribute *attrs = nullptr;
+  unsigned numAttrs = 0;
+};
+
 /// CUjit_option enumerators (options of cuModuleLoadDataEx).
 enum CUjitOption : int {
   kJitWallTime = 2,                ///< CU_JIT_WALL_TIME (out: float ms)
@@ -111,7 +134,10 @@ struct DriverApi {
                            unsigned gridZ, unsigned blockX, unsigned blockY,
                            unsigned blockZ, unsigned sharedBytes,
                            CUstream stream, void **params,
-                           void **extra);                     // cuLaunchKernel
+                           void **extra); // cuLaunchKernel
+  CUresult (*launchKernelEx)(const CUlaunchConfig *config, CUfunction function,
+                             void **params,
+                             void **extra); // cuLaunchKernelEx (CUDA 12)
   CUresult (*streamCreate)(CUstream *stream, unsigned flags); // cuStreamCreate
   CUresult (*streamDestroy)(CUstream stream);     // cuStreamDestroy_v2
   CUresult (*streamSynchronize)(CUstream stream); // cuStreamSynchronize

@@ -88,6 +88,7 @@ llvm::Error CudaDriver::resolve() {
   bind(fns.funcGetAttribute, {"cuFuncGetAttribute"});
   bind(fns.funcSetAttribute, {"cuFuncSetAttribute"});
   bind(fns.launchKernel, {"cuLaunchKernel"});
+  bind(fns.launchKernelEx, {"cuLaunchKernelEx"});
   bind(fns.streamCreate, {"cuStreamCreate"});
   bind(fns.streamDestroy, {"cuStreamDestroy_v2"});
   bind(fns.streamSynchronize, {"cuStreamSynchronize"});

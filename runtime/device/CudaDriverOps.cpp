@@ -105,10 +105,25 @@ llvm::Error CudaDriver::launch(GpuFunctionHandle fn, unsigned gridBlocks,
                                const TensorMaps *maps) {
   (void)argBytes; // the PTX declares the size; checkArtifact checked it
   void *params[] = {const_cast<void *>(args), const_cast<TensorMaps *>(maps)};
-  return check(fns.launchKernel(static_cast<CUfunction>(fn), gridBlocks, 1, 1,
-                                shape.blockThreads, 1, 1, shape.sharedBytes,
-                                static_cast<CUstream>(stream), params, nullptr),
-               "cuLaunchKernel");
+  if (!shape.overlapsPrevious)
+    return check(fns.launchKernel(static_cast<CUfunction>(fn), gridBlocks, 1, 1,
+                                  shape.blockThreads, 1, 1, shape.sharedBytes,
+                                  static_cast<CUstream>(stream), params,
+                                  nullptr),
+                 "cuLaunchKernel");
+  CUlaunchAttribute overlap;
+  overlap.id = kLaunchAttrProgrammaticStreamSerialization;
+  overlap.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config;
+  config.gridDimX = gridBlocks;
+  config.blockDimX = shape.blockThreads;
+  config.sharedMemBytes = shape.sharedBytes;
+  config.stream = static_cast<CUstream>(stream);
+  config.attrs = &overlap;
+  config.numAttrs = 1;
+  return check(
+      fns.launchKernelEx(&config, static_cast<CUfunction>(fn), params, nullptr),
+      "cuLaunchKernelEx");
 }
 
 // Zero fill past the view's edges, and no interleave; L2 lines of 128 bytes

@@ -94,8 +94,12 @@ CudaDriver::configureKernel(GpuFunctionHandle handle, const KernelSpec &spec,
     if (llvm::Error err = check(fns.funcGetAttribute(q.field, q.attribute, fn),
                                 "cuFuncGetAttribute"))
       return std::move(err);
-  GpuLaunchShape shape{blockWarps(spec) * 32,
-                       tileFootprintBytes(spec, *findArch(spec.target))};
+  const ArchInfo &arch = *findArch(spec.target);
+  // The combine waits for its split kernel in place (griddepcontrol.wait,
+  // ir/targets/NvptxTarget.cpp), so it may launch before that one ends.
+  GpuLaunchShape shape{blockWarps(spec) * 32, tileFootprintBytes(spec, arch),
+                       spec.family == Family::SplitKvCombine &&
+                           arch.gridDependency};
   std::string name = encodeName(spec);
   if (int(shape.blockThreads) > res.maxThreadsPerBlock)
     return makeError(

@@ -63,6 +63,9 @@ struct GpuKernelResources {
 struct GpuLaunchShape {
   unsigned blockThreads = 0;
   unsigned sharedBytes = 0;
+  /// Launch while the previous kernel on the stream still runs (CUDA's
+  /// programmatic stream serialization): the kernel waits for it itself.
+  bool overlapsPrevious = false;
 };
 
 /// A module the driver loaded, with what the load reported.

@@ -6,6 +6,7 @@
 #include "specs/pipelines/VectorLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/Support/ErrorHandling.h"
+#include <algorithm>
 
 using namespace fmhajit;
 using llvm::Twine;
@@ -69,8 +70,32 @@ void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch,
                      "; use smaller bm, bn or stages");
 }
 
+CombineShape fmhajit::combineShape(unsigned dv, unsigned threads) {
+  unsigned minWidth = threads > 1 && dv % 4 == 0 ? 4 : 1;
+  CombineShape shape;
+  for (unsigned c = 1; c <= std::min(threads, dv / minWidth); ++c)
+    if (dv % c == 0)
+      shape.columnThreads = c;
+  shape.width = dv / shape.columnThreads;
+  shape.groups = threads / shape.columnThreads;
+  return shape;
+}
+
+unsigned fmhajit::combineScratchBytes(const CombineShape &shape, unsigned dv) {
+  if (shape.groups <= 1)
+    return 0;
+  return shape.groups * (dv + 2) * unsigned(sizeof(float));
+}
+
 unsigned fmhajit::tileFootprintBytes(const KernelSpec &s,
                                      const ArchInfo &arch) {
+  // The combine has no tiles: a GPU block's groups merge through scratch.
+  if (s.family == Family::SplitKvCombine) {
+    unsigned threads =
+        arch.backend == Backend::Host ? 1 : blockWarps(s) * arch.waveSize;
+    return combineScratchBytes(combineShape(s.headDimV(), threads),
+                               s.headDimV());
+  }
   switch (s.pipeline) {
   case Pipeline::Vector:
     return VectorLayout(s).bytes();

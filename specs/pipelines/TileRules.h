@@ -63,4 +63,22 @@ unsigned blockWarps(const KernelSpec &spec);
 /// computes it; its emitter places its tiles with the same class.
 unsigned tileFootprintBytes(const KernelSpec &spec, const ArchInfo &arch);
 
+/// How splitkv_combine's threads share a row (ir/SplitKvCombine.cpp): a
+/// group of `columnThreads` threads, each `width` adjacent columns, covers
+/// the row's dv columns, and the `groups` groups take the parts in turn,
+/// so a GPU row waits on memory for n / groups parts, not n.
+struct CombineShape {
+  unsigned width = 1, columnThreads = 1, groups = 1;
+};
+
+/// The shape for \p threads threads (1 on the host: one group, the whole
+/// row one vector). columnThreads is the largest divisor of dv that is at
+/// most \p threads and leaves 4 columns a thread when dv allows (16-byte
+/// loads on a GPU); every column is owned, none twice.
+CombineShape combineShape(unsigned dv, unsigned threads);
+
+/// Shared memory the combine's groups merge through: each group's partial
+/// row, running max and sum (fp32); 0 with one group.
+unsigned combineScratchBytes(const CombineShape &shape, unsigned dv);
+
 } // namespace fmhajit

@@ -2,7 +2,7 @@
 //
 // The rules of SplitHeuristic.h as tables. GPU: enough parts for
 // kGpuBlocksPerSm blocks per multiprocessor, a power of two, no more than
-// the key tiles or kMaxSplits; busy GPUs and unknown ones never split.
+// the key tiles or kGpuMaxSplits; busy GPUs and unknown ones never split.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitHeuristic.h"
@@ -33,8 +33,8 @@ const RuleCase kCases[] = {
     {"PowerOfTwoAbove", 3, 2048, 16, 8},       // 24 / 3 = 8
     {"KeysBoundTheCount", 8, 12, 132, 12},
     {"OneTileNeverSplits", 8, 1, 132, 1},
-    {"NoMoreThanMaxSplits", 1, 100000, 1024, 64},
-    {"OnePackedItemOnH100", 1, 1024, 132, 64}, // 198 -> 256 -> kMaxSplits
+    {"NoMoreThanMaxSplits", 1, 100000, 1024, 128},
+    {"OnePackedItemOnH100", 1, 1024, 132, 128}, // 198 -> 256 -> kGpuMaxSplits
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, SplitRule, ::testing::ValuesIn(kCases),
