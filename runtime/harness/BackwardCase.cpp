@@ -202,13 +202,16 @@ llvm::Error BackwardCase::save(const std::string &dir) const {
   return writeBundle(dir, arrays, meta);
 }
 
-double BackwardCase::flops() const {
+double BackwardCase::flops() const { return backwardFlops(grad.spec(), p); }
+
+double fmhajit::harness::backwardFlops(const KernelSpec &spec,
+                                       const AttentionProblem &p) {
   double pairs = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     int64_t sq = p.seqlenQOf(b), sk = p.seqlenKOf(b);
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < sk; ++j)
-        pairs += isKeyVisible(grad.spec(), p, i, j, sq, sk);
+        pairs += isKeyVisible(spec, p, i, j, sq, sk);
   }
   double forwardFlops = 2.0 * double(p.d + p.dv) * pairs * double(p.headsQ);
   return 2.5 * forwardFlops;

@@ -34,6 +34,10 @@ struct BackwardCheck {
   std::string summary() const;
 };
 
+/// 2.5 times the forward's 2 (d + dv) per visible (query, key) pair of
+/// \p problem under \p spec's mask, FlashAttention's convention.
+double backwardFlops(const KernelSpec &spec, const AttentionProblem &problem);
+
 /// The tolerance of gradients in \p outType: looser than the forward's,
 /// since D is formed from O as stored and dS = P (dP - D) cancels.
 Tolerance backwardToleranceFor(DType outType);
