@@ -49,11 +49,10 @@ static llvm::Error checkRequest(const RunRequest &req) {
 static llvm::Expected<KernelSpec> gpuSpec(const RunRequest &req) {
   KernelSpec wanted = req.spec;
   if (findArch(wanted.target)->backend == Backend::Host) {
-    api::Result<api::Plan> forward = api::plan(req.problem, [&] {
-      api::Options o = req.options;
-      o.load = false;
-      return o;
-    }());
+    api::Options o = req.options;
+    o.load = false;
+    o.kernel.clear(); // the run pins the backward's kernel, not a forward
+    api::Result<api::Plan> forward = api::plan(req.problem, o);
     if (!forward)
       return makeError(ErrorKind::Usage, forward.status().message());
     wanted.target = forward->target();
