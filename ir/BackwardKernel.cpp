@@ -43,9 +43,6 @@ struct GradTiles {
   Tile dK, dV; ///< KeyGrad [bn][d], [bn][dv] (key items)
   RowVec lse;  ///< LSE * log2e of each query row; +inf: the row sees nothing
   RowVec dsum; ///< D = rowsum(dO * O)
-  /// Q's scale: scale * log2e, or scale before a soft-cap. Computed at the
-  /// kernel's entry, since a target may apply it where a later product is.
-  Value *qScale;
 };
 
 class BackwardEmitter {
@@ -181,17 +178,17 @@ GradTiles BackwardEmitter::makeGradTiles() {
           tile(TileRole::KeyGrad, bn, d, "dk"),
           tile(TileRole::KeyGrad, bn, dv, "dv"),
           ops->makeRowVec(bm, "lse"),
-          ops->makeRowVec(bm, "dsum"),
-          spec.softcap ? p.get(kScale)
-                       : b.CreateFMul(p.get(kScale), f32(kLog2e))};
+          ops->makeRowVec(bm, "dsum")};
 }
 
 void BackwardEmitter::loadQueryTile(GradTiles &t, const WorkItem &s,
                                     Value *rows, bool forKeys) {
+  Value *scale = p.get(kScale);
+  Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
   Value *row = tileQueryRow(b, s);
   GlobalRows q = rowsOf(kQ, kQStrides, s, row, s.h, spec.dtype);
   GlobalRows dO = rowsOf(kDO, kDOStrides, s, row, s.h, spec.outType());
-  ops->load(t.q, q, rows, t.qScale);
+  ops->load(t.q, q, rows, qScale);
   ops->load(t.dO, dO, rows, nullptr);
   if (forKeys && t.qRows.storage != t.q.storage) {
     ops->load(t.qRows, q, rows, nullptr);
@@ -292,11 +289,6 @@ void BackwardEmitter::emitKeyItem(GradTiles &t, Value *w) {
   });
 }
 
-// Each step loads the next query tile's Q and dO once dK's product has
-// read this one's: on the GPU the copies then fly while dQ's atomic adds
-// issue. (Issued before dQ's product, they kept dS live beside dQ, dK and
-// dV, and ptxas spilled at d = 128; a loop over (head, tile) pairs, whose
-// div/rem spilled too, would also prefetch each head's first tile.)
 void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
                                   Value *j0) {
   Value *keys = minI(i32(spec.bn), b.CreateSub(s.sk, j0));
@@ -304,34 +296,24 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
   ops->fill(t.dK, 0.0f);
   ops->fill(t.dV, 0.0f);
   Band band = mods.band(s);
-  auto [qBegin, qEnd] = queryRange(s, band, j0, keys);
-  auto load = [&](Value *i0) {
-    s.i0 = i0;
-    loadQueryTile(t, s, minI(i32(spec.bm), b.CreateSub(s.sq, i0)),
-                  /*forKeys=*/true);
-  };
+  std::pair<Value *, Value *> queries = queryRange(s, band, j0, keys);
+  Value *qBegin = queries.first, *qEnd = queries.second;
   Value *firstHead = b.CreateMul(s.hk, group);
   emitFor(b, firstHead, b.CreateAdd(firstHead, group), b.getInt64(1), "head",
           [&](Value *h) {
             s.h = h;
-            emitIf(b, b.CreateICmpSLT(qBegin, qEnd), "first",
-                   [&] { load(qBegin); });
             emitFor(b, qBegin, qEnd, i32(spec.bm), "qtile", [&](Value *i0) {
               s.i0 = i0;
               Value *rows = minI(i32(spec.bm), b.CreateSub(s.sq, i0));
               TileTokens tokens{i0, b.CreateSub(b.CreateAdd(i0, rows), i32(1))};
+              loadQueryTile(t, s, rows, /*forKeys=*/true);
               emitScoreGrads(t, s, band, j0, tokens);
               ops->mma(t.dV, ops->transposed(t.scores), t.dORows);
               ops->mma(t.dK, ops->transposed(t.dP), t.qRows);
-              if (bwdKeyItemsAddDq(spec)) // dQAccum += dS K
+              if (bwdKeyItemsAddDq(spec)) { // dQAccum += dS K
                 ops->matmul(t.dQ, t.dP, ops->transposed(t.kT));
-              GlobalRows dq = dqAccumRows(s, tileQueryRow(b, s));
-              Value *next = b.CreateAdd(i0, i32(spec.bm));
-              emitIf(b, b.CreateICmpSLT(next, qEnd), "prefetch",
-                     [&] { load(next); });
-              s.i0 = i0;
-              if (bwdKeyItemsAddDq(spec))
-                ops->storeAdd(t.dQ, dq, rows);
+                ops->storeAdd(t.dQ, dqAccumRows(s, tileQueryRow(b, s)), rows);
+              }
             });
           });
   Value *row = b.CreateAdd(s.kStart, sext(j0));
