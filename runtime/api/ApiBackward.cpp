@@ -193,6 +193,26 @@ static llvm::Expected<KernelSpec> helperSpec(const KernelSpec &grad,
   return validateSpec(wanted);
 }
 
+/// The plan's kernels: bwd_dot_do_o, bwd_dq_dk_dv, and bwd_convert_dq where
+/// the grad kernel adds dQ atomically (bwdKeyItemsAddDq).
+static llvm::Expected<std::vector<KernelSpec>>
+backwardSpecs(const LoweredProblem &l, const Options &options) {
+  auto grad = gradSpecFor(l, options);
+  if (!grad)
+    return grad.takeError();
+  auto dot = helperSpec(*grad, Family::BwdDotDoO);
+  if (!dot)
+    return dot.takeError();
+  std::vector<KernelSpec> specs = {*dot, *grad};
+  if (!bwdKeyItemsAddDq(*grad))
+    return specs;
+  auto convert = helperSpec(*grad, Family::BwdConvertDq);
+  if (!convert)
+    return convert.takeError();
+  specs.push_back(*convert);
+  return specs;
+}
+
 // What run() requires of the caller's BackwardTensors on a GPU.
 static void setGpuNeeds(PlanState &s, const LoweredProblem &l) {
   s.needsWorkspace = true;
@@ -210,30 +230,20 @@ static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
     return l.takeError();
   if (llvm::Error err = checkBackward(problem, *l, options))
     return std::move(err);
-  std::vector<KernelSpec> specs; // dot, grad[, convert]
-  auto grad = gradSpecFor(*l, options);
-  if (!grad)
-    return grad.takeError();
+  auto specs = backwardSpecs(*l, options);
+  if (!specs)
+    return specs.takeError();
+  const KernelSpec &grad = (*specs)[1];
   std::optional<KernelSpec> convert;
-  for (Family f : {Family::BwdDotDoO, Family::BwdConvertDq}) {
-    if (f == Family::BwdConvertDq && !bwdKeyItemsAddDq(*grad))
-      break;
-    auto helper = helperSpec(*grad, f);
-    if (!helper)
-      return helper.takeError();
-    specs.push_back(*helper);
-    if (f == Family::BwdDotDoO)
-      specs.push_back(*grad);
-    else
-      convert = *helper;
-  }
+  if (specs->size() == 3)
+    convert = (*specs)[2];
   auto s = std::make_shared<PlanState>();
   s->isBackward = true;
   s->target = *target;
   s->device = problem.device;
   s->workspaceBytes = l->device == Device::Host
                           ? 4 * numElements(l->problem.lseShape())
-                          : BackwardWorkspace::of(l->problem, *grad).bytes();
+                          : BackwardWorkspace::of(l->problem, grad).bytes();
   if (l->device != Device::Host)
     setGpuNeeds(*s, *l);
   s->problemText = describeProblem(*l);
@@ -243,11 +253,11 @@ static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
       (options.kernel.empty() ? "the target's default tile"
                               : "Options::kernel") +
       ")");
-  addSteps(*s, *l, specs[0], specs[1], convert);
+  addSteps(*s, *l, (*specs)[0], grad, convert);
   s->loadText =
       "not loaded (Options::load = false): backward() refuses this plan";
   if (options.load)
-    if (llvm::Error err = loadBackward(*s, *l, specs, options))
+    if (llvm::Error err = loadBackward(*s, *l, *specs, options))
       return std::move(err);
   return PlanAccess::make(std::move(s));
 }

@@ -31,6 +31,36 @@ Tolerance fmhajit::harness::backwardToleranceFor(DType outType) {
   }
 }
 
+AttentionProblem fmhajit::harness::backwardProblem(const KernelSpec &spec,
+                                                   const api::Problem &p) {
+  AttentionProblem a = AttentionProblem::forSpec(spec);
+  a.batch = p.batch;
+  a.headsQ = p.headsQ;
+  a.headsKv = p.headsKv ? p.headsKv : p.headsQ;
+  a.seqlenQ = p.seqlenQ;
+  a.seqlenK = p.seqlenK ? p.seqlenK : p.seqlenQ;
+  a.scale = p.scale;
+  a.softcap = spec.softcap ? p.softcap : 0;
+  if (spec.mask == Mask::Window) {
+    a.windowLeft = p.windowLeft;
+    a.windowRight = p.windowRight;
+  }
+  a.alibiSlopes = p.alibiSlopes;
+  // --varlen-q/k arrive cumulative; the problem takes lengths.
+  auto lengths = [](const std::vector<int32_t> &cu) {
+    std::vector<int64_t> lens;
+    for (size_t i = 1; i < cu.size(); ++i)
+      lens.push_back(cu[i] - cu[i - 1]);
+    return lens;
+  };
+  if (!p.cuSeqlensQ.empty() || !p.cuSeqlensK.empty()) {
+    a.seqlensQ = lengths(p.cuSeqlensQ);
+    a.seqlensK = p.cuSeqlensK.empty() ? a.seqlensQ : lengths(p.cuSeqlensK);
+    a.batch = int64_t(a.seqlensQ.size());
+  }
+  return a;
+}
+
 std::string BackwardCheck::summary() const {
   return "dq " + dq.summary() + "; dk " + dk.summary() + "; dv " + dv.summary();
 }

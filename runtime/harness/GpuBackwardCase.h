@@ -18,10 +18,6 @@
 
 namespace fmhajit::harness {
 
-/// \p p as the backward kernels of \p spec and the reference read it
-/// (varlen's cumulative lengths become lengths).
-AttentionProblem backwardProblem(const KernelSpec &spec, const api::Problem &p);
-
 class GpuBackwardCase {
 public:
   /// For \p spec (resolved, family bwd_dq_dk_dv, an NVPTX target), the
