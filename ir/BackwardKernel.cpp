@@ -54,6 +54,7 @@ public:
 
   void emitDotDoO(Value *workItem);
   void emitDqDkDv(Value *workItem);
+  void emitConvertDq(Value *workItem);
 
 private:
   GradTiles makeGradTiles();
@@ -80,6 +81,10 @@ private:
         tensorRow(b, p, spec.varlen, tensor, strides, s.b, row, head, dtype),
         p.stride(strides, 1), dtype};
   }
+  /// dQAccum's fp32 rows from row \p row (i64) of the item's head.
+  GlobalRows dqAccumRows(const WorkItem &s, Value *row) {
+    return rowsOf(kDQAccum, kDQAccumStrides, s, row, s.h, DType::F32);
+  }
   /// LSE-shaped rows (the LSE, D) of the item's query tile.
   GlobalRows lseRows(KernelArgsField tensor, const WorkItem &s) {
     Value *index = lseRowIndex(b, p, spec, s, tileQueryRow(b, s));
@@ -105,6 +110,9 @@ private:
 };
 } // namespace
 
+// Where dQ is summed by atomic adds
+// (bwdKeyItemsAddDq), this kernel also zeroes the item's dQAccum rows, as
+// FlashAttention-2's does, sparing the caller a memset.
 void BackwardEmitter::emitDotDoO(Value *workItem) {
   WorkItem s = locateWorkItem(b, p, spec, workItem, {});
   emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] {
@@ -123,6 +131,27 @@ void BackwardEmitter::emitDotDoO(Value *workItem) {
     });
     ops->rowSum(dO, dsum);
     ops->store(dsum, lseRows(kDPsum, s), rows);
+    if (!ops->addsToMemory())
+      return;
+    Value *accum = p.get(kDQAccum);
+    emitIf(b, b.CreateIsNotNull(accum), "zero.dq", [&] {
+      Tile zero = ops->makeTile(TileRole::Output, spec.bm, spec.d, "dq.zero");
+      ops->fill(zero, 0.0f);
+      ops->store(zero, dqAccumRows(s, row), rows);
+    });
+  });
+}
+
+// One work item per query tile, as the forward's: dQ = dQAccum in the out
+// dtype (the softmax scale is in dS already).
+void BackwardEmitter::emitConvertDq(Value *workItem) {
+  WorkItem s = locateWorkItem(b, p, spec, workItem, {});
+  emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] {
+    Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+    Value *row = tileQueryRow(b, s);
+    Tile dQ = ops->makeTile(TileRole::Output, spec.bm, spec.d, "dq");
+    ops->load(dQ, dqAccumRows(s, row), rows, nullptr);
+    ops->store(dQ, rowsOf(kDQ, kDQStrides, s, row, s.h, spec.outType()), rows);
   });
 }
 
@@ -132,10 +161,13 @@ GradTiles BackwardEmitter::makeGradTiles() {
                   const char *name) {
     return ops->makeTile(role, rows, cols, name);
   };
-  return {tile(TileRole::Query, bm, d, "q"),
-          tile(TileRole::Query, bm, dv, "do"),
-          tile(TileRole::QueryRows, bm, d, "q.rows"),
-          tile(TileRole::QueryRows, bm, dv, "do.rows"),
+  Tile q = tile(TileRole::Query, bm, d, "q");
+  Tile dO = tile(TileRole::Query, bm, dv, "do");
+  std::optional<Tile> qRows = ops->rowsView(q), dORows = ops->rowsView(dO);
+  return {q,
+          dO,
+          qRows ? *qRows : tile(TileRole::QueryRows, bm, d, "q.rows"),
+          dORows ? *dORows : tile(TileRole::QueryRows, bm, dv, "do.rows"),
           tile(TileRole::KeyT, d, bn, "kT"),
           tile(TileRole::KeyT, dv, bn, "vT"),
           tile(TileRole::Scores, bm, bn, "s"),
@@ -158,7 +190,7 @@ void BackwardEmitter::loadQueryTile(GradTiles &t, const WorkItem &s,
   GlobalRows dO = rowsOf(kDO, kDOStrides, s, row, s.h, spec.outType());
   ops->load(t.q, q, rows, qScale);
   ops->load(t.dO, dO, rows, nullptr);
-  if (forKeys) {
+  if (forKeys && t.qRows.storage != t.q.storage) {
     ops->load(t.qRows, q, rows, nullptr);
     ops->load(t.dORows, dO, rows, nullptr);
   }
@@ -245,9 +277,12 @@ void BackwardEmitter::emitKeyItem(GradTiles &t, Value *w) {
   s.hk = b.CreateSRem(bhk, headsKv, "hk");
   locateSequence(b, p, spec, {}, s);
   s.rows = s.sq;
+  // Items run from the last: the last key tile of a head comes first, and
+  // under a causal mask the first tiles, which the most queries see.
+  Value *tile = b.CreateSub(b.CreateSub(keyTiles, b.getInt64(1)),
+                            b.CreateSRem(w, keyTiles));
   Value *j0 =
-      b.CreateMul(b.CreateTrunc(b.CreateSRem(w, keyTiles), b.getInt32Ty()),
-                  i32(spec.bn), "j0");
+      b.CreateMul(b.CreateTrunc(tile, b.getInt32Ty()), i32(spec.bn), "j0");
   emitIf(b, b.CreateICmpSLT(j0, s.sk), "keys", [&] {
     Value *group = b.CreateSDiv(sext(p.get(kHeadsQ)), headsKv, "group");
     emitKeyTile(t, s, group, j0);
@@ -275,6 +310,10 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
               emitScoreGrads(t, s, band, j0, tokens);
               ops->mma(t.dV, ops->transposed(t.scores), t.dORows);
               ops->mma(t.dK, ops->transposed(t.dP), t.qRows);
+              if (bwdKeyItemsAddDq(spec)) { // dQAccum += dS K
+                ops->matmul(t.dQ, t.dP, ops->transposed(t.kT));
+                ops->storeAdd(t.dQ, dqAccumRows(s, tileQueryRow(b, s)), rows);
+              }
             });
           });
   Value *row = b.CreateAdd(s.kStart, sext(j0));
@@ -312,6 +351,10 @@ void BackwardEmitter::emitDqDkDv(Value *w) {
   Value *keyItems =
       b.CreateMul(b.CreateMul(sext(p.get(kBatch)), sext(p.get(kHeadsKv))),
                   sext(keyTiles), "key.items");
+  if (bwdKeyItemsAddDq(spec)) { // no query items
+    emitKeyItem(t, w);
+    return;
+  }
   emitIfElse(
       b, b.CreateICmpSLT(w, keyItems), "item", [&] { emitKeyItem(t, w); },
       [&] { emitQueryItem(t, b.CreateSub(w, keyItems)); });
@@ -332,5 +375,14 @@ void fmhajit::emitDqDkDvKernel(const KernelSpec &spec, TargetInfo &target,
       m, encodeName(spec), kernelArgsType(m.getContext()),
       [&](IRBuilderBase &b, Value *params, Value *workItem) {
         BackwardEmitter(spec, target, b, params).emitDqDkDv(workItem);
+      });
+}
+
+void fmhajit::emitConvertDqKernel(const KernelSpec &spec, TargetInfo &target,
+                                  Module &m) {
+  target.emitKernel(
+      m, encodeName(spec), kernelArgsType(m.getContext()),
+      [&](IRBuilderBase &b, Value *params, Value *workItem) {
+        BackwardEmitter(spec, target, b, params).emitConvertDq(workItem);
       });
 }

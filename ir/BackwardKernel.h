@@ -9,6 +9,7 @@ namespace fmhajit {
 
 /// Emits bwd_dot_do_o: per work item (b, h, query tile t), as the forward's
 ///   D[rows t*bm..] = rowSum(dO * O)        (fp32, into dPsum, LSE-shaped)
+///   dQAccum[rows t*bm..] = 0               (if non-null, GPU targets)
 void emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
                       llvm::Module &m);
 
@@ -16,6 +17,10 @@ void emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
 /// LSE; every gradient element has exactly one writer, so no atomics and
 /// no fp32 workspace, and results do not depend on thread timing. Two kinds
 /// of work item (bwdKeyItems, ir/KernelAbi.h, counts the first kind):
+///
+/// Where bwdKeyItemsAddDq (GPU targets unless deterministic=1) there are key
+/// items only, and each step also adds dQ_i's share atomically:
+///       dQAccum_i += dS K_j                (fp32; bwd_convert_dq finishes)
 ///
 ///   key item (b, K/V head hk, key tile j; under varlen j runs over the
 ///   longest sequence and an item past its own sequence's keys does nothing):
@@ -31,5 +36,10 @@ void emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
 ///     store dQ_i
 void emitDqDkDvKernel(const KernelSpec &spec, TargetInfo &target,
                       llvm::Module &m);
+
+/// Emits bwd_convert_dq: per work item (b, h, query tile t), as the forward's
+///   dQ[rows t*bm..] = dQAccum[rows t*bm..]  (fp32 -> the out dtype)
+void emitConvertDqKernel(const KernelSpec &spec, TargetInfo &target,
+                         llvm::Module &m);
 
 } // namespace fmhajit

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "specs/ArchTable.h"
 #include "specs/KernelSpec.h"
 #include <cstdint>
 #include <type_traits>
@@ -108,6 +109,15 @@ inline int64_t itemQueryRows(const KernelSpec &spec, int64_t seqlenQ,
 inline int64_t bwdKeyItems(const KernelSpec &spec, int64_t batch,
                            int64_t headsKv, int64_t seqlenK) {
   return batch * headsKv * ((seqlenK + spec.bn - 1) / spec.bn);
+}
+
+/// Whether bwd_dq_dk_dv's key items also add each step's dS K into
+/// KernelArgs::dQAccum (FlashAttention-2's split, which bwd_convert_dq
+/// finishes): on GPU targets unless deterministic=1. Else query items after
+/// the key items own dQ, one writer per element (the host always).
+inline bool bwdKeyItemsAddDq(const KernelSpec &spec) {
+  return !spec.deterministic && findArch(spec.target) &&
+         findArch(spec.target)->backend != Backend::Host;
 }
 
 /// The host entry point: runs work items [begin, end), where item

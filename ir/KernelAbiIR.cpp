@@ -75,6 +75,14 @@ Value *ArgsReader::workItems(const KernelSpec &spec) {
   Value *heads = wide(spec.pack_gqa ? kHeadsKv : kHeadsQ);
   Value *tiles =
       b.CreateMul(b.CreateMul(wide(kBatch), heads), wide(kNumQTiles));
+  if (spec.family == Family::BwdDqDkDv) { // bwdKeyItems, then query items
+    Value *keyTiles =
+        b.CreateSDiv(b.CreateAdd(wide(kSeqlenK), b.getInt64(spec.bn - 1)),
+                     b.getInt64(spec.bn));
+    Value *keyItems =
+        b.CreateMul(b.CreateMul(wide(kBatch), wide(kHeadsKv)), keyTiles);
+    return bwdKeyItemsAddDq(spec) ? keyItems : b.CreateAdd(keyItems, tiles);
+  }
   if (!hasSplitWorkItems(spec.family))
     return tiles;
   Value *splits = wide(kNumSplits);

@@ -8,6 +8,7 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,18 +24,16 @@ static Error checkImplemented(const KernelSpec &spec) {
                   feature + " is not implemented yet (kernel " +
                       encodeName(spec) + ")");
   };
-  bool backward = spec.family == Family::BwdDotDoO ||
-                  spec.family == Family::BwdDqDkDv ||
-                  spec.family == Family::BwdConvertDq;
-  // The host backward finishes dQ inside bwd_dq_dk_dv (docs/design.md).
-  need(spec.family == Family::BwdConvertDq,
-       "family=bwd_convert_dq (the host backward writes dQ from "
-       "bwd_dq_dk_dv; no conversion step)");
   const ArchInfo *arch = findArch(spec.target);
-  need(backward && spec.family != Family::BwdConvertDq &&
-           arch->backend != Backend::Host,
+  bool backward = isBackwardFamily(spec.family);
+  // The host writes dQ from bwd_dq_dk_dv (docs/design.md); so does a GPU
+  // kernel with deterministic=1, but its plan needs no conversion either.
+  need(spec.family == Family::BwdConvertDq && arch->backend == Backend::Host,
+       "family=bwd_convert_dq on the host (the host backward writes dQ from "
+       "bwd_dq_dk_dv; no conversion step)");
+  need(backward && arch->backend == Backend::Amdgpu,
        "family=" + keyOf(spec.family) + " on target " + spec.target +
-           " (the backward runs on host targets only)");
+           " (the backward runs on host and NVPTX targets)");
   need(spec.dropout, "dropout=1");
   need(spec.sink, "sink=1");
   need(spec.bias == Bias::Elementwise, "bias=elementwise");
@@ -75,6 +74,9 @@ fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx,
     break;
   case Family::BwdDqDkDv:
     emitDqDkDvKernel(spec, **target, *module);
+    break;
+  case Family::BwdConvertDq:
+    emitConvertDqKernel(spec, **target, *module);
     break;
   default: // fwd, fwd_splitkv, fwd_paged: one recipe
     emitForwardKernel(spec, **target, *module);

@@ -45,6 +45,10 @@ void TileOps::loadRows(RowVec &, const GlobalRows &, Value *, float) {
   llvm_unreachable("loadRows() belongs to targets that run the backward");
 }
 
+void TileOps::storeAdd(const Tile &, const GlobalRows &, Value *) {
+  llvm_unreachable("storeAdd() belongs to targets where addsToMemory()");
+}
+
 void TileOps::matmul(Tile &acc, const Tile &a, const Tile &b) {
   fill(acc, 0.0f);
   mma(acc, a, b);

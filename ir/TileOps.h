@@ -14,6 +14,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/IR/IRBuilder.h"
+#include <optional>
 
 namespace fmhajit {
 
@@ -187,6 +188,18 @@ public:
   /// (an LSE, D = rowsum(dO * O)); the rest become \p fill.
   virtual void loadRows(RowVec &r, const GlobalRows &src, llvm::Value *valid,
                         float fill);
+  /// \p query (a Query tile) read as QueryRows, in its own storage, where
+  /// the target keeps Query tiles as rows with their scale set aside (the
+  /// GPU); else none, and the recipe loads a QueryRows tile itself.
+  virtual std::optional<Tile> rowsView(const Tile &query) {
+    return std::nullopt;
+  }
+  /// Whether storeAdd() exists: targets with floating-point atomics.
+  virtual bool addsToMemory() const { return false; }
+  /// dst[r][c] += t[r][c] for the first \p valid (i32) rows, atomically,
+  /// into fp32 rows (FlashAttention-2's dQ accumulation).
+  virtual void storeAdd(const Tile &t, const GlobalRows &dst,
+                        llvm::Value *valid);
 };
 
 /// \p scalar broadcast to \p like's vector width (or \p scalar if \p like is

@@ -2,6 +2,7 @@
 #include "specs/Validate.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -24,6 +25,7 @@ enum Feature : unsigned {
   kVarlen = 64,
   kFp8 = 128,
   kPackGqa = 256,
+  kDeterministic = 512,
 };
 struct FamilyRule {
   Family family;
@@ -48,7 +50,8 @@ const FamilyRule kFamilyRules[] = {
      "paged kernels are inference kernels with per-sequence cache lengths"},
     {Family::AppendKv, kFp8, "append_kv only writes K/V rows"},
     {Family::BwdDotDoO, kVarlen, "bwd_dot_do_o runs no attention loop"},
-    {Family::BwdDqDkDv, kMask | kBias | kSoftcap | kDropout | kSink | kVarlen,
+    {Family::BwdDqDkDv,
+     kMask | kBias | kSoftcap | kDropout | kSink | kVarlen | kDeterministic,
      "the backward pass reads the forward LSE, has no fp8 form and keeps "
      "one query head per tile"},
     {Family::BwdConvertDq, kVarlen, "bwd_convert_dq runs no attention loop"},
@@ -66,7 +69,8 @@ constexpr FlagFeature kFlagFeatures[] = {
     {&KernelSpec::dropout, kDropout, "dropout"},
     {&KernelSpec::sink, kSink, "sink"},
     {&KernelSpec::varlen, kVarlen, "varlen"},
-    {&KernelSpec::pack_gqa, kPackGqa, "pack_gqa"}};
+    {&KernelSpec::pack_gqa, kPackGqa, "pack_gqa"},
+    {&KernelSpec::deterministic, kDeterministic, "deterministic"}};
 
 // A flag added to SpecKeys.def must say here which families take it, or the
 // build stops: an unchecked flag would be accepted by every family.
@@ -188,6 +192,11 @@ void Validator::checkHeadDims() {
 // first that handles the dtype, whose errors then say why. Returns false
 // when no pipeline handles the dtype (an error is recorded).
 bool Validator::resolvePipeline() {
+  // The GPU backward is written for mma alone (BackwardMmaLayout.h), so its
+  // tile errors are mma's.
+  if (s.pipeline == Pipeline::Auto && isBackwardFamily(s.family) &&
+      arch.backend == Backend::Nvptx && arch.pipeline(Pipeline::Mma))
+    s.pipeline = Pipeline::Mma;
   if (s.pipeline == Pipeline::Auto) {
     std::optional<Pipeline> first;
     for (Pipeline p : arch.autoOrder) {
@@ -244,6 +253,10 @@ void Validator::resolveTile() {
   };
   std::vector<const TileConfig *> rows =
       arch.defaultTiles(s.pipeline, std::max(s.d, s.dv));
+  // The GPU backward has its own tile (specs/pipelines/BackwardMmaLayout.h).
+  if (isBackwardFamily(s.family) && arch.backend == Backend::Nvptx &&
+      s.pipeline == Pipeline::Mma)
+    rows = {&BackwardMmaLayout::defaultTile()};
   auto taken = [&](const TileConfig *t) {
     fill(t);
     KernelSpec trial = s;

@@ -8,7 +8,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward-host | fp8 | profile
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward | backward-host | fp8 | profile
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
@@ -18,6 +18,20 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache
 if [ "$mode" = all ] || [ "$mode" = e2e ]; then
   FMHAJIT_BINARY=/tmp/fj/fmhajit /tmp/fj/fmhajit_e2e_tests --gtest_filter='*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
+fi
+if [ "$mode" = backward ]; then
+  # The GPU backward (issue 16): a few CLI checks with bounded waits, then the
+  # grid against PyTorch SDPA's FlashAttention-2 and cuDNN backward (extra
+  # flags go to bench_backward.py).
+  for spec in family=bwd_dq_dk_dv,dtype=bf16,d=128,mask=causal family=bwd_dq_dk_dv,dtype=fp16,d=64 \
+      family=bwd_dq_dk_dv,dtype=bf16,d=128,deterministic=1,mask=causal_br; do
+    echo "== fmhajit run $spec" | tee -a "$out/backward-check.log"
+    FMHAJIT_BOUNDED_WAITS=1 timeout 60 /tmp/fj/fmhajit run "$spec" --device cuda --check --iters 2 \
+      --batch 2 --heads 4 --heads-kv 2 --seqlen-q 1000 --seqlen-k 1100 2>&1 | tee -a "$out/backward-check.log"
+  done
+  PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-1200}" python3 "$root/bench/gpu/bench_backward.py" --fmhajit /tmp/fj/fmhajit \
+    --json "$out/bench-backward-gpu.json" "$@" 2>&1 | tee "$out/backward.log"
+  exit 0
 fi
 if [ "$mode" = backward-host ]; then
   # The host CPU, not the GPU: extra flags go to bench_backward_host.py.

@@ -9,9 +9,11 @@
 //   LSE as the forward wrote it with Problem::wantLse
 //
 // dK and dV sum over the query heads of each K/V head's group (GQA, MQA).
-// The gradients are written, not accumulated, and are the same bit for
-// bit from run to run and for any thread count. Host only so far:
-// planBackward() refuses GPU devices. See Fmhajit.h and docs/api.md.
+// The gradients are written, not accumulated. On the host they are the
+// same bit for bit from run to run and for any thread count; on a GPU
+// (Device::Cuda, pipeline mma) dQ is summed by fp32 atomic adds unless
+// Options::deterministic is set, so it may differ in its last bits from run
+// to run. See Fmhajit.h and docs/api.md.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,7 +22,8 @@
 
 namespace fmhajit::api {
 
-/// The memory of one backward call (host pointers on Device::Host).
+/// The memory of one backward call (host pointers on Device::Host, device
+/// pointers on a GPU).
 struct BackwardTensors {
   /// The forward's inputs and output, as it ran.
   const void *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
@@ -31,9 +34,12 @@ struct BackwardTensors {
   const int32_t *cuSeqlensQ = nullptr, *cuSeqlensK = nullptr;
   /// ALiBi: null takes the problem's (or ALiBi's default) slopes.
   const float *alibiSlopes = nullptr;
-  /// Plan::workspaceBytes() bytes (D = rowsum(dO * O) per query row); on
-  /// the host, null takes a per-thread buffer fmhajit keeps.
+  /// Plan::workspaceBytes() bytes (D = rowsum(dO * O) per query row, and on
+  /// a GPU without Options::deterministic the fp32 dQ sums); on the host,
+  /// null takes a per-thread buffer fmhajit keeps. GPU: required.
   void *workspace = nullptr;
+  /// GPU: the CUstream to launch on; null takes the problem's stream.
+  void *stream = nullptr;
 };
 
 } // namespace fmhajit::api

@@ -56,6 +56,10 @@ struct Options {
   /// Key splits of a pinned fwd_splitkv or fwd_paged kernel; 0: the plan's
   /// rule for this machine (docs/api.md).
   unsigned numSplits = 0;
+  /// planBackward: bitwise-reproducible gradients (spec key deterministic=1).
+  /// The host always is; on a GPU this gives dQ one writer per element
+  /// instead of fp32 atomic adds, at some cost in speed (docs/design.md).
+  bool deterministic = false;
 };
 
 /// How one kernel of a plan was loaded (set when Options::load was).

@@ -94,6 +94,10 @@ std::unique_ptr<TileOps> createGpuSimtTileOps(llvm::IRBuilderBase &b,
 std::unique_ptr<TileOps> createNvptxMmaTileOps(llvm::IRBuilderBase &b,
                                                GpuTargetInfo &target);
 
+/// The backward's tile ops on pipeline mma (NVPTX mma.sync m16n8k16).
+std::unique_ptr<TileOps> createNvptxBackwardTileOps(llvm::IRBuilderBase &b,
+                                                    GpuTargetInfo &target);
+
 /// The wgmma tile ops (NVPTX wgmma m64nNk16, sm_90a).
 std::unique_ptr<TileOps> createNvptxWgmmaTileOps(llvm::IRBuilderBase &b,
                                                  GpuTargetInfo &target);

@@ -89,6 +89,11 @@ protected:
   void waitFor(const Tile &tile);
   /// A block barrier; no tile read before it can still be in use after.
   void barrier();
+  /// A barrier if \p tile was read since the last one: before a write.
+  void barrierIfRead(const Tile &tile) {
+    if (readSinceBarrier.count(tile.storage))
+      barrier();
+  }
   /// Records that \p tile is read before the next barrier.
   void markRead(const Tile &tile) { readSinceBarrier.insert(tile.storage); }
   /// Sets \p scale aside for Query tile \p query (load() does).
@@ -125,7 +130,7 @@ protected:
   /// accumulators: a0/a1 are rows g/g+8 of n-tile 2kk, a2/a3 of n-tile
   /// 2kk+1 (fp8: of n-tiles 4kk, 4kk+1 and 4kk+2, 4kk+3, in a permuted key
   /// order). A Probabilities tile holds them packed already.
-  llvm::SmallVector<llvm::Value *, 4>
+  virtual llvm::SmallVector<llvm::Value *, 4>
   probabilityFragments(const Tile &s, unsigned i, unsigned kk);
 
   llvm::IRBuilderBase &b;

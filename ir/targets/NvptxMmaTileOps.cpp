@@ -15,59 +15,14 @@
 //                accumulators (the layouts line up), B by ldmatrix.x4.trans
 //
 //===----------------------------------------------------------------------===//
+#include "ir/targets/NvptxMmaTileOps.h"
 #include "ir/Loops.h"
-#include "ir/targets/NvptxFragmentTileOps.h"
 #include "specs/ArchTable.h"
-#include "specs/pipelines/MmaLayout.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
 using namespace llvm;
-
-namespace {
-class NvptxMmaTileOps : public NvptxFragmentTileOps {
-public:
-  NvptxMmaTileOps(IRBuilderBase &b, GpuTargetInfo &target,
-                  const MmaLayout &layout)
-      : NvptxFragmentTileOps(b, target, layout.queryTilesPerWarp,
-                             layout.bytes()),
-        layout(layout) {}
-
-  void mma(Tile &acc, const Tile &a, const Tile &bt) override;
-
-private:
-  const SharedTile &sharedTile(TileRole role) const override {
-    return sharedTileOf(layout, role);
-  }
-  /// Elements from one row of a shared tile to the next (row and padding).
-  unsigned pitchOf(const Tile &tile) const {
-    return sharedTile(tile.role).pitch;
-  }
-  /// Address of element (row, col) of a shared tile (for KeyT, a K row).
-  Value *chunkAddress(const Tile &tile, Value *key, Value *col) override {
-    Value *index =
-        b.CreateAdd(b.CreateMul(key, b.getInt32(pitchOf(tile))), col);
-    return b.CreateInBoundsGEP(b.getInt16Ty(), tile.storage, index);
-  }
-  /// This lane's ldmatrix address in \p tile, at (\p key, \p col) of the
-  /// fragment at the tile's origin, hidden from LICM (see fragmentBase).
-  Value *fragmentBase(const Tile &tile, Value *key, Value *col);
-  /// \p base moved by a constant (\p keys, \p cols) of \p tile.
-  Value *fragmentAt(const Tile &tile, Value *base, unsigned keys,
-                    unsigned cols) {
-    return b.CreateConstInBoundsGEP1_32(b.getInt16Ty(), base,
-                                        keys * pitchOf(tile) + cols);
-  }
-  void ldmatrix(Value *address, bool transposed, Value *out[4]);
-  SmallVector<Value *, 4> queryFragments(const Tile &q, Value *base, unsigned i,
-                                         unsigned kk);
-  void mmaStep(Value *const a[4], Value *b0, Value *b1, Value *const c[4],
-               Value *out[4]);
-
-  MmaLayout layout;
-};
-} // namespace
 
 void NvptxMmaTileOps::mmaStep(Value *const a[4], Value *b0, Value *b1,
                               Value *const c[4], Value *out[4]) {

@@ -20,6 +20,7 @@
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
 #include "ir/targets/NvptxTma.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
@@ -205,6 +206,8 @@ public:
   }
 
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
+    if (spec.pipeline == Pipeline::Mma && isBackwardFamily(spec.family))
+      return createNvptxBackwardTileOps(b, *this);
     if (spec.pipeline == Pipeline::Mma)
       return createNvptxMmaTileOps(b, *this);
     if (spec.pipeline == Pipeline::Wgmma && warpRole == WarpRole::Producer)

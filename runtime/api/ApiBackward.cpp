@@ -1,9 +1,12 @@
 //===- ApiBackward.cpp - api::planBackward and api::backward --------------===//
 //
 //   resolveTarget -> lowerProblem (the forward's checks, shapes, layouts)
-//   -> the bwd_dq_dk_dv spec of the problem's features (or Options::kernel)
-//   and its bwd_dot_do_o -> two launches, D in the workspace -> load
-//   (Options::load): both kernels and the host executor.
+//   -> the bwd_dq_dk_dv spec of the problem's features (or Options::kernel;
+//   Options::deterministic sets deterministic=1) and its bwd_dot_do_o, and
+//   bwd_convert_dq where the grad kernel adds dQ atomically (a GPU without
+//   deterministic=1) -> two or three launches, D (and the fp32 dQ) in the
+//   workspace -> load (Options::load): the kernels and the host executor,
+//   or the GPU's module loads.
 //
 // The gradients take the layouts of the tensors they belong to, so they
 // must not overlap themselves; that is checked as for O.
@@ -11,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/api/ApiContext.h"
 #include "runtime/api/ApiStatus.h"
+#include "runtime/api/GpuBackwardStep.h"
 #include "runtime/api/HostBackwardStep.h"
 #include "runtime/api/PinnedKernel.h"
 #include "runtime/api/PlanDescribe.h"
@@ -33,6 +37,11 @@ using detail::PlanState;
 static llvm::Error checkBackward(const Problem &p, const LoweredProblem &l,
                                  const Options &options) {
   ErrorList errors;
+  if (p.device == Device::Hip)
+    errors.add(ErrorKind::Usage,
+               "Problem::device: the backward runs on the host and CUDA "
+               "(NVPTX pipeline mma), not on hip; use Device::Host or "
+               "Device::Cuda");
   if (l.pagedCache)
     errors.add(ErrorKind::Usage,
                "Problem::pagesKv: the backward reads dense K and V; leave "
@@ -54,11 +63,13 @@ static llvm::Expected<KernelSpec> gradSpecFor(const LoweredProblem &l,
   wanted.family = Family::BwdDqDkDv;
   wanted.lse = false;
   wanted.pack_gqa = false;
+  wanted.deterministic = options.deterministic;
   if (options.kernel.empty())
     return validateSpec(wanted);
   auto pinned = resolvePinnedKernel(options.kernel, l.features.target);
   if (!pinned)
     return pinned.takeError();
+  wanted.deterministic |= pinned->deterministic;
   KernelSpec same = *pinned;
 #define SPEC_TILE(Name, Letter, Help) same.Name = wanted.Name;
 #include "specs/SpecKeys.def"
@@ -80,7 +91,8 @@ static PlanStep stepOf(const KernelSpec &spec, const std::string &role,
 
 // The two launches, as `fmhajit plan` prints them.
 static void addSteps(PlanState &s, const LoweredProblem &l,
-                     const KernelSpec &dot, const KernelSpec &grad) {
+                     const KernelSpec &dot, const KernelSpec &grad,
+                     const std::optional<KernelSpec> &convert) {
   const AttentionProblem &a = l.problem;
   int64_t sq = a.maxSeqlenQ(), sk = a.maxSeqlenK();
   auto queryTiles = [&](const KernelSpec &k) { return (sq + k.bm - 1) / k.bm; };
@@ -92,32 +104,64 @@ static void addSteps(PlanState &s, const LoweredProblem &l,
   };
   int64_t keyItems = bwdKeyItems(grad, a.batch, a.headsKv, sk);
   int64_t queryItems = a.batch * a.headsQ * queryTiles(grad);
+  std::string keyGrid = grid("heads_kv", a.headsKv,
+                             keyItems / (a.batch * a.headsKv), "key", grad.bn) +
+                        " key items (dK, dV";
   s.steps.push_back(
       stepOf(dot, "bwd_dot_do_o", a.batch * a.headsQ * queryTiles(dot),
              grid("heads_q", a.headsQ, queryTiles(dot), "query", dot.bm),
              s.workspaceBytes, "D = rowsum(dO * O), fp32, into the workspace"));
-  s.steps.push_back(
-      stepOf(grad, "bwd_dq_dk_dv", keyItems + queryItems,
-             grid("heads_kv", a.headsKv, keyItems / (a.batch * a.headsKv),
-                  "key", grad.bn) +
-                 " key items (dK, dV), then " +
-                 grid("heads_q", a.headsQ, queryTiles(grad), "query", grad.bm) +
-                 " query items (dQ)",
-             0, "each gradient element written once: deterministic"));
+  if (!convert) {
+    s.steps.push_back(stepOf(
+        grad, "bwd_dq_dk_dv", keyItems + queryItems,
+        keyGrid + "), then " +
+            grid("heads_q", a.headsQ, queryTiles(grad), "query", grad.bm) +
+            " query items (dQ)",
+        0, "each gradient element written once: deterministic"));
+    return;
+  }
+  s.steps.push_back(stepOf(grad, "bwd_dq_dk_dv", keyItems,
+                           keyGrid + ", and dQ added into the workspace)", 0,
+                           "dQ summed by fp32 atomic adds: not bitwise "
+                           "reproducible (Options::deterministic)"));
+  s.steps.push_back(stepOf(
+      *convert, "bwd_convert_dq", a.batch * a.headsQ * queryTiles(*convert),
+      grid("heads_q", a.headsQ, queryTiles(*convert), "query", convert->bm), 0,
+      "dQ = the workspace's fp32 dQ, in the out dtype"));
+}
+
+// The kernels through the cache on the plan's GPU: dot, grad[, convert].
+static llvm::Error loadGpuBackward(PlanState &s, const LoweredProblem &l,
+                                   llvm::ArrayRef<KernelSpec> specs,
+                                   KernelCache &cache) {
+  KernelArgs params = makeKernelArgs(specs[1], l.problem, {}, l.strides);
+  params.dOStrides = params.oStrides, params.dQStrides = params.qStrides;
+  params.dKStrides = params.kStrides, params.dVStrides = params.vStrides;
+  std::vector<api::StepLoad> loads;
+  auto step = GpuBackwardStep::load(specs, params,
+                                    BackwardWorkspace::of(l.problem, specs[1]),
+                                    l.stream, cache, loads);
+  if (!step)
+    return step.takeError();
+  for (size_t i = 0; i < loads.size(); ++i)
+    s.steps[i].load = loads[i];
+  s.backwarder = std::move(*step);
+  return llvm::Error::success();
 }
 
 static llvm::Error loadBackward(PlanState &s, const LoweredProblem &l,
-                                const KernelSpec &dot, const KernelSpec &grad,
+                                llvm::ArrayRef<KernelSpec> specs,
                                 const Options &options) {
   auto cache = kernelCacheFor(options.cacheDir);
   if (!cache)
     return cache.takeError();
   s.loadText = "loaded through the kernel cache in " + cache->directory();
-  const KernelSpec *specs[2] = {&dot, &grad};
+  if (l.device != Device::Host)
+    return loadGpuBackward(s, l, specs, *cache);
   std::optional<HostKernel> kernels[2];
   for (int i = 0; i < 2; ++i) {
     auto start = std::chrono::steady_clock::now();
-    auto kernel = HostKernel::load(*specs[i], *cache);
+    auto kernel = HostKernel::load(specs[i], *cache);
     if (!kernel)
       return kernel.takeError();
     s.steps[i].load.origin = originName(kernel->origin()).str();
@@ -131,18 +175,53 @@ static llvm::Error loadBackward(PlanState &s, const LoweredProblem &l,
     return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
   };
   s.backwarder = std::make_unique<const HostBackwardStep>(
-      *kernels[0], binding(dot), *kernels[1], binding(grad),
+      *kernels[0], binding(specs[0]), *kernels[1], binding(specs[1]),
       numElements(l.problem.lseShape()), sharedHostExecutor(options.threads));
   return llvm::Error::success();
 }
 
+/// bwd_dot_do_o or bwd_convert_dq beside \p grad: its dtypes, head dims,
+/// varlen and target, the target's default tile.
+static llvm::Expected<KernelSpec> helperSpec(const KernelSpec &grad,
+                                             Family family) {
+  KernelSpec wanted = grad;
+  wanted.family = family;
+  wanted.mask = fmhajit::Mask::None, wanted.bias = Bias::None;
+  wanted.softcap = wanted.deterministic = false;
+  wanted.bm = wanted.bn = wanted.warps = wanted.stages = 0;
+  wanted.pipeline = fmhajit::Pipeline::Auto;
+  return validateSpec(wanted);
+}
+
+/// The plan's kernels: bwd_dot_do_o, bwd_dq_dk_dv, and bwd_convert_dq where
+/// the grad kernel adds dQ atomically (bwdKeyItemsAddDq).
+static llvm::Expected<std::vector<KernelSpec>>
+backwardSpecs(const LoweredProblem &l, const Options &options) {
+  auto grad = gradSpecFor(l, options);
+  if (!grad)
+    return grad.takeError();
+  auto dot = helperSpec(*grad, Family::BwdDotDoO);
+  if (!dot)
+    return dot.takeError();
+  std::vector<KernelSpec> specs = {*dot, *grad};
+  if (!bwdKeyItemsAddDq(*grad))
+    return specs;
+  auto convert = helperSpec(*grad, Family::BwdConvertDq);
+  if (!convert)
+    return convert.takeError();
+  specs.push_back(*convert);
+  return specs;
+}
+
+// What run() requires of the caller's BackwardTensors on a GPU.
+static void setGpuNeeds(PlanState &s, const LoweredProblem &l) {
+  s.needsWorkspace = true;
+  s.needsCuSeqlens = l.features.varlen;
+  s.needsSlopes = l.features.bias == Bias::Alibi;
+}
+
 static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
                                               const Options &options) {
-  if (problem.device != Device::Host)
-    return makeError(ErrorKind::Usage,
-                     std::string("Problem::device: the backward runs on the "
-                                 "host only so far, not on ") +
-                         deviceName(problem.device) + "; use Device::Host");
   auto target = resolveTarget(problem.device, options.target);
   if (!target)
     return target.takeError();
@@ -151,34 +230,34 @@ static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
     return l.takeError();
   if (llvm::Error err = checkBackward(problem, *l, options))
     return std::move(err);
-  auto grad = gradSpecFor(*l, options);
-  if (!grad)
-    return grad.takeError();
-  KernelSpec dotWanted = *grad;
-  dotWanted.family = Family::BwdDotDoO;
-  dotWanted.mask = fmhajit::Mask::None, dotWanted.bias = Bias::None;
-  dotWanted.softcap = false;
-  dotWanted.bm = dotWanted.bn = dotWanted.warps = dotWanted.stages = 0;
-  dotWanted.pipeline = fmhajit::Pipeline::Auto;
-  auto dot = validateSpec(dotWanted);
-  if (!dot)
-    return dot.takeError();
+  auto specs = backwardSpecs(*l, options);
+  if (!specs)
+    return specs.takeError();
+  const KernelSpec &grad = (*specs)[1];
+  std::optional<KernelSpec> convert;
+  if (specs->size() == 3)
+    convert = (*specs)[2];
   auto s = std::make_shared<PlanState>();
   s->isBackward = true;
   s->target = *target;
   s->device = problem.device;
-  s->workspaceBytes = 4 * numElements(l->problem.lseShape());
+  s->workspaceBytes = l->device == Device::Host
+                          ? 4 * numElements(l->problem.lseShape())
+                          : BackwardWorkspace::of(l->problem, grad).bytes();
+  if (l->device != Device::Host)
+    setGpuNeeds(*s, *l);
   s->problemText = describeProblem(*l);
-  s->decisions.push_back("backward: bwd_dot_do_o, then bwd_dq_dk_dv (" +
-                         std::string(options.kernel.empty()
-                                         ? "the target's default tile"
-                                         : "Options::kernel") +
-                         ")");
-  addSteps(*s, *l, *dot, *grad);
+  s->decisions.push_back(
+      std::string("backward: bwd_dot_do_o, then bwd_dq_dk_dv") +
+      (convert ? ", then bwd_convert_dq" : "") + " (" +
+      (options.kernel.empty() ? "the target's default tile"
+                              : "Options::kernel") +
+      ")");
+  addSteps(*s, *l, (*specs)[0], grad, convert);
   s->loadText =
       "not loaded (Options::load = false): backward() refuses this plan";
   if (options.load)
-    if (llvm::Error err = loadBackward(*s, *l, *dot, *grad, options))
+    if (llvm::Error err = loadBackward(*s, *l, *specs, options))
       return std::move(err);
   return PlanAccess::make(std::move(s));
 }
@@ -209,5 +288,17 @@ Status api::backward(const Plan &plan, const BackwardTensors &t) {
   if (!t.dQ || !t.dK || !t.dV)
     return invalid("BackwardTensors dQ, dK and dV must point to the caller's "
                    "memory for the gradients");
+  if (s->needsWorkspace && !t.workspace)
+    return invalid("a GPU backward plan needs a workspace: set "
+                   "BackwardTensors::workspace to Plan::workspaceBytes() "
+                   "bytes of device memory");
+  if (s->needsCuSeqlens && (!t.cuSeqlensQ || !t.cuSeqlensK))
+    return invalid("a varlen backward plan on a GPU reads cu_seqlens from "
+                   "device memory: set BackwardTensors::cuSeqlensQ and "
+                   "cuSeqlensK to device copies of the problem's");
+  if (s->needsSlopes && !t.alibiSlopes)
+    return invalid("an ALiBi backward plan on a GPU reads its slopes from "
+                   "device memory: set BackwardTensors::alibiSlopes to "
+                   "[headsQ] floats on the device");
   return toStatus(s->backwarder->run(t));
 }

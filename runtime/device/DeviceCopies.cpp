@@ -26,6 +26,19 @@ void *DeviceCopies::make(const void *data, size_t bytes, const char *what) {
   return buffers.back().pointer();
 }
 
+void DeviceCopies::refill(void *device, const void *host, size_t bytes) {
+  for (GpuBuffer &b : buffers)
+    if (b.pointer() == device) {
+      if (llvm::Error err = b.copyFrom(host, bytes); err && firstError.empty())
+        firstError = llvm::toString(std::move(err));
+      else
+        llvm::consumeError(std::move(err));
+      return;
+    }
+  if (bytes && firstError.empty())
+    firstError = "refill of a pointer DeviceCopies did not make";
+}
+
 void DeviceCopies::download(const void *device, void *host, size_t bytes) {
   for (const GpuBuffer &b : buffers)
     if (b.pointer() == device) {

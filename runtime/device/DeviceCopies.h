@@ -35,6 +35,9 @@ public:
   /// Copies \p bytes from \p device (one of ours) into \p host; a failure
   /// joins error().
   void download(const void *device, void *host, size_t bytes);
+  /// Copies \p bytes from \p host into \p device (one of ours), as
+  /// download() the other way.
+  void refill(void *device, const void *host, size_t bytes);
 
   /// Empty while every step has succeeded.
   const std::string &error() const { return firstError; }

@@ -69,7 +69,8 @@ int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
   int64_t tiles =
       int64_t(p.batch) * itemHeads(spec, p.headsQ, p.headsKv) * p.numQTiles;
   if (spec.family == Family::BwdDqDkDv)
-    return tiles + bwdKeyItems(spec, p.batch, p.headsKv, p.seqlenK);
+    return bwdKeyItems(spec, p.batch, p.headsKv, p.seqlenK) +
+           (bwdKeyItemsAddDq(spec) ? 0 : tiles);
   return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1)
                                         : tiles;
 }

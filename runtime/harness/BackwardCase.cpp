@@ -31,6 +31,36 @@ Tolerance fmhajit::harness::backwardToleranceFor(DType outType) {
   }
 }
 
+AttentionProblem fmhajit::harness::backwardProblem(const KernelSpec &spec,
+                                                   const api::Problem &p) {
+  AttentionProblem a = AttentionProblem::forSpec(spec);
+  a.batch = p.batch;
+  a.headsQ = p.headsQ;
+  a.headsKv = p.headsKv ? p.headsKv : p.headsQ;
+  a.seqlenQ = p.seqlenQ;
+  a.seqlenK = p.seqlenK ? p.seqlenK : p.seqlenQ;
+  a.scale = p.scale;
+  a.softcap = spec.softcap ? p.softcap : 0;
+  if (spec.mask == Mask::Window) {
+    a.windowLeft = p.windowLeft;
+    a.windowRight = p.windowRight;
+  }
+  a.alibiSlopes = p.alibiSlopes;
+  // --varlen-q/k arrive cumulative; the problem takes lengths.
+  auto lengths = [](const std::vector<int32_t> &cu) {
+    std::vector<int64_t> lens;
+    for (size_t i = 1; i < cu.size(); ++i)
+      lens.push_back(cu[i] - cu[i - 1]);
+    return lens;
+  };
+  if (!p.cuSeqlensQ.empty() || !p.cuSeqlensK.empty()) {
+    a.seqlensQ = lengths(p.cuSeqlensQ);
+    a.seqlensK = p.cuSeqlensK.empty() ? a.seqlensQ : lengths(p.cuSeqlensK);
+    a.batch = int64_t(a.seqlensQ.size());
+  }
+  return a;
+}
+
 std::string BackwardCheck::summary() const {
   return "dq " + dq.summary() + "; dk " + dk.summary() + "; dv " + dv.summary();
 }
@@ -202,13 +232,16 @@ llvm::Error BackwardCase::save(const std::string &dir) const {
   return writeBundle(dir, arrays, meta);
 }
 
-double BackwardCase::flops() const {
+double BackwardCase::flops() const { return backwardFlops(grad.spec(), p); }
+
+double fmhajit::harness::backwardFlops(const KernelSpec &spec,
+                                       const AttentionProblem &p) {
   double pairs = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     int64_t sq = p.seqlenQOf(b), sk = p.seqlenKOf(b);
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < sk; ++j)
-        pairs += isKeyVisible(grad.spec(), p, i, j, sq, sk);
+        pairs += isKeyVisible(spec, p, i, j, sq, sk);
   }
   double forwardFlops = 2.0 * double(p.d + p.dv) * pairs * double(p.headsQ);
   return 2.5 * forwardFlops;

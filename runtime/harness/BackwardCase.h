@@ -11,6 +11,7 @@
 #pragma once
 
 #include "compiler/KernelCache.h"
+#include "fmhajit/Fmhajit.h"
 #include "runtime/device/HostExecutor.h"
 #include "runtime/device/HostKernel.h"
 #include "runtime/harness/LaidOutTensor.h"
@@ -33,6 +34,14 @@ struct BackwardCheck {
   /// "dq PASS: ...; dk ...; dv ...", one clause per gradient.
   std::string summary() const;
 };
+
+/// \p p as the backward kernels of \p spec and the reference read it
+/// (varlen's cumulative lengths become lengths).
+AttentionProblem backwardProblem(const KernelSpec &spec, const api::Problem &p);
+
+/// 2.5 times the forward's 2 (d + dv) per visible (query, key) pair of
+/// \p problem under \p spec's mask, FlashAttention's convention.
+double backwardFlops(const KernelSpec &spec, const AttentionProblem &problem);
 
 /// The tolerance of gradients in \p outType: looser than the forward's,
 /// since D is formed from O as stored and dS = P (dP - D) cancels.

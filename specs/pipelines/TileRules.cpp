@@ -1,6 +1,8 @@
 //===- TileRules.cpp - Ask the spec's pipeline about its tile -------------===//
 #include "specs/pipelines/TileRules.h"
+#include "specs/Keys.h"
 #include "specs/pipelines/AmdgpuMatrixLayout.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/MmaLayout.h"
 #include "specs/pipelines/SimtLayout.h"
 #include "specs/pipelines/VectorLayout.h"
@@ -37,26 +39,35 @@ void fmhajit::checkHeadDimMultiple(const KernelSpec &spec, unsigned multiple,
 void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch,
                              ErrorList &errors) {
   ErrorList broken;
-  switch (s.pipeline) {
-  case Pipeline::Vector:
-    VectorLayout(s).check(broken);
-    break;
-  case Pipeline::Simt:
-    SimtLayout(s).check(broken);
-    break;
-  case Pipeline::Mma:
-    MmaLayout(s, arch).check(broken);
-    break;
-  case Pipeline::Mfma:
-  case Pipeline::Wmma:
-    AmdgpuMatrixLayout(s, arch).check(broken);
-    break;
-  case Pipeline::Wgmma:
-    WgmmaLayout(s, arch).check(broken);
-    break;
-  case Pipeline::Auto:
-    llvm_unreachable("checkTileRules takes resolved specs");
-  }
+  // The GPU backward is written for mma.sync alone (BackwardMmaLayout.h).
+  bool gpuBackward =
+      isBackwardFamily(s.family) && arch.backend == Backend::Nvptx;
+  if (gpuBackward && s.pipeline != Pipeline::Mma)
+    addTileError(broken, "pipeline", keyOf(s.pipeline),
+                 "the backward on " + arch.name + " runs on pipeline mma");
+  else if (gpuBackward)
+    BackwardMmaLayout(s).check(broken);
+  else
+    switch (s.pipeline) {
+    case Pipeline::Vector:
+      VectorLayout(s).check(broken);
+      break;
+    case Pipeline::Simt:
+      SimtLayout(s).check(broken);
+      break;
+    case Pipeline::Mma:
+      MmaLayout(s, arch).check(broken);
+      break;
+    case Pipeline::Mfma:
+    case Pipeline::Wmma:
+      AmdgpuMatrixLayout(s, arch).check(broken);
+      break;
+    case Pipeline::Wgmma:
+      WgmmaLayout(s, arch).check(broken);
+      break;
+    case Pipeline::Auto:
+      llvm_unreachable("checkTileRules takes resolved specs");
+    }
   if (!broken.empty()) {
     errors.add(broken.take());
     return;
@@ -102,6 +113,8 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s,
   case Pipeline::Simt:
     return SimtLayout(s).bytes();
   case Pipeline::Mma:
+    if (isBackwardFamily(s.family))
+      return BackwardMmaLayout(s).bytes();
     return MmaLayout(s, arch).bytes();
   case Pipeline::Mfma:
   case Pipeline::Wmma:

@@ -179,9 +179,12 @@ void expectBackwardRefused(const api::Problem &p, const std::string &says,
 TEST(ApiBackward, RefusesWhatItCannotRun) {
   api::Problem p = problemOf(api::DType::BF16, 64, api::Mask::None);
   p.seqlenQ = 16;
-  api::Problem gpu = p;
-  gpu.device = api::Device::Cuda;
-  expectBackwardRefused(gpu, "the backward runs on the host only so far");
+  api::Problem amd = p;
+  amd.device = api::Device::Hip;
+  api::Options gfx;
+  gfx.target = "gfx942";
+  gfx.load = false;
+  expectBackwardRefused(amd, "the backward runs on the host and CUDA", gfx);
   api::Options splits;
   splits.numSplits = 2;
   expectBackwardRefused(p, "Options::numSplits", splits);
@@ -217,6 +220,31 @@ TEST(ApiBackward, PlansRunOnlyThroughTheirOwnEntry) {
   EXPECT_NE(api::backward(*unloaded, none).message().find("Options::load"),
             std::string::npos);
   EXPECT_EQ(unloaded->workspaceBytes(), 4 * 16);
+}
+
+// Planned for an H100 this machine may lack: by default three launches and
+// a workspace holding D and the fp32 dQ sums; deterministic, two and D only.
+TEST(ApiBackward, PlansTheGpuSplitWithoutAGpu) {
+  api::Problem p = problemOf(api::DType::BF16, 128, api::Mask::Causal);
+  p.device = api::Device::Cuda;
+  p.batch = 2, p.headsQ = 4, p.headsKv = 2, p.seqlenQ = 100;
+  api::Options options;
+  options.target = "sm_90a";
+  options.load = false;
+  options.cacheDir = apiCacheDir();
+  api::Result<api::Plan> plan = api::planBackward(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  ASSERT_EQ(plan->steps().size(), 3u);
+  EXPECT_EQ(plan->steps()[2].role, "bwd_convert_dq");
+  int64_t dsum = 4 * 2 * 4 * 100, dq = 4 * 2 * 100 * 4 * 128;
+  EXPECT_EQ(plan->workspaceBytes(), (dsum + 255) / 256 * 256 + dq);
+  options.deterministic = true;
+  api::Result<api::Plan> det = api::planBackward(p, options);
+  ASSERT_TRUE(det.ok()) << det.status().toString();
+  ASSERT_EQ(det->steps().size(), 2u);
+  EXPECT_NE(det->steps()[1].kernel.find("_det_"), std::string::npos)
+      << det->steps()[1].kernel;
+  EXPECT_EQ(det->workspaceBytes(), (dsum + 255) / 256 * 256);
 }
 
 } // namespace

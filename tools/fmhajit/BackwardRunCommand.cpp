@@ -1,15 +1,18 @@
 //===- BackwardRunCommand.cpp - fmhajit run of a backward spec ------------===//
 //
 // `fmhajit run family=bwd_dq_dk_dv,...`: the forward kernel with the same
-// features runs once for O and LSE, then the backward's two host kernels
-// (bwd_dot_do_o, then the spec's) on random dO; --check compares dQ, dK and
-// dV with the float64 reference (runtime/harness/BackwardCase.h). It drives
-// the host kernels through that harness, which the kernels' e2e tests
-// share, rather than api::planBackward (docs/api.md, "The backward").
+// features runs once for O and LSE, then the backward's kernels
+// (bwd_dot_do_o, the spec's, and on a GPU bwd_convert_dq unless
+// deterministic=1) on random dO; --check compares dQ, dK and dV with the
+// float64 reference. On the host it drives the kernels through
+// runtime/harness/BackwardCase.h, which the kernels' e2e tests share; with
+// --device cuda through GpuBackwardCase.h, the public API's plans.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/harness/BackwardCase.h"
+#include "runtime/harness/GpuBackwardCase.h"
 #include "runtime/harness/RunTimer.h"
+#include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Validate.h"
@@ -22,56 +25,79 @@
 
 using namespace fmhajit;
 
-/// The run-time arguments of \p p for the backward kernels of \p spec.
-static AttentionProblem backwardProblem(const KernelSpec &spec,
-                                        const api::Problem &p) {
-  AttentionProblem a = AttentionProblem::forSpec(spec);
-  a.batch = p.batch;
-  a.headsQ = p.headsQ;
-  a.headsKv = p.headsKv ? p.headsKv : p.headsQ;
-  a.seqlenQ = p.seqlenQ;
-  a.seqlenK = p.seqlenK ? p.seqlenK : p.seqlenQ;
-  a.scale = p.scale;
-  a.softcap = spec.softcap ? p.softcap : 0;
-  if (spec.mask == Mask::Window) {
-    a.windowLeft = p.windowLeft;
-    a.windowRight = p.windowRight;
-  }
-  a.alibiSlopes = p.alibiSlopes;
-  // --varlen-q/k arrive cumulative; the problem takes lengths.
-  auto lengths = [](const std::vector<int32_t> &cu) {
-    std::vector<int64_t> lens;
-    for (size_t i = 1; i < cu.size(); ++i)
-      lens.push_back(cu[i] - cu[i - 1]);
-    return lens;
-  };
-  if (!p.cuSeqlensQ.empty() || !p.cuSeqlensK.empty()) {
-    a.seqlensQ = lengths(p.cuSeqlensQ);
-    a.seqlensK = p.cuSeqlensK.empty() ? a.seqlensQ : lengths(p.cuSeqlensK);
-    a.batch = int64_t(a.seqlensQ.size());
-  }
-  return a;
-}
-
 static void line(llvm::StringRef word, const llvm::Twine &text) {
   llvm::outs() << llvm::left_justify(word, 8) << " " << text << "\n";
 }
 
-// The refusals that need no kernel: a GPU device, the flags the spec rules
-// out.
+// The refusals that need no kernel: the flags the spec rules out, a GPU
+// other than CUDA's, --save on a GPU.
 static llvm::Error checkRequest(const RunRequest &req) {
   ErrorList errors;
   for (const std::string &mismatch : req.specMismatches)
     errors.add(ErrorKind::Spec, mismatch);
-  if (req.problem.device != api::Device::Host)
+  if (req.problem.device == api::Device::Hip)
     errors.add(ErrorKind::Unsupported,
-               "the backward runs on the host only so far; drop --device");
+               "the backward runs on the host and CUDA; use --device cuda or "
+               "drop --device");
+  if (req.problem.device == api::Device::Cuda && req.saveDir)
+    errors.add(ErrorKind::Unsupported,
+               "--save writes the host backward's bundle; drop --device");
   return errors.take();
+}
+
+// The spec on the GPU's target when it names none (target=host).
+static llvm::Expected<KernelSpec> gpuSpec(const RunRequest &req) {
+  KernelSpec wanted = req.spec;
+  if (findArch(wanted.target)->backend == Backend::Host) {
+    api::Options o = req.options;
+    o.load = false;
+    o.kernel.clear(); // the run pins the backward's kernel, not a forward
+    api::Result<api::Plan> forward = api::plan(req.problem, o);
+    if (!forward)
+      return makeError(ErrorKind::Usage, forward.status().message());
+    wanted.target = forward->target();
+  }
+  return validateSpec(wanted);
+}
+
+static int runBackwardOnGpu(const RunRequest &req) {
+  auto spec = gpuSpec(req);
+  if (!spec)
+    return reportErrors(spec.takeError());
+  auto c = harness::GpuBackwardCase::make(
+      *spec, req.problem, harness::backwardProblem(*spec, req.problem),
+      req.seed);
+  if (!c)
+    return reportErrors(c.takeError());
+  for (const api::PlanStep &step : (*c)->plan().steps())
+    line("kernel", step.kernel);
+  if (llvm::Error err = (*c)->run())
+    return reportErrors(std::move(err));
+  bool pass = true;
+  if (req.check) {
+    harness::BackwardCheck verdict = (*c)->check();
+    line("check", verdict.summary());
+    pass = verdict.pass();
+  }
+  auto timing = harness::timeRuns(req.problem.device, req.iterations,
+                                  [&] { return (*c)->launch(); });
+  if (!timing)
+    return reportErrors(timing.takeError());
+  line("time", llvm::formatv("{0:F3} ms (median of {1}, {2})", timing->ms,
+                             timing->runs, timing->clock));
+  double flops = harness::backwardFlops(
+      *spec, harness::backwardProblem(*spec, req.problem));
+  line("TFLOPS", llvm::formatv("{0:F1} (backward = 2.5 x forward)",
+                               flops / (timing->ms * 1e9)));
+  llvm::outs().flush();
+  return pass ? 0 : 1;
 }
 
 int fmhajit::runBackward(const RunRequest &req) {
   if (llvm::Error err = checkRequest(req))
     return reportErrors(std::move(err));
+  if (req.problem.device != api::Device::Host)
+    return runBackwardOnGpu(req);
   auto spec = validateSpec(req.spec);
   if (!spec)
     return reportErrors(spec.takeError());
@@ -80,7 +106,8 @@ int fmhajit::runBackward(const RunRequest &req) {
     return reportErrors(cache.takeError());
   unsigned threads = req.options.threads;
   auto c = harness::BackwardCase::make(
-      *spec, backwardProblem(*spec, req.problem), req.seed, *cache, threads);
+      *spec, harness::backwardProblem(*spec, req.problem), req.seed, *cache,
+      threads);
   if (!c)
     return reportErrors(c.takeError());
   line("forward", encodeName((*c)->forwardSpec()) + " (for O and LSE)");

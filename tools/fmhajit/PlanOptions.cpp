@@ -25,7 +25,10 @@ static const OptionSpec kPlanOnlyFlags[] = {
      "time the candidates and keep the fastest (loads them)"},
     {"load", false, "compile and load the kernels, as a plan that runs would"},
     {"backward", false,
-     "plan the backward pass (bwd_dot_do_o, bwd_dq_dk_dv) instead"},
+     "plan the backward pass (bwd_dot_do_o, bwd_dq_dk_dv[, bwd_convert_dq]) "
+     "instead"},
+    {"deterministic", false,
+     "with --backward: bitwise-repeatable gradients (GPU: no atomics)"},
     {"page-size", true, "paged K/V: rows per page (with --cache-len)"},
     {"cache-len", true,
      "paged K/V: each sequence's keys L,L,... (with --page-size)"},
@@ -134,6 +137,9 @@ fmhajit::parsePlanOptions(llvm::ArrayRef<const char *> argv) {
   readPlacement(*args, r.problem, r.options, errors);
   readTuning(*args, r);
   r.backward = args->has("backward");
+  r.options.deterministic = args->has("deterministic");
+  if (r.options.deterministic && !r.backward)
+    errors.add(ErrorKind::Usage, "--deterministic goes with --backward");
   if (!errors.empty())
     return errors.take();
   return r;

@@ -1,0 +1,89 @@
+//===- GpuBackwardStep.cpp - A backward plan's launches on a GPU ----------===//
+#include "runtime/api/GpuBackwardStep.h"
+#include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
+#include "specs/Errors.h"
+#include <cstdint>
+
+using namespace fmhajit;
+
+BackwardWorkspace BackwardWorkspace::of(const AttentionProblem &problem,
+                                        const KernelSpec &grad) {
+  constexpr int64_t kAlign = 256;
+  BackwardWorkspace w;
+  w.dsumBytes = 4 * numElements(problem.lseShape());
+  w.dqOffset = (w.dsumBytes + kAlign - 1) / kAlign * kAlign;
+  int64_t d = grad.d, heads = problem.headsQ;
+  w.dqStrides = {problem.maxSeqlenQ() * heads * d, heads * d, d};
+  if (bwdKeyItemsAddDq(grad))
+    w.dqBytes = 4 * numElements(problem.qShape());
+  return w;
+}
+
+// The gradients are laid out like the tensors they belong to: dO, dQ, dK
+// and dV take the bound strides of O, Q, K and V.
+llvm::Error GpuBackwardStep::run(const api::BackwardTensors &t) const {
+  auto misaligned = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16;
+  };
+  if (misaligned(t.q) || misaligned(t.k) || misaligned(t.v) || misaligned(t.dO))
+    return makeError(ErrorKind::Usage,
+                     "BackwardTensors q, k, v and dO must start on 16-byte "
+                     "boundaries for kernel " +
+                         encodeName(grad.spec()) +
+                         " (it copies rows in 16-byte pieces)");
+  KernelArgs p = params;
+  p.q = t.q, p.k = t.k, p.v = t.v;
+  p.o = const_cast<void *>(t.o); // read only: the kernels never write O
+  p.lse = const_cast<float *>(t.lse);
+  p.cuSeqlensQ = t.cuSeqlensQ, p.cuSeqlensK = t.cuSeqlensK;
+  p.alibiSlopes = t.alibiSlopes;
+  p.dO = t.dO, p.dQ = t.dQ, p.dK = t.dK, p.dV = t.dV;
+  auto *base = static_cast<char *>(t.workspace);
+  p.dPsum = reinterpret_cast<float *>(base);
+  p.dQAccum = workspace.dqBytes
+                  ? reinterpret_cast<float *>(base + workspace.dqOffset)
+                  : nullptr;
+  p.dQAccumStrides = workspace.dqStrides;
+  GpuStreamHandle on = t.stream ? t.stream : stream;
+  // Each kernel counts query tiles of its own bm (a pinned grad kernel's
+  // may differ from the helpers').
+  auto launch = [&](const GpuKernel &kernel) {
+    p.numQTiles = (p.seqlenQ + kernel.spec().bm - 1) / kernel.spec().bm;
+    return kernel.launch(p, on);
+  };
+  if (llvm::Error err = launch(dot))
+    return err;
+  if (llvm::Error err = launch(grad))
+    return err;
+  return convert ? launch(*convert) : llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<const GpuBackwardStep>>
+GpuBackwardStep::load(llvm::ArrayRef<KernelSpec> specs,
+                      const KernelArgs &params, BackwardWorkspace workspace,
+                      void *stream, KernelCache &cache,
+                      std::vector<api::StepLoad> &loads) {
+  assert((specs.size() == 2 || specs.size() == 3) && "dot, grad[, convert]");
+  auto driver = gpuDriverFor(findArch(specs.front().target)->backend);
+  if (!driver)
+    return driver.takeError();
+  std::vector<GpuKernel> kernels;
+  for (const KernelSpec &spec : specs) {
+    auto kernel = GpuKernel::load(*driver, spec, cache);
+    if (!kernel)
+      return kernel.takeError();
+    const GpuLoadStats &stats = kernel->loadStats();
+    const GpuKernelResources &res = kernel->resources();
+    loads.push_back({originName(stats.origin).str(), stats.codegenMs,
+                     stats.loadMs, res.registers, res.localBytes,
+                     int(kernel->sharedBytes()), int(kernel->blockThreads())});
+    kernels.push_back(std::move(*kernel));
+  }
+  std::optional<GpuKernel> convert;
+  if (kernels.size() == 3)
+    convert = std::move(kernels[2]);
+  return std::make_unique<const GpuBackwardStep>(
+      std::move(kernels[0]), std::move(kernels[1]), std::move(convert), params,
+      workspace, stream);
+}
