@@ -6,9 +6,8 @@
 using namespace fmhajit;
 using namespace llvm;
 
-BranchInst *fmhajit::emitFor(IRBuilderBase &b, Value *begin, Value *end,
-                             Value *step, const Twine &name,
-                             function_ref<void(Value *)> body) {
+void fmhajit::emitFor(IRBuilderBase &b, Value *begin, Value *end, Value *step,
+                      const Twine &name, function_ref<void(Value *)> body) {
   Function *fn = b.GetInsertBlock()->getParent();
   LLVMContext &ctx = fn->getContext();
   BasicBlock *pre = b.GetInsertBlock();
@@ -30,10 +29,9 @@ BranchInst *fmhajit::emitFor(IRBuilderBase &b, Value *begin, Value *end,
   b.SetInsertPoint(latch);
   Value *next = b.CreateNSWAdd(iv, step, name + ".next");
   iv->addIncoming(next, latch);
-  BranchInst *back = b.CreateBr(header);
+  b.CreateBr(header);
 
   b.SetInsertPoint(exit);
-  return back;
 }
 
 void fmhajit::disableHoisting(BranchInst *latch) {

@@ -18,11 +18,9 @@
 namespace fmhajit {
 
 /// for (iv = begin; iv < end; iv += step) body(iv), signed compare.
-/// Returns the latch's branch, where loop metadata goes.
-llvm::BranchInst *emitFor(llvm::IRBuilderBase &b, llvm::Value *begin,
-                          llvm::Value *end, llvm::Value *step,
-                          const llvm::Twine &name,
-                          llvm::function_ref<void(llvm::Value *iv)> body);
+void emitFor(llvm::IRBuilderBase &b, llvm::Value *begin, llvm::Value *end,
+             llvm::Value *step, const llvm::Twine &name,
+             llvm::function_ref<void(llvm::Value *iv)> body);
 
 /// Asks LLVM not to hoist code out of the loop whose latch branch is
 /// \p latch (llvm.licm.disable): values computed once per iteration stay
