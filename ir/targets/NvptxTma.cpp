@@ -202,15 +202,16 @@ Value *TmaRing::barrier(Value *index) {
   return b.CreateInBoundsGEP(b.getInt8Ty(), smem, offset);
 }
 
-Value *TmaRing::queryFull() { return barrier(b.getInt32(0)); }
-Value *TmaRing::queryEmpty() { return barrier(b.getInt32(1)); }
-
 Value *TmaRing::full(TileRole role, Value *slot) {
+  if (role == TileRole::Query)
+    return barrier(b.getInt32(0));
   unsigned first = role == TileRole::KeyT ? 2 : 2 + 2 * stages;
   return barrier(b.CreateAdd(b.getInt32(first), slot));
 }
 
 Value *TmaRing::empty(TileRole role, Value *slot) {
+  if (role == TileRole::Query)
+    return barrier(b.getInt32(1));
   unsigned first = role == TileRole::KeyT ? 2 + stages : 2 + 3 * stages;
   return barrier(b.CreateAdd(b.getInt32(first), slot));
 }

@@ -78,8 +78,8 @@ public:
   /// The ring's latest load.
   Use latest(TileRole role);
 
-  llvm::Value *queryFull();
-  llvm::Value *queryEmpty();
+  /// The full and empty barriers of \p role's ring slot \p slot (Q's one
+  /// slot whatever \p slot says).
   llvm::Value *full(TileRole role, llvm::Value *slot);
   llvm::Value *empty(TileRole role, llvm::Value *slot);
   /// \p tile's storage in ring slot \p slot (Query has one slot: null).

@@ -105,14 +105,12 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
       b.CreateAnd(target.threadId(b), b.getInt32(target.waveSize() - 1));
   emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
     // The release of this slot's previous tile.
-    Value *released = query    ? ring.queryEmpty()
-                      : staged ? ring.stagedEmpty(use.slot)
-                               : ring.empty(tile.role, use.slot);
+    Value *released =
+        staged ? ring.stagedEmpty(use.slot) : ring.empty(tile.role, use.slot);
     emitMbarrierWait(b, released, b.CreateXor(use.parity, b.getInt32(1)),
                      target.options.boundedWaits);
-    Value *bar = query    ? ring.queryFull()
-                 : staged ? ring.stagedFull(use.slot)
-                          : ring.full(tile.role, use.slot);
+    Value *bar =
+        staged ? ring.stagedFull(use.slot) : ring.full(tile.role, use.slot);
     Value *dst = staged ? ring.stagedAddress(use.slot)
                         : ring.slotAddress(tile, query ? nullptr : use.slot);
     const SharedTile &shape =

@@ -156,9 +156,8 @@ void NvptxWgmmaTileOps::acquire(const Tile &tile) {
   if (!acquired.insert(tile.storage).second)
     return;
   TmaRing::Use use = ring->latest(tile.role);
-  Value *full = tile.role == TileRole::Query ? ring->queryFull()
-                                             : ring->full(tile.role, use.slot);
-  emitMbarrierWait(b, full, use.parity, target.options.boundedWaits);
+  emitMbarrierWait(b, ring->full(tile.role, use.slot), use.parity,
+                   target.options.boundedWaits);
 }
 
 // Q is released once per work item, by retire(); K and V after each
@@ -171,11 +170,8 @@ void NvptxWgmmaTileOps::release(const Tile &tile) {
       b.CreateAnd(target.threadId(b),
                   b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
       b.getInt32(0));
-  emitIf(b, first, "release", [&] {
-    emitMbarrierArrive(b, tile.role == TileRole::Query
-                              ? ring->queryEmpty()
-                              : ring->empty(tile.role, slot));
-  });
+  emitIf(b, first, "release",
+         [&] { emitMbarrierArrive(b, ring->empty(tile.role, slot)); });
 }
 
 void NvptxWgmmaTileOps::retire(Tile &tile) {
