@@ -9,6 +9,7 @@
 #include "specs/pipelines/WgmmaLayout.h"
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <limits>
 
 using namespace fmhajit;
@@ -78,6 +79,20 @@ const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
 /// up to 2048 keys, up to 5% slower at 16384.
 static constexpr int32_t kPersistentMaxKeys = 2048;
 
+/// kPersistentMaxKeys, or FMHAJIT_PERSISTENT_MAX_KEYS where set (a tuning
+/// knob for bench/gpu: 0 never runs the persistent grid, a large value
+/// always does).
+static int64_t persistentMaxKeys() {
+  static const int64_t keys = [] {
+    const char *text = std::getenv("FMHAJIT_PERSISTENT_MAX_KEYS");
+    int64_t value = 0;
+    if (!text || llvm::StringRef(text).getAsInteger(10, value) || value < 0)
+      return int64_t(kPersistentMaxKeys);
+    return value;
+  }();
+  return keys;
+}
+
 llvm::Error GpuKernel::launch(const KernelArgs &params,
                               GpuStreamHandle stream) const {
   int64_t blocks = workItems(kernelSpec, params); // the family decides
@@ -85,7 +100,7 @@ llvm::Error GpuKernel::launch(const KernelArgs &params,
     return makeError(ErrorKind::Usage,
                      "the problem needs " + llvm::Twine(blocks) + " " +
                          gpu->blockNoun() + "; the GPU launches 1 to 2^31-1");
-  if (walksWorkItems(kernelSpec) && params.seqlenK <= kPersistentMaxKeys &&
+  if (walksWorkItems(kernelSpec) && params.seqlenK <= persistentMaxKeys() &&
       gpu->device().computeUnits > 0)
     blocks = std::min<int64_t>(blocks, gpu->device().computeUnits);
   // The driver copies the bytes at launch; a copy keeps the caller's const.
