@@ -17,6 +17,7 @@
 #include "ir/KernelAbi.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "ir/PersistentSchedule.h"
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
 #include "ir/targets/NvptxTma.h"
@@ -117,38 +118,41 @@ public:
   }
 
   /// This block's work item, or under walksWorkItems (a persistent grid)
-  /// items total-1-k for k = block, block + grid, ...: neighbouring blocks
-  /// keep neighbouring items, which share K and V in L2. Every role walks
-  /// the same items, so the ring's counts agree.
+  /// one item a round in PersistentSchedule's order. Every role walks the
+  /// same items, so the ring's counts agree.
   void
   emitWorkItems(IRBuilderBase &b, Value *params,
                 function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
     if (!walksWorkItems(spec))
       return GpuTargetInfo::emitBlockWorkItem(b, params, body);
-    // The launch checked that the items fit in 31 bits: k counts in 32
-    // bits, and only k is carried from item to item. The item count and
-    // the grid are read again each time, and nothing is hoisted out of the
-    // walk: what an item derives from the kernel's parameters would
-    // otherwise stay in registers through every item.
+    // The launch checked that the items fit in 31 bits: rounds count in
+    // 32 bits, and only the round's start is carried from item to item.
+    // The item count and the grid are read again each time, and nothing
+    // is hoisted out of the walk: what an item derives from the kernel's
+    // parameters would otherwise stay in registers through every item.
     ArgsReader p(b, params);
+    PersistentSchedule schedule(spec, b, p);
     LLVMContext &ctx = b.getContext();
     Function *fn = b.GetInsertBlock()->getParent();
-    Value *first = blockId(b);
     BasicBlock *pre = b.GetInsertBlock();
-    BasicBlock *header = BasicBlock::Create(ctx, "item", fn);
-    BasicBlock *item = BasicBlock::Create(ctx, "item.body", fn);
-    BasicBlock *exit = BasicBlock::Create(ctx, "item.exit", fn);
+    BasicBlock *header = BasicBlock::Create(ctx, "round", fn);
+    BasicBlock *round = BasicBlock::Create(ctx, "round.body", fn);
+    BasicBlock *exit = BasicBlock::Create(ctx, "round.exit", fn);
     b.CreateBr(header);
     b.SetInsertPoint(header);
-    PHINode *k = b.CreatePHI(b.getInt32Ty(), 2, "item.k");
-    k->addIncoming(first, pre);
+    PHINode *start = b.CreatePHI(b.getInt32Ty(), 2, "round.start");
+    start->addIncoming(b.getInt32(0), pre);
     Value *items = b.CreateTrunc(p.workItems(spec), b.getInt32Ty(), "items");
-    b.CreateCondBr(b.CreateICmpSLT(k, items), item, exit);
-    b.SetInsertPoint(item);
-    Value *work = b.CreateSub(b.CreateSub(items, b.getInt32(1)), k);
-    body(b, params, b.CreateZExt(work, b.getInt64Ty(), "work"));
-    Value *grid = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {});
-    k->addIncoming(b.CreateNSWAdd(k, grid), b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(start, items), round, exit);
+    b.SetInsertPoint(round);
+    auto grid = [&] {
+      return b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {});
+    };
+    Value *position = schedule.position(start, blockId(b), grid());
+    emitIf(b, b.CreateICmpSLT(position, items), "item", [&] {
+      body(b, params, schedule.workItem(position, items));
+    });
+    start->addIncoming(b.CreateNSWAdd(start, grid()), b.GetInsertBlock());
     disableHoisting(b.CreateBr(header));
     b.SetInsertPoint(exit);
   }

@@ -43,13 +43,12 @@ namespace fmhajit {
 /// passes as a second kernel parameter (pipeline=wgmma with stages>=2).
 bool usesTensorMaps(const KernelSpec &spec);
 
-/// Whether \p spec's kernel is persistent: each block walks work items
-/// total-1-b, total-1-b-grid, ... so that, with fewer blocks than items, the
-/// producer loads the next item's Q and first keys while the consumers
+/// Whether \p spec's kernel is persistent: each block walks work items in
+/// rounds (ir/PersistentSchedule.h), so that with fewer blocks than items
+/// the producer loads the next item's Q and first keys while the consumers
 /// finish the last one (the TMA ring, family=fwd). The launch picks the
-/// grid (runtime/device/GpuKernel.cpp). Only where every item costs the
-/// same: a static stride would leave causal blocks unbalanced
-/// (docs/design.md, "Persistent blocks").
+/// grid (runtime/device/GpuKernel.cpp; docs/design.md, "Persistent
+/// blocks").
 bool walksWorkItems(const KernelSpec &spec);
 
 class WgmmaLayout {
