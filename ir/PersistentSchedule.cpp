@@ -5,59 +5,75 @@
 using namespace fmhajit;
 using namespace llvm;
 
+PersistentSchedule::PersistentSchedule(const KernelSpec &spec,
+                                       IRBuilderBase &b, ArgsReader &p,
+                                       Value *total, Value *grid)
+    : spec(spec), b(b), p(p), total(total), grid(grid) {
+  if (!balancesCost())
+    return;
+  tiles = p.get(kNumQTiles);
+  heads = b.CreateUDiv(total, tiles, "heads");
+  perSection = sectionHeads(heads);
+  sectionRounds = divideUp(b.CreateMul(perSection, tiles), grid);
+}
+
+Value *PersistentSchedule::hasRound(Value *round) {
+  if (!balancesCost())
+    return b.CreateICmpSLT(b.CreateMul(round, grid), total);
+  Value *rounds = b.CreateMul(divideUp(heads, perSection), sectionRounds);
+  return b.CreateICmpSLT(round, rounds);
+}
+
 bool PersistentSchedule::balancesCost() const {
   return spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
 }
 
-Value *PersistentSchedule::position(Value *roundStart, Value *block,
-                                    Value *grid) {
-  if (!balancesCost())
-    return b.CreateAdd(roundStart, block);
-  Value *odd =
-      b.CreateAnd(b.CreateUDiv(roundStart, grid), b.getInt32(1), "round.odd");
-  Value *reversed = b.CreateSub(b.CreateSub(grid, b.getInt32(1)), block);
-  return b.CreateAdd(roundStart,
-                     b.CreateSelect(b.CreateICmpNE(odd, b.getInt32(0)),
-                                    reversed, block));
+Value *PersistentSchedule::divideUp(Value *x, Value *y) {
+  return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(y, b.getInt32(1))), y);
 }
 
+// kSectionBytes / (seqlenK * row bytes) heads, at least 1 and at most all
+// of them: 32-bit arithmetic only, as the producer walks with 32 registers.
 Value *PersistentSchedule::sectionHeads(Value *heads) {
   int64_t rowBytes = int64_t(spec.d + spec.headDimV()) * dtypeBytes(spec.dtype);
-  Value *headBytes = b.CreateMul(b.CreateSExt(p.get(kSeqlenK), b.getInt64Ty()),
-                                 b.getInt64(rowBytes));
+  Value *keys = p.get(kSeqlenK);
   Value *fit = b.CreateUDiv(
-      b.getInt64(kSectionBytes),
-      b.CreateSelect(b.CreateICmpUGT(headBytes, b.getInt64(0)), headBytes,
-                     b.getInt64(1)));
-  Value *clamped = b.CreateSelect(b.CreateICmpULT(fit, b.getInt64(1)),
-                                  b.getInt64(1), fit);
-  Value *all = b.CreateSExt(heads, b.getInt64Ty());
-  return b.CreateTrunc(
-      b.CreateSelect(b.CreateICmpULT(clamped, all), clamped, all),
-      b.getInt32Ty(), "section.heads");
+      b.getInt32(uint32_t(kSectionBytes / rowBytes)),
+      b.CreateSelect(b.CreateICmpSGT(keys, b.getInt32(0)), keys,
+                     b.getInt32(1)));
+  Value *atLeastOne = b.CreateSelect(b.CreateICmpULT(fit, b.getInt32(1)),
+                                     b.getInt32(1), fit);
+  return b.CreateSelect(b.CreateICmpULT(atLeastOne, heads), atLeastOne, heads,
+                        "section.heads");
 }
 
-// Position p of section s (its first position s * H * tiles): the section's
-// t-th dearest tile of its h-th head, for p - first = t * h' + h, with h'
-// the section's heads (H, or fewer in the last section).
-Value *PersistentSchedule::workItem(Value *position, Value *total) {
-  if (!balancesCost())
-    return b.CreateZExt(
-        b.CreateSub(b.CreateSub(total, b.getInt32(1)), position),
-        b.getInt64Ty(), "work");
-  Value *tiles = p.get(kNumQTiles);
-  Value *heads = b.CreateUDiv(total, tiles, "heads");
-  Value *perSection = sectionHeads(heads);
-  Value *sectionItems = b.CreateMul(perSection, tiles);
-  Value *section = b.CreateUDiv(position, sectionItems);
+// Section s = round / R holds heads [s * H, s * H + h') (h' = H, or fewer
+// in the last section); its round r = round % R gives block c position
+//   q = r * G + c  (r even)   or   r * G + G - 1 - c  (r odd)
+// which is the section's tile tiles-1 - q / h' of head s * H + q % h'.
+std::pair<Value *, Value *> PersistentSchedule::workItem(Value *round,
+                                                         Value *block) {
+  if (!balancesCost()) {
+    Value *position = b.CreateAdd(b.CreateMul(round, grid), block);
+    Value *work = b.CreateSub(b.CreateSub(total, b.getInt32(1)), position);
+    return {b.CreateICmpSLT(position, total),
+            b.CreateZExt(work, b.getInt64Ty(), "work")};
+  }
+  Value *section = b.CreateUDiv(round, sectionRounds);
+  Value *r = b.CreateURem(round, sectionRounds);
+  Value *odd = b.CreateICmpNE(b.CreateAnd(r, b.getInt32(1)), b.getInt32(0),
+                              "round.odd");
+  Value *reversed = b.CreateSub(b.CreateSub(grid, b.getInt32(1)), block);
+  Value *q = b.CreateAdd(b.CreateMul(r, grid),
+                         b.CreateSelect(odd, reversed, block), "position");
   Value *firstHead = b.CreateMul(section, perSection);
   Value *left = b.CreateSub(heads, firstHead);
   Value *here = b.CreateSelect(b.CreateICmpULT(left, perSection), left,
                                perSection, "heads.here");
-  Value *offset = b.CreateURem(position, sectionItems);
+  Value *valid = b.CreateICmpULT(q, b.CreateMul(here, tiles));
   Value *tile = b.CreateSub(b.CreateSub(tiles, b.getInt32(1)),
-                            b.CreateUDiv(offset, here), "tile");
-  Value *head = b.CreateAdd(firstHead, b.CreateURem(offset, here), "head");
-  return b.CreateZExt(b.CreateAdd(b.CreateMul(head, tiles), tile),
-                      b.getInt64Ty(), "work");
+                            b.CreateUDiv(q, here), "tile");
+  Value *head = b.CreateAdd(firstHead, b.CreateURem(q, here), "head");
+  return {valid, b.CreateZExt(b.CreateAdd(b.CreateMul(head, tiles), tile),
+                              b.getInt64Ty(), "work")};
 }

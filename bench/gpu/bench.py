@@ -19,7 +19,7 @@ def parse_args():
     p.add_argument("--quick", action="store_true", help="a few rows only")
     p.add_argument("--pipeline", default="auto",
                    help="comma-separated pipelines, each timed on every row (auto,mma,wgmma,...); "
-                        "a '+' adds spec keys: wgmma+stages=2")
+                        "a '+' adds spec keys: wgmma+stages=2+bm=128")
     p.add_argument("--tile", default="", help="extra spec keys, e.g. bm=128,bn=64,warps=4")
     p.add_argument("--only-d", type=int, default=0, help="run only this head dim")
     p.add_argument("--head-dims", default="64,128,256")
@@ -27,6 +27,9 @@ def parse_args():
                    help="bf16, fp16, fp8_e4m3, fp8_e5m2 (fp8 rows time the peers in bf16)")
     p.add_argument("--seqlens", default="512,1024,2048,4096,8192,16384")
     p.add_argument("--no-peers", action="store_true", help="time fmhajit only")
+    p.add_argument("--baseline-env", action="append", default=[], metavar="KEY=VALUE",
+                   help="an environment variable for the baseline's runs only (repeatable); "
+                        "with --baseline the same binary, it times a run-time setting")
     p.add_argument("--baseline", default="",
                    help="another fmhajit binary, timed on each row right after --fmhajit "
                         "(its first pipeline), as 'base'")
@@ -77,21 +80,22 @@ def time_torch(c, backend_name):
 def run_fmhajit(args, c, pipeline, cache_dir):
     # "wgmma+stages=2": a pipeline with spec keys of its own after the '+';
     # "base": the --baseline binary on the first pipeline
-    binary = args.fmhajit
+    binary, env = args.fmhajit, dict(os.environ)
     if pipeline == "base":
         binary, pipeline = args.baseline, args.pipeline.split(",")[0]
+        env.update(kv.split("=", 1) for kv in args.baseline_env)
         cache_dir += "-base"
         os.makedirs(cache_dir, exist_ok=True)
     name, _, keys = pipeline.partition("+")
     spec = "family=fwd,dtype={},d={},mask={},pipeline={},target={}".format(
         c["dtype"], c["d"], "causal" if c["causal"] else "none", name, args.target)
     if keys:
-        spec += "," + keys
+        spec += "," + keys.replace("+", ",")
     if args.tile:
         spec += "," + args.tile
     cmd = [binary, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
            "--heads", str(c["heads"]), "--seqlen-q", str(c["seqlen"]), "--iters", "20"]
-    env = dict(os.environ, FMHAJIT_CACHE_DIR=cache_dir)
+    env["FMHAJIT_CACHE_DIR"] = cache_dir
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         return None, None, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:160]

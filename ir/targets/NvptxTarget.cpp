@@ -126,33 +126,36 @@ public:
     if (!walksWorkItems(spec))
       return GpuTargetInfo::emitBlockWorkItem(b, params, body);
     // The launch checked that the items fit in 31 bits: rounds count in
-    // 32 bits, and only the round's start is carried from item to item.
-    // The item count and the grid are read again each time, and nothing
-    // is hoisted out of the walk: what an item derives from the kernel's
-    // parameters would otherwise stay in registers through every item.
+    // 32 bits, and only the round is carried from item to item. The
+    // schedule is derived from the item count and the grid again where it
+    // is used, and nothing is hoisted out of the walk: what an item derives
+    // from the kernel's parameters would otherwise stay in registers
+    // through every item.
     ArgsReader p(b, params);
-    PersistentSchedule schedule(spec, b, p);
+    auto schedule = [&] {
+      Value *items =
+          b.CreateTrunc(p.workItems(spec), b.getInt32Ty(), "items");
+      Value *grid =
+          b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {});
+      return PersistentSchedule(spec, b, p, items, grid);
+    };
     LLVMContext &ctx = b.getContext();
     Function *fn = b.GetInsertBlock()->getParent();
     BasicBlock *pre = b.GetInsertBlock();
     BasicBlock *header = BasicBlock::Create(ctx, "round", fn);
-    BasicBlock *round = BasicBlock::Create(ctx, "round.body", fn);
+    BasicBlock *roundBody = BasicBlock::Create(ctx, "round.body", fn);
     BasicBlock *exit = BasicBlock::Create(ctx, "round.exit", fn);
     b.CreateBr(header);
     b.SetInsertPoint(header);
-    PHINode *start = b.CreatePHI(b.getInt32Ty(), 2, "round.start");
-    start->addIncoming(b.getInt32(0), pre);
-    Value *items = b.CreateTrunc(p.workItems(spec), b.getInt32Ty(), "items");
-    b.CreateCondBr(b.CreateICmpSLT(start, items), round, exit);
-    b.SetInsertPoint(round);
-    auto grid = [&] {
-      return b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {});
-    };
-    Value *position = schedule.position(start, blockId(b), grid());
-    emitIf(b, b.CreateICmpSLT(position, items), "item", [&] {
-      body(b, params, schedule.workItem(position, items));
-    });
-    start->addIncoming(b.CreateNSWAdd(start, grid()), b.GetInsertBlock());
+    PHINode *round = b.CreatePHI(b.getInt32Ty(), 2, "round.i");
+    round->addIncoming(b.getInt32(0), pre);
+    b.CreateCondBr(schedule().hasRound(round), roundBody, exit);
+    b.SetInsertPoint(roundBody);
+    std::pair<Value *, Value *> item =
+        schedule().workItem(round, blockId(b));
+    emitIf(b, item.first, "item", [&] { body(b, params, item.second); });
+    round->addIncoming(b.CreateNSWAdd(round, b.getInt32(1)),
+                       b.GetInsertBlock());
     disableHoisting(b.CreateBr(header));
     b.SetInsertPoint(exit);
   }
