@@ -17,11 +17,19 @@ PersistentSchedule::PersistentSchedule(const KernelSpec &spec,
   sectionRounds = divideUp(b.CreateMul(perSection, tiles), grid);
 }
 
-Value *PersistentSchedule::hasRound(Value *round) {
+Value *PersistentSchedule::firstCursor(Value *block) {
+  return balancesCost() ? b.getInt32(0) : block;
+}
+
+Value *PersistentSchedule::nextCursor(Value *cursor) {
+  return b.CreateNSWAdd(cursor, balancesCost() ? b.getInt32(1) : grid);
+}
+
+Value *PersistentSchedule::walks(Value *cursor) {
   if (!balancesCost())
-    return b.CreateICmpSLT(b.CreateMul(round, grid), total);
+    return b.CreateICmpSLT(cursor, total);
   Value *rounds = b.CreateMul(divideUp(heads, perSection), sectionRounds);
-  return b.CreateICmpSLT(round, rounds);
+  return b.CreateICmpSLT(cursor, rounds);
 }
 
 bool PersistentSchedule::balancesCost() const {
@@ -51,14 +59,13 @@ Value *PersistentSchedule::sectionHeads(Value *heads) {
 // in the last section); its round r = round % R gives block c position
 //   q = r * G + c  (r even)   or   r * G + G - 1 - c  (r odd)
 // which is the section's tile tiles-1 - q / h' of head s * H + q % h'.
-std::pair<Value *, Value *> PersistentSchedule::workItem(Value *round,
+std::pair<Value *, Value *> PersistentSchedule::workItem(Value *cursor,
                                                          Value *block) {
-  if (!balancesCost()) {
-    Value *position = b.CreateAdd(b.CreateMul(round, grid), block);
-    Value *work = b.CreateSub(b.CreateSub(total, b.getInt32(1)), position);
-    return {b.CreateICmpSLT(position, total),
-            b.CreateZExt(work, b.getInt64Ty(), "work")};
+  if (!balancesCost()) { // the cursor is the position, and walks() held
+    Value *work = b.CreateSub(b.CreateSub(total, b.getInt32(1)), cursor);
+    return {b.getTrue(), b.CreateZExt(work, b.getInt64Ty(), "work")};
   }
+  Value *round = cursor;
   Value *section = b.CreateUDiv(round, sectionRounds);
   Value *r = b.CreateURem(round, sectionRounds);
   Value *odd = b.CreateICmpNE(b.CreateAnd(r, b.getInt32(1)), b.getInt32(0),

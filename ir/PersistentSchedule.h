@@ -41,12 +41,17 @@ public:
   PersistentSchedule(const KernelSpec &spec, llvm::IRBuilderBase &b,
                      ArgsReader &p, llvm::Value *total, llvm::Value *grid);
 
-  /// Whether round \p round (i32) is one every block walks (i1).
-  llvm::Value *hasRound(llvm::Value *round);
+  /// A block's walk carries one i32 cursor from round to round: the
+  /// round, or without sections the block's position in it (which keeps
+  /// the 160-register d = 64 consumers from spilling). Its first value for
+  /// block \p block, the next one, and whether the walk goes on.
+  llvm::Value *firstCursor(llvm::Value *block);
+  llvm::Value *nextCursor(llvm::Value *cursor);
+  llvm::Value *walks(llvm::Value *cursor);
 
-  /// Block \p block's item in round \p round (both i32): whether it has
-  /// one (i1), and which (i64, WorkItem.h's numbering).
-  std::pair<llvm::Value *, llvm::Value *> workItem(llvm::Value *round,
+  /// Block \p block's item at \p cursor (both i32): whether it has one
+  /// (i1), and which (i64, WorkItem.h's numbering).
+  std::pair<llvm::Value *, llvm::Value *> workItem(llvm::Value *cursor,
                                                    llvm::Value *block);
 
 private:

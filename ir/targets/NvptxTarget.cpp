@@ -125,8 +125,8 @@ public:
                 function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
     if (!walksWorkItems(spec))
       return GpuTargetInfo::emitBlockWorkItem(b, params, body);
-    // The launch checked that the items fit in 31 bits: rounds count in
-    // 32 bits, and only the round is carried from item to item. The
+    // The launch checked that the items fit in 31 bits: the walk's cursor
+    // counts in 32 bits, and only it is carried from item to item. The
     // schedule is derived from the item count and the grid again where it
     // is used, and nothing is hoisted out of the walk: what an item derives
     // from the kernel's parameters would otherwise stay in registers
@@ -141,21 +141,21 @@ public:
     };
     LLVMContext &ctx = b.getContext();
     Function *fn = b.GetInsertBlock()->getParent();
+    Value *first = schedule().firstCursor(blockId(b));
     BasicBlock *pre = b.GetInsertBlock();
     BasicBlock *header = BasicBlock::Create(ctx, "round", fn);
     BasicBlock *roundBody = BasicBlock::Create(ctx, "round.body", fn);
     BasicBlock *exit = BasicBlock::Create(ctx, "round.exit", fn);
     b.CreateBr(header);
     b.SetInsertPoint(header);
-    PHINode *round = b.CreatePHI(b.getInt32Ty(), 2, "round.i");
-    round->addIncoming(b.getInt32(0), pre);
-    b.CreateCondBr(schedule().hasRound(round), roundBody, exit);
+    PHINode *cursor = b.CreatePHI(b.getInt32Ty(), 2, "round.cursor");
+    cursor->addIncoming(first, pre);
+    b.CreateCondBr(schedule().walks(cursor), roundBody, exit);
     b.SetInsertPoint(roundBody);
     std::pair<Value *, Value *> item =
-        schedule().workItem(round, blockId(b));
+        schedule().workItem(cursor, blockId(b));
     emitIf(b, item.first, "item", [&] { body(b, params, item.second); });
-    round->addIncoming(b.CreateNSWAdd(round, b.getInt32(1)),
-                       b.GetInsertBlock());
+    cursor->addIncoming(schedule().nextCursor(cursor), b.GetInsertBlock());
     disableHoisting(b.CreateBr(header));
     b.SetInsertPoint(exit);
   }

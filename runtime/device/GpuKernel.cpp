@@ -73,24 +73,29 @@ const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
 
 /// A persistent kernel (walksWorkItems) runs any grid. A block per
 /// multiprocessor hides each item's start and end behind the next one's
-/// loads, which pays where items are short; where they are long, a block
-/// per item lets the hardware's scheduler balance the multiprocessors.
-/// Measured on an H100 (docs/results.md, "Persistent blocks"): 2-16% faster
-/// up to 2048 keys, up to 5% slower at 16384.
-static constexpr int32_t kPersistentMaxKeys = 2048;
-
-/// kPersistentMaxKeys, or FMHAJIT_PERSISTENT_MAX_KEYS where set (a tuning
-/// knob for bench/gpu: 0 never runs the persistent grid, a large value
-/// always does).
-static int64_t persistentMaxKeys() {
-  static const int64_t keys = [] {
+/// loads. Measured on an H100 (docs/results.md, "Persistent blocks"):
+/// without a causal mask 2-16% faster up to 2048 keys and up to 5% slower
+/// at 16384, where a block per item lets the hardware's scheduler balance
+/// the multiprocessors; under causal masks, whose schedule sorts items by
+/// cost (ir/PersistentSchedule.h), 2-25% faster at every length but one
+/// tie. FMHAJIT_PERSISTENT_MAX_KEYS, where set, replaces both rules with
+/// one limit (a tuning knob for bench/gpu: 0 never runs the persistent
+/// grid, a large value always does).
+static bool runsPersistent(const KernelSpec &spec, int64_t seqlenK) {
+  static constexpr int64_t kUnmaskedMaxKeys = 2048;
+  static const int64_t override = [] {
     const char *text = std::getenv("FMHAJIT_PERSISTENT_MAX_KEYS");
-    int64_t value = 0;
+    int64_t value = -1;
     if (!text || llvm::StringRef(text).getAsInteger(10, value) || value < 0)
-      return int64_t(kPersistentMaxKeys);
+      return int64_t(-1);
     return value;
   }();
-  return keys;
+  if (!walksWorkItems(spec))
+    return false;
+  if (override >= 0)
+    return seqlenK <= override;
+  bool causal = spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
+  return causal || seqlenK <= kUnmaskedMaxKeys;
 }
 
 llvm::Error GpuKernel::launch(const KernelArgs &params,
@@ -100,7 +105,7 @@ llvm::Error GpuKernel::launch(const KernelArgs &params,
     return makeError(ErrorKind::Usage,
                      "the problem needs " + llvm::Twine(blocks) + " " +
                          gpu->blockNoun() + "; the GPU launches 1 to 2^31-1");
-  if (walksWorkItems(kernelSpec) && params.seqlenK <= persistentMaxKeys() &&
+  if (runsPersistent(kernelSpec, params.seqlenK) &&
       gpu->device().computeUnits > 0)
     blocks = std::min<int64_t>(blocks, gpu->device().computeUnits);
   // The driver copies the bytes at launch; a copy keeps the caller's const.

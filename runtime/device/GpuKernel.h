@@ -17,9 +17,10 @@
 //
 // Launch geometry (ir/KernelAbi.h): one parameter, KernelArgs by value;
 // gridDim.x = workItems(spec, params), or one per multiprocessor for a
-// persistent kernel (walksWorkItems) on short keys; blockDim.x = warps * the
-// target's wave size; dynamic shared memory as the driver's configureKernel
-// says (NVPTX: the tile footprint; AMDGPU: none, the LDS is static).
+// persistent kernel (walksWorkItems) where that measured faster;
+// blockDim.x = warps * the target's wave size; dynamic shared memory as
+// the driver's configureKernel says (NVPTX: the tile footprint; AMDGPU:
+// none, the LDS is static).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
