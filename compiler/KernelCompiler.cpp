@@ -4,6 +4,8 @@
 #include "compiler/Optimizer.h"
 #include "compiler/SourceHash.h"
 #include "compiler/TargetMachines.h"
+#include "compiler/variants/VariantFrontend.h"
+#include "compiler/variants/VariantRegistry.h"
 #include "ir/KernelEmitter.h"
 #include "specs/EmbeddedData.h"
 #include "specs/EncodedName.h"
@@ -58,13 +60,28 @@ static CodeGenFileType artifactFileType(const ArchInfo &arch, Stage stage) {
   return CodeGenFileType::ObjectFile;
 }
 
+// The module of the spec's variant for its target (null: none), from the
+// source this process was given under the spec's hash.
+static Expected<std::unique_ptr<Module>>
+compileSpecVariant(const KernelSpec &spec, LLVMContext &ctx) {
+  if (spec.variant.empty())
+    return nullptr;
+  Expected<VariantSource> source = findVariant(spec.variant);
+  if (!source)
+    return source.takeError();
+  return compileVariant(*source, variantTriple(*findArch(spec.target)), ctx);
+}
+
 Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec,
                                               Stage stage,
                                               const CompileOptions &options) {
   const ArchInfo &arch = *findArch(spec.target);
   LLVMContext ctx;
+  Expected<std::unique_ptr<Module>> variant = compileSpecVariant(spec, ctx);
+  if (!variant)
+    return variant.takeError();
   Expected<std::unique_ptr<Module>> module =
-      emitKernelModule(spec, ctx, options.emit);
+      emitKernelModule(spec, ctx, options.emit, std::move(*variant));
   if (!module)
     return module.takeError();
   if (stage == Stage::Llvm)
@@ -97,9 +114,9 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
     for (const EmbeddedFile &f : embeddedFiles("arch/" + arch.name + ".json"))
       tableHash = xxh3_64bits(f.text);
     fp = "fmhajit=" FMHAJIT_VERSION ";sources=" FMHAJIT_SOURCE_HASH
-         ";llvm=" LLVM_VERSION_STRING ";triple=" +
-         ct.triple + ";cpu=" + ct.cpu + ";features=" + ct.features +
-         ";opt=O3;table=" + utohexstr(tableHash);
+         ";llvm=" LLVM_VERSION_STRING ";clang=" +
+         clangVersion() + ";triple=" + ct.triple + ";cpu=" + ct.cpu +
+         ";features=" + ct.features + ";opt=O3;table=" + utohexstr(tableHash);
   }
   if (arch.backend != Backend::Nvptx)
     return fp;

@@ -41,7 +41,8 @@ llvm::Expected<std::string> compileToStage(const KernelSpec &spec, Stage stage,
                                            const CompileOptions &options = {});
 
 /// Everything besides the name that changes a kernel's code on \p arch:
-/// fmhajit's version and sources, LLVM's version, triple, CPU, features and
+/// fmhajit's version and sources, LLVM's and clang's (variants) versions,
+/// triple, CPU, features and
 /// the target's capability table.
 std::string kernelFingerprint(const ArchInfo &arch,
                               const CompileOptions &options = {});

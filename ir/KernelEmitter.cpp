@@ -5,6 +5,7 @@
 #include "ir/ForwardKernel.h"
 #include "ir/SplitKvCombine.h"
 #include "ir/TargetInfo.h"
+#include "ir/Variant.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
@@ -52,9 +53,17 @@ static Error checkImplemented(const KernelSpec &spec) {
 
 Expected<std::unique_ptr<Module>>
 fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx,
-                          const EmitOptions &options) {
+                          const EmitOptions &options,
+                          std::unique_ptr<Module> variant) {
   if (Error err = checkImplemented(spec))
     return std::move(err);
+  if (spec.variant.empty() != !variant)
+    return makeError(ErrorKind::Usage,
+                     variant ? "a variant was given for kernel " +
+                                   encodeName(spec) + ", which has none"
+                             : "kernel " + encodeName(spec) +
+                                   " needs its variant's source (" +
+                                   spec.variant.hex + ")");
   const ArchInfo *arch = findArch(spec.target);
   assert(arch && "emitKernelModule takes resolved specs");
   Expected<std::unique_ptr<TargetInfo>> target = createTargetInfo(spec, *arch);
@@ -62,6 +71,9 @@ fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx,
     return target.takeError();
   (*target)->options = options;
   auto module = std::make_unique<Module>(encodeName(spec), ctx);
+  if (variant)
+    if (Error err = linkVariant(*module, std::move(variant)))
+      return std::move(err);
   switch (spec.family) {
   case Family::SplitKvCombine:
     emitSplitKvCombineKernel(spec, **target, *module);
@@ -82,6 +94,7 @@ fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx,
     emitForwardKernel(spec, **target, *module);
     break;
   }
+  inlineVariant(*module, **target);
   std::string problems;
   raw_string_ostream os(problems);
   if (verifyModule(*module, &os))

@@ -12,9 +12,13 @@ namespace fmhajit {
 
 /// Lowers a resolved spec to a module holding one kernel whose symbol is the
 /// spec's encoded name. Features not implemented yet fail with an
-/// Unsupported error naming them.
+/// Unsupported error naming them. A spec with a variant needs \p variant,
+/// the module compiler/variants/ made of its source in \p ctx
+/// (ir/Variant.h); it is linked in and inlined where the recipe applies
+/// its score modifiers.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 emitKernelModule(const KernelSpec &spec, llvm::LLVMContext &ctx,
-                 const EmitOptions &options = {});
+                 const EmitOptions &options = {},
+                 std::unique_ptr<llvm::Module> variant = nullptr);
 
 } // namespace fmhajit

@@ -1,12 +1,21 @@
 //===- ScoreMods.cpp - Soft-cap, ALiBi and the mask on a tile of scores ---===//
 #include "ir/ScoreMods.h"
 #include "ir/Loops.h"
+#include "ir/Variant.h"
 #include "llvm/IR/PatternMatch.h"
 #include <cmath>
 
 using namespace fmhajit;
 using namespace llvm;
 using namespace llvm::PatternMatch;
+
+ScoreMods::ScoreMods(const KernelSpec &spec, TargetInfo &target,
+                     IRBuilderBase &b, ArgsReader &p, TileOps &ops)
+    : spec(spec), target(target), b(b), p(p), ops(ops) {
+  const Module &m = *b.GetInsertBlock()->getModule();
+  scoreMod = findScoreMod(m);
+  maskMod = findMaskMod(m);
+}
 
 Band ScoreMods::band(const WorkItem &s) {
   Band band;
@@ -74,7 +83,30 @@ void ScoreMods::applyBiasAndMask(Tile &scores, const WorkItem &s,
                                  const TileTokens &tokens) {
   if (spec.bias == Bias::Alibi)
     applyAlibi(scores, s, j0);
+  if (scoreMod)
+    applyScoreMod(scores, s, j0);
   applyMask(scores, s, band, j0, tokens);
+}
+
+ScoreMods::Position ScoreMods::position(IRBuilderBase &b, const WorkItem &s,
+                                        Value *row, Value *col, Value *j0) {
+  Value *packed = b.CreateAdd(row, splatLike(b, s.i0, row));
+  Value *head = b.CreateTrunc(s.h, b.getInt32Ty());
+  Value *h = splatLike(b, head, row);
+  if (s.group)
+    h = b.CreateAdd(h, queryHeadOffset(b, s, packed));
+  return {splatLike(b, b.CreateTrunc(s.b, b.getInt32Ty()), row), h,
+          queryToken(b, s, packed), b.CreateAdd(col, splatLike(b, j0, col))};
+}
+
+void ScoreMods::applyScoreMod(Tile &scores, const WorkItem &s, Value *j0) {
+  ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
+    Position at = position(b, s, row, col, j0);
+    Value *natural = b.CreateFMul(x, splatLike(b, f32(kLn2), x));
+    Value *modified =
+        callPerLane(b, scoreMod, {natural, at.b, at.h, at.q, at.k});
+    return b.CreateFMul(modified, splatLike(b, f32(kLog2e), x));
+  });
 }
 
 // Under pack_gqa each row's head has its own slope: a gather, which the
@@ -142,6 +174,8 @@ void ScoreMods::applyMask(Tile &scores, const WorkItem &s, const Band &band,
   // the per-element mask.
   Value *jLast = b.CreateAdd(j0, i32(spec.bn - 1));
   Value *needsMask = b.CreateICmpSGE(jLast, s.sk);
+  if (maskMod)
+    needsMask = b.getTrue();
   if (band.upper)
     needsMask = b.CreateOr(
         needsMask,
@@ -167,6 +201,11 @@ void ScoreMods::applyMask(Tile &scores, const WorkItem &s, const Band &band,
         Value *limit = b.CreateAdd(
             i, splatLike(b, b.CreateSub(band.offset, band.left), i));
         visible = b.CreateAnd(visible, b.CreateICmpSGE(j, limit));
+      }
+      if (maskMod) {
+        Position at = position(b, s, row, col, j0);
+        visible = b.CreateAnd(
+            visible, callPerLane(b, maskMod, {at.b, at.h, at.q, at.k}));
       }
       return b.CreateSelect(visible, x, splatLike(b, f32(-INFINITY), x));
     });

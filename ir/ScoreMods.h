@@ -33,8 +33,7 @@ struct TileTokens {
 class ScoreMods {
 public:
   ScoreMods(const KernelSpec &spec, TargetInfo &target, llvm::IRBuilderBase &b,
-            ArgsReader &p, TileOps &ops)
-      : spec(spec), target(target), b(b), p(p), ops(ops) {}
+            ArgsReader &p, TileOps &ops);
 
   /// The band of \p item's mask (none: no edges).
   Band band(const WorkItem &item);
@@ -42,7 +41,8 @@ public:
   /// (i32), within the item's keys.
   std::pair<llvm::Value *, llvm::Value *>
   keyRange(const WorkItem &item, const Band &band, const TileTokens &tokens);
-  /// Soft-cap, then ALiBi, then the mask, on the scores of keys j0.. of
+  /// Soft-cap, then ALiBi, then the variant's score_mod, then the mask
+  /// (the spec's and the variant's mask_mod), on the scores of keys j0.. of
   /// \p item's query tile.
   void apply(Tile &scores, const WorkItem &item, const Band &band,
              llvm::Value *j0, const TileTokens &tokens);
@@ -54,6 +54,16 @@ public:
                         llvm::Value *j0, const TileTokens &tokens);
 
 private:
+  /// The user's score_mod on every score (docs/variants.md): in natural
+  /// units, so x -> score_mod(x ln 2, b, h, q, k) log2 e.
+  void applyScoreMod(Tile &scores, const WorkItem &item, llvm::Value *j0);
+  /// The (b, h, q, k) arguments of the variant's functions for the element
+  /// at (\p row, \p col) of the tile of keys j0.. (i32, shaped like row).
+  struct Position {
+    llvm::Value *b, *h, *q, *k;
+  };
+  Position position(llvm::IRBuilderBase &b, const WorkItem &item,
+                    llvm::Value *row, llvm::Value *col, llvm::Value *j0);
   void applyAlibi(Tile &scores, const WorkItem &item, llvm::Value *j0);
   void applyMask(Tile &scores, const WorkItem &item, const Band &band,
                  llvm::Value *j0, const TileTokens &tokens);
@@ -71,6 +81,8 @@ private:
   llvm::IRBuilderBase &b;
   ArgsReader &p;
   TileOps &ops;
+  /// The variant's functions, linked into the kernel's module (ir/Variant.h).
+  llvm::Function *scoreMod = nullptr, *maskMod = nullptr;
 };
 
 } // namespace fmhajit

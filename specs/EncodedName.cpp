@@ -11,6 +11,8 @@ using namespace fmhajit;
 using llvm::StringRef;
 
 static constexpr StringRef kPrefix = "fmha";
+/// The variant field: this token, then the variant's hash.
+static constexpr StringRef kVariantToken = "var";
 
 namespace {
 /// The 0/1 flags in name order, with their tokens.
@@ -60,6 +62,8 @@ std::string fmhajit::encodeName(const KernelSpec &s) {
   for (const FlagToken &f : kFlagTokens)
     if (s.*f.field)
       n += ("_" + f.token).str();
+  if (!s.variant.empty())
+    n += ("_" + kVariantToken + s.variant.hex).str();
   n += "_";
   for (const TileLetter &t : kTileLetters)
     n += t.letter + std::to_string(s.*t.field);
@@ -139,6 +143,11 @@ void NameReader::readOptional(KernelSpec &s) {
       s.*f.field = true;
       ++pos;
     }
+  StringRef hash = peek();
+  if (hash.consume_front(kVariantToken) && isVariantHash(hash.str())) {
+    s.variant.hex = hash.str();
+    ++pos;
+  }
 }
 
 // "m<bm>n<bn>w<warps>s<stages>", for messages.

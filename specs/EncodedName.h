@@ -2,7 +2,8 @@
 //
 // Grammar (docs/names.md):
 //   fmha_<family>_<dtype>[o<out>]_d<d>[v<dv>][_<mask>][_<bias>][_sc][_lse]
-//        [_do][_sk][_vl]_m<bm>n<bn>w<warps>s<stages>_<pipeline>_<target>
+//        [_do][_sk][_vl][_pgqa][_det][_var<hash>]
+//        _m<bm>n<bn>w<warps>s<stages>_<pipeline>_<target>
 // e.g. fmha_fwd_bf16_d128_causal_m128n64w4s2_mma_sm90a. Optional fields are
 // written only when they differ from the default, so each resolved spec has
 // one name, and decodeName(encodeName(s)) == s. The name is a C identifier

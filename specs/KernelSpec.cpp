@@ -31,6 +31,15 @@ unsigned fmhajit::dtypeBytes(DType t) {
   return 0;
 }
 
+bool fmhajit::isVariantHash(const std::string &hex) {
+  if (hex.size() != kVariantHashDigits)
+    return false;
+  for (char c : hex)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return false;
+  return true;
+}
+
 bool fmhajit::isFp8(DType t) {
   return t == DType::F8E4M3 || t == DType::F8E5M2;
 }

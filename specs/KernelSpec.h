@@ -39,6 +39,25 @@ enum class Bias : uint8_t { None, Alibi, Elementwise };
 
 enum class Pipeline : uint8_t { Auto, Vector, Simt, Mma, Wgmma, Mfma, Wmma };
 
+/// Which user-written variant (score_mod/mask_mod in C++, docs/variants.md)
+/// the kernel applies: the content hash of its source as kVariantHashDigits
+/// lowercase hex digits, or empty for none. specs/ carries only the hash;
+/// compiler/variants/ turns the source into code.
+struct VariantHash {
+  std::string hex;
+
+  bool empty() const { return hex.empty(); }
+  friend bool operator==(const VariantHash &a, const VariantHash &b) {
+    return a.hex == b.hex;
+  }
+  friend bool operator!=(const VariantHash &a, const VariantHash &b) {
+    return !(a == b);
+  }
+};
+inline constexpr unsigned kVariantHashDigits = 16;
+/// Whether \p hex is a variant hash: kVariantHashDigits of [0-9a-f].
+bool isVariantHash(const std::string &hex);
+
 /// One field per spec key, each named as its key: see SpecKeys.def for the
 /// keys, their types, defaults and meaning.
 struct KernelSpec {

@@ -71,6 +71,20 @@ static llvm::Error readValue(std::string &field, StringRef key,
   return llvm::Error::success();
 }
 
+// The hash only: the source it names reaches the compiler another way
+// (compiler/variants/VariantRegistry.h).
+static llvm::Error readValue(VariantHash &field, StringRef key,
+                             StringRef value) {
+  if (!isVariantHash(value.str()))
+    return badValue(key, value,
+                    "expected the variant's hash, " +
+                        llvm::Twine(kVariantHashDigits) +
+                        " hex digits 0-9a-f (fmhajit prints it for --variant "
+                        "FILE)");
+  field.hex = value.str();
+  return llvm::Error::success();
+}
+
 llvm::Error fmhajit::setSpecKey(KernelSpec &s, StringRef key, StringRef value) {
 #define SPEC_KEY(Name, Type, Default, Help)                                    \
   if (key == #Name)                                                            \
@@ -232,17 +246,24 @@ static PrintedKey printValue(StringRef key, bool v) {
 static PrintedKey printValue(StringRef key, const std::string &v) {
   return {key, v, std::nullopt};
 }
+static PrintedKey printValue(StringRef key, const VariantHash &v) {
+  return {key, v.hex, std::nullopt};
+}
 
 // out and dv print the values they resolve to, so that a printed spec says
-// what it means even before validateSpec; tiles stay 0 when unset.
+// what it means even before validateSpec; tiles stay 0 when unset. A spec
+// without a variant prints no variant key, as it did before variants.
 static std::vector<PrintedKey> printedKeys(const KernelSpec &spec) {
   KernelSpec s = spec;
   s.out = spec.outType();
   s.dv = spec.headDimV();
-  return {
+  std::vector<PrintedKey> keys = {
 #define SPEC_KEY(Name, Type, Default, Help) printValue(#Name, s.Name),
 #include "specs/SpecKeys.def"
   };
+  if (s.variant.empty())
+    keys.pop_back();
+  return keys;
 }
 
 std::string fmhajit::printSpec(const KernelSpec &spec) {

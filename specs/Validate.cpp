@@ -26,6 +26,7 @@ enum Feature : unsigned {
   kFp8 = 128,
   kPackGqa = 256,
   kDeterministic = 512,
+  kVariant = 1024,
 };
 struct FamilyRule {
   Family family;
@@ -38,15 +39,16 @@ struct FamilyRule {
 const FamilyRule kFamilyRules[] = {
     {Family::Fwd,
      kMask | kBias | kSoftcap | kLse | kDropout | kSink | kVarlen | kFp8 |
-         kPackGqa,
+         kPackGqa | kVariant,
      ""},
     {Family::FwdSplitKv,
-     kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8 | kPackGqa,
+     kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8 | kPackGqa |
+         kVariant,
      "split-KV is an inference kernel"},
     {Family::SplitKvCombine, kLse | kVarlen,
      "the combine step runs no attention loop"},
     {Family::FwdPaged,
-     kMask | kBias | kSoftcap | kLse | kSink | kFp8 | kPackGqa,
+     kMask | kBias | kSoftcap | kLse | kSink | kFp8 | kPackGqa | kVariant,
      "paged kernels are inference kernels with per-sequence cache lengths"},
     {Family::AppendKv, kFp8, "append_kv only writes K/V rows"},
     {Family::BwdDotDoO, kVarlen, "bwd_dot_do_o runs no attention loop"},
@@ -156,6 +158,7 @@ void Validator::checkFamilyFeatures() {
   for (const FlagFeature &f : kFlagFeatures)
     check(s.*f.field, f.feature, f.key, "1");
   check(isFp8(s.dtype), kFp8, "dtype", keyOf(s.dtype));
+  check(!s.variant.empty(), kVariant, "variant", s.variant.hex);
 }
 
 void Validator::checkDTypes() {

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace fmhajit::api {
@@ -100,8 +101,17 @@ struct Problem {
   float softcap = 0;                         ///< c in c*tanh(s/c); 0: off
   bool alibi = false;
   std::vector<float> alibiSlopes; ///< one per query head; empty: ALiBi's own
-  float scale = 0;                ///< softmax scale; 0: 1/sqrt(headDim)
-  bool wantLse = false;           ///< also write the log-sum-exp of each row
+  /// A variant: C++ source defining `float score_mod(float score, int b,
+  /// int h, int q, int k)` and/or `bool mask_mod(int b, int h, int q, int
+  /// k)` (docs/variants.md). score_mod sees the scaled score after softcap
+  /// and ALiBi; mask_mod is ANDed with the mask; q, k are positions in the
+  /// sequence. Empty: none.
+  std::string variant;
+  /// The variant's name in messages (clang's file:line:col); empty:
+  /// "variant.cpp".
+  std::string variantName;
+  float scale = 0;      ///< softmax scale; 0: 1/sqrt(headDim)
+  bool wantLse = false; ///< also write the log-sum-exp of each row
   Device device = Device::Host;
   void *stream =
       nullptr; ///< GPU: the CUstream / hipStream_t to launch on (null: default)

@@ -1,5 +1,6 @@
 //===- ProblemLowering.cpp - A public Problem in the library's terms ------===//
 #include "runtime/api/ProblemLowering.h"
+#include "compiler/variants/VariantRegistry.h"
 #include "runtime/api/PagedLowering.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
@@ -149,6 +150,16 @@ static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   return s;
 }
 
+// The hash of the problem's variant, checked (clang's messages on failure)
+// and remembered for the compiler (compiler/variants/VariantRegistry.h).
+static llvm::Expected<VariantHash> variantOf(const api::Problem &p) {
+  if (p.variant.empty())
+    return VariantHash{};
+  return addVariant({p.variant, p.variantName.empty()
+                                    ? std::string("variant.cpp")
+                                    : p.variantName});
+}
+
 static AttentionProblem attentionProblemOf(const api::Problem &p,
                                            const KernelSpec &s) {
   AttentionProblem a = AttentionProblem::forSpec(s);
@@ -166,6 +177,7 @@ static AttentionProblem attentionProblemOf(const api::Problem &p,
   a.windowLeft = p.windowLeft;
   a.windowRight = p.windowRight;
   a.alibiSlopes = p.alibiSlopes;
+  a.variantSource = p.variant;
   return a;
 }
 
@@ -211,10 +223,15 @@ fmhajit::lowerProblem(const api::Problem &p, const std::string &target) {
     l.pagedCache = pagedLayoutOf(p);
     l.seqlensK = p.seqlensK;
   }
-  auto features = validateSpec(featuresOf(p, target));
+  llvm::Expected<VariantHash> variant = variantOf(p);
+  if (!variant)
+    return variant.takeError();
+  KernelSpec wanted = featuresOf(p, target);
+  wanted.variant = *variant;
+  auto features = validateSpec(wanted);
   if (!features)
     return features.takeError();
-  l.features = featuresOf(p, target);
+  l.features = wanted;
   l.features.out = features->outType();
   l.features.dv = features->headDimV();
   l.problem = attentionProblemOf(p, l.features);

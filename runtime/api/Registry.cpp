@@ -23,6 +23,8 @@ std::string fmhajit::featureKey(const KernelSpec &s) {
         std::pair{s.varlen, " varlen"}, std::pair{s.pack_gqa, " pack_gqa"}})
     if (on)
       key += word;
+  if (!s.variant.empty())
+    key += " variant=" + s.variant.hex;
   return key + " @" + s.target;
 }
 

@@ -1,5 +1,7 @@
 //===- ForwardCase.cpp - One attention call on seeded inputs, checked -----===//
 #include "runtime/harness/ForwardCase.h"
+#include "compiler/variants/HostVariant.h"
+#include "compiler/variants/VariantRegistry.h"
 #include "runtime/api/ApiStatus.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/device/DeviceCopies.h"
@@ -176,20 +178,51 @@ static std::vector<float> scaled(std::vector<float> values, float factor) {
   return values;
 }
 
+// The variant's own code, compiled for this CPU, as the reference's
+// functions: --check compares the kernel with the math the user wrote.
+static llvm::Expected<ReferenceVariant>
+referenceVariant(const KernelSpec &f, std::shared_ptr<HostVariant> &keep) {
+  if (f.variant.empty())
+    return ReferenceVariant{};
+  llvm::Expected<VariantSource> source = findVariant(f.variant);
+  if (!source)
+    return source.takeError();
+  llvm::Expected<std::unique_ptr<HostVariant>> host =
+      HostVariant::create(*source);
+  if (!host)
+    return host.takeError();
+  keep = std::move(*host);
+  ReferenceVariant out;
+  if (auto score = keep->scoreMod())
+    out.scoreMod = [score](double x, int64_t b, int64_t h, int64_t q,
+                           int64_t k) {
+      return double(score(float(x), int(b), int(h), int(q), int(k)));
+    };
+  if (auto mask = keep->maskMod())
+    out.maskMod = [mask](int64_t b, int64_t h, int64_t q, int64_t k) {
+      return mask(int(b), int(h), int(q), int(k));
+    };
+  return out;
+}
+
 CompareResult ForwardCase::check() const {
   const KernelSpec &f = s->l.features;
   ReferenceOutput ref;
+  std::shared_ptr<HostVariant> host;
+  llvm::Expected<ReferenceVariant> variant = referenceVariant(f, host);
+  if (!variant) // the plan compiled this variant already: an internal error
+    llvm::report_fatal_error(variant.takeError());
   if (s->paged()) {
     PagedProblem paged =
         PagedProblem::make(f, s->l.problem, *s->l.pagedCache, s->keyLengths());
-    ref =
-        referencePaged(f, paged, scaled(s->q.packed(), s->descaleQ),
-                       scaled(s->k.data.toFloat(), s->descaleK),
-                       scaled(s->v.data.toFloat(), s->descaleV), s->blockTable);
+    ref = referencePaged(f, paged, scaled(s->q.packed(), s->descaleQ),
+                         scaled(s->k.data.toFloat(), s->descaleK),
+                         scaled(s->v.data.toFloat(), s->descaleV),
+                         s->blockTable, *variant);
   } else {
     ref = referenceForward(f, s->l.problem, scaled(s->q.packed(), s->descaleQ),
                            scaled(s->k.packed(), s->descaleK),
-                           scaled(s->v.packed(), s->descaleV));
+                           scaled(s->v.packed(), s->descaleV), *variant);
   }
   return compareOutputs(s->o.packed(), ref.o, s->lse,
                         f.lse ? ref.lse : std::vector<double>(),

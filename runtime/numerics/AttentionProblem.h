@@ -21,6 +21,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace fmhajit {
@@ -41,6 +42,8 @@ struct AttentionProblem {
   float softcap = 0; ///< c in c*tanh(s/c); set exactly when spec.softcap
   int64_t windowLeft = -1, windowRight = -1; ///< mask=window; -1 unbounded
   std::vector<float> alibiSlopes; ///< bias=alibi; empty: the default slopes
+  /// The variant's C++ source (spec key variant), for run bundles.
+  std::string variantSource;
 
   /// A one-sequence, one-head problem with the head dims of \p spec.
   static AttentionProblem forSpec(const KernelSpec &spec);

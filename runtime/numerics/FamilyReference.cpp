@@ -28,7 +28,8 @@ ReferenceOutput fmhajit::referencePaged(const KernelSpec &spec,
                                         llvm::ArrayRef<float> q,
                                         llvm::ArrayRef<float> kPool,
                                         llvm::ArrayRef<float> vPool,
-                                        llvm::ArrayRef<int32_t> blockTable) {
+                                        llvm::ArrayRef<int32_t> blockTable,
+                                        const ReferenceVariant &variant) {
   const AttentionProblem &dense = problem.attention;
   // The same call as varlen: every sequence seqlenQ queries, its own keys.
   KernelSpec varlenSpec = spec;
@@ -42,7 +43,8 @@ ReferenceOutput fmhajit::referencePaged(const KernelSpec &spec,
   std::vector<float> v =
       gatherCacheRows(vPool, problem.cache, blockTable, problem.cacheLens,
                       dense.headsKv, dense.dv);
-  ReferenceOutput packed = referenceForward(varlenSpec, varlen, q, k, v);
+  ReferenceOutput packed =
+      referenceForward(varlenSpec, varlen, q, k, v, variant);
   // O [totalQ, Hq, dv] is already [batch, seqlenQ, Hq, dv]; LSE goes from
   // [Hq, batch * seqlenQ] to [batch, Hq, seqlenQ].
   ReferenceOutput out;

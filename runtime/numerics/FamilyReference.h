@@ -35,7 +35,8 @@ std::vector<float> gatherCacheRows(llvm::ArrayRef<float> cache,
 ReferenceOutput
 referencePaged(const KernelSpec &spec, const PagedProblem &problem,
                llvm::ArrayRef<float> q, llvm::ArrayRef<float> kPool,
-               llvm::ArrayRef<float> vPool, llvm::ArrayRef<int32_t> blockTable);
+               llvm::ArrayRef<float> vPool, llvm::ArrayRef<int32_t> blockTable,
+               const ReferenceVariant &variant = {});
 
 /// splitkv_combine of \p numSplits partials (layouts of ir/KernelAbi.h:
 /// oAccum [numSplits, rows, dv], lseAccum [numSplits, rows], rows in the

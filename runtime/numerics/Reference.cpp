@@ -12,6 +12,7 @@ namespace {
 /// Where sequence b's rows start in the packed tensors.
 struct SequenceRows {
   int64_t firstQ, firstK, sq, sk;
+  int64_t b; ///< the sequence
 };
 
 /// Everything one (sequence, query head) task reads, resolved once.
@@ -23,6 +24,7 @@ struct ReferenceTask {
   double scale, softcap;
   std::vector<float> slopes;
   std::vector<int32_t> cuQ, cuK; ///< varlen only
+  const ReferenceVariant &variant;
 
   SequenceRows rowsOf(int64_t b) const;
   double score(int64_t qRow, int64_t kRow, int64_t h, int64_t hKv) const;
@@ -52,8 +54,8 @@ bool fmhajit::isKeyVisible(const KernelSpec &spec,
 
 SequenceRows ReferenceTask::rowsOf(int64_t b) const {
   if (!p.isVarlen())
-    return {b * p.seqlenQ, b * p.seqlenK, p.seqlenQ, p.seqlenK};
-  return {cuQ[b], cuK[b], p.seqlenQOf(b), p.seqlenKOf(b)};
+    return {b * p.seqlenQ, b * p.seqlenK, p.seqlenQ, p.seqlenK, b};
+  return {cuQ[b], cuK[b], p.seqlenQOf(b), p.seqlenKOf(b), b};
 }
 
 /// scale * q.k, then softcap: the score before position-dependent terms.
@@ -77,10 +79,13 @@ double ReferenceTask::scoreRow(const SequenceRows &rows, int64_t i, int64_t h,
   double rowMax = -std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < rows.sk; ++j) {
     s[j] = -std::numeric_limits<double>::infinity();
-    if (!isKeyVisible(spec, p, i, j, rows.sq, rows.sk))
+    if (!isKeyVisible(spec, p, i, j, rows.sq, rows.sk) ||
+        (variant.maskMod && !variant.maskMod(rows.b, h, i, j)))
       continue;
     double distance = std::abs(static_cast<double>(i + rows.sk - rows.sq - j));
     s[j] = score(rows.firstQ + i, rows.firstK + j, h, hKv) - slope * distance;
+    if (variant.scoreMod)
+      s[j] = variant.scoreMod(s[j], rows.b, h, i, j);
     rowMax = std::max(rowMax, s[j]);
   }
   return rowMax;
@@ -116,7 +121,8 @@ ReferenceOutput fmhajit::referenceForward(const KernelSpec &spec,
                                           const AttentionProblem &problem,
                                           llvm::ArrayRef<float> q,
                                           llvm::ArrayRef<float> k,
-                                          llvm::ArrayRef<float> v) {
+                                          llvm::ArrayRef<float> v,
+                                          const ReferenceVariant &variant) {
   assert(static_cast<int64_t>(q.size()) == numElements(problem.qShape()) &&
          static_cast<int64_t>(k.size()) == numElements(problem.kShape()) &&
          static_cast<int64_t>(v.size()) == numElements(problem.vShape()) &&
@@ -136,7 +142,8 @@ ReferenceOutput fmhajit::referenceForward(const KernelSpec &spec,
                      spec.bias == Bias::Alibi ? problem.resolvedAlibiSlopes()
                                               : std::vector<float>(),
                      problem.cuSeqlensQ(),
-                     problem.cuSeqlensK()};
+                     problem.cuSeqlensK(),
+                     variant};
   // Each (b, h) task writes its own rows of O and LSE, so no locking.
   llvm::parallelFor(0, problem.batch * problem.headsQ, [&](size_t item) {
     int64_t b = static_cast<int64_t>(item) / problem.headsQ;

@@ -12,6 +12,7 @@
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/ArrayRef.h"
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace fmhajit {
@@ -27,13 +28,23 @@ struct ReferenceOutput {
 bool isKeyVisible(const KernelSpec &spec, const AttentionProblem &problem,
                   int64_t i, int64_t j, int64_t sq, int64_t sk);
 
+/// A variant's functions (docs/variants.md) as the reference applies them:
+/// score_mod on the score after softcap and ALiBi, mask_mod ANDed with the
+/// spec's mask; b is the sequence, h the query head, q and k positions in
+/// the sequence. Either may be empty.
+struct ReferenceVariant {
+  std::function<double(double score, int64_t b, int64_t h, int64_t q,
+                       int64_t k)>
+      scoreMod;
+  std::function<bool(int64_t b, int64_t h, int64_t q, int64_t k)> maskMod;
+};
+
 /// Forward attention of \p problem, which validate(spec) accepted. \p q, \p k
 /// and \p v are packed (qShape(), kShape(), vShape()) and already rounded to
 /// the spec's dtype. A query row that sees no key gets o = 0, lse = -inf.
-ReferenceOutput referenceForward(const KernelSpec &spec,
-                                 const AttentionProblem &problem,
-                                 llvm::ArrayRef<float> q,
-                                 llvm::ArrayRef<float> k,
-                                 llvm::ArrayRef<float> v);
+ReferenceOutput
+referenceForward(const KernelSpec &spec, const AttentionProblem &problem,
+                 llvm::ArrayRef<float> q, llvm::ArrayRef<float> k,
+                 llvm::ArrayRef<float> v, const ReferenceVariant &variant = {});
 
 } // namespace fmhajit

@@ -45,16 +45,18 @@ llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
       {"alibi_slopes", listOrNull(problem.resolvedAlibiSlopes(), alibi)},
       {"cu_seqlens_q", listOrNull(problem.cuSeqlensQ(), spec.varlen)},
       {"cu_seqlens_k", listOrNull(problem.cuSeqlensK(), spec.varlen)},
+      {"variant",
+       spec.variant.empty() ? Value(nullptr) : Value(problem.variantSource)},
   };
 }
 
 // The order, for people reading the file; llvm::json::Object itself
 // would print its keys sorted.
 static const char *const kMetadataKeys[] = {
-    "spec",        "name",         "dtype",        "mask",
-    "heads_q",     "heads_kv",     "scale",        "softcap",
-    "window_left", "window_right", "alibi_slopes", "cu_seqlens_q",
-    "cu_seqlens_k"};
+    "spec",         "name",         "dtype",        "mask",
+    "heads_q",      "heads_kv",     "scale",        "softcap",
+    "window_left",  "window_right", "alibi_slopes", "cu_seqlens_q",
+    "cu_seqlens_k", "variant"};
 
 using MetaEntries = llvm::ArrayRef<std::pair<std::string, Value>>;
 

@@ -11,6 +11,7 @@
 #include "specs/EncodedName.h"
 #include "specs/Profile.h"
 #include "specs/SpecParser.h"
+#include "specs/Validate.h"
 #include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -58,12 +59,24 @@ class SpecKey : public ::testing::TestWithParam<Key> {};
 
 // A spec of `all` with this key away from its default, so that a key read
 // into the wrong field, or not printed, shows.
+// A spec with a variant: no profile has one (a variant is user code).
+KernelSpec withVariant() {
+  KernelSpec s;
+  s.dtype = DType::F32;
+  s.variant.hex = "0123456789abcdef";
+  llvm::Expected<KernelSpec> resolved = validateSpec(s);
+  if (!resolved)
+    llvm::report_fatal_error(resolved.takeError());
+  return *resolved;
+}
+
 TEST_P(SpecKey, ReadsPrintsAndNamesItsOwnField) {
   const Key &key = GetParam();
-  auto found = llvm::find_if(allSpecs(), [&](const KernelSpec &s) {
-    return key.differs(s, KernelSpec());
-  });
-  ASSERT_NE(found, allSpecs().end()) << "profile all never sets " << key.name;
+  std::vector<KernelSpec> specs = allSpecs();
+  specs.push_back(withVariant());
+  auto found = llvm::find_if(
+      specs, [&](const KernelSpec &s) { return key.differs(s, KernelSpec()); });
+  ASSERT_NE(found, specs.end()) << "no spec sets " << key.name;
   const KernelSpec &spec = *found;
   std::string text = printSpec(spec);
 
@@ -106,12 +119,15 @@ TEST(SpecKeys, PrintersWriteEveryKeyInOrder) {
   for (const Key &k : kKeys)
     keys.push_back(k.name);
   std::vector<std::string> text, json;
-  std::string printed = printSpec(KernelSpec());
+  // Every key, variant last; a spec without one prints no variant key.
+  std::string printed = printSpec(withVariant());
+  std::string plain = printSpec(KernelSpec());
+  EXPECT_EQ(plain.find("variant="), std::string::npos) << plain;
   for (llvm::StringRef pair : llvm::split(printed, ','))
     text.push_back(pair.split('=').first.str());
   EXPECT_EQ(text, keys);
   // json::Object forgets the order, so read the keys off the printed lines.
-  std::string printedJson = printSpecJson(KernelSpec());
+  std::string printedJson = printSpecJson(withVariant());
   for (llvm::StringRef line : llvm::split(printedJson, '\n'))
     if (line.trim().starts_with("\""))
       json.push_back(line.trim().drop_front().split('"').first.str());

@@ -5,6 +5,7 @@
 #include "specs/Validate.h"
 #include "tools/fmhajit/Args.h"
 #include "tools/fmhajit/Commands.h"
+#include "tools/fmhajit/VariantFlag.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -19,6 +20,13 @@ static llvm::Expected<KernelSpec> specFor(const Args &args) {
     return spec.takeError();
   if (auto target = args.get("target"))
     spec->target = *target;
+  api::Problem variant; // only its variant fields
+  ErrorList errors;
+  readVariantFlag(args, variant, errors);
+  if (!errors.empty())
+    return errors.take();
+  if (llvm::Error err = pinVariant(*spec, variant))
+    return std::move(err);
   return validateSpec(*spec);
 }
 
@@ -44,6 +52,7 @@ static const OptionSpec kCompileFlags[] = {
     {"emit", true, "the stage to dump: llvm|opt|asm|obj"},
     {"o", true, "write to FILE instead of standard output (also -o FILE)"},
     {"target", true, "compile for this target instead of the spec's"},
+    {"variant", true, kVariantFlagHelp},
 };
 
 llvm::ArrayRef<OptionSpec> fmhajit::compileFlags() { return kCompileFlags; }

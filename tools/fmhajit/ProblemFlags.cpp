@@ -1,5 +1,6 @@
 //===- ProblemFlags.cpp - The problem flags `run` and `plan` share --------===//
 #include "tools/fmhajit/ProblemFlags.h"
+#include "tools/fmhajit/VariantFlag.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
@@ -24,6 +25,7 @@ static const OptionSpec kProblemFlags[] = {
     {"target", true,
      "the fmhajit target to compile for (default: the device's)"},
     {"threads", true, "host worker threads (default: every hardware thread)"},
+    {"variant", true, kVariantFlagHelp},
 };
 
 llvm::ArrayRef<OptionSpec> fmhajit::problemFlags() { return kProblemFlags; }
@@ -129,6 +131,7 @@ void fmhajit::readProblemFlags(const Args &args, api::Problem &p,
     p.softcap = *c;
   if (auto s = readPositive(args, "scale", errors))
     p.scale = *s;
+  readVariantFlag(args, p, errors);
 }
 
 void fmhajit::readPlacement(const Args &args, api::Problem &p,

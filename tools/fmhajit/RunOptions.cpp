@@ -4,6 +4,7 @@
 #include "specs/Keys.h"
 #include "specs/SpecParser.h"
 #include "tools/fmhajit/ProblemFlags.h"
+#include "tools/fmhajit/VariantFlag.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
@@ -300,6 +301,10 @@ fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
   readRunFlags(*args, r, errors);
   if (!errors.empty())
     return errors.take();
+  if (llvm::Error err = pinVariant(r.spec, r.problem))
+    return std::move(err);
+  if (!r.spec.variant.empty()) // the pinned kernel carries the hash
+    r.options.kernel = printSpec(r.spec);
   checkAgainstSpec(*args, *spec, r);
   applySpecFeatures(*spec, r.problem);
   if (llvm::Error err = readFamily(*args, r))

@@ -1,0 +1,58 @@
+//===- HostVariant.cpp - A variant compiled for this CPU ------------------===//
+#include "compiler/variants/HostVariant.h"
+#include "ir/Variant.h"
+#include "specs/ArchTable.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace fmhajit;
+using namespace llvm;
+using namespace llvm::orc;
+
+template <typename Fn>
+static Expected<Fn> lookupEntry(LLJIT &jit, bool defined, StringRef symbol) {
+  if (!defined)
+    return nullptr;
+  Expected<ExecutorAddr> address = jit.lookup(symbol);
+  if (!address)
+    return address.takeError();
+  return address->toPtr<Fn>();
+}
+
+Expected<std::unique_ptr<HostVariant>>
+HostVariant::create(const VariantSource &source) {
+  InitializeNativeTarget();
+  InitializeNativeTargetAsmPrinter();
+  auto ctx = std::make_unique<LLVMContext>();
+  Expected<std::unique_ptr<Module>> m =
+      compileVariant(source, variantTriple(*findArch("host")), *ctx);
+  if (!m)
+    return m.takeError();
+  bool hasScore = findScoreMod(**m), hasMask = findMaskMod(**m);
+  Expected<std::unique_ptr<LLJIT>> jit = LLJITBuilder().create();
+  if (!jit)
+    return jit.takeError();
+  (*m)->setDataLayout((*jit)->getDataLayout());
+  // Math the backend leaves to libm (tanhf) comes from this process.
+  auto libm = DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!libm)
+    return libm.takeError();
+  (*jit)->getMainJITDylib().addGenerator(std::move(*libm));
+  if (Error err = (*jit)->addIRModule(
+          ThreadSafeModule(std::move(*m), std::move(ctx))))
+    return std::move(err);
+  std::unique_ptr<HostVariant> variant(new HostVariant(std::move(*jit)));
+  Expected<ScoreModFn> score =
+      lookupEntry<ScoreModFn>(*variant->jit, hasScore, kScoreModSymbol);
+  if (!score)
+    return score.takeError();
+  Expected<MaskModFn> mask =
+      lookupEntry<MaskModFn>(*variant->jit, hasMask, kMaskModSymbol);
+  if (!mask)
+    return mask.takeError();
+  variant->score = *score;
+  variant->mask = *mask;
+  return std::move(variant);
+}

@@ -1,0 +1,124 @@
+//===- Variant.cpp - The seam between the recipe and a user's variant -----===//
+#include "ir/Variant.h"
+#include "specs/Errors.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+FunctionType *fmhajit::scoreModType(LLVMContext &ctx) {
+  Type *i32 = Type::getInt32Ty(ctx);
+  return FunctionType::get(Type::getFloatTy(ctx),
+                           {Type::getFloatTy(ctx), i32, i32, i32, i32}, false);
+}
+
+FunctionType *fmhajit::maskModType(LLVMContext &ctx) {
+  Type *i32 = Type::getInt32Ty(ctx);
+  return FunctionType::get(Type::getInt1Ty(ctx), {i32, i32, i32, i32}, false);
+}
+
+static Function *defined(const Module &m, StringRef name) {
+  Function *fn = m.getFunction(name);
+  return fn && !fn->isDeclaration() ? fn : nullptr;
+}
+
+Function *fmhajit::findScoreMod(const Module &m) {
+  return defined(m, kScoreModSymbol);
+}
+Function *fmhajit::findMaskMod(const Module &m) {
+  return defined(m, kMaskModSymbol);
+}
+
+Error fmhajit::linkVariant(Module &kernel, std::unique_ptr<Module> variant) {
+  LLVMContext &ctx = kernel.getContext();
+  for (auto [name, type] : {std::pair{kScoreModSymbol, scoreModType(ctx)},
+                            std::pair{kMaskModSymbol, maskModType(ctx)}}) {
+    Function *fn = defined(*variant, name);
+    if (fn && fn->getFunctionType() != type)
+      return makeError(ErrorKind::Jit, "internal error: variant function " +
+                                           Twine(name) + " has the wrong type");
+  }
+  // The kernel module takes its triple and layout later (compiler/); the
+  // variant was compiled for the same target.
+  variant->setTargetTriple(kernel.getTargetTriple());
+  variant->setDataLayout(kernel.getDataLayout());
+  if (Linker::linkModules(kernel, std::move(variant)))
+    return makeError(ErrorKind::Jit, "internal error: the variant's module "
+                                     "does not link into the kernel's");
+  for (Function *fn : {findScoreMod(kernel), findMaskMod(kernel)})
+    if (fn)
+      fn->setLinkage(GlobalValue::InternalLinkage);
+  return Error::success();
+}
+
+Value *fmhajit::callPerLane(IRBuilderBase &b, Function *fn,
+                            ArrayRef<Value *> args) {
+  auto *vec = dyn_cast<FixedVectorType>(args.front()->getType());
+  if (!vec)
+    return b.CreateCall(fn, args);
+  Type *resultType = FixedVectorType::get(fn->getReturnType(), vec->getNumElements());
+  Value *result = PoisonValue::get(resultType);
+  SmallVector<Value *, 5> lane(args.size());
+  for (unsigned i = 0; i < vec->getNumElements(); ++i) {
+    for (auto [to, from] : zip(lane, args))
+      to = b.CreateExtractElement(from, i);
+    result = b.CreateInsertElement(result, b.CreateCall(fn, lane), i);
+  }
+  return result;
+}
+
+// exp(x) = 2^(x log2 e): the targets' exp2 word, as the softmax uses it.
+static Value *lowerMathCall(IRBuilderBase &b, IntrinsicInst &call,
+                            TargetInfo &target) {
+  Value *x = call.arg_size() > 0 ? call.getArgOperand(0) : nullptr;
+  switch (call.getIntrinsicID()) {
+  case Intrinsic::exp:
+    return target.exp2(
+        b, b.CreateFMul(x, ConstantFP::get(x->getType(), kLog2e)));
+  case Intrinsic::exp2:
+    return target.exp2(b, x);
+  case Intrinsic::tanh:
+    return target.tanh(b, x);
+  default:
+    return nullptr; // the backends lower the rest of the allowed set
+  }
+}
+
+static void lowerMath(Function &fn, TargetInfo &target) {
+  SmallVector<IntrinsicInst *, 8> calls;
+  for (Instruction &inst : instructions(fn))
+    if (auto *call = dyn_cast<IntrinsicInst>(&inst))
+      calls.push_back(call);
+  for (IntrinsicInst *call : calls) {
+    IRBuilder<> b(call);
+    if (Value *lowered = lowerMathCall(b, *call, target)) {
+      call->replaceAllUsesWith(lowered);
+      call->eraseFromParent();
+    }
+  }
+}
+
+void fmhajit::inlineVariant(Module &kernel, TargetInfo &target) {
+  for (Function *fn : {findScoreMod(kernel), findMaskMod(kernel)}) {
+    if (!fn)
+      continue;
+    lowerMath(*fn, target);
+    SmallVector<CallBase *, 16> calls;
+    for (User *user : fn->users())
+      if (auto *call = dyn_cast<CallBase>(user))
+        calls.push_back(call);
+    for (CallBase *call : calls) {
+      InlineFunctionInfo info;
+      InlineResult inlined = InlineFunction(*call, info);
+      assert(inlined.isSuccess() && "variant functions are plain code");
+      (void)inlined;
+    }
+    if (fn->use_empty())
+      fn->eraseFromParent();
+  }
+}

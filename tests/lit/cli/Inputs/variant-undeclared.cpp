@@ -1,0 +1,3 @@
+float score_mod(float s, int b, int h, int q, int k) {
+  return s + nope;
+}
