@@ -5,9 +5,8 @@
 using namespace fmhajit;
 using namespace llvm;
 
-PersistentSchedule::PersistentSchedule(const KernelSpec &spec,
-                                       IRBuilderBase &b, ArgsReader &p,
-                                       Value *total, Value *grid)
+PersistentSchedule::PersistentSchedule(const KernelSpec &spec, IRBuilderBase &b,
+                                       ArgsReader &p, Value *total, Value *grid)
     : spec(spec), b(b), p(p), total(total), grid(grid) {
   if (!balancesCost())
     return;
@@ -45,12 +44,11 @@ Value *PersistentSchedule::divideUp(Value *x, Value *y) {
 Value *PersistentSchedule::sectionHeads(Value *heads) {
   int64_t rowBytes = int64_t(spec.d + spec.headDimV()) * dtypeBytes(spec.dtype);
   Value *keys = p.get(kSeqlenK);
-  Value *fit = b.CreateUDiv(
-      b.getInt32(uint32_t(kSectionBytes / rowBytes)),
-      b.CreateSelect(b.CreateICmpSGT(keys, b.getInt32(0)), keys,
-                     b.getInt32(1)));
-  Value *atLeastOne = b.CreateSelect(b.CreateICmpULT(fit, b.getInt32(1)),
-                                     b.getInt32(1), fit);
+  Value *fit = b.CreateUDiv(b.getInt32(uint32_t(kSectionBytes / rowBytes)),
+                            b.CreateSelect(b.CreateICmpSGT(keys, b.getInt32(0)),
+                                           keys, b.getInt32(1)));
+  Value *atLeastOne =
+      b.CreateSelect(b.CreateICmpULT(fit, b.getInt32(1)), b.getInt32(1), fit);
   return b.CreateSelect(b.CreateICmpULT(atLeastOne, heads), atLeastOne, heads,
                         "section.heads");
 }
@@ -68,8 +66,8 @@ std::pair<Value *, Value *> PersistentSchedule::workItem(Value *cursor,
   Value *round = cursor;
   Value *section = b.CreateUDiv(round, sectionRounds);
   Value *r = b.CreateURem(round, sectionRounds);
-  Value *odd = b.CreateICmpNE(b.CreateAnd(r, b.getInt32(1)), b.getInt32(0),
-                              "round.odd");
+  Value *odd =
+      b.CreateICmpNE(b.CreateAnd(r, b.getInt32(1)), b.getInt32(0), "round.odd");
   Value *reversed = b.CreateSub(b.CreateSub(grid, b.getInt32(1)), block);
   Value *q = b.CreateAdd(b.CreateMul(r, grid),
                          b.CreateSelect(odd, reversed, block), "position");

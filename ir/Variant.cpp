@@ -61,7 +61,8 @@ Value *fmhajit::callPerLane(IRBuilderBase &b, Function *fn,
   auto *vec = dyn_cast<FixedVectorType>(args.front()->getType());
   if (!vec)
     return b.CreateCall(fn, args);
-  Type *resultType = FixedVectorType::get(fn->getReturnType(), vec->getNumElements());
+  Type *resultType =
+      FixedVectorType::get(fn->getReturnType(), vec->getNumElements());
   Value *result = PoisonValue::get(resultType);
   SmallVector<Value *, 5> lane(args.size());
   for (unsigned i = 0; i < vec->getNumElements(); ++i) {
@@ -78,8 +79,8 @@ static Value *lowerMathCall(IRBuilderBase &b, IntrinsicInst &call,
   Value *x = call.arg_size() > 0 ? call.getArgOperand(0) : nullptr;
   switch (call.getIntrinsicID()) {
   case Intrinsic::exp:
-    return target.exp2(
-        b, b.CreateFMul(x, ConstantFP::get(x->getType(), kLog2e)));
+    return target.exp2(b,
+                       b.CreateFMul(x, ConstantFP::get(x->getType(), kLog2e)));
   case Intrinsic::exp2:
     return target.exp2(b, x);
   case Intrinsic::tanh:

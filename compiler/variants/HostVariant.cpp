@@ -40,8 +40,8 @@ HostVariant::create(const VariantSource &source) {
   if (!libm)
     return libm.takeError();
   (*jit)->getMainJITDylib().addGenerator(std::move(*libm));
-  if (Error err = (*jit)->addIRModule(
-          ThreadSafeModule(std::move(*m), std::move(ctx))))
+  if (Error err =
+          (*jit)->addIRModule(ThreadSafeModule(std::move(*m), std::move(ctx))))
     return std::move(err);
   std::unique_ptr<HostVariant> variant(new HostVariant(std::move(*jit)));
   Expected<ScoreModFn> score =

@@ -101,12 +101,11 @@ static Error checkCalls(const Function &fn, StringRef file) {
       return refuse(file, baseName(fn) + " makes an indirect call");
     if (!callee->isDeclaration() || isAllowedIntrinsic(*callee))
       continue;
-    std::string name = callee->isIntrinsic()
-                           ? callee->getName().str()
-                           : demangle(callee->getName());
-    return refuse(file, baseName(fn) + " calls " + name +
-                            ", which is outside the allowed set: " +
-                            allowedMathNames());
+    std::string name = callee->isIntrinsic() ? callee->getName().str()
+                                             : demangle(callee->getName());
+    return refuse(
+        file, baseName(fn) + " calls " + name +
+                  ", which is outside the allowed set: " + allowedMathNames());
   }
   return Error::success();
 }
@@ -163,7 +162,9 @@ static bool mayTrap(const BinaryOperator &op) {
 
 static Error checkInstruction(const Instruction &inst, StringRef fnName,
                               StringRef file) {
-  auto did = [&](const Twine &what) { return refuse(file, fnName + " " + what); };
+  auto did = [&](const Twine &what) {
+    return refuse(file, fnName + " " + what);
+  };
   if (inst.mayWriteToMemory() && !isa<AssumeInst>(inst))
     return did("writes memory (a variant may only compute from its "
                "arguments)");

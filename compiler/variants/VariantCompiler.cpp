@@ -71,8 +71,7 @@ static void optimize(Module &m) {
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
-  builder.buildPerModuleDefaultPipeline(OptimizationLevel::O2)
-      .run(m, modules);
+  builder.buildPerModuleDefaultPipeline(OptimizationLevel::O2).run(m, modules);
 }
 
 Expected<std::unique_ptr<Module>>

@@ -101,11 +101,20 @@ Expected<std::unique_ptr<Module>>
 fmhajit::compileVariantSource(StringRef source, StringRef fileName,
                               StringRef triple, LLVMContext &ctx) {
   std::string tripleText = triple.str(), file = fileName.str();
-  const char *args[] = {
-      "-triple", tripleText.c_str(), "-x", "c++", "-std=c++17", "-O2",
-      "-disable-llvm-passes", "-nostdsysteminc",
-      "-nobuiltininc", "-Wall", "-Werror", "-include", kPreludeName,
-      file.c_str()};
+  const char *args[] = {"-triple",
+                        tripleText.c_str(),
+                        "-x",
+                        "c++",
+                        "-std=c++17",
+                        "-O2",
+                        "-disable-llvm-passes",
+                        "-nostdsysteminc",
+                        "-nobuiltininc",
+                        "-Wall",
+                        "-Werror",
+                        "-include",
+                        kPreludeName,
+                        file.c_str()};
   std::string messages;
   raw_string_ostream os(messages);
   clang::CompilerInstance clang;

@@ -133,8 +133,7 @@ public:
     // through every item.
     ArgsReader p(b, params);
     auto schedule = [&] {
-      Value *items =
-          b.CreateTrunc(p.workItems(spec), b.getInt32Ty(), "items");
+      Value *items = b.CreateTrunc(p.workItems(spec), b.getInt32Ty(), "items");
       Value *grid =
           b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_nctaid_x, {});
       return PersistentSchedule(spec, b, p, items, grid);
@@ -152,8 +151,7 @@ public:
     cursor->addIncoming(first, pre);
     b.CreateCondBr(schedule().walks(cursor), roundBody, exit);
     b.SetInsertPoint(roundBody);
-    std::pair<Value *, Value *> item =
-        schedule().workItem(cursor, blockId(b));
+    std::pair<Value *, Value *> item = schedule().workItem(cursor, blockId(b));
     emitIf(b, item.first, "item", [&] { body(b, params, item.second); });
     cursor->addIncoming(schedule().nextCursor(cursor), b.GetInsertBlock());
     disableHoisting(b.CreateBr(header));

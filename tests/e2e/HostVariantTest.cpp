@@ -11,9 +11,9 @@
 #include "runtime/numerics/Reference.h"
 #include "runtime/numerics/Tolerance.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include <gtest/gtest.h>
 #include <cmath>
 #include <cstdlib>
+#include <gtest/gtest.h>
 #include <random>
 
 using namespace fmhajit;
@@ -25,9 +25,12 @@ struct Example {
   int64_t heads, seqlen;
 };
 
+// The checkout the build came from, or FMHAJIT_SOURCE_DIR where the tests
+// run from another copy (the GPU machine's).
 std::string readExample(const char *file) {
   const char *root = std::getenv("FMHAJIT_SOURCE_DIR");
-  std::string path = std::string(root ? root : ".") + "/examples/variants/" + file;
+  std::string path = std::string(root ? root : FMHAJIT_SOURCE_DIR) +
+                     "/examples/variants/" + file;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   return buffer ? (*buffer)->getBuffer().str() : "";
 }
@@ -51,34 +54,40 @@ const Example kExamples[] = {
         return s - 0.125 * double(h + 1) * std::log2(1 + distance);
       }),
       nullptr},
-     3, 300},
+     3,
+     300},
     {"document_mask.cpp",
      {nullptr, Visible([](int64_t, int64_t, int64_t q, int64_t k) {
         return q / 2048 == k / 2048 && k <= q;
       })},
-     1, 2300},
+     1,
+     2300},
     {"prefix_lm.cpp",
      {nullptr, Visible([](int64_t, int64_t, int64_t q, int64_t k) {
         return k <= q || k < 256;
       })},
-     2, 400},
+     2,
+     400},
     {"chunked_local.cpp",
      {nullptr, Visible([](int64_t, int64_t, int64_t q, int64_t k) {
         return q / 128 == k / 128 && k <= q;
       })},
-     2, 400},
+     2,
+     400},
     {"softcap_tanh.cpp",
      {Score([](double s, int64_t, int64_t, int64_t, int64_t) {
         return 30 * std::tanh(s / 30);
       }),
       nullptr},
-     2, 300},
+     2,
+     300},
     {"alibi.cpp",
      {Score([](double s, int64_t, int64_t h, int64_t q, int64_t k) {
         return s - std::pow(2.0, -double(h + 1)) * double(q - k);
       }),
       Visible([](int64_t, int64_t, int64_t q, int64_t k) { return k <= q; })},
-     4, 300},
+     4,
+     300},
 };
 
 class HostVariants : public testing::TestWithParam<Example> {};

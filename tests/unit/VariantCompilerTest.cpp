@@ -1,17 +1,17 @@
 //===- VariantCompilerTest.cpp - Variants: compiled, checked, refused -----===//
-#include "compiler/variants/HostVariant.h"
 #include "compiler/variants/VariantCompiler.h"
+#include "compiler/variants/HostVariant.h"
 #include "ir/Variant.h"
 #include "specs/ArchTable.h"
 #include "llvm/Support/Error.h"
-#include <gtest/gtest.h>
 #include <cmath>
+#include <gtest/gtest.h>
 
 using namespace fmhajit;
 
 namespace {
-std::string errorOf(const std::string &text, llvm::StringRef triple =
-                                                  "x86_64-unknown-linux-gnu") {
+std::string errorOf(const std::string &text,
+                    llvm::StringRef triple = "x86_64-unknown-linux-gnu") {
   llvm::LLVMContext ctx;
   auto m = compileVariant({text, "v.cpp"}, triple, ctx);
   if (m)
@@ -26,8 +26,8 @@ TEST(VariantCompiler, CompilesForEveryTriple) {
                      "  return q / 64 == k / 64;\n}\n";
   for (const char *target : {"host", "sm_90a", "gfx942"}) {
     llvm::LLVMContext ctx;
-    auto m = compileVariant({text, "v.cpp"}, variantTriple(*findArch(target)),
-                            ctx);
+    auto m =
+        compileVariant({text, "v.cpp"}, variantTriple(*findArch(target)), ctx);
     ASSERT_TRUE(bool(m)) << target << ": " << llvm::toString(m.takeError());
     EXPECT_TRUE(findScoreMod(**m)) << target;
     EXPECT_TRUE(findMaskMod(**m)) << target;
@@ -49,7 +49,8 @@ TEST_P(VariantRefusals, NameWhatTheVariantDid) {
 INSTANTIATE_TEST_SUITE_P(
     Table, VariantRefusals,
     testing::Values(
-        Refusal{"inline int f(int x) { return x; }", "defines neither score_mod nor mask_mod"},
+        Refusal{"inline int f(int x) { return x; }",
+                "defines neither score_mod nor mask_mod"},
         Refusal{"float score_mod(float s, int b, int h, int q) { return s; }",
                 "score_mod must be `float score_mod(float score, int b, int "
                 "h, int q, int k)`; found `score_mod(float, int, int, int)`"},
@@ -68,9 +69,10 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"int counter;\nbool mask_mod(int b, int h, int q, int k) { "
                 "return ++counter > 3; }",
                 "uses the global variable counter"},
-        Refusal{"bool mask_mod(int b, int h, int q, int k) { *(int *)(long)q = 1; "
-                "return true; }",
-                "mask_mod turns integers into pointers"},
+        Refusal{
+            "bool mask_mod(int b, int h, int q, int k) { *(int *)(long)q = 1; "
+            "return true; }",
+            "mask_mod turns integers into pointers"},
         Refusal{"bool mask_mod(int b, int h, int q, int k) { int t[4] = {}; "
                 "t[q & 3] = k; return t[k & 3] > 0; }",
                 "mask_mod writes memory"},

@@ -32,9 +32,9 @@ llvm::Error fmhajit::pinVariant(KernelSpec &spec, const api::Problem &p) {
   if (!hash)
     return hash.takeError();
   if (!spec.variant.empty() && spec.variant != *hash)
-    return makeError(ErrorKind::Spec,
-                     "variant=" + spec.variant.hex + ": --variant " +
-                         p.variantName + " is variant " + hash->hex);
+    return makeError(ErrorKind::Spec, "variant=" + spec.variant.hex +
+                                          ": --variant " + p.variantName +
+                                          " is variant " + hash->hex);
   spec.variant = *hash;
   return llvm::Error::success();
 }

@@ -1,3 +1,1 @@
-float score_mod(float s, int b, int h, int q, int k) {
-  return s + nope;
-}
+float score_mod(float s, int b, int h, int q, int k) { return s + nope; }
