@@ -73,7 +73,8 @@ Value *fmhajit::callPerLane(IRBuilderBase &b, Function *fn,
   return result;
 }
 
-// exp(x) = 2^(x log2 e): the targets' exp2 word, as the softmax uses it.
+// exp(x) = 2^(x log2 e) and log(x) = log2(x) ln 2: the targets' exp2 and
+// log2 words, as the softmax and the LSE use them.
 static Value *lowerMathCall(IRBuilderBase &b, IntrinsicInst &call,
                             TargetInfo &target) {
   Value *x = call.arg_size() > 0 ? call.getArgOperand(0) : nullptr;
@@ -85,6 +86,11 @@ static Value *lowerMathCall(IRBuilderBase &b, IntrinsicInst &call,
     return target.exp2(b, x);
   case Intrinsic::tanh:
     return target.tanh(b, x);
+  case Intrinsic::log2: // NVPTX has no library call for llvm.log2.f32
+    return target.log2(b, x);
+  case Intrinsic::log:
+    return b.CreateFMul(target.log2(b, x),
+                        ConstantFP::get(x->getType(), kLn2));
   default:
     return nullptr; // the backends lower the rest of the allowed set
   }
