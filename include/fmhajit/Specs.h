@@ -52,7 +52,8 @@ struct Accuracy {
 };
 
 /// The accuracy of kernels reading \p input and writing \p output (fp32,
-/// fp16 or bf16; InvalidArgument for fp8).
-Result<Accuracy> accuracyFor(DType input, DType output);
+/// fp16 or bf16; InvalidArgument for fp8); with \p gradients, that of the
+/// backward's dQ, dK and dV (lseRel 0: it writes no LSE).
+Result<Accuracy> accuracyFor(DType input, DType output, bool gradients = false);
 
 } // namespace fmhajit::api

@@ -13,12 +13,16 @@ and every call after that only runs the plan. docs/python.md has the rest.
 """
 
 import json as _json
+import sys as _sys
 
 import numpy as _np
 
 from . import _arrays
 from ._fmhajit import __version__
 from . import _fmhajit
+
+if "torch" in _sys.modules:  # register torch.ops.fmhajit.attention now
+    from . import _torch  # noqa: F401
 
 __all__ = [
     "attention", "plan", "name", "decode", "validate", "compile",
@@ -42,10 +46,26 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     float32 for fp16/bf16 inputs), and with return_lse also the float32
     log-sum-exp [batch, heads_q, seqlen_q] ([heads_q, total_q] varlen).
     """
+    if type(q) is _np.ndarray and q.dtype in _NUMPY_DIRECT:
+        # The common case, kept short: a call on a cached plan must cost
+        # little more than the C++ run (bench/python/overhead.py).
+        if out is None:
+            out = _np.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
+        if return_lse and lse is None:
+            lse = _np.empty(_lse_shape(q, cu_seqlens_q is not None), _np.float32)
+        if cu_seqlens_q is None and cu_seqlens_k is None and alibi_slopes is None:
+            arrays = (out, lse, None, None, None, None, None, None)
+        else:
+            arrays = _arrays_tuple(_arrays.NumpyKind(q), out, lse, cu_seqlens_q,
+                                   cu_seqlens_k, alibi_slopes)
+        keywords = _keywords(causal, window, softcap, scale, alibi_slopes,
+                             threads, target, kernel, cache_dir, None)
+        _fmhajit.attention(q, k, v, arrays, keywords, None)
+        return (out, lse) if return_lse else out
     torch = _arrays.torch_of(q)
     if torch is not None:
         from . import _torch
-        if _torch.use_op(torch, q, k, v):
+        if _torch.use_op(q, k, v):
             return _torch.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
                 return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel)
@@ -132,9 +152,31 @@ def _mask(causal, window):
     return "window", left, right
 
 
+# NumPy dtypes fmhajit reads as they are (uint16: bf16 bits).
+_NUMPY_DIRECT = frozenset(_np.dtype(t) for t in (_np.float32, _np.float16, _np.uint16))
+_KEYWORDS = {}  # memo of _keywords for hashable arguments
+
+
 def _keywords(causal, window, softcap, scale, alibi_slopes, threads, target,
               kernel, cache_dir, stream):
     """The keywords, in the order python/src/Calls.h gives."""
+    key = (causal, window, softcap, scale, alibi_slopes is None, threads,
+           target, kernel, cache_dir, stream)
+    try:
+        return _KEYWORDS[key]
+    except KeyError:
+        pass
+    except TypeError:  # a window given as a list
+        key = None
+    made = _make_keywords(causal, window, softcap, scale, alibi_slopes,
+                          threads, target, kernel, cache_dir, stream)
+    if key is not None and len(_KEYWORDS) < 1024:
+        _KEYWORDS[key] = made
+    return made
+
+
+def _make_keywords(causal, window, softcap, scale, alibi_slopes, threads,
+                   target, kernel, cache_dir, stream):
     mask, left, right = _mask(causal, window)
     return (mask, left, right, float(softcap or 0.0), float(scale or 0.0),
             alibi_slopes is not None, int(threads or 0), target or "",
@@ -191,14 +233,15 @@ def compile(spec, emit="llvm", target=None):  # noqa: A001 (fmhajit compile)
     return _fmhajit.compile(_spec_text(spec), emit, target or "")
 
 
-def tolerance(dtype, out_dtype=None):
+def tolerance(dtype, out_dtype=None, gradients=False):
     """The accuracy fmhajit holds its kernels to against a float64
     reference on the same rounded inputs: {"rel_l2", "max_abs", "lse_rel"}
     for inputs of dtype ("fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
-    and outputs of out_dtype (default: dtype, bf16 for fp8)."""
+    and outputs of out_dtype (default: dtype, bf16 for fp8); with
+    gradients, that of the backward's dq, dk and dv."""
     if out_dtype is None:
         out_dtype = "bf16" if dtype.startswith("fp8") else dtype
-    rel_l2, max_abs, lse_rel = _fmhajit.accuracy(dtype, out_dtype)
+    rel_l2, max_abs, lse_rel = _fmhajit.accuracy(dtype, out_dtype, gradients)
     return {"rel_l2": rel_l2, "max_abs": max_abs, "lse_rel": lse_rel}
 
 

@@ -3,9 +3,9 @@
 graphs keep it as one node, and with autograd through fmhajit's backward
 plan (include/fmhajit/Backward.h).
 
-Eager calls without gradients skip the dispatcher and run directly (the
-op's dispatch costs more than fmhajit's whole call); inside torch.compile,
-or when an input requires grad, attention() goes through the op.
+Eager calls without gradients skip the op and run directly (the op's
+dispatch costs more than fmhajit's whole call); inside torch.compile, or
+when an input requires grad, attention() goes through the op.
 """
 
 from typing import Optional
@@ -13,40 +13,51 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from . import _arrays
-from . import _fmhajit
+# torch.library.custom_op (with register_fake and register_autograd) came
+# with PyTorch 2.4; older versions get the eager path only.
+HAS_OP = hasattr(torch.library, "custom_op")
 
 
-def use_op(torch_module, q, k, v):
-    if torch_module.compiler.is_compiling():
-        return True
-    return torch.is_grad_enabled() and (q.requires_grad or k.requires_grad
+def _compiling():
+    compiler = getattr(torch, "compiler", None)
+    return compiler is not None and compiler.is_compiling()
+
+
+def use_op(q, k, v):
+    """Whether this call goes through the op: inside torch.compile, or when
+    a gradient is wanted."""
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad
                                         or v.requires_grad)
+    if not HAS_OP:
+        if grad:
+            raise NotImplementedError(
+                f"gradients through fmhajit.attention need PyTorch 2.4 or newer "
+                f"(torch.library.custom_op); this is {torch.__version__}")
+        return False
+    return grad or _compiling()
+
+
+def _window(left, right):
+    return None if (left, right) == (-1, -1) else (left, right)
 
 
 def _lse_shape(q, varlen):
     return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
 
 
-@torch.library.custom_op("fmhajit::attention", mutates_args=())
-def attention_op(q: Tensor, k: Tensor, v: Tensor,
-                 cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor],
-                 alibi_slopes: Optional[Tensor], causal: bool,
-                 window_left: int, window_right: int, softcap: float,
-                 scale: float, threads: int, target: str,
-                 kernel: str) -> tuple[Tensor, Tensor]:
+def _forward(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor],
+             cu_seqlens_k: Optional[Tensor], alibi_slopes: Optional[Tensor],
+             causal: bool, window_left: int, window_right: int, softcap: float,
+             scale: float, threads: int, target: str,
+             kernel: str) -> tuple[Tensor, Tensor]:
     """(out, lse): the forward, always with the LSE that the backward reads."""
     from . import _attention
-    window = None if (window_left, window_right) == (-1, -1) else (window_left, window_right)
-    return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
-                      True, cu_seqlens_q, cu_seqlens_k, None, None, threads,
-                      target, kernel, None)
+    return _attention(q, k, v, causal, _window(window_left, window_right), softcap,
+                      alibi_slopes, scale, True, cu_seqlens_q, cu_seqlens_k, None,
+                      None, threads, target, kernel, None)
 
 
-@attention_op.register_fake
-def _attention_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, causal,
-                    window_left, window_right, softcap, scale, threads, target,
-                    kernel):
+def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, *keywords):
     out = q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
     lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32)
     return out, lse
@@ -66,15 +77,16 @@ def _backward(ctx, grad_out, grad_lse):
             "depends on the returned lse, which has none")
     q, k, v, out, lse, cu_q, cu_k, slopes = ctx.saved_tensors
     causal, left, right, softcap, scale, threads, target, kernel = ctx.keywords
-    window = None if (left, right) == (-1, -1) else (left, right)
     from . import _backward as run_backward
-    dq, dk, dv = run_backward(q, k, v, out, lse, grad_out, causal, window,
-                              softcap, slopes, scale, cu_q, cu_k, threads,
-                              target, kernel)
-    return (dq, dk, dv) + (None,) * 11
+    grads = run_backward(q, k, v, out, lse, grad_out, causal, _window(left, right),
+                         softcap, slopes, scale, cu_q, cu_k, threads, target, kernel)
+    return tuple(grads) + (None,) * 11
 
 
-attention_op.register_autograd(_backward, setup_context=_setup_context)
+if HAS_OP:
+    attention_op = torch.library.custom_op("fmhajit::attention", _forward, mutates_args=())
+    attention_op.register_fake(_fake)
+    attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def attention_op_call(q, k, v, causal, window, softcap, alibi_slopes, scale,
@@ -92,6 +104,3 @@ def attention_op_call(q, k, v, causal, window, softcap, alibi_slopes, scale,
         float(softcap or 0.0), float(scale or 0.0), int(threads or 0),
         target or "", kernel or "")
     return (out, lse) if return_lse else out
-
-
-__all__ = ["attention_op", "attention_op_call", "use_op", "_arrays"]

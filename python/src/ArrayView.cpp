@@ -1,4 +1,5 @@
-//===- ArrayView.cpp - Consuming DLPack capsules ---------------------------===//
+//===- ArrayView.cpp - Consuming DLPack capsules
+//---------------------------===//
 #include "python/src/ArrayView.h"
 #include <cstring>
 
@@ -85,12 +86,22 @@ std::string ArrayView::deviceText() const {
   return onCuda ? "cuda:" + std::to_string(deviceId) : "cpu";
 }
 
+// The method's name, made once: every call looks it up on four arrays.
+static PyObject *dlpackName() {
+  static PyObject *name = PyUnicode_InternFromString("__dlpack__");
+  return name;
+}
+
 // Calls array.__dlpack__(), passing the stream for CUDA memory only (the
 // protocol refuses a stream for host memory).
 static py::object exportCapsule(py::handle array,
                                 std::optional<intptr_t> stream) {
-  if (!stream)
-    return array.attr("__dlpack__")();
+  if (!stream) {
+    PyObject *capsule = PyObject_CallMethodNoArgs(array.ptr(), dlpackName());
+    if (!capsule)
+      throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(capsule);
+  }
   py::tuple device = array.attr("__dlpack_device__")();
   if (device[0].cast<int>() != kDLCUDA)
     return array.attr("__dlpack__")();
@@ -102,7 +113,7 @@ static py::object capsuleOf(py::handle array, const char *what,
                             std::optional<intptr_t> stream) {
   if (PyCapsule_CheckExact(array.ptr()))
     return py::reinterpret_borrow<py::object>(array);
-  if (!py::hasattr(array, "__dlpack__"))
+  if (!PyObject_HasAttr(array.ptr(), dlpackName()))
     throw py::type_error(std::string(what) +
                          ": expected an array that supports DLPack (NumPy, "
                          "PyTorch, ...); got " +

@@ -1,4 +1,5 @@
-//===- ArrayView.h - A Python array seen through DLPack --------------------===//
+//===- ArrayView.h - A Python array seen through DLPack
+//--------------------===//
 //
 // fmhajit reads every array the way array libraries exchange them: DLPack
 // (the __dlpack__ / __dlpack_device__ protocol, or a legacy "dltensor"
@@ -11,11 +12,11 @@
 #pragma once
 
 #include "fmhajit/Problem.h"
-#include <dlpack/dlpack.h>
-#include <pybind11/pybind11.h>
 #include <array>
+#include <dlpack/dlpack.h>
 #include <memory>
 #include <optional>
+#include <pybind11/pybind11.h>
 #include <string>
 
 namespace fmhajit::python {

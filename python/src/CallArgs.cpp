@@ -1,4 +1,5 @@
-//===- CallArgs.cpp - Arrays and keywords -> Problem and Tensors -----------===//
+//===- CallArgs.cpp - Arrays and keywords -> Problem and Tensors
+//-----------===//
 #include "python/src/CallArgs.h"
 #include <algorithm>
 
@@ -34,8 +35,9 @@ static void checkOperand(const ArrayView &a) {
     if (a.strides[d] < 0)
       fail(a.what + ": negative strides are not supported; pass a copy");
   if (a.shape[a.ndim - 1] > 1 && a.strides[a.ndim - 1] != 1)
-    fail(a.what + ": the last dim (head_dim) must be contiguous, stride 1; "
-                  "got stride " +
+    fail(a.what +
+         ": the last dim (head_dim) must be contiguous, stride 1; "
+         "got stride " +
          std::to_string(a.strides[a.ndim - 1]) + ": pass a contiguous copy");
 }
 
@@ -88,8 +90,8 @@ static void checkOperands(const CallArrays &a) {
   checkOperand(*a.out);
   checkSameDevice(*a.out, a.q);
   if (a.out->type != a.q.type && a.out->type != ElementType::F32)
-    throw py::type_error("out: dtype " + a.out->typeName +
-                         " is neither q's " + a.q.typeName + " nor float32");
+    throw py::type_error("out: dtype " + a.out->typeName + " is neither q's " +
+                         a.q.typeName + " nor float32");
 }
 
 // A 1-D packed host array of \p type and \p length elements (0: any).
@@ -123,9 +125,8 @@ static std::vector<int32_t> cuSeqlensOf(const ArrayView &cu,
   // the rest (from 0, never decreasing, batch + 1 values).
   if (!out.empty() && *std::max_element(out.begin(), out.end()) > rows.shape[0])
     fail(cu.what + " reaches row " +
-         std::to_string(*std::max_element(out.begin(), out.end())) +
-         " but " + rows.what + " has " + std::to_string(rows.shape[0]) +
-         " rows");
+         std::to_string(*std::max_element(out.begin(), out.end())) + " but " +
+         rows.what + " has " + std::to_string(rows.shape[0]) + " rows");
   return out;
 }
 

@@ -1,4 +1,5 @@
-//===- CallArgs.h - One fmhajit.attention call, in the API's terms ---------===//
+//===- CallArgs.h - One fmhajit.attention call, in the API's terms
+//---------===//
 //
 // The Python layer (fmhajit/__init__.py) resolves keywords (causal ->
 // Mask::CausalBottomRight, window tuples, defaults) and allocates outputs;
@@ -60,8 +61,7 @@ struct GradArrays {
 api::Problem problemFor(const CallArrays &arrays, const CallKeywords &keywords);
 
 /// The pointers of one run of a plan of problemFor(arrays, ...).
-api::Tensors tensorsFor(const CallArrays &arrays,
-                        const CallKeywords &keywords);
+api::Tensors tensorsFor(const CallArrays &arrays, const CallKeywords &keywords);
 
 /// The pointers of one backward of problemFor(arrays, ...); raises
 /// ValueError or TypeError when a gradient does not match its partner.

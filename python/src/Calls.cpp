@@ -1,4 +1,5 @@
-//===- Calls.cpp - attention and plan, from the call tuples to the API -----===//
+//===- Calls.cpp - attention and plan, from the call tuples to the API
+//-----===//
 #include "python/src/Calls.h"
 #include "python/src/CallArgs.h"
 #include "python/src/PlanCache.h"

@@ -62,9 +62,10 @@ static api::DType dtypeNamed(const std::string &name) {
                         ": use fp32, fp16, bf16, fp8_e4m3 or fp8_e5m2");
 }
 
-static py::tuple accuracy(const std::string &input, const std::string &out) {
-  api::Accuracy a =
-      valueOrRaise(api::accuracyFor(dtypeNamed(input), dtypeNamed(out)));
+static py::tuple accuracy(const std::string &input, const std::string &out,
+                          bool gradients) {
+  api::Accuracy a = valueOrRaise(
+      api::accuracyFor(dtypeNamed(input), dtypeNamed(out), gradients));
   return py::make_tuple(a.relL2, a.maxAbs, a.lseRel);
 }
 

@@ -36,6 +36,7 @@ public:
 
 std::string python::planKey(const api::Problem &p, const api::Options &o) {
   KeyWriter w;
+  w.key.reserve(320); // a key without varlen or ALiBi vectors: no regrowth
   w.add(p.batch).add(p.headsQ).add(p.headsKv).add(p.seqlenQ).add(p.seqlenK);
   w.add(p.cuSeqlensQ).add(p.cuSeqlensK).add(p.seqlensK);
   w.add(p.pagesKv.pageSize).add(p.pagesKv.numPages);

@@ -61,10 +61,11 @@ Result<std::string> api::compileSpec(const std::string &spec,
       compileToStage(*valid, *stage, compileOptionsFromEnvironment()));
 }
 
-Result<Accuracy> api::accuracyFor(DType input, DType output) {
+Result<Accuracy> api::accuracyFor(DType input, DType output, bool gradients) {
   if (output == DType::F8E4M3 || output == DType::F8E5M2)
     return Status(StatusCode::InvalidArgument,
                   "outputs are fp32, fp16 or bf16, never fp8");
-  Tolerance t = toleranceFor(toDType(input), toDType(output));
+  Tolerance t = gradients ? backwardToleranceFor(toDType(output))
+                          : toleranceFor(toDType(input), toDType(output));
   return Accuracy{t.relL2, t.maxAbs, t.lseRel};
 }

@@ -20,8 +20,8 @@ def to_dtype(x, dtype):
 
 
 def as_float64(x, dtype):
-    """What an array of dtype holds, as float64."""
-    if dtype == "bf16":
+    """What an array of dtype holds (bf16: as uint16 bits), as float64."""
+    if dtype == "bf16" and x.dtype == np.uint16:
         return fmhajit.from_bf16(x).astype(np.float64)
     return x.astype(np.float64)
 
