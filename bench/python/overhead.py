@@ -50,7 +50,7 @@ def paths(fmhajit):
     v = np.random.default_rng(2).standard_normal((1, 16, 1, 64)).astype(np.float32)
     out = np.empty_like(q)
     arrays = (out,) + (None,) * 7
-    keywords = ("none", -1, -1, 0.0, 0.0, False, 1, "", "", "", None)
+    keywords = ("none", -1, -1, 0.0, 0.0, False, 1, "", "", "", None, None)
     core = fmhajit._fmhajit.attention
     return {
         "attention": lambda: fmhajit.attention(q, k, v, threads=1),

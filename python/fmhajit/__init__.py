@@ -21,8 +21,9 @@ from . import _arrays
 from ._fmhajit import __version__
 from . import _fmhajit
 
+_torch_glue = None  # fmhajit._torch, once a tensor has come (or torch was imported first)
 if "torch" in _sys.modules:  # register torch.ops.fmhajit.attention now
-    from . import _torch  # noqa: F401
+    from . import _torch as _torch_glue
 
 __all__ = [
     "attention", "plan", "name", "decode", "validate", "compile",
@@ -59,19 +60,30 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             arrays = _arrays_tuple(_arrays.NumpyKind(q), out, lse, cu_seqlens_q,
                                    cu_seqlens_k, alibi_slopes)
         keywords = _keywords(causal, window, softcap, scale, alibi_slopes,
-                             threads, target, kernel, cache_dir, None)
+                             threads, target, kernel, cache_dir, _NO_STREAMS)
         _fmhajit.attention(q, k, v, arrays, keywords, None)
         return (out, lse) if return_lse else out
-    torch = _arrays.torch_of(q)
-    if torch is not None:
-        from . import _torch
-        if _torch.use_op(q, k, v):
-            return _torch.attention_op_call(
+    glue = _torch_glue_for(q)
+    if glue is not None:
+        if glue.use_op(q, k, v):
+            return glue.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
                 return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel)
     return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
                       threads, target, kernel, cache_dir)
+
+
+def _torch_glue_for(q):
+    """fmhajit._torch when q is a torch.Tensor, else None. Only module
+    globals and isinstance once loaded, which torch.compile traces through."""
+    global _torch_glue
+    if _torch_glue is None:
+        if _arrays.torch_of(q) is None:
+            return None
+        from . import _torch
+        _torch_glue = _torch
+    return _torch_glue if isinstance(q, _torch_glue.torch.Tensor) else None
 
 
 def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
@@ -88,7 +100,7 @@ def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
         lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, float32=True)
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                         target, kernel, cache_dir, kind.stream)
+                         target, kernel, cache_dir, kind.streams_for(q, k, v))
     if isinstance(kind, _arrays.TorchKind):  # DLPack refuses tensors with grad
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
     _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace)
@@ -107,7 +119,7 @@ def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
     dq, dk, dv = (kind.torch.empty_like(x, dtype=out.dtype) for x in (q, k, v))
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                         target, kernel, None, kind.stream)
+                         target, kernel, None, kind.streams_for(q, k, v))
     _fmhajit.backward(q, k, v, arrays, (grad_out, dq, dk, dv), keywords,
                       kind.workspace)
     return dq, dk, dv
@@ -157,11 +169,15 @@ _NUMPY_DIRECT = frozenset(_np.dtype(t) for t in (_np.float32, _np.float16, _np.u
 _KEYWORDS = {}  # memo of _keywords for hashable arguments
 
 
+_NO_STREAMS = (None, None)  # host arrays
+
+
 def _keywords(causal, window, softcap, scale, alibi_slopes, threads, target,
-              kernel, cache_dir, stream):
-    """The keywords, in the order python/src/Calls.h gives."""
+              kernel, cache_dir, streams):
+    """The keywords, in the order python/src/Calls.h gives; streams is
+    (the API's stream, the stream given to __dlpack__)."""
     key = (causal, window, softcap, scale, alibi_slopes is None, threads,
-           target, kernel, cache_dir, stream)
+           target, kernel, cache_dir, streams)
     try:
         return _KEYWORDS[key]
     except KeyError:
@@ -169,18 +185,18 @@ def _keywords(causal, window, softcap, scale, alibi_slopes, threads, target,
     except TypeError:  # a window given as a list
         key = None
     made = _make_keywords(causal, window, softcap, scale, alibi_slopes,
-                          threads, target, kernel, cache_dir, stream)
+                          threads, target, kernel, cache_dir, streams)
     if key is not None and len(_KEYWORDS) < 1024:
         _KEYWORDS[key] = made
     return made
 
 
 def _make_keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                   target, kernel, cache_dir, stream):
+                   target, kernel, cache_dir, streams):
     mask, left, right = _mask(causal, window)
     return (mask, left, right, float(softcap or 0.0), float(scale or 0.0),
             alibi_slopes is not None, int(threads or 0), target or "",
-            kernel or "", cache_dir or "", stream)
+            kernel or "", cache_dir or "") + tuple(streams)
 
 
 def plan(q, k, v, *, causal=False, window=None, softcap=None,
@@ -200,7 +216,7 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
     lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, True) if return_lse else None
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                         target, kernel, cache_dir, kind.stream)
+                         target, kernel, cache_dir, kind.streams_for(q, k, v))
     return _fmhajit.plan(q, k, v, arrays, keywords, device, load, autotune,
                          backward)
 

@@ -41,6 +41,10 @@ class NumpyKind:
     stream = None
     workspace = None
 
+    @staticmethod
+    def streams_for(*arrays):
+        return (None, None)
+
     def __init__(self, like):
         if isinstance(like, np.ndarray):
             self.dtype = like.dtype
@@ -76,6 +80,17 @@ class TorchKind:
             # every producer (through __dlpack__) that it reads there.
             self.stream = torch.cuda.current_stream(self.device).cuda_stream
             self.workspace = self._workspace
+
+    def streams_for(self, *arrays):
+        """(the API's stream, the stream for __dlpack__). Tensors are ordered
+        on PyTorch's current stream, the call's own, so their __dlpack__
+        needs none (and skips its stream check); another library's CUDA
+        arrays get the stream, to order their producer's work before ours."""
+        if self.stream is None:
+            return (None, None)
+        if all(isinstance(a, self.torch.Tensor) for a in arrays):
+            return (self.stream, None)
+        return (self.stream, self.stream)
 
     def empty(self, shape, q, float32=False):
         dtype = self.torch.float32 if float32 else q.dtype

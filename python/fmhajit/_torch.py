@@ -57,7 +57,8 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor],
                       None, threads, target, kernel, None)
 
 
-def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, *keywords):
+def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, causal, window_left,
+          window_right, softcap, scale, threads, target, kernel):
     out = q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
     lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32)
     return out, lse

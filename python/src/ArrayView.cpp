@@ -118,7 +118,16 @@ static py::object capsuleOf(py::handle array, const char *what,
                          ": expected an array that supports DLPack (NumPy, "
                          "PyTorch, ...); got " +
                          py::str(py::type::of(array)).cast<std::string>());
-  return exportCapsule(array, stream);
+  try {
+    return exportCapsule(array, stream);
+  } catch (py::error_already_set &e) {
+    // NumPy before 2.1 refuses read-only arrays (np.broadcast_to's, say).
+    if (!e.matches(PyExc_BufferError))
+      throw;
+    throw py::value_error(std::string(what) + ": " +
+                          py::str(e.value()).cast<std::string>() +
+                          " Pass a writable copy.");
+  }
 }
 
 // Takes the tensor out of \p capsule and renames it, as the protocol asks.

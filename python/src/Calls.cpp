@@ -33,8 +33,8 @@ static api::Mask maskNamed(const std::string &name) {
 
 // The keywords tuple, in Calls.h's order.
 static CallKeywords readKeywords(py::tuple t) {
-  if (t.size() != 11)
-    throw py::type_error("internal: the keywords tuple needs 11 entries");
+  if (t.size() != 12)
+    throw py::type_error("internal: the keywords tuple needs 12 entries");
   CallKeywords kw;
   kw.mask = maskNamed(t[0].cast<std::string>());
   kw.windowLeft = t[1].cast<int64_t>();
@@ -48,6 +48,8 @@ static CallKeywords readKeywords(py::tuple t) {
   kw.options.cacheDir = t[9].cast<std::string>();
   if (!t[10].is_none())
     kw.stream = t[10].cast<intptr_t>();
+  if (!t[11].is_none())
+    kw.exportStream = t[11].cast<intptr_t>();
   return kw;
 }
 
@@ -120,13 +122,13 @@ void python::runAttention(py::handle q, py::handle k, py::handle v,
                           py::tuple arrays, py::tuple keywords,
                           py::object workspace) {
   CallKeywords kw = readKeywords(keywords);
-  CallArrays a = readArrays(q, k, v, arrays, kw.stream);
+  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
   if (!a.out)
     throw py::value_error("out: attention needs an output array");
   api::Problem problem = problemFor(a, kw);
   api::Plan plan = planFor(problem, kw.options);
   api::Tensors tensors = tensorsFor(a, kw);
-  std::optional<ArrayView> ws = workspaceFor(plan, workspace, kw.stream);
+  std::optional<ArrayView> ws = workspaceFor(plan, workspace, kw.exportStream);
   if (ws)
     tensors.workspace = ws->data;
   api::Status status;
@@ -141,19 +143,19 @@ void python::runBackward(py::handle q, py::handle k, py::handle v,
                          py::tuple arrays, py::tuple grads, py::tuple keywords,
                          py::object workspace) {
   CallKeywords kw = readKeywords(keywords);
-  CallArrays a = readArrays(q, k, v, arrays, kw.stream);
+  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
   if (!a.out || !a.lse)
     throw py::value_error("backward needs the forward's out and lse");
   if (grads.size() != 4)
     throw py::type_error("internal: grads needs (dO, dQ, dK, dV)");
-  GradArrays g{importArray(grads[0], "dO", kw.stream),
-               importArray(grads[1], "dQ", kw.stream),
-               importArray(grads[2], "dK", kw.stream),
-               importArray(grads[3], "dV", kw.stream)};
+  GradArrays g{importArray(grads[0], "dO", kw.exportStream),
+               importArray(grads[1], "dQ", kw.exportStream),
+               importArray(grads[2], "dK", kw.exportStream),
+               importArray(grads[3], "dV", kw.exportStream)};
   api::Problem problem = problemFor(a, kw);
   api::Plan plan = planFor(problem, kw.options, /*backward=*/true);
   api::BackwardTensors tensors = backwardTensorsFor(a, g, kw);
-  std::optional<ArrayView> ws = workspaceFor(plan, workspace, kw.stream);
+  std::optional<ArrayView> ws = workspaceFor(plan, workspace, kw.exportStream);
   if (ws)
     tensors.workspace = ws->data;
   api::Status status;
@@ -221,7 +223,7 @@ py::dict python::describePlan(py::handle q, py::handle k, py::handle v,
   kw.device = deviceNamed(device);
   kw.options.load = load;
   kw.options.autotune = autotune;
-  CallArrays a = readArrays(q, k, v, arrays, kw.stream);
+  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
   api::Problem problem = problemFor(a, kw);
   std::optional<api::Result<api::Plan>> planned;
   {

@@ -7,11 +7,11 @@
 //   arrays   (out, lse, cu_seqlens_q, cu_seqlens_k, cu_seqlens_q_device,
 //             cu_seqlens_k_device, alibi_slopes, alibi_slopes_device)
 //   keywords (mask, window_left, window_right, softcap, scale, alibi,
-//             threads, target, kernel, cache_dir, stream)
+//             threads, target, kernel, cache_dir, stream, export_stream)
 //
-// mask is "none", "causal", "causal_br" or "window"; stream is None or the
-// CUDA stream as an int. Every entry may be None where the Python layer has
-// nothing to pass.
+// mask is "none", "causal", "causal_br" or "window"; stream (the API's) and
+// export_stream (given to __dlpack__) are None or a CUDA stream as an int.
+// The arrays may be None where the Python layer has nothing to pass.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

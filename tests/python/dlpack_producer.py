@@ -35,10 +35,16 @@ _new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 _CODES = {"f": 2, "u": 1, "i": 0}  # kDLFloat, kDLUInt, kDLInt
 
 
+# Every Capsule made: the capsule points into its ctypes structures and
+# calls its deleter, so none may be freed while fmhajit could still read it.
+_ALIVE = []
+
+
 class Capsule:
     """A capsule over array; .deleted counts calls of its deleter."""
 
     def __init__(self, array, device_type=1, strides=None, shape=None):
+        _ALIVE.append(self)
         self.array = array  # keeps the memory alive
         self.deleted = 0
         shape = array.shape if shape is None else shape

@@ -65,6 +65,11 @@ def test_strides():
     assert backwards.deleted == 1  # consumed: fmhajit ran the producer's deleter
 
 
+def test_read_only_numpy():
+    with pytest.raises(ValueError, match="k: Cannot export readonly array.* Pass a writable copy"):
+        fmhajit.attention(Q, np.broadcast_to(Q[:, :, :1], Q.shape), Q)
+
+
 def test_devices():
     with pytest.raises(ValueError, match="q: memory on DLPack device type 4 is not supported"):
         fmhajit.attention(Capsule(Q, device_type=4).capsule, Q, Q, out=np.zeros_like(Q))

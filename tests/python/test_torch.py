@@ -142,6 +142,7 @@ def test_cuda_current_stream():
     that stream is seen, and the output is ready after the stream's sync."""
     s = torch.cuda.Stream()
     q = randn(1, 256, 4, 64, dtype="bf16", device="cuda", seed=1)
+    s.wait_stream(torch.cuda.current_stream())  # q is made on the default stream
     with torch.cuda.stream(s):
         k = q * 2  # queued on s, read by fmhajit on s
         out = fmhajit.attention(q, k, k)
