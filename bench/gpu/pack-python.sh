@@ -9,9 +9,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 python=${PYTHON:-/root/.pyenv/versions/3.12.1/bin/python3.12}
 [ -x "$python" ] || { echo "error: no Python at $python: set PYTHON to a python3.12 with its headers" >&2; exit 1; }
+launcher=$(command -v ccache || true)
 cmake -S "$root" -B "$root/build-py312" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_C_COMPILER=clang-22 -DFMHAJIT_STATIC=ON \
-  -DFMHAJIT_PYTHON=ON -DPython3_EXECUTABLE="$python" >/dev/null
+  -DFMHAJIT_PYTHON=ON -DPython3_EXECUTABLE="$python" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher" >/dev/null
 ninja -C "$root/build-py312" fmhajit-python fmhajit
 mkdir -p "$root/dist-py"
 tar -C "$root/build-py312/python" -cf - fmhajit | xz -T2 -6 > "$root/dist-py/fmhajit-python.tar.xz"

@@ -100,7 +100,7 @@ def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
         lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, float32=True)
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                         target, kernel, cache_dir, kind.streams_for(q, k, v))
+                         target, kernel, cache_dir, kind.streams_for(q, k, v, out))
     if isinstance(kind, _arrays.TorchKind):  # DLPack refuses tensors with grad
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
     _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace)
@@ -119,7 +119,7 @@ def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
     dq, dk, dv = (kind.torch.empty_like(x, dtype=out.dtype) for x in (q, k, v))
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                         target, kernel, None, kind.streams_for(q, k, v))
+                         target, kernel, None, kind.streams_for(q, k, v, out))
     _fmhajit.backward(q, k, v, arrays, (grad_out, dq, dk, dv), keywords,
                       kind.workspace)
     return dq, dk, dv
@@ -216,7 +216,7 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
     lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, True) if return_lse else None
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                         target, kernel, cache_dir, kind.streams_for(q, k, v))
+                         target, kernel, cache_dir, kind.streams_for(q, k, v, out))
     return _fmhajit.plan(q, k, v, arrays, keywords, device, load, autotune,
                          backward)
 

@@ -83,13 +83,14 @@ class TorchKind:
 
     def streams_for(self, *arrays):
         """(the API's stream, the stream for __dlpack__). Tensors are ordered
-        on PyTorch's current stream, the call's own, so their __dlpack__
-        needs none (and skips its stream check); another library's CUDA
-        arrays get the stream, to order their producer's work before ours."""
+        on PyTorch's current stream, the call's own, so their __dlpack__ gets
+        -1, "no synchronization" (which also spares it a stream lookup per
+        tensor); another library's CUDA arrays get the stream, to order
+        their producer's work before ours."""
         if self.stream is None:
             return (None, None)
         if all(isinstance(a, self.torch.Tensor) for a in arrays):
-            return (self.stream, None)
+            return (self.stream, -1)
         return (self.stream, self.stream)
 
     def empty(self, shape, q, float32=False):

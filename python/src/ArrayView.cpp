@@ -14,6 +14,8 @@ static const char kCapsuleName[] = "dltensor";
 static const char kUsedCapsuleName[] = "used_dltensor";
 // __dlpack__'s stream for CUDA's legacy default stream: 0 is reserved.
 static const intptr_t kLegacyDefaultStream = 1;
+// __dlpack__'s stream asking the producer for no synchronization at all.
+static const intptr_t kNoSync = -1;
 
 void ManagedTensorDeleter::operator()(DLManagedTensor *managed) const {
   if (managed->deleter)
@@ -102,6 +104,8 @@ static py::object exportCapsule(py::handle array,
       throw py::error_already_set();
     return py::reinterpret_steal<py::object>(capsule);
   }
+  if (*stream == kNoSync) // the caller vouches for the order: pass it as is
+    return array.attr("__dlpack__")(py::arg("stream") = kNoSync);
   py::tuple device = array.attr("__dlpack_device__")();
   if (device[0].cast<int>() != kDLCUDA)
     return array.attr("__dlpack__")();

@@ -50,8 +50,9 @@ struct ArrayView {
 };
 
 /// Imports \p array, an object with __dlpack__ or a legacy capsule, as
-/// \p what. \p stream (CUDA only) is the consumer's stream, passed to
-/// __dlpack__ so that the producer orders its work before ours. Raises
+/// \p what. \p stream is the consumer's stream, passed to a CUDA array's
+/// __dlpack__ so that the producer orders its work before ours; -1 (the
+/// protocol's "no synchronization") goes to every array as it is. Raises
 /// TypeError for what is not an array of at most 4 dims of a dtype fmhajit
 /// reads, ValueError for memory on a device other than the host or CUDA.
 ArrayView importArray(pybind11::handle array, const char *what,

@@ -32,10 +32,10 @@ struct CallKeywords {
   float softcap = 0, scale = 0;
   bool alibi = false;
   std::optional<intptr_t> stream; ///< CUDA: the caller's current stream
-  /// The stream passed to each array's __dlpack__, so that its producer
-  /// orders its work before the call's; none where the arrays' work is on
-  /// `stream` already (PyTorch's current stream), which saves each export
-  /// the producer's stream check.
+  /// The stream passed to each array's __dlpack__ (importArray), so that
+  /// its producer orders its work before the call's; -1 where the arrays'
+  /// work is on `stream` already (PyTorch's current stream), which spares
+  /// each export the producer's stream check.
   std::optional<intptr_t> exportStream;
   api::Options options;
   /// plan() only: plan for this device instead of the arrays'.

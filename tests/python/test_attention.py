@@ -81,3 +81,20 @@ def test_ml_dtypes_bfloat16(rng):
     out = fmhajit.attention(*bf)
     assert out.dtype == ml_dtypes.bfloat16
     assert_close(out.view(np.uint16), reference(q64, k64, v64)[0], "bf16")
+
+
+def test_threads_share_plans(rng):
+    """Calls from several threads at once (the GIL is released while
+    planning and running) each get their own problem's answer."""
+    from concurrent.futures import ThreadPoolExecutor
+    cases = [random_qkv(rng, (1, 10 + i, 2, 64), (1, 20 + i, 2, 64)) for i in range(4)]
+
+    def run(case):
+        (q, k, v), _ = case
+        return [fmhajit.attention(q, k, v, causal=True, threads=1) for _ in range(3)]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(run, cases * 2))
+    for ((_, (q64, k64, v64)), outs) in zip(cases * 2, results):
+        for out in outs:
+            assert_close(out, reference(q64, k64, v64, causal=True)[0], "fp32")

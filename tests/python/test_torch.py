@@ -3,6 +3,8 @@ gradients through fmhajit's backward plan and a torch.compile'd module),
 and on CUDA against scaled_dot_product_attention on the caller's stream.
 Skipped where torch (or a CUDA device) is missing."""
 
+import shutil
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -41,7 +43,8 @@ def reference_torch(q, k, v, causal):
     s = torch.einsum("bihd,bjhd->bhij", q, k) / q.shape[-1] ** 0.5
     if causal:
         sq, sk = q.shape[1], k.shape[1]
-        keep = torch.arange(sk)[None, :] <= torch.arange(sq)[:, None] + sk - sq
+        j, i = (torch.arange(n, device=q.device) for n in (sk, sq))
+        keep = j[None, :] <= i[:, None] + sk - sq
         s = s.masked_fill(~keep, float("-inf"))
     return torch.einsum("bhij,bjhd->bihd", s.softmax(-1), v)
 
@@ -152,14 +155,48 @@ def test_cuda_current_stream():
     assert_close(f64(out), f64(ref), "bf16")
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_varlen_alibi_tensors(device):
+    """cu_seqlens and slopes as tensors: host copies for the plan, device
+    copies for a CUDA launch."""
+    cu_q, cu_k = [0, 37, 100, 101], [0, 50, 180, 300]
+    q = randn(101, 8, 64, dtype="fp16", device=device, seed=1)
+    k, v = (randn(300, 2, 64, dtype="fp16", device=device, seed=s) for s in (2, 3))
+    slopes = torch.tensor([2.0 ** -i for i in range(1, 9)], device=device)
+    i32 = dict(dtype=torch.int32, device=device)
+    out = fmhajit.attention(q, k, v, cu_seqlens_q=torch.tensor(cu_q, **i32),
+                            cu_seqlens_k=torch.tensor(cu_k, **i32), alibi_slopes=slopes,
+                            causal=True)
+    ref = reference(f64(q), f64(k), f64(v), causal=True, slopes=f64(slopes), cu_q=cu_q,
+                    cu_k=cu_k)[0]
+    assert_close(f64(out), ref, "fp16")
+
+
+# Inductor compiles Triton launchers with the machine's C compiler.
+HAS_CC = any(shutil.which(c) for c in ("cc", "gcc", "clang"))
+
+
 @cuda
-def test_cuda_compile_and_gradients():
+@needs_op
+@pytest.mark.parametrize("backend", [
+    "aot_eager", pytest.param("inductor", marks=pytest.mark.skipif(not HAS_CC, reason="no C compiler"))])
+def test_cuda_compile(backend):
     x = randn(2, 128, 4, 64, dtype="bf16", device="cuda", seed=2)
-    compiled = torch.compile(Block(), fullgraph=True)
+    compiled = torch.compile(Block(), backend=backend, fullgraph=True)
     torch.testing.assert_close(compiled(x), Block()(x))
-    q = x.clone().requires_grad_()
-    fmhajit.attention(q, q, q, causal=True).float().sum().backward()
-    leaf = x.double().requires_grad_()
-    reference_torch(leaf, leaf, leaf, causal=True).sum().backward()
-    err = (q.grad.double() - leaf.grad).norm() / leaf.grad.norm()
-    assert err <= fmhajit.tolerance("bf16", gradients=True)["rel_l2"]
+
+
+@cuda
+@needs_op
+def test_cuda_gradients():
+    q = randn(2, 100, 8, 64, dtype="bf16", device="cuda", seed=2).requires_grad_()
+    k, v = (randn(2, 150, 2, 64, dtype="bf16", device="cuda", seed=s).requires_grad_()
+            for s in (3, 4))
+    g = randn(2, 100, 8, 64, dtype="bf16", device="cuda", seed=5)
+    (fmhajit.attention(q, k, v, causal=True).float() * g.float()).sum().backward()
+    leaves = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    (reference_torch(*leaves, causal=True) * g.double()).sum().backward()
+    tol = fmhajit.tolerance("bf16", gradients=True)
+    for got, want in zip((q.grad, k.grad, v.grad), leaves):
+        err = (got.double() - want.grad).norm() / want.grad.norm()
+        assert err <= tol["rel_l2"], f"rel_l2 {err:.3g}"
