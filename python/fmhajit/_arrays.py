@@ -35,6 +35,13 @@ def bf16_bits(array):
     return array.view(np.uint16) if is_bf16_numpy(array) else array
 
 
+def check_integral(integral, dtype, got):
+    """cu_seqlens must hold integers: converting 0.5 to int32 would hide
+    a bug in the caller's lengths."""
+    if dtype == np.int32 and not integral:
+        raise TypeError(f"cu_seqlens: expected integers; got {got}")
+
+
 class NumpyKind:
     """Host arrays: NumPy's, and any other library's on the host."""
 
@@ -63,6 +70,8 @@ class NumpyKind:
 
     @staticmethod
     def host_vector(values, dtype):
+        values = np.asarray(values)
+        check_integral(values.dtype.kind in "iub", dtype, values.dtype)
         return np.ascontiguousarray(values, dtype=dtype), None
 
 
@@ -107,8 +116,9 @@ class TorchKind:
         kernels, of cu_seqlens or ALiBi slopes given as a tensor, NumPy
         array or list."""
         torch = self.torch
-        tdtype = torch.int32 if dtype == np.int32 else torch.float32
-        t = torch.as_tensor(values, dtype=tdtype)
+        t = torch.as_tensor(values)
+        check_integral(not t.is_floating_point() and not t.is_complex(), dtype, t.dtype)
+        t = t.to(torch.int32 if dtype == np.int32 else torch.float32)
         host = t.to("cpu").contiguous()
         if not self.cuda:
             return host, None

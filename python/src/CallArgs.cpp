@@ -55,14 +55,24 @@ static void checkDim(const ArrayView &a, int dim, int64_t expected,
          " (shapes " + shapeText(a) + " and " + shapeText(from) + ")");
 }
 
+// A zero-size dim: the Problem reads 0 as "the default" for seqlenK,
+// headsKv and headDimV, so it must not get that far.
+static void checkNotEmpty(const ArrayView &a) {
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.shape[d] < 1)
+      fail(a.what + ": every dim must be >= 1; got shape " + shapeText(a));
+}
+
 // Q, K, V and O's shapes agree; the leading dims are [batch, seq] or, under
 // varlen, [total].
 static void checkShapes(const CallArrays &a, bool varlen) {
   const char *dims = varlen ? "[total_tokens, heads, head_dim] (varlen)"
                             : "[batch, seqlen, heads, head_dim]";
   int rank = varlen ? 3 : 4;
-  for (const ArrayView *x : {&a.q, &a.k, &a.v})
+  for (const ArrayView *x : {&a.q, &a.k, &a.v}) {
     checkRank(*x, rank, dims);
+    checkNotEmpty(*x);
+  }
   for (int d = 0; d < rank - 1; ++d)
     checkDim(a.v, d, a.k.shape[d], d == rank - 2 ? "heads" : "a leading dim",
              a.k);
@@ -75,6 +85,36 @@ static void checkShapes(const CallArrays &a, bool varlen) {
   for (int d = 0; d < rank - 1; ++d)
     checkDim(*a.out, d, a.q.shape[d], "a leading dim", a.q);
   checkDim(*a.out, rank - 1, a.v.shape[rank - 1], "head_dim", a.v);
+}
+
+static int64_t elementBytes(ElementType type) {
+  return type == ElementType::F16 || type == ElementType::BF16 ? 2 : 4;
+}
+
+// Whether the bytes \p a and \p b can touch intersect (strides >= 0).
+static bool overlap(const ArrayView &a, const ArrayView &b) {
+  auto range = [](const ArrayView &x) {
+    int64_t last = 0;
+    for (int d = 0; d < x.ndim; ++d)
+      last += (x.shape[d] - 1) * x.strides[d];
+    auto begin = reinterpret_cast<uintptr_t>(x.data);
+    return std::pair(begin, begin + (last + 1) * elementBytes(x.type));
+  };
+  auto [aBegin, aEnd] = range(a);
+  auto [bBegin, bEnd] = range(b);
+  return a.onCuda == b.onCuda && aBegin < bEnd && bBegin < aEnd;
+}
+
+// The kernels read Q, K and V while they write O and the LSE: outputs in
+// the inputs' memory would read back what they wrote.
+static void checkOutputsApart(const CallArrays &a) {
+  for (const std::optional<ArrayView> *output : {&a.out, &a.lse})
+    for (const ArrayView *input : {&a.q, &a.k, &a.v})
+      if (*output && overlap(**output, *input))
+        fail((*output)->what + " overlaps " + input->what +
+             " in memory: give it memory of its own");
+  if (a.out && a.lse && overlap(*a.out, *a.lse))
+    fail("lse overlaps out in memory: give it memory of its own");
 }
 
 static void checkOperands(const CallArrays &a) {
@@ -226,6 +266,7 @@ api::Problem python::problemFor(const CallArrays &a, const CallKeywords &kw) {
     p.outDtype = api::DType::F32;
   if (a.lse)
     checkLse(*a.lse, a.q, varlen);
+  checkOutputsApart(a);
   p.wantLse = a.lse.has_value();
   setScores(p, a, kw);
   p.device = a.q.onCuda ? api::Device::Cuda : api::Device::Host;

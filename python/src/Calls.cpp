@@ -31,6 +31,15 @@ static api::Mask maskNamed(const std::string &name) {
                         ": use none, causal, causal_br or window");
 }
 
+static unsigned threadCount(py::handle value) {
+  int64_t n = value.cast<int64_t>();
+  if (n < 0 || n > 65536)
+    throw py::value_error("threads " + std::to_string(n) +
+                          ": give a count from 1 to 65536, or 0 for one per "
+                          "hardware thread");
+  return unsigned(n);
+}
+
 // The keywords tuple, in Calls.h's order.
 static CallKeywords readKeywords(py::tuple t) {
   if (t.size() != 12)
@@ -42,7 +51,7 @@ static CallKeywords readKeywords(py::tuple t) {
   kw.softcap = t[3].cast<float>();
   kw.scale = t[4].cast<float>();
   kw.alibi = t[5].cast<bool>();
-  kw.options.threads = t[6].cast<unsigned>();
+  kw.options.threads = threadCount(t[6]);
   kw.options.target = t[7].cast<std::string>();
   kw.options.kernel = t[8].cast<std::string>();
   kw.options.cacheDir = t[9].cast<std::string>();

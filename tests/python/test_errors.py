@@ -109,6 +109,32 @@ def test_keywords():
         fmhajit.attention(Q, Q, Q, alibi_slopes=[0.5])
 
 
+@pytest.mark.parametrize("shape_k", [(1, 0, 2, 64), (1, 8, 0, 64)])
+def test_empty_dims(shape_k):
+    """0 keys or 0 K/V heads would read as the API's defaults (seqlen_q
+    keys, heads_q heads): refused before that."""
+    k = np.zeros(shape_k, np.float32)
+    with pytest.raises(ValueError, match="k: every dim must be >= 1"):
+        fmhajit.attention(Q, k, k)
+
+
+def test_outputs_apart_from_inputs():
+    q = np.random.default_rng(0).standard_normal((1, 8, 2, 64)).astype(np.float32)
+    with pytest.raises(ValueError, match="out overlaps q in memory"):
+        fmhajit.attention(q, Q, Q, out=q)
+    both = np.zeros((1, 8, 2, 128), np.float32)  # K and V side by side: fine to read
+    fmhajit.attention(Q, both[..., :64], both[..., 64:])
+    with pytest.raises(ValueError, match="out overlaps [kv] in memory"):
+        fmhajit.attention(Q, both[..., :64], both[..., 64:], out=both[..., 64:])
+
+
+def test_threads_and_lengths_types():
+    with pytest.raises(ValueError, match="threads -1: give a count from 1 to 65536"):
+        fmhajit.attention(Q, Q, Q, threads=-1)
+    with pytest.raises(TypeError, match="cu_seqlens: expected integers"):
+        fmhajit.attention(Q[0], Q[0], Q[0], cu_seqlens_q=[0.5, 8], cu_seqlens_k=[0, 8])
+
+
 def test_api_messages_are_the_clis():
     """Problems the API finds come back with the API's own message."""
     with pytest.raises(ValueError) as e:
