@@ -98,3 +98,14 @@ def test_threads_share_plans(rng):
     for ((_, (q64, k64, v64)), outs) in zip(cases * 2, results):
         for out in outs:
             assert_close(out, reference(q64, k64, v64, causal=True)[0], "fp32")
+
+
+def test_decode_runs_split_kv(rng):
+    """A decode shape runs the plan's split-KV forward and combine."""
+    (q, k, v), (q64, k64, v64) = random_qkv(rng, (1, 1, 4, 128), (1, 3000, 1, 128), dtype="bf16")
+    steps = fmhajit.plan(q, k, v, causal=True, threads=8)["steps"]
+    assert [s["role"] for s in steps] == ["split-KV forward", "combine"]
+    out, lse = fmhajit.attention(q, k, v, causal=True, threads=8, return_lse=True,
+                                 out=poisoned((1, 1, 4, 128), "bf16"))
+    ref, ref_lse = reference(q64, k64, v64, causal=True)
+    assert_close(out, ref, "bf16", lse=lse, ref_lse=ref_lse)
