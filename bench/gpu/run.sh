@@ -27,7 +27,9 @@ if [ "$mode" = python ]; then
   mkdir -p /tmp/fj/python
   tar -C /tmp/fj/python -xJf "$root/dist-py/fmhajit-python.tar.xz"
   xz -dc "$root/dist-py/fmhajit.xz" > /tmp/fj/fmhajit-py && chmod +x /tmp/fj/fmhajit-py
-  python3 -c "import numpy, pytest, torch" 2>&1 | tee "$out/python-tests.log"
+  # The module is built for Python 3.12 (ls /tmp/fj/python/fmhajit names its tag).
+  python3 -c "import sys, numpy, pytest, torch; print('python', sys.version.split()[0], 'numpy',
+    numpy.__version__, 'pytest', pytest.__version__, 'torch', torch.__version__)" 2>&1 | tee "$out/python-tests.log"
   PYTHONPATH=/tmp/fj/python FMHAJIT_BINARY=/tmp/fj/fmhajit-py timeout 600 python3 -m pytest -q -rs \
     -p no:cacheprovider "$root/tests/python" 2>&1 | tee -a "$out/python-tests.log" | tail -30
   PYTHONPATH=/tmp/fj/python PYTHONUNBUFFERED=1 timeout 600 python3 "$root/bench/gpu/bench_python.py" \
