@@ -285,14 +285,21 @@ static const void *dataOr(const std::optional<ArrayView> &a) {
   return a ? a->data : nullptr;
 }
 
-api::Tensors python::tensorsFor(const CallArrays &a, const CallKeywords &kw) {
-  api::Tensors t{a.q.data, a.k.data, a.v.data, a.out->data};
-  t.lse = a.lse ? static_cast<float *>(a.lse->data) : nullptr;
+// What a forward's and a backward's tensors share: the device copies of
+// cu_seqlens and the slopes, and the stream.
+template <typename T>
+static void setShared(T &t, const CallArrays &a, const CallKeywords &kw) {
   t.cuSeqlensQ = static_cast<const int32_t *>(dataOr(a.cuSeqlensQDevice));
   t.cuSeqlensK = static_cast<const int32_t *>(dataOr(a.cuSeqlensKDevice));
   t.alibiSlopes = static_cast<const float *>(dataOr(a.alibiSlopesDevice));
   if (kw.stream)
     t.stream = reinterpret_cast<void *>(*kw.stream);
+}
+
+api::Tensors python::tensorsFor(const CallArrays &a, const CallKeywords &kw) {
+  api::Tensors t{a.q.data, a.k.data, a.v.data, a.out->data};
+  t.lse = a.lse ? static_cast<float *>(a.lse->data) : nullptr;
+  setShared(t, a, kw);
   return t;
 }
 
@@ -321,10 +328,6 @@ api::BackwardTensors python::backwardTensorsFor(const CallArrays &a,
   t.q = a.q.data, t.k = a.k.data, t.v = a.v.data, t.o = a.out->data;
   t.lse = static_cast<const float *>(a.lse->data);
   t.dO = g.dO.data, t.dQ = g.dQ.data, t.dK = g.dK.data, t.dV = g.dV.data;
-  t.cuSeqlensQ = static_cast<const int32_t *>(dataOr(a.cuSeqlensQDevice));
-  t.cuSeqlensK = static_cast<const int32_t *>(dataOr(a.cuSeqlensKDevice));
-  t.alibiSlopes = static_cast<const float *>(dataOr(a.alibiSlopesDevice));
-  if (kw.stream)
-    t.stream = reinterpret_cast<void *>(*kw.stream);
+  setShared(t, a, kw);
   return t;
 }

@@ -127,6 +127,22 @@ static std::optional<ArrayView> workspaceFor(const api::Plan &plan,
   return ws;
 }
 
+// Runs \p call (api::run or api::backward) of \p plan on \p tensors
+// without the GIL, with the workspace a CUDA plan needs.
+template <typename T, typename Call>
+static void launch(const api::Plan &plan, T tensors, Call call,
+                   py::object workspace, std::optional<intptr_t> stream) {
+  std::optional<ArrayView> ws = workspaceFor(plan, workspace, stream);
+  if (ws)
+    tensors.workspace = ws->data;
+  api::Status status;
+  {
+    py::gil_scoped_release release;
+    status = call(plan, tensors);
+  }
+  checkStatus(status);
+}
+
 void python::runAttention(py::handle q, py::handle k, py::handle v,
                           py::tuple arrays, py::tuple keywords,
                           py::object workspace) {
@@ -136,16 +152,7 @@ void python::runAttention(py::handle q, py::handle k, py::handle v,
     throw py::value_error("out: attention needs an output array");
   api::Problem problem = problemFor(a, kw);
   api::Plan plan = planFor(problem, kw.options);
-  api::Tensors tensors = tensorsFor(a, kw);
-  std::optional<ArrayView> ws = workspaceFor(plan, workspace, kw.exportStream);
-  if (ws)
-    tensors.workspace = ws->data;
-  api::Status status;
-  {
-    py::gil_scoped_release release;
-    status = api::run(plan, tensors);
-  }
-  checkStatus(status);
+  launch(plan, tensorsFor(a, kw), api::run, workspace, kw.exportStream);
 }
 
 void python::runBackward(py::handle q, py::handle k, py::handle v,
@@ -163,16 +170,8 @@ void python::runBackward(py::handle q, py::handle k, py::handle v,
                importArray(grads[3], "dV", kw.exportStream)};
   api::Problem problem = problemFor(a, kw);
   api::Plan plan = planFor(problem, kw.options, /*backward=*/true);
-  api::BackwardTensors tensors = backwardTensorsFor(a, g, kw);
-  std::optional<ArrayView> ws = workspaceFor(plan, workspace, kw.exportStream);
-  if (ws)
-    tensors.workspace = ws->data;
-  api::Status status;
-  {
-    py::gil_scoped_release release;
-    status = api::backward(plan, tensors);
-  }
-  checkStatus(status);
+  launch(plan, backwardTensorsFor(a, g, kw), api::backward, workspace,
+         kw.exportStream);
 }
 
 static py::dict stepDict(const api::PlanStep &step) {
