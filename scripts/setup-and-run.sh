@@ -22,6 +22,8 @@ readonly kPackages=(
   llvm-22-dev clang-22 lld-22 liblld-22-dev libclang-22-dev llvm-22-tools
   libclang-rt-22-dev libgtest-dev libzstd-dev libopenblas-dev clang-format-22
   ninja-build cmake python3
+  # The Python module (python/, docs/python.md) and its tests.
+  python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest
 )
 
 usage() {

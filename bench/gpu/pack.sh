@@ -5,7 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cmake -S "$root" -B "$root/build-static" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_C_COMPILER=clang-22 -DFMHAJIT_STATIC=ON >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++-22 -DCMAKE_C_COMPILER=clang-22 -DFMHAJIT_STATIC=ON \
+  -DFMHAJIT_PYTHON=OFF >/dev/null
 ninja -C "$root/build-static" fmhajit fmhajit_e2e_tests fmhajit-bench-decode
 mkdir -p "$root/dist"
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do

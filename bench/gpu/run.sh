@@ -8,7 +8,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward | backward-host | fp8 | profile
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward | backward-host | fp8 | profile | python
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
@@ -18,6 +18,23 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache
 if [ "$mode" = all ] || [ "$mode" = e2e ]; then
   FMHAJIT_BINARY=/tmp/fj/fmhajit /tmp/fj/fmhajit_e2e_tests --gtest_filter='*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
+fi
+if [ "$mode" = python ]; then
+  # Issue 15: the module built for this machine's Python by
+  # bench/gpu/pack-python.sh (carry dist-py): the pytest suite with PyTorch
+  # on the GPU (SDPA, torch.compile, the current stream, gradients), then
+  # bench_python.py (call cost, and fmhajit.attention against SDPA).
+  mkdir -p /tmp/fj/python
+  tar -C /tmp/fj/python -xJf "$root/dist-py/fmhajit-python.tar.xz"
+  xz -dc "$root/dist-py/fmhajit.xz" > /tmp/fj/fmhajit-py && chmod +x /tmp/fj/fmhajit-py
+  # The module is built for Python 3.12 (ls /tmp/fj/python/fmhajit names its tag).
+  python3 -c "import sys, numpy, pytest, torch; print('python', sys.version.split()[0], 'numpy',
+    numpy.__version__, 'pytest', pytest.__version__, 'torch', torch.__version__)" 2>&1 | tee "$out/python-tests.log"
+  PYTHONPATH=/tmp/fj/python FMHAJIT_BINARY=/tmp/fj/fmhajit-py timeout 600 python3 -m pytest -q -rs \
+    -p no:cacheprovider "$root/tests/python" 2>&1 | tee -a "$out/python-tests.log" | tail -30
+  PYTHONPATH=/tmp/fj/python PYTHONUNBUFFERED=1 timeout 600 python3 "$root/bench/gpu/bench_python.py" \
+    --json "$out/bench-python-gpu.json" "$@" 2>&1 | tee "$out/python-bench.log"
+  exit 0
 fi
 if [ "$mode" = backward ]; then
   # The GPU backward (issue 16): a few CLI checks with bounded waits, then the

@@ -24,6 +24,7 @@
 #include "fmhajit/Append.h"
 #include "fmhajit/Backward.h"
 #include "fmhajit/Problem.h"
+#include "fmhajit/Specs.h"
 #include "fmhajit/Status.h"
 #include <cstdint>
 #include <memory>

@@ -14,23 +14,6 @@
 using namespace fmhajit;
 using namespace fmhajit::harness;
 
-// Why these numbers. The reference is exact on the rounded inputs; the
-// kernel's dQ, dK, dV differ by fp32 accumulation over Sq or Sk terms, the
-// exp2 polynomial, the output rounding, and D = rowsum(dO * O) formed from
-// O as the forward stored it (rounded to the out dtype). Measured on the
-// e2e cases and at S = 2048: fp32 about 1e-6 RMS (1e-4 leaves room for
-// longer sums and is still far below a wrong mask or a missed tile, which
-// cost 1e-1 or more); fp16 2.4e-4 and bf16 1.9e-3 RMS, under the forward's
-// tolerances for those dtypes, which the gradients keep.
-Tolerance fmhajit::harness::backwardToleranceFor(DType outType) {
-  switch (outType) {
-  case DType::F32:
-    return {/*relL2=*/1e-4, /*maxAbs=*/5e-4, /*lseRel=*/0};
-  default:
-    return toleranceFor(outType);
-  }
-}
-
 AttentionProblem fmhajit::harness::backwardProblem(const KernelSpec &spec,
                                                    const api::Problem &p) {
   AttentionProblem a = AttentionProblem::forSpec(spec);

@@ -43,10 +43,6 @@ AttentionProblem backwardProblem(const KernelSpec &spec, const api::Problem &p);
 /// \p problem under \p spec's mask, FlashAttention's convention.
 double backwardFlops(const KernelSpec &spec, const AttentionProblem &problem);
 
-/// The tolerance of gradients in \p outType: looser than the forward's,
-/// since D is formed from O as stored and dS = P (dP - D) cancels.
-Tolerance backwardToleranceFor(DType outType);
-
 class BackwardCase {
 public:
   /// For \p spec (resolved, family bwd_dq_dk_dv, a host target) and

@@ -24,4 +24,9 @@ Tolerance toleranceFor(DType outType);
 /// their own row, whatever \p outType; others take toleranceFor(outType).
 Tolerance toleranceFor(DType inType, DType outType);
 
+/// The tolerance of gradients (dQ, dK, dV) in \p outType: looser than the
+/// forward's, since D is formed from O as stored and dS = P (dP - D)
+/// cancels.
+Tolerance backwardToleranceFor(DType outType);
+
 } // namespace fmhajit

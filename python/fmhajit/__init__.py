@@ -1,0 +1,286 @@
+"""fmhajit: fused multi-head attention, compiled just in time.
+
+    import numpy as np, fmhajit
+    q = np.random.randn(2, 128, 8, 64).astype(np.float32)   # [batch, seq, heads, d]
+    k = v = np.random.randn(2, 128, 2, 64).astype(np.float32)  # 2 K/V heads: GQA
+    o = fmhajit.attention(q, k, v, causal=True)
+
+Arrays come in through DLPack (NumPy, PyTorch on the CPU or CUDA, ...); the
+result is the same kind of array on the same device. Each distinct problem is
+planned once per process through the public C++ API (the dispatcher, split-KV
+for decode shapes, the kernel cache shared with the `fmhajit` command line),
+and every call after that only runs the plan. docs/python.md has the rest.
+"""
+
+import json as _json
+import sys as _sys
+
+import numpy as _np
+
+from . import _arrays
+from ._fmhajit import __version__
+from . import _fmhajit
+
+_torch_glue = None  # fmhajit._torch, once a tensor has come (or torch was imported first)
+if "torch" in _sys.modules:  # register torch.ops.fmhajit.attention now
+    from . import _torch as _torch_glue
+
+__all__ = [
+    "attention", "plan", "name", "decode", "validate", "compile",
+    "tolerance", "to_bf16", "from_bf16", "cached_plans", "clear_plans",
+]
+
+
+def attention(q, k, v, *, causal=False, window=None, softcap=None,
+              alibi_slopes=None, scale=None, return_lse=False,
+              cu_seqlens_q=None, cu_seqlens_k=None, out=None, lse=None,
+              threads=None, target=None, kernel=None, cache_dir=None):
+    """softmax(scale * q k^T + modifiers) v, FlashAttention's conventions.
+
+    q [batch, seqlen_q, heads_q, d], k [batch, seqlen_k, heads_kv, d], v
+    [batch, seqlen_k, heads_kv, dv]; with cu_seqlens_q/k (int32 [batch + 1])
+    the sequences are packed: q [total_q, heads_q, d] and so on. heads_q a
+    multiple of heads_kv is GQA. causal is aligned bottom-right (the last
+    query sees every key); window=(left, right) keeps keys within left before
+    and right after that diagonal (-1: unbounded). Returns out
+    [..., heads_q, dv] in q's dtype (or writes the given out=, which may be
+    float32 for fp16/bf16 inputs), and with return_lse also the float32
+    log-sum-exp [batch, heads_q, seqlen_q] ([heads_q, total_q] varlen).
+    """
+    if type(q) is _np.ndarray and q.dtype in _NUMPY_DIRECT:
+        # The common case, kept short: a call on a cached plan must cost
+        # little more than the C++ run (bench/python/overhead.py).
+        if out is None:
+            out = _np.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
+        if return_lse and lse is None:
+            lse = _np.empty(_lse_shape(q, cu_seqlens_q is not None), _np.float32)
+        if cu_seqlens_q is None and cu_seqlens_k is None and alibi_slopes is None:
+            arrays = (out, lse, None, None, None, None, None, None)
+        else:
+            arrays = _arrays_tuple(_arrays.NumpyKind(q), out, lse, cu_seqlens_q,
+                                   cu_seqlens_k, alibi_slopes)
+        keywords = _keywords(causal, window, softcap, scale, alibi_slopes,
+                             threads, target, kernel, cache_dir, _NO_STREAMS)
+        _fmhajit.attention(q, k, v, arrays, keywords, None)
+        return (out, lse) if return_lse else out
+    glue = _torch_glue_for(q)
+    if glue is not None:
+        if glue.use_op(q, k, v):
+            return glue.attention_op_call(
+                q, k, v, causal, window, softcap, alibi_slopes, scale,
+                return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel)
+    return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
+                      return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
+                      threads, target, kernel, cache_dir)
+
+
+def _torch_glue_for(q):
+    """fmhajit._torch when q is a torch.Tensor, else None. Only module
+    globals and isinstance once loaded, which torch.compile traces through."""
+    global _torch_glue
+    if _torch_glue is None:
+        if _arrays.torch_of(q) is None:
+            return None
+        from . import _torch
+        _torch_glue = _torch
+    return _torch_glue if isinstance(q, _torch_glue.torch.Tensor) else None
+
+
+def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
+               return_lse, cu_seqlens_q, cu_seqlens_k, out, lse, threads,
+               target, kernel, cache_dir):
+    # ml_dtypes' bfloat16 cannot leave NumPy through DLPack: run its bits.
+    ml_bf16 = q.dtype if _arrays.is_bf16_numpy(q) else None
+    if ml_bf16 is not None:
+        q, k, v, out = (_arrays.bf16_bits(x) for x in (q, k, v, out))
+    kind = _arrays.kind_of(q if out is None else out)
+    if out is None:
+        out = kind.empty(_out_shape(q, v), q)
+    if return_lse and lse is None:
+        lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, float32=True)
+    arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
+    keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
+                         target, kernel, cache_dir, kind.streams_for(q, k, v, out))
+    if isinstance(kind, _arrays.TorchKind):  # DLPack refuses tensors with grad
+        q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
+    _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace)
+    if ml_bf16 is not None:
+        out = out.view(ml_bf16)
+    return (out, lse) if return_lse else out
+
+
+def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
+              alibi_slopes, scale, cu_seqlens_q, cu_seqlens_k, threads, target,
+              kernel):
+    """(dq, dk, dv) of out = attention(q, k, v) for PyTorch tensors, through
+    the backward plan; every gradient in out's dtype, laid out packed."""
+    q, k, v, out, grad_out = (x.detach().contiguous() for x in (q, k, v, out, grad_out))
+    kind = _arrays.kind_of(q)
+    dq, dk, dv = (kind.torch.empty_like(x, dtype=out.dtype) for x in (q, k, v))
+    arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
+    keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
+                         target, kernel, None, kind.streams_for(q, k, v, out))
+    _fmhajit.backward(q, k, v, arrays, (grad_out, dq, dk, dv), keywords,
+                      kind.workspace)
+    return dq, dk, dv
+
+
+def _out_shape(q, v):
+    return tuple(q.shape[:-1]) + (v.shape[-1],)
+
+
+def _lse_shape(q, varlen):
+    if len(q.shape) != (3 if varlen else 4):
+        return (0,)  # the shape check names the problem with q
+    if varlen:
+        return (q.shape[1], q.shape[0])
+    return (q.shape[0], q.shape[2], q.shape[1])
+
+
+def _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes):
+    """The optional arrays, in the order python/src/Calls.h gives."""
+    cu_q = cu_k = slopes = (None, None)
+    if cu_seqlens_q is not None:
+        cu_q = kind.host_vector(cu_seqlens_q, _np.int32)
+    if cu_seqlens_k is not None:
+        cu_k = kind.host_vector(cu_seqlens_k, _np.int32)
+    if alibi_slopes is not None:
+        slopes = kind.host_vector(alibi_slopes, _np.float32)
+    return (out, lse, cu_q[0], cu_k[0], cu_q[1], cu_k[1], slopes[0], slopes[1])
+
+
+def _mask(causal, window):
+    """(mask, left, right) for the API: causal bottom-right, as in
+    FlashAttention, and a window that causal clips on the right."""
+    if window is None or tuple(window) == (-1, -1):
+        return ("causal_br" if causal else "none"), -1, -1
+    left, right = (int(w) for w in window)
+    if causal:
+        if right not in (0, -1):
+            raise ValueError(
+                f"window=({left}, {right}) with causal=True: a causal window "
+                f"sees no key after the diagonal; give right 0 or -1")
+        right = 0
+    return "window", left, right
+
+
+# NumPy dtypes fmhajit reads as they are (uint16: bf16 bits).
+_NUMPY_DIRECT = frozenset(_np.dtype(t) for t in (_np.float32, _np.float16, _np.uint16))
+_KEYWORDS = {}  # memo of _keywords for hashable arguments
+
+
+_NO_STREAMS = (None, None)  # host arrays
+
+
+def _keywords(causal, window, softcap, scale, alibi_slopes, threads, target,
+              kernel, cache_dir, streams):
+    """The keywords, in the order python/src/Calls.h gives; streams is
+    (the API's stream, the stream given to __dlpack__)."""
+    key = (causal, window, softcap, scale, alibi_slopes is None, threads,
+           target, kernel, cache_dir, streams)
+    try:
+        return _KEYWORDS[key]
+    except KeyError:
+        pass
+    except TypeError:  # a window given as a list
+        key = None
+    made = _make_keywords(causal, window, softcap, scale, alibi_slopes,
+                          threads, target, kernel, cache_dir, streams)
+    if key is not None and len(_KEYWORDS) < 1024:
+        _KEYWORDS[key] = made
+    return made
+
+
+def _make_keywords(causal, window, softcap, scale, alibi_slopes, threads,
+                   target, kernel, cache_dir, streams):
+    mask, left, right = _mask(causal, window)
+    return (mask, left, right, float(softcap or 0.0), float(scale or 0.0),
+            alibi_slopes is not None, int(threads or 0), target or "",
+            kernel or "", cache_dir or "") + tuple(streams)
+
+
+def plan(q, k, v, *, causal=False, window=None, softcap=None,
+         alibi_slopes=None, scale=None, return_lse=False, cu_seqlens_q=None,
+         cu_seqlens_k=None, threads=None, target=None, kernel=None,
+         cache_dir=None, device=None, load=False, autotune=False,
+         backward=False):
+    """The plan attention() would run for these arrays, as a dict: target,
+    device, steps (kernel, role, grid, why, and how each was loaded),
+    decisions (the dispatcher's rules), workspace_bytes, describe (the text
+    of `fmhajit plan`). Only the shapes, dtypes and strides of the arrays are
+    read. device="cuda" (with target="sm_90a", say) plans for a GPU from host
+    arrays; load=True compiles the kernels; backward=True plans the
+    gradients instead."""
+    kind = _arrays.kind_of(q)
+    out = kind.empty(_out_shape(q, v), q)
+    lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, True) if return_lse else None
+    arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
+    keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
+                         target, kernel, cache_dir, kind.streams_for(q, k, v, out))
+    return _fmhajit.plan(q, k, v, arrays, keywords, device, load, autotune,
+                         backward)
+
+
+def _spec_text(spec):
+    return spec if isinstance(spec, str) else _json.dumps(spec)
+
+
+def validate(spec):
+    """Checks a spec ("key=value,..." or a dict of the same keys). Returns
+    {"name", "resolved" (key=value text), "spec" (every key, as a dict)};
+    raises ValueError with one line per problem."""
+    name_, resolved, spec_json = _fmhajit.validate(_spec_text(spec))
+    return {"name": name_, "resolved": resolved, "spec": _json.loads(spec_json)}
+
+
+def name(spec):
+    """The encoded name of a spec (docs/names.md)."""
+    return validate(spec)["name"]
+
+
+def decode(name_):
+    """The spec an encoded name stands for, as a dict."""
+    return _json.loads(_fmhajit.decode(name_)[2])
+
+
+def compile(spec, emit="llvm", target=None):  # noqa: A001 (fmhajit compile)
+    """One stage of a spec's compilation: "llvm", "opt", "asm" (PTX for
+    NVIDIA) as text, "obj" as bytes. target replaces the spec's."""
+    return _fmhajit.compile(_spec_text(spec), emit, target or "")
+
+
+def tolerance(dtype, out_dtype=None, gradients=False):
+    """The accuracy fmhajit holds its kernels to against a float64
+    reference on the same rounded inputs: {"rel_l2", "max_abs", "lse_rel"}
+    for inputs of dtype ("fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
+    and outputs of out_dtype (default: dtype, bf16 for fp8); with
+    gradients, that of the backward's dq, dk and dv."""
+    if out_dtype is None:
+        out_dtype = "bf16" if dtype.startswith("fp8") else dtype
+    rel_l2, max_abs, lse_rel = _fmhajit.accuracy(dtype, out_dtype, gradients)
+    return {"rel_l2": rel_l2, "max_abs": max_abs, "lse_rel": lse_rel}
+
+
+def to_bf16(array):
+    """float32 values -> bfloat16 bit patterns in uint16 (round to nearest
+    even): how bf16 arrives from NumPy, which has no bfloat16."""
+    bits = _np.ascontiguousarray(array, dtype=_np.float32).view(_np.uint32)
+    rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+    nan = _np.isnan(_np.asarray(array, dtype=_np.float32))
+    return _np.where(nan, 0x7FC0, rounded >> 16).astype(_np.uint16)
+
+
+def from_bf16(bits):
+    """bfloat16 bit patterns in uint16 -> float32 values (exact)."""
+    wide = _np.ascontiguousarray(bits, dtype=_np.uint16).astype(_np.uint32) << 16
+    return wide.view(_np.float32)
+
+
+def cached_plans():
+    """How many plans this process keeps (one per distinct problem)."""
+    return _fmhajit.cached_plans()
+
+
+def clear_plans():
+    """Forgets every kept plan (their kernels stay in the kernel cache)."""
+    _fmhajit.clear_plans()

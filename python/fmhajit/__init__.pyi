@@ -1,0 +1,51 @@
+# Type stubs of the package fmhajit (docs/python.md).
+from typing import Any, Literal, Optional, Sequence, Tuple, TypeVar, Union, overload
+
+_Array = TypeVar("_Array")  # a NumPy array or torch.Tensor; results match q
+_Vector = Union[Sequence[int], Sequence[float], Any]
+_Spec = Union[str, dict]
+
+__version__: str
+
+@overload
+def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
+              window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
+              alibi_slopes: Optional[_Vector] = ..., scale: Optional[float] = ...,
+              return_lse: Literal[False] = ..., cu_seqlens_q: Optional[_Vector] = ...,
+              cu_seqlens_k: Optional[_Vector] = ..., out: Optional[_Array] = ...,
+              lse: Optional[_Array] = ..., threads: Optional[int] = ...,
+              target: Optional[str] = ..., kernel: Optional[str] = ...,
+              cache_dir: Optional[str] = ...) -> _Array: ...
+@overload
+def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
+              window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
+              alibi_slopes: Optional[_Vector] = ..., scale: Optional[float] = ...,
+              return_lse: Literal[True], cu_seqlens_q: Optional[_Vector] = ...,
+              cu_seqlens_k: Optional[_Vector] = ..., out: Optional[_Array] = ...,
+              lse: Optional[_Array] = ..., threads: Optional[int] = ...,
+              target: Optional[str] = ..., kernel: Optional[str] = ...,
+              cache_dir: Optional[str] = ...) -> Tuple[_Array, _Array]: ...
+
+def plan(q: Any, k: Any, v: Any, *, causal: bool = ...,
+         window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
+         alibi_slopes: Optional[_Vector] = ..., scale: Optional[float] = ...,
+         return_lse: bool = ..., cu_seqlens_q: Optional[_Vector] = ...,
+         cu_seqlens_k: Optional[_Vector] = ..., threads: Optional[int] = ...,
+         target: Optional[str] = ..., kernel: Optional[str] = ...,
+         cache_dir: Optional[str] = ..., device: Optional[Literal["host", "cpu", "cuda"]] = ...,
+         load: bool = ..., autotune: bool = ..., backward: bool = ...) -> dict[str, Any]: ...
+
+def validate(spec: _Spec) -> dict[str, Any]: ...
+def name(spec: _Spec) -> str: ...
+def decode(name_: str) -> dict[str, Any]: ...
+@overload
+def compile(spec: _Spec, emit: Literal["llvm", "opt", "asm"] = ...,
+            target: Optional[str] = ...) -> str: ...
+@overload
+def compile(spec: _Spec, emit: Literal["obj"], target: Optional[str] = ...) -> bytes: ...
+def tolerance(dtype: str, out_dtype: Optional[str] = ...,
+              gradients: bool = ...) -> dict[str, float]: ...
+def to_bf16(array: Any) -> Any: ...
+def from_bf16(bits: Any) -> Any: ...
+def cached_plans() -> int: ...
+def clear_plans() -> None: ...

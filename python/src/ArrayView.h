@@ -1,0 +1,61 @@
+//===- ArrayView.h - A Python array seen through DLPack
+//--------------------===//
+//
+// fmhajit reads every array the way array libraries exchange them: DLPack
+// (the __dlpack__ / __dlpack_device__ protocol, or a legacy "dltensor"
+// capsule). An ArrayView is the consumed DLManagedTensor: its data
+// pointer, dtype, device, shape and strides in elements. It owns the
+// managed tensor and calls the producer's deleter when destroyed, which
+// needs the GIL: views live outside any gil_scoped_release.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "fmhajit/Problem.h"
+#include <array>
+#include <dlpack/dlpack.h>
+#include <memory>
+#include <optional>
+#include <pybind11/pybind11.h>
+#include <string>
+
+namespace fmhajit::python {
+
+/// Calls the producer's deleter, as the DLPack protocol asks a consumer to.
+struct ManagedTensorDeleter {
+  void operator()(DLManagedTensor *managed) const;
+};
+
+/// The element types fmhajit reads, with the DLPack codes that carry them.
+enum class ElementType { F32, F16, BF16, Int32, Other };
+
+/// One imported array (at most 4 dims, fmhajit's largest).
+struct ArrayView {
+  std::string what; ///< "q", "out", ... for messages
+  void *data = nullptr;
+  ElementType type = ElementType::Other;
+  std::string typeName; ///< as the producer named it: "float32", "uint16"...
+  bool onCuda = false;  ///< else host memory
+  int deviceId = 0;
+  int ndim = 0;
+  std::array<int64_t, 4> shape{}, strides{}; ///< strides in elements
+  std::unique_ptr<DLManagedTensor, ManagedTensorDeleter> owner;
+
+  /// The public API's dtype of a floating-point view (F32, F16 or BF16).
+  api::DType dtype() const;
+  /// Whether the dims are packed row-major (strides of a C array).
+  bool packed() const;
+  /// "cpu" or "cuda:N".
+  std::string deviceText() const;
+};
+
+/// Imports \p array, an object with __dlpack__ or a legacy capsule, as
+/// \p what. \p stream is the consumer's stream, passed to a CUDA array's
+/// __dlpack__ so that the producer orders its work before ours; -1 (the
+/// protocol's "no synchronization") goes to every array as it is. Raises
+/// TypeError for what is not an array of at most 4 dims of a dtype fmhajit
+/// reads, ValueError for memory on a device other than the host or CUDA.
+ArrayView importArray(pybind11::handle array, const char *what,
+                      std::optional<intptr_t> stream);
+
+} // namespace fmhajit::python

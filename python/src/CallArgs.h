@@ -1,0 +1,77 @@
+//===- CallArgs.h - One fmhajit.attention call, in the API's terms
+//---------===//
+//
+// The Python layer (fmhajit/__init__.py) resolves keywords (causal ->
+// Mask::CausalBottomRight, window tuples, defaults) and allocates outputs;
+// this side imports the arrays through DLPack, checks that their shapes
+// agree, and fills in the public API's Problem, Options and Tensors.
+//
+//   q   [batch, seqlen_q, heads_q, d]      or, with cu_seqlens, [total_q, ...]
+//   k   [batch, seqlen_k, heads_kv, d]        [total_k, heads_kv, d]
+//   v   [batch, seqlen_k, heads_kv, dv]       [total_k, heads_kv, dv]
+//   out [batch, seqlen_q, heads_q, dv]        [total_q, heads_q, dv]
+//   lse [batch, heads_q, seqlen_q] fp32       [heads_q, total_q]
+//
+// Any strides with a contiguous last dim are passed as
+// TensorLayout::strided, so slices and transposed views need no copy.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "fmhajit/Fmhajit.h"
+#include "python/src/ArrayView.h"
+#include <optional>
+#include <string>
+
+namespace fmhajit::python {
+
+/// The keywords of a call, as plain values.
+struct CallKeywords {
+  api::Mask mask = api::Mask::None;
+  int64_t windowLeft = -1, windowRight = -1;
+  float softcap = 0, scale = 0;
+  bool alibi = false;
+  std::optional<intptr_t> stream; ///< CUDA: the caller's current stream
+  /// The stream passed to each array's __dlpack__ (importArray), so that
+  /// its producer orders its work before the call's; -1 where the arrays'
+  /// work is on `stream` already (PyTorch's current stream), which spares
+  /// each export the producer's stream check.
+  std::optional<intptr_t> exportStream;
+  api::Options options;
+  /// plan() only: plan for this device instead of the arrays'.
+  std::optional<api::Device> device;
+};
+
+/// The arrays of a call. Optional ones are absent when Python passed None.
+struct CallArrays {
+  ArrayView q, k, v;
+  std::optional<ArrayView> out, lse;
+  /// Host int32 copies (the plan reads them), and on CUDA the device copies
+  /// the kernels read.
+  std::optional<ArrayView> cuSeqlensQ, cuSeqlensK;
+  std::optional<ArrayView> cuSeqlensQDevice, cuSeqlensKDevice;
+  /// Host fp32 slopes [heads_q], and on CUDA their device copy.
+  std::optional<ArrayView> alibiSlopes, alibiSlopesDevice;
+};
+
+/// The gradients of a backward call: dO like out, dQ, dK, dV like q, k, v
+/// (shapes and strides), all four in out's dtype.
+struct GradArrays {
+  ArrayView dO, dQ, dK, dV;
+};
+
+/// The Problem \p arrays and \p keywords describe; raises ValueError or
+/// TypeError naming the array when their shapes, dtypes, devices or strides
+/// do not fit together (the API checks the rest when planning).
+api::Problem problemFor(const CallArrays &arrays, const CallKeywords &keywords);
+
+/// The pointers of one run of a plan of problemFor(arrays, ...).
+api::Tensors tensorsFor(const CallArrays &arrays, const CallKeywords &keywords);
+
+/// The pointers of one backward of problemFor(arrays, ...); raises
+/// ValueError or TypeError when a gradient does not match its partner.
+api::BackwardTensors backwardTensorsFor(const CallArrays &arrays,
+                                        const GradArrays &grads,
+                                        const CallKeywords &keywords);
+
+} // namespace fmhajit::python

@@ -1,0 +1,243 @@
+//===- Calls.cpp - attention and plan, from the call tuples to the API
+//-----===//
+#include "python/src/Calls.h"
+#include "python/src/CallArgs.h"
+#include "python/src/PlanCache.h"
+#include "python/src/StatusError.h"
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+using namespace fmhajit;
+using namespace fmhajit::python;
+
+static PlanCache &planCache() {
+  static PlanCache cache;
+  return cache;
+}
+
+size_t python::cachedPlans() { return planCache().size(); }
+void python::clearPlans() { planCache().clear(); }
+
+static api::Mask maskNamed(const std::string &name) {
+  if (name == "none")
+    return api::Mask::None;
+  if (name == "causal")
+    return api::Mask::Causal;
+  if (name == "causal_br")
+    return api::Mask::CausalBottomRight;
+  if (name == "window")
+    return api::Mask::Window;
+  throw py::value_error("mask " + name +
+                        ": use none, causal, causal_br or window");
+}
+
+static unsigned threadCount(py::handle value) {
+  int64_t n = value.cast<int64_t>();
+  if (n < 0 || n > 65536)
+    throw py::value_error("threads " + std::to_string(n) +
+                          ": give a count from 1 to 65536, or 0 for one per "
+                          "hardware thread");
+  return unsigned(n);
+}
+
+// The keywords tuple, in Calls.h's order.
+static CallKeywords readKeywords(py::tuple t) {
+  if (t.size() != 12)
+    throw py::type_error("internal: the keywords tuple needs 12 entries");
+  CallKeywords kw;
+  kw.mask = maskNamed(t[0].cast<std::string>());
+  kw.windowLeft = t[1].cast<int64_t>();
+  kw.windowRight = t[2].cast<int64_t>();
+  kw.softcap = t[3].cast<float>();
+  kw.scale = t[4].cast<float>();
+  kw.alibi = t[5].cast<bool>();
+  kw.options.threads = threadCount(t[6]);
+  kw.options.target = t[7].cast<std::string>();
+  kw.options.kernel = t[8].cast<std::string>();
+  kw.options.cacheDir = t[9].cast<std::string>();
+  if (!t[10].is_none())
+    kw.stream = t[10].cast<intptr_t>();
+  if (!t[11].is_none())
+    kw.exportStream = t[11].cast<intptr_t>();
+  return kw;
+}
+
+static std::optional<ArrayView> optionalArray(py::handle array,
+                                              const char *what,
+                                              std::optional<intptr_t> stream) {
+  if (array.is_none())
+    return std::nullopt;
+  return importArray(array, what, stream);
+}
+
+// The arrays tuple, in Calls.h's order.
+static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
+                             py::tuple t, std::optional<intptr_t> stream) {
+  if (t.size() != 8)
+    throw py::type_error("internal: the arrays tuple needs 8 entries");
+  CallArrays a;
+  a.q = importArray(q, "q", stream);
+  a.k = importArray(k, "k", stream);
+  a.v = importArray(v, "v", stream);
+  a.out = optionalArray(t[0], "out", stream);
+  a.lse = optionalArray(t[1], "lse", stream);
+  a.cuSeqlensQ = optionalArray(t[2], "cu_seqlens_q", stream);
+  a.cuSeqlensK = optionalArray(t[3], "cu_seqlens_k", stream);
+  a.cuSeqlensQDevice = optionalArray(t[4], "cu_seqlens_q (device)", stream);
+  a.cuSeqlensKDevice = optionalArray(t[5], "cu_seqlens_k (device)", stream);
+  a.alibiSlopes = optionalArray(t[6], "alibi_slopes", stream);
+  a.alibiSlopesDevice = optionalArray(t[7], "alibi_slopes (device)", stream);
+  return a;
+}
+
+// The process's plan for (problem, options), planned without the GIL the
+// first time.
+static api::Plan planFor(const api::Problem &problem,
+                         const api::Options &options, bool backward = false) {
+  std::string key = planKey(problem, options) + (backward ? "bwd" : "fwd");
+  if (std::optional<api::Plan> plan = planCache().find(key))
+    return *plan;
+  std::optional<api::Result<api::Plan>> planned;
+  {
+    py::gil_scoped_release release;
+    planned.emplace(backward ? api::planBackward(problem, options)
+                             : api::plan(problem, options));
+  }
+  api::Plan plan = valueOrRaise(std::move(*planned));
+  planCache().insert(key, plan);
+  return plan;
+}
+
+// A CUDA plan's workspace, from the caller's allocator (the host takes
+// fmhajit's own per-thread buffer).
+static std::optional<ArrayView> workspaceFor(const api::Plan &plan,
+                                             py::object allocate,
+                                             std::optional<intptr_t> stream) {
+  int64_t bytes = plan.workspaceBytes();
+  if (plan.device() == api::Device::Host || bytes == 0)
+    return std::nullopt;
+  if (allocate.is_none())
+    throw py::value_error("this CUDA plan needs a workspace of " +
+                          std::to_string(bytes) +
+                          " bytes and no allocator was given");
+  ArrayView ws = importArray(allocate(bytes), "workspace", stream);
+  if (!ws.onCuda || ws.ndim != 1 || ws.shape[0] < bytes)
+    throw py::value_error("workspace: the allocator must return " +
+                          std::to_string(bytes) + " bytes of CUDA memory");
+  return ws;
+}
+
+// Runs \p call (api::run or api::backward) of \p plan on \p tensors
+// without the GIL, with the workspace a CUDA plan needs.
+template <typename T, typename Call>
+static void launch(const api::Plan &plan, T tensors, Call call,
+                   py::object workspace, std::optional<intptr_t> stream) {
+  std::optional<ArrayView> ws = workspaceFor(plan, workspace, stream);
+  if (ws)
+    tensors.workspace = ws->data;
+  api::Status status;
+  {
+    py::gil_scoped_release release;
+    status = call(plan, tensors);
+  }
+  checkStatus(status);
+}
+
+void python::runAttention(py::handle q, py::handle k, py::handle v,
+                          py::tuple arrays, py::tuple keywords,
+                          py::object workspace) {
+  CallKeywords kw = readKeywords(keywords);
+  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  if (!a.out)
+    throw py::value_error("out: attention needs an output array");
+  api::Problem problem = problemFor(a, kw);
+  api::Plan plan = planFor(problem, kw.options);
+  launch(plan, tensorsFor(a, kw), api::run, workspace, kw.exportStream);
+}
+
+void python::runBackward(py::handle q, py::handle k, py::handle v,
+                         py::tuple arrays, py::tuple grads, py::tuple keywords,
+                         py::object workspace) {
+  CallKeywords kw = readKeywords(keywords);
+  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  if (!a.out || !a.lse)
+    throw py::value_error("backward needs the forward's out and lse");
+  if (grads.size() != 4)
+    throw py::type_error("internal: grads needs (dO, dQ, dK, dV)");
+  GradArrays g{importArray(grads[0], "dO", kw.exportStream),
+               importArray(grads[1], "dQ", kw.exportStream),
+               importArray(grads[2], "dK", kw.exportStream),
+               importArray(grads[3], "dV", kw.exportStream)};
+  api::Problem problem = problemFor(a, kw);
+  api::Plan plan = planFor(problem, kw.options, /*backward=*/true);
+  launch(plan, backwardTensorsFor(a, g, kw), api::backward, workspace,
+         kw.exportStream);
+}
+
+static py::dict stepDict(const api::PlanStep &step) {
+  py::dict load;
+  load["origin"] = step.load.origin;
+  load["codegen_ms"] = step.load.codegenMs;
+  load["driver_ms"] = step.load.driverMs;
+  load["registers"] = step.load.registers;
+  load["shared_bytes"] = step.load.sharedBytes;
+  py::dict d;
+  d["kernel"] = step.kernel;
+  d["role"] = step.role;
+  d["work_items"] = step.workItems;
+  d["key_splits"] = step.keySplits;
+  d["grid"] = step.grid;
+  d["workspace_offset"] = step.workspaceOffset;
+  d["workspace_bytes"] = step.workspaceBytes;
+  d["why"] = step.why;
+  d["load"] = load;
+  return d;
+}
+
+static py::dict planDict(const api::Plan &plan) {
+  py::list steps, timings;
+  for (const api::PlanStep &step : plan.steps())
+    steps.append(stepDict(step));
+  for (const api::CandidateTiming &t : plan.timings())
+    timings.append(py::make_tuple(t.kernel, t.ms));
+  py::dict d;
+  d["target"] = plan.target();
+  d["device"] = plan.device() == api::Device::Host ? "host" : "cuda";
+  d["loaded"] = plan.loaded();
+  d["workspace_bytes"] = plan.workspaceBytes();
+  d["steps"] = steps;
+  d["decisions"] = py::cast(plan.decisions());
+  d["timings"] = timings;
+  d["describe"] = plan.describe();
+  return d;
+}
+
+static std::optional<api::Device> deviceNamed(py::object name) {
+  if (name.is_none())
+    return std::nullopt;
+  std::string text = name.cast<std::string>();
+  if (text == "host" || text == "cpu")
+    return api::Device::Host;
+  if (text == "cuda")
+    return api::Device::Cuda;
+  throw py::value_error("device " + text + ": use host or cuda");
+}
+
+py::dict python::describePlan(py::handle q, py::handle k, py::handle v,
+                              py::tuple arrays, py::tuple keywords,
+                              py::object device, bool load, bool autotune,
+                              bool backward) {
+  CallKeywords kw = readKeywords(keywords);
+  kw.device = deviceNamed(device);
+  kw.options.load = load;
+  kw.options.autotune = autotune;
+  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  api::Problem problem = problemFor(a, kw);
+  std::optional<api::Result<api::Plan>> planned;
+  {
+    py::gil_scoped_release release;
+    planned.emplace(backward ? api::planBackward(problem, kw.options)
+                             : api::plan(problem, kw.options));
+  }
+  return planDict(valueOrRaise(std::move(*planned)));
+}

@@ -1,0 +1,48 @@
+//===- Calls.h - What fmhajit.attention and fmhajit.plan run --------------===//
+//
+// The Python layer passes each call's optional arrays and its keywords as
+// two tuples in a fixed order (fmhajit/__init__.py, _call_tuples), which
+// costs far less to build and read than keyword arguments:
+//
+//   arrays   (out, lse, cu_seqlens_q, cu_seqlens_k, cu_seqlens_q_device,
+//             cu_seqlens_k_device, alibi_slopes, alibi_slopes_device)
+//   keywords (mask, window_left, window_right, softcap, scale, alibi,
+//             threads, target, kernel, cache_dir, stream, export_stream)
+//
+// mask is "none", "causal", "causal_br" or "window"; stream (the API's) and
+// export_stream (given to __dlpack__) are None or a CUDA stream as an int.
+// The arrays may be None where the Python layer has nothing to pass.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace fmhajit::python {
+
+/// Plans (once per problem: PlanCache) and runs one attention, writing
+/// out (and lse) in place. \p workspace, called with a byte count, returns
+/// device memory for a CUDA plan that needs a workspace.
+void runAttention(pybind11::handle q, pybind11::handle k, pybind11::handle v,
+                  pybind11::tuple arrays, pybind11::tuple keywords,
+                  pybind11::object workspace);
+
+/// The gradients of such a call: \p arrays must hold out and lse as the
+/// forward wrote them; \p grads is (dO, dQ, dK, dV), dQ..dV written.
+void runBackward(pybind11::handle q, pybind11::handle k, pybind11::handle v,
+                 pybind11::tuple arrays, pybind11::tuple grads,
+                 pybind11::tuple keywords, pybind11::object workspace);
+
+/// The plan of such a call as a dict (describe, steps, decisions...).
+/// \p device ("host", "cuda" or None: the arrays') and \p load, \p autotune
+/// go to the Options; \p backward plans the backward pass instead.
+pybind11::dict describePlan(pybind11::handle q, pybind11::handle k,
+                            pybind11::handle v, pybind11::tuple arrays,
+                            pybind11::tuple keywords, pybind11::object device,
+                            bool load, bool autotune, bool backward);
+
+/// How many plans the process keeps, and forgetting them.
+size_t cachedPlans();
+void clearPlans();
+
+} // namespace fmhajit::python

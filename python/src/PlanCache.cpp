@@ -1,0 +1,76 @@
+//===- PlanCache.cpp - Plan keys and the cache ----------------------------===//
+#include "python/src/PlanCache.h"
+#include <cstring>
+#include <type_traits>
+
+using namespace fmhajit;
+using namespace fmhajit::python;
+
+namespace {
+/// Appends fields to a key: fixed-size values as their bytes, vectors and
+/// strings with their length first so that no two keys run together.
+class KeyWriter {
+public:
+  template <typename T> KeyWriter &add(const T &value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    key.append(reinterpret_cast<const char *>(&value), sizeof(T));
+    return *this;
+  }
+  template <typename T> KeyWriter &add(const std::vector<T> &values) {
+    add(values.size());
+    key.append(reinterpret_cast<const char *>(values.data()),
+               values.size() * sizeof(T));
+    return *this;
+  }
+  KeyWriter &add(const std::string &text) {
+    add(text.size());
+    key += text;
+    return *this;
+  }
+  KeyWriter &add(const api::TensorLayout &l) {
+    return add(l.layout).add(l.batchStride).add(l.seqStride).add(l.headStride);
+  }
+  std::string key;
+};
+} // namespace
+
+std::string python::planKey(const api::Problem &p, const api::Options &o) {
+  KeyWriter w;
+  w.key.reserve(320); // a key without varlen or ALiBi vectors: no regrowth
+  w.add(p.batch).add(p.headsQ).add(p.headsKv).add(p.seqlenQ).add(p.seqlenK);
+  w.add(p.cuSeqlensQ).add(p.cuSeqlensK).add(p.seqlensK);
+  w.add(p.pagesKv.pageSize).add(p.pagesKv.numPages);
+  w.add(p.pagesKv.maxPagesPerSeq);
+  w.add(p.headDim).add(p.headDimV).add(p.dtype).add(p.outDtype.has_value());
+  w.add(p.outDtype.value_or(p.dtype));
+  w.add(p.q).add(p.k).add(p.v).add(p.o);
+  w.add(p.mask).add(p.windowLeft).add(p.windowRight).add(p.softcap);
+  w.add(p.alibi).add(p.alibiSlopes).add(p.scale).add(p.wantLse);
+  w.add(p.device);
+  w.add(o.target).add(o.threads).add(o.load).add(o.autotune).add(o.cacheDir);
+  w.add(o.kernel).add(o.numSplits).add(o.deterministic);
+  return std::move(w.key);
+}
+
+std::optional<api::Plan> PlanCache::find(const std::string &key) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans.find(key);
+  if (it == plans.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void PlanCache::insert(const std::string &key, const api::Plan &plan) {
+  std::lock_guard<std::mutex> lock(mutex);
+  plans.emplace(key, plan);
+}
+
+size_t PlanCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return plans.size();
+}
+
+void PlanCache::clear() {
+  std::lock_guard<std::mutex> lock(mutex);
+  plans.clear();
+}

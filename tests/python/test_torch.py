@@ -1,0 +1,202 @@
+"""PyTorch tensors: on the CPU against the float64 reference (with
+gradients through fmhajit's backward plan and a torch.compile'd module),
+and on CUDA against scaled_dot_product_attention on the caller's stream.
+Skipped where torch (or a CUDA device) is missing."""
+
+import shutil
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import fmhajit  # noqa: E402  (after torch: registers torch.ops.fmhajit)
+from conftest import assert_close, reference  # noqa: E402
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+needs_op = pytest.mark.skipif(not hasattr(torch.library, "custom_op"),
+                              reason="PyTorch < 2.4: no torch.library.custom_op")
+TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def randn(*shape, dtype="fp32", device="cpu", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(device=device, dtype=TORCH_DTYPES[dtype])
+
+
+def f64(t):
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_cpu_tensors(dtype):
+    q, k, v = (randn(2, 33, 4, 64, dtype=dtype, seed=s) for s in (1, 2, 3))
+    k, v = k[:, :, :2], v[:, :, :2]  # GQA from strided views, no copy
+    out, lse = fmhajit.attention(q, k, v, causal=True, return_lse=True)
+    assert isinstance(out, torch.Tensor) and out.dtype == q.dtype and out.device == q.device
+    ref, ref_lse = reference(f64(q), f64(k), f64(v), causal=True)
+    assert_close(f64(out), ref, dtype, lse=f64(lse), ref_lse=ref_lse)
+
+
+def reference_torch(q, k, v, causal):
+    """float64 attention in torch, for gradients by autograd."""
+    group = q.shape[2] // k.shape[2]
+    k, v = (x.repeat_interleave(group, dim=2) for x in (k, v))
+    s = torch.einsum("bihd,bjhd->bhij", q, k) / q.shape[-1] ** 0.5
+    if causal:
+        sq, sk = q.shape[1], k.shape[1]
+        j, i = (torch.arange(n, device=q.device) for n in (sk, sq))
+        keep = j[None, :] <= i[:, None] + sk - sq
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.einsum("bhij,bjhd->bihd", s.softmax(-1), v)
+
+
+@needs_op
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_cpu_gradients(dtype):
+    q, k, v = (randn(1, 24, 4, 64, dtype=dtype, seed=s).requires_grad_() for s in (4, 5, 6))
+    k2, v2 = (randn(1, 30, 2, 64, dtype=dtype, seed=s).requires_grad_() for s in (7, 8))
+    g = randn(1, 24, 4, 64, dtype=dtype, seed=9)
+    out = fmhajit.attention(q, k2, v2, causal=True)
+    (out.float() * g.float()).sum().backward()
+    leaves = [x.detach().double().requires_grad_() for x in (q, k2, v2)]
+    (reference_torch(*leaves, causal=True) * g.double()).sum().backward()
+    tol = fmhajit.tolerance(dtype, gradients=True)
+    for got, want in zip((q.grad, k2.grad, v2.grad), leaves):
+        err = (got.double() - want.grad).norm() / want.grad.norm()
+        assert err <= tol["rel_l2"], f"rel_l2 {err:.3g}"
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_backward_plan_cpu(dtype):
+    """What the op's autograd runs (fmhajit._backward), on any PyTorch:
+    GQA, a window and softcap, against float64 autograd."""
+    q = randn(2, 20, 4, 64, dtype=dtype, seed=1)
+    k, v = (randn(2, 26, 2, 64, dtype=dtype, seed=s) for s in (2, 3))
+    g = randn(2, 20, 4, 64, dtype=dtype, seed=4)
+    out, lse = fmhajit.attention(q, k, v, window=(6, 2), softcap=4.0, return_lse=True)
+    dq, dk, dv = fmhajit._backward(q, k, v, out, lse, g, False, (6, 2), 4.0, None, None,
+                                   None, None, 2, None, None)
+    leaves = [x.double().requires_grad_() for x in (q, k, v)]
+    qq, kk, vv = leaves
+    group = 2
+    kk, vv = (x.repeat_interleave(group, dim=2) for x in (kk, vv))
+    s = torch.einsum("bihd,bjhd->bhij", qq, kk) / 8.0
+    s = 4.0 * torch.tanh(s / 4.0)
+    diag = torch.arange(20)[:, None] + 6
+    j = torch.arange(26)[None, :]
+    s = s.masked_fill(~((j >= diag - 6) & (j <= diag + 2)), float("-inf"))
+    (torch.einsum("bhij,bjhd->bihd", s.softmax(-1), vv) * g.double()).sum().backward()
+    tol = fmhajit.tolerance(dtype, gradients=True)
+    for got, want in zip((dq, dk, dv), leaves):
+        assert got.dtype == q.dtype
+        err = (got.double() - want.grad).norm() / want.grad.norm()
+        assert err <= tol["rel_l2"], f"rel_l2 {err:.3g}"
+
+
+@needs_op
+def test_gradient_of_lse_is_refused():
+    q = randn(1, 8, 2, 64, seed=1).requires_grad_()
+    out, lse = fmhajit.attention(q, q, q, return_lse=True)
+    with pytest.raises(NotImplementedError, match="gradient of out only"):
+        lse.sum().backward()
+
+
+@pytest.mark.skipif(hasattr(torch.library, "custom_op"), reason="PyTorch >= 2.4 has the op")
+def test_old_torch_refuses_gradients():
+    q = randn(1, 8, 2, 64, seed=1).requires_grad_()
+    with pytest.raises(NotImplementedError, match="need PyTorch 2.4 or newer"):
+        fmhajit.attention(q, q, q)
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        q, k, v = x, x * 0.5, x + 1
+        return fmhajit.attention(q, k, v, causal=True) * 2
+
+
+@needs_op
+def test_compile_keeps_the_op_cpu():
+    x = randn(2, 16, 2, 64, seed=3)
+    compiled = torch.compile(Block(), backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x), Block()(x))
+
+
+@cuda
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("sq,sk,hq,hkv,causal", [(128, 128, 8, 8, False), (100, 300, 8, 2, True),
+                                                 (1, 4096, 8, 1, False)])
+def test_cuda_against_sdpa(dtype, sq, sk, hq, hkv, causal):
+    q = randn(2, sq, hq, 128, dtype=dtype, device="cuda", seed=1)
+    k, v = (randn(2, sk, hkv, 128, dtype=dtype, device="cuda", seed=s) for s in (2, 3))
+    out = fmhajit.attention(q, k, v, causal=causal)
+    assert out.device == q.device and out.dtype == q.dtype
+    # SDPA's is_causal is top-left: give the bottom-right mask explicitly.
+    mask = None
+    if causal:
+        mask = torch.ones(sq, sk, dtype=torch.bool, device="cuda").tril(sk - sq)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(x.transpose(1, 2).double() for x in (q, k, v)), attn_mask=mask,
+        enable_gqa=hq != hkv).transpose(1, 2)
+    assert_close(f64(out), f64(ref), dtype)
+
+
+@cuda
+def test_cuda_current_stream():
+    """fmhajit launches on torch's current stream: work queued before it on
+    that stream is seen, and the output is ready after the stream's sync."""
+    s = torch.cuda.Stream()
+    q = randn(1, 256, 4, 64, dtype="bf16", device="cuda", seed=1)
+    s.wait_stream(torch.cuda.current_stream())  # q is made on the default stream
+    with torch.cuda.stream(s):
+        k = q * 2  # queued on s, read by fmhajit on s
+        out = fmhajit.attention(q, k, k)
+    s.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(x.transpose(1, 2).double() for x in (q, k, k))).transpose(1, 2)
+    assert_close(f64(out), f64(ref), "bf16")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_varlen_alibi_tensors(device):
+    """cu_seqlens and slopes as tensors: host copies for the plan, device
+    copies for a CUDA launch."""
+    cu_q, cu_k = [0, 37, 100, 101], [0, 50, 180, 300]
+    q = randn(101, 8, 64, dtype="fp16", device=device, seed=1)
+    k, v = (randn(300, 2, 64, dtype="fp16", device=device, seed=s) for s in (2, 3))
+    slopes = torch.tensor([2.0 ** -i for i in range(1, 9)], device=device)
+    i32 = dict(dtype=torch.int32, device=device)
+    out = fmhajit.attention(q, k, v, cu_seqlens_q=torch.tensor(cu_q, **i32),
+                            cu_seqlens_k=torch.tensor(cu_k, **i32), alibi_slopes=slopes,
+                            causal=True)
+    ref = reference(f64(q), f64(k), f64(v), causal=True, slopes=f64(slopes), cu_q=cu_q,
+                    cu_k=cu_k)[0]
+    assert_close(f64(out), ref, "fp16")
+
+
+# Inductor compiles Triton launchers with the machine's C compiler.
+HAS_CC = any(shutil.which(c) for c in ("cc", "gcc", "clang"))
+
+
+@cuda
+@needs_op
+@pytest.mark.parametrize("backend", [
+    "aot_eager", pytest.param("inductor", marks=pytest.mark.skipif(not HAS_CC, reason="no C compiler"))])
+def test_cuda_compile(backend):
+    x = randn(2, 128, 4, 64, dtype="bf16", device="cuda", seed=2)
+    compiled = torch.compile(Block(), backend=backend, fullgraph=True)
+    torch.testing.assert_close(compiled(x), Block()(x))
+
+
+@cuda
+@needs_op
+def test_cuda_gradients():
+    q = randn(2, 100, 8, 64, dtype="bf16", device="cuda", seed=2).requires_grad_()
+    k, v = (randn(2, 150, 2, 64, dtype="bf16", device="cuda", seed=s).requires_grad_()
+            for s in (3, 4))
+    g = randn(2, 100, 8, 64, dtype="bf16", device="cuda", seed=5)
+    (fmhajit.attention(q, k, v, causal=True).float() * g.float()).sum().backward()
+    leaves = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    (reference_torch(*leaves, causal=True) * g.double()).sum().backward()
+    tol = fmhajit.tolerance("bf16", gradients=True)
+    for got, want in zip((q.grad, k.grad, v.grad), leaves):
+        err = (got.double() - want.grad).norm() / want.grad.norm()
+        assert err <= tol["rel_l2"], f"rel_l2 {err:.3g}"
