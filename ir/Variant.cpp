@@ -89,8 +89,7 @@ static Value *lowerMathCall(IRBuilderBase &b, IntrinsicInst &call,
   case Intrinsic::log2: // NVPTX has no library call for llvm.log2.f32
     return target.log2(b, x);
   case Intrinsic::log:
-    return b.CreateFMul(target.log2(b, x),
-                        ConstantFP::get(x->getType(), kLn2));
+    return b.CreateFMul(target.log2(b, x), ConstantFP::get(x->getType(), kLn2));
   default:
     return nullptr; // the backends lower the rest of the allowed set
   }

@@ -101,25 +101,14 @@ Expected<std::unique_ptr<Module>>
 fmhajit::compileVariantSource(StringRef source, StringRef fileName,
                               StringRef triple, LLVMContext &ctx) {
   std::string tripleText = triple.str(), file = fileName.str();
-  const char *args[] = {"-triple",
-                        tripleText.c_str(),
-                        "-x",
-                        "c++",
-                        "-std=c++17",
-                        "-O2",
-                        // x / c multiplies by 1 / c, and a * b + c fuses,
-                        // as the built-in modifiers do: an fdiv costs the
-                        // GPU kernels 40% (soft-cap, H100)
-                        "-freciprocal-math",
-                        "-ffp-contract=fast",
-                        "-disable-llvm-passes",
-                        "-nostdsysteminc",
-                        "-nobuiltininc",
-                        "-Wall",
-                        "-Werror",
-                        "-include",
-                        kPreludeName,
-                        file.c_str()};
+  const char *args[] = {
+      "-triple", tripleText.c_str(), "-x", "c++", "-std=c++17", "-O2",
+      // x / c multiplies by 1 / c, and a * b + c fuses,
+      // as the built-in modifiers do: an fdiv costs the
+      // GPU kernels 40% (soft-cap, H100)
+      "-freciprocal-math", "-ffp-contract=fast", "-disable-llvm-passes",
+      "-nostdsysteminc", "-nobuiltininc", "-Wall", "-Werror", "-include",
+      kPreludeName, file.c_str()};
   std::string messages;
   raw_string_ostream os(messages);
   clang::CompilerInstance clang;

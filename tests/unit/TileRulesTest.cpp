@@ -170,11 +170,14 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
   EXPECT_TRUE(usesTensorMaps(deeper));
   EXPECT_EQ(tileFootprintBytes(deeper, *findArch("sm_90a")),
             tile + 3 * 2 * tile + 14 * 8);
-  // The forward without a mask walks work items; causal items differ in
-  // cost, so their kernel keeps a block per item.
+  // The forward walks work items, causal ones too (in an order sorted by
+  // cost); three consumer warpgroups with soft-capping and a mask have no
+  // registers to spare for the walk.
   EXPECT_TRUE(walksWorkItems(ring));
-  EXPECT_FALSE(walksWorkItems(
+  EXPECT_TRUE(walksWorkItems(
       resolvedSpec("d=128,mask=causal,pipeline=wgmma,stages=2,target=sm_90a")));
+  EXPECT_FALSE(walksWorkItems(resolvedSpec(
+      "d=64,mask=causal,softcap=1,pipeline=wgmma,stages=2,target=sm_90a")));
   EXPECT_FALSE(walksWorkItems(resolvedSpec(
       "family=fwd_splitkv,d=128,pipeline=wgmma,stages=2,target=sm_90a")));
   KernelSpec copies = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"
