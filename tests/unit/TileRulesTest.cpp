@@ -178,6 +178,9 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
       resolvedSpec("d=128,mask=causal,pipeline=wgmma,stages=2,target=sm_90a")));
   EXPECT_FALSE(walksWorkItems(resolvedSpec(
       "d=64,mask=causal,softcap=1,pipeline=wgmma,stages=2,target=sm_90a")));
+  // A window's persistent grid was never timed: a block per item.
+  EXPECT_FALSE(walksWorkItems(
+      resolvedSpec("d=128,mask=window,pipeline=wgmma,stages=2,target=sm_90a")));
   EXPECT_FALSE(walksWorkItems(resolvedSpec(
       "family=fwd_splitkv,d=128,pipeline=wgmma,stages=2,target=sm_90a")));
   KernelSpec copies = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"

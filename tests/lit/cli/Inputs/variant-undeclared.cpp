@@ -1,1 +1,4 @@
-float score_mod(float s, int b, int h, int q, int k) { return s + nope; }
+float score_mod(float s, int b, int h, int q, int k) {
+  float biased = s + 1.0f;
+  return biased + nope;
+}
