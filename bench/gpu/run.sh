@@ -17,6 +17,11 @@ done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache
 if [ "$mode" = all ] || [ "$mode" = e2e ]; then
+  # E2E_SHARD=i/n runs the i-th of n parts (GoogleTest sharding): the whole
+  # suite takes longer than one device call may run.
+  if [ -n "${E2E_SHARD:-}" ]; then
+    export GTEST_SHARD_INDEX=${E2E_SHARD%/*} GTEST_TOTAL_SHARDS=${E2E_SHARD#*/}
+  fi
   FMHAJIT_BINARY=/tmp/fj/fmhajit /tmp/fj/fmhajit_e2e_tests --gtest_filter='*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*' --gtest_brief=1 2>&1 | tee "$out/e2e.log" | tail -25
 fi
 if [ "$mode" = python ]; then
