@@ -1,6 +1,7 @@
 //===- PersistentSchedule.cpp - The order persistent blocks take items ----===//
 #include "ir/PersistentSchedule.h"
 #include "specs/KernelSpec.h"
+#include "specs/pipelines/WgmmaLayout.h"
 
 using namespace fmhajit;
 using namespace llvm;
@@ -8,7 +9,7 @@ using namespace llvm;
 PersistentSchedule::PersistentSchedule(const KernelSpec &spec, IRBuilderBase &b,
                                        ArgsReader &p, Value *total, Value *grid)
     : spec(spec), b(b), p(p), total(total), grid(grid) {
-  if (!balancesCost())
+  if (!sortsWorkItemsByCost(spec))
     return;
   tiles = p.get(kNumQTiles);
   heads = b.CreateUDiv(total, tiles, "heads");
@@ -17,22 +18,19 @@ PersistentSchedule::PersistentSchedule(const KernelSpec &spec, IRBuilderBase &b,
 }
 
 Value *PersistentSchedule::firstCursor(Value *block) {
-  return balancesCost() ? b.getInt32(0) : block;
+  return sortsWorkItemsByCost(spec) ? b.getInt32(0) : block;
 }
 
 Value *PersistentSchedule::nextCursor(Value *cursor) {
-  return b.CreateNSWAdd(cursor, balancesCost() ? b.getInt32(1) : grid);
+  return b.CreateNSWAdd(cursor,
+                        sortsWorkItemsByCost(spec) ? b.getInt32(1) : grid);
 }
 
 Value *PersistentSchedule::walks(Value *cursor) {
-  if (!balancesCost())
+  if (!sortsWorkItemsByCost(spec))
     return b.CreateICmpSLT(cursor, total);
   Value *rounds = b.CreateMul(divideUp(heads, perSection), sectionRounds);
   return b.CreateICmpSLT(cursor, rounds);
-}
-
-bool PersistentSchedule::balancesCost() const {
-  return spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
 }
 
 Value *PersistentSchedule::divideUp(Value *x, Value *y) {
@@ -59,7 +57,8 @@ Value *PersistentSchedule::sectionHeads(Value *heads) {
 // which is the section's tile tiles-1 - q / h' of head s * H + q % h'.
 std::pair<Value *, Value *> PersistentSchedule::workItem(Value *cursor,
                                                          Value *block) {
-  if (!balancesCost()) { // the cursor is the position, and walks() held
+  if (!sortsWorkItemsByCost(
+          spec)) { // the cursor is the position, and walks() held
     Value *work = b.CreateSub(b.CreateSub(total, b.getInt32(1)), cursor);
     return {b.getTrue(), b.CreateZExt(work, b.getInt64Ty(), "work")};
   }

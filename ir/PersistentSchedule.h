@@ -55,9 +55,6 @@ public:
                                                    llvm::Value *block);
 
 private:
-  /// Whether items differ in cost (causal masks): then sections, sorted by
-  /// cost, with odd rounds backwards.
-  bool balancesCost() const;
   /// Heads (batch x head pairs) per section of the causal order (i32).
   llvm::Value *sectionHeads(llvm::Value *heads);
   llvm::Value *divideUp(llvm::Value *x, llvm::Value *y);

@@ -94,8 +94,7 @@ static bool runsPersistent(const KernelSpec &spec, int64_t seqlenK) {
     return false;
   if (override >= 0)
     return seqlenK <= override;
-  bool causal = spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
-  return causal || seqlenK <= kUnmaskedMaxKeys;
+  return sortsWorkItemsByCost(spec) || seqlenK <= kUnmaskedMaxKeys;
 }
 
 llvm::Error GpuKernel::launch(const KernelArgs &params,

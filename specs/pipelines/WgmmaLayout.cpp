@@ -65,13 +65,16 @@ unsigned WgmmaLayout::barrierCount() const {
 bool fmhajit::walksWorkItems(const KernelSpec &spec) {
   // The masks whose persistent grid was measured faster on the H100 (a
   // window was not timed, and its fp8 d = 64 kernel spilled walking).
-  bool measured = spec.mask == Mask::None || spec.mask == Mask::Causal ||
-                  spec.mask == Mask::CausalBr;
+  bool measured = spec.mask == Mask::None || sortsWorkItemsByCost(spec);
   // Three consumer warpgroups have 160 registers each; with soft-capping
   // and a mask they have none to spare for the walk (ptxas spills).
   bool tight = spec.warps > 8 && spec.softcap && spec.mask != Mask::None;
   return usesTensorMaps(spec) && spec.family == Family::Fwd && measured &&
          !tight;
+}
+
+bool fmhajit::sortsWorkItemsByCost(const KernelSpec &spec) {
+  return spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
 }
 
 unsigned WgmmaLayout::bytes() const {

@@ -51,6 +51,12 @@ bool usesTensorMaps(const KernelSpec &spec);
 /// blocks").
 bool walksWorkItems(const KernelSpec &spec);
 
+/// Whether \p spec's work items differ in cost (causal masks: a query
+/// tile's keys grow with its index). A persistent kernel then walks them
+/// sorted by cost (ir/PersistentSchedule.h), and the launch takes the
+/// persistent grid at every length.
+bool sortsWorkItemsByCost(const KernelSpec &spec);
+
 class WgmmaLayout {
 public:
   static constexpr unsigned kWarpsPerGroup = 4;
