@@ -32,7 +32,10 @@ std::string CudaDriver::freeMemoryNote() {
 }
 
 llvm::Error CudaDriver::copyToDevice(void *dst, const void *src, size_t bytes) {
-  return check(fns.memcpyHtoD(devicePtr(dst), src, bytes), "cuMemcpyHtoD");
+  if (llvm::Error err =
+          check(fns.memcpyHtoD(devicePtr(dst), src, bytes), "cuMemcpyHtoD"))
+    return err;
+  return synchronize(nullptr); // GpuDriver: done on return
 }
 
 llvm::Error CudaDriver::copyToHost(void *dst, const void *src, size_t bytes) {
@@ -40,11 +43,17 @@ llvm::Error CudaDriver::copyToHost(void *dst, const void *src, size_t bytes) {
 }
 
 llvm::Error CudaDriver::fill16(void *dst, uint16_t value, size_t count) {
-  return check(fns.memsetD16(devicePtr(dst), value, count), "cuMemsetD16");
+  if (llvm::Error err =
+          check(fns.memsetD16(devicePtr(dst), value, count), "cuMemsetD16"))
+    return err;
+  return synchronize(nullptr);
 }
 
 llvm::Error CudaDriver::fill32(void *dst, uint32_t value, size_t count) {
-  return check(fns.memsetD32(devicePtr(dst), value, count), "cuMemsetD32");
+  if (llvm::Error err =
+          check(fns.memsetD32(devicePtr(dst), value, count), "cuMemsetD32"))
+    return err;
+  return synchronize(nullptr);
 }
 
 llvm::Expected<GpuStreamHandle> CudaDriver::createStream() {

@@ -92,6 +92,12 @@ public:
   virtual void release(void *ptr) = 0;
   /// " (X MiB of Y MiB free)", or empty when the driver cannot say.
   virtual std::string freeMemoryNote() = 0;
+  /// Copies and fills are done when they return. They run on the default
+  /// stream, which the non-blocking streams kernels run on do not wait for,
+  /// and the driver may return from a copy of pageable memory, or from a
+  /// fill, before the device has the bytes: a kernel launched next on its
+  /// own stream could read them half-written (seen as poisoned outputs on a
+  /// busy GPU), so each waits for the default stream.
   virtual llvm::Error copyToDevice(void *dst, const void *src,
                                    size_t bytes) = 0;
   virtual llvm::Error copyToHost(void *dst, const void *src, size_t bytes) = 0;

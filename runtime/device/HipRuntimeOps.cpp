@@ -27,7 +27,10 @@ std::string HipRuntime::freeMemoryNote() {
 }
 
 llvm::Error HipRuntime::copyToDevice(void *dst, const void *src, size_t bytes) {
-  return check(fns.memcpy(dst, src, bytes, kMemcpyHostToDevice), "hipMemcpy");
+  if (llvm::Error err =
+          check(fns.memcpy(dst, src, bytes, kMemcpyHostToDevice), "hipMemcpy"))
+    return err;
+  return synchronize(nullptr); // GpuDriver: done on return
 }
 
 llvm::Error HipRuntime::copyToHost(void *dst, const void *src, size_t bytes) {
@@ -35,11 +38,16 @@ llvm::Error HipRuntime::copyToHost(void *dst, const void *src, size_t bytes) {
 }
 
 llvm::Error HipRuntime::fill16(void *dst, uint16_t value, size_t count) {
-  return check(fns.memsetD16(dst, value, count), "hipMemsetD16");
+  if (llvm::Error err = check(fns.memsetD16(dst, value, count), "hipMemsetD16"))
+    return err;
+  return synchronize(nullptr);
 }
 
 llvm::Error HipRuntime::fill32(void *dst, uint32_t value, size_t count) {
-  return check(fns.memsetD32(dst, int(value), count), "hipMemsetD32");
+  if (llvm::Error err =
+          check(fns.memsetD32(dst, int(value), count), "hipMemsetD32"))
+    return err;
+  return synchronize(nullptr);
 }
 
 llvm::Expected<GpuStreamHandle> HipRuntime::createStream() {
