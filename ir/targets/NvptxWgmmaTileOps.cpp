@@ -174,10 +174,19 @@ void NvptxWgmmaTileOps::release(const Tile &tile) {
          [&] { emitMbarrierArrive(b, ring->empty(tile.role, slot)); });
 }
 
+// The wait is emitted even when a product already waited for Q: the
+// `acquired` set follows the order the recipe is emitted in, not the paths
+// it runs, and an item with no keys takes none of its products. Skipping the
+// wait there let a block exit, or a persistent one reuse Q's slot, with Q's
+// TMA still in flight; the copy then landed on the next block's shared
+// memory and barrier, which waited forever. A phase already seen completes
+// the wait at once.
 void NvptxWgmmaTileOps::retire(Tile &tile) {
   if (!ring || tile.role != TileRole::Query)
     return;
-  acquire(tile);
+  TmaRing::Use use = ring->latest(tile.role);
+  emitMbarrierWait(b, ring->full(tile.role, use.slot), use.parity,
+                   target.options.boundedWaits);
   release(tile);
 }
 
