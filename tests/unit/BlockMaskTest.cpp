@@ -35,8 +35,8 @@ AttentionProblem problemOf(int64_t sq, int64_t sk, int64_t heads = 1) {
 std::string draw(const BlockMap &map, int64_t b, int64_t h) {
   std::string out;
   for (int64_t t = 0; t < map.queryTiles; ++t) {
-    const int32_t *row = &map.entries[b * map.batchStride +
-                                      h * map.headStride + t * map.tileStride];
+    const int32_t *row = &map.entries[b * map.batchStride + h * map.headStride +
+                                      t * map.tileStride];
     std::string letters(map.keyTiles, 'H');
     for (int32_t i = 0; i < row[0]; ++i)
       letters[row[1 + i] >> 1] = row[1 + i] & 1 ? 'F' : 'P';
@@ -80,8 +80,7 @@ TEST_P(BlockMaskGrids, DrawTheExpectedGrid) {
   BlockMap map = buildBlockMap(tileSpec(c.mask), problemOf(c.sq, c.sk),
                                c.maskMod, {false, false});
   EXPECT_EQ(draw(map, 0, 0), c.grid);
-  EXPECT_EQ(map.hidden + map.partial + map.full,
-            map.queryTiles * map.keyTiles);
+  EXPECT_EQ(map.hidden + map.partial + map.full, map.queryTiles * map.keyTiles);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, BlockMaskGrids, testing::ValuesIn(kGrids),
@@ -91,9 +90,8 @@ INSTANTIATE_TEST_SUITE_P(Grids, BlockMaskGrids, testing::ValuesIn(kGrids),
 
 TEST(BlockMask, MapPerHeadWhereMaskModReadsH) {
   MaskModFn mask = [](int, int h, int q, int k) { return h == 0 || k <= q; };
-  BlockMap perHead =
-      buildBlockMap(tileSpec(Mask::None), problemOf(4, 4, 2), mask,
-                    {false, true});
+  BlockMap perHead = buildBlockMap(tileSpec(Mask::None), problemOf(4, 4, 2),
+                                   mask, {false, true});
   EXPECT_EQ(perHead.batchStride, 0);
   EXPECT_EQ(perHead.headStride, perHead.queryTiles * perHead.tileStride);
   EXPECT_EQ(draw(perHead, 0, 0), "F");
@@ -109,9 +107,9 @@ TEST(BlockMask, VarlenSequencesGetTheirOwnLengths) {
   a.batch = 2;
   a.seqlensQ = {5, 2};
   a.seqlensK = {5, 9};
-  BlockMap map = buildBlockMap(
-      tileSpec(Mask::None), a, [](int, int, int q, int k) { return k <= q; },
-      {false, false});
+  BlockMap map = buildBlockMap(tileSpec(Mask::None), a,
+                               [](int, int, int q, int k) { return k <= q; },
+                               {false, false});
   EXPECT_EQ(map.queryTiles, 2);
   EXPECT_EQ(map.keyTiles, 3);
   EXPECT_EQ(draw(map, 0, 0), "PHH FFH"); // the last query tile holds q=4
@@ -141,10 +139,9 @@ TEST(BlockMask, AgreesWithTheDefinitionElementByElement) {
             for (int64_t i = t * 4; i < std::min<int64_t>(t * 4 + 4, sq); ++i)
               for (int64_t j = kt * 4; j < std::min<int64_t>(kt * 4 + 4, sk);
                    ++j) {
-                bool causal = specMask == Mask::None ? true
-                              : specMask == Mask::Causal
-                                  ? j <= i
-                                  : j <= i + sk - sq;
+                bool causal = specMask == Mask::None     ? true
+                              : specMask == Mask::Causal ? j <= i
+                                                         : j <= i + sk - sq;
                 all &= mask(0, 0, int(i), int(j));
                 any |= mask(0, 0, int(i), int(j)) && causal;
               }
