@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/ForwardKernel.h"
 #include "ir/KernelAbiIR.h"
+#include "ir/KeyTiles.h"
 #include "ir/Loops.h"
 #include "ir/ScoreMods.h"
 #include "ir/TileOps.h"
@@ -66,13 +67,14 @@ struct PagedRows {
   }
 };
 
-/// One query tile's walk over its keys [kvBegin, kvEnd): its tiles and the
-/// online softmax's running max m and sum l.
+/// One query tile's walk over its key tiles (a range, or the block map's
+/// list: KeyTiles.h): its tiles and the online softmax's running max m and
+/// sum l.
 struct KeyWalk {
   const WorkItem &s;
   Band mask;
   TileTokens tokens;
-  Value *kvBegin, *kvEnd;
+  KeyTiles keys;
   Tile q, kT, v, scores, out;
   RowVec m, l;
   /// Under fwd_paged: K's and V's rows through the block table; kvRows()
@@ -102,7 +104,7 @@ private:
   }
   Value *numSplits() { return fmhajit::numSplits(b, p); }
   void emitTile(const WorkItem &s);
-  void restrictToSplit(const WorkItem &s, Value *&kvBegin, Value *&kvEnd);
+  void restrictToSplit(const WorkItem &s, KeyTiles &keys);
   /// The keys of the tile at \p j0: bn, or fewer at the end of the keys.
   Value *keysAt(const WorkItem &s, Value *j0) {
     return minI(i32(spec.bn), b.CreateSub(s.sk, j0));
@@ -281,23 +283,22 @@ void ForwardEmitter::storePartials(const WorkItem &s, Tile &out, RowVec &lse,
   ops->store(lse, lseOut.rows(b), rows);
 }
 
-// The part of [kvBegin, kvEnd) this split owns: whole bn-tiles, as even as
+// The part of the walk's positions this split owns: whole tiles, as even as
 // possible; parts past the end are empty and leave m = -inf, l = 0.
-void ForwardEmitter::restrictToSplit(const WorkItem &s, Value *&kvBegin,
-                                     Value *&kvEnd) {
-  Value *bn = i32(spec.bn);
+void ForwardEmitter::restrictToSplit(const WorkItem &s, KeyTiles &keys) {
+  Value *step = i32(keys.step);
   Value *tiles =
-      maxI(i32(0),
-           b.CreateSDiv(
-               b.CreateAdd(b.CreateSub(kvEnd, kvBegin), i32(spec.bn - 1)), bn));
+      maxI(i32(0), b.CreateSDiv(b.CreateAdd(b.CreateSub(keys.end, keys.begin),
+                                            i32(keys.step - 1)),
+                                step));
   Value *n = numSplits();
   Value *perSplit = b.CreateSDiv(b.CreateAdd(tiles, b.CreateSub(n, i32(1))), n,
                                  "tiles.per.split");
-  Value *span = b.CreateMul(perSplit, bn);
+  Value *span = b.CreateMul(perSplit, step);
   Value *begin =
-      b.CreateAdd(kvBegin, b.CreateMul(s.split, span), "split.begin");
-  kvEnd = minI(kvEnd, b.CreateAdd(begin, span));
-  kvBegin = begin;
+      b.CreateAdd(keys.begin, b.CreateMul(s.split, span), "split.begin");
+  keys.end = minI(keys.end, b.CreateAdd(begin, span));
+  keys.begin = begin;
 }
 
 void ForwardEmitter::emitTile(const WorkItem &s) {
@@ -307,14 +308,16 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
       queryToken(b, s, b.CreateAdd(s.i0, b.CreateSub(rows, i32(1))))};
   Band mask = mods.band(s);
   auto [kvBegin, kvEnd] = mods.keyRange(s, mask, tokens);
+  KeyTiles keys = mods.hasMaskMod() && walksBlockMap(spec)
+                      ? blockMapTiles(b, p, spec, s, kvBegin, kvEnd)
+                      : keyTileRange(b, spec, kvBegin, kvEnd);
   if (splits)
-    restrictToSplit(s, kvBegin, kvEnd);
+    restrictToSplit(s, keys);
 
   KeyWalk w{s,
             mask,
             tokens,
-            kvBegin,
-            kvEnd,
+            keys,
             ops->makeTile(TileRole::Query, spec.bm, spec.d, "q"),
             ops->makeTile(TileRole::KeyT, spec.d, spec.bn, "kT"),
             ops->makeTile(TileRole::Value, spec.bn, spec.dv, "v"),
@@ -372,18 +375,23 @@ GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
 // nothing, and every iteration issues the same copies.
 void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
   const WorkItem &s = w.s;
-  Value *any = b.CreateICmpSLT(w.kvBegin, w.kvEnd);
-  ops->load(w.kT, kvRows(w, kK, w.kvBegin),
-            b.CreateSelect(any, keysAt(s, w.kvBegin), i32(0)), nullptr);
-  emitFor(b, w.kvBegin, w.kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
+  const KeyTiles &keys = w.keys;
+  Value *any = b.CreateICmpSLT(keys.begin, keys.end);
+  Value *first = keys.at(keys.begin).j0;
+  ops->load(w.kT, kvRows(w, kK, first),
+            b.CreateSelect(any, keysAt(s, first), i32(0)), nullptr);
+  emitFor(b, keys.begin, keys.end, i32(keys.step), "kv", [&](Value *pos) {
+    KeyTile tile = keys.at(pos);
+    Value *j0 = tile.j0;
     ops->sync(w.kT);
     ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
     ops->matmul(w.scores, w.q, w.kT);
-    mods.apply(w.scores, s, w.mask, j0, w.tokens);
+    mods.apply(w.scores, s, w.mask, j0, w.tokens, tile.full);
     ops->sync(w.v);
-    Value *next = b.CreateAdd(j0, i32(spec.bn));
-    Value *more = b.CreateICmpSLT(next, w.kvEnd);
-    ops->load(w.kT, kvRows(w, kK, b.CreateSelect(more, next, j0)),
+    Value *nextPos = b.CreateAdd(pos, i32(keys.step));
+    Value *more = b.CreateICmpSLT(nextPos, keys.end);
+    Value *next = keys.at(b.CreateSelect(more, nextPos, pos)).j0;
+    ops->load(w.kT, kvRows(w, kK, next),
               b.CreateSelect(more, keysAt(s, next), i32(0)), nullptr);
     RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
     ops->mmaRescaled(w.out, alpha, w.scores, w.v);
@@ -408,27 +416,31 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
 void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
   const WorkItem &s = w.s;
   Tile probs = ops->makeTile(TileRole::Probabilities, spec.bm, spec.bn, "p");
-  Value *any = b.CreateICmpSLT(w.kvBegin, w.kvEnd);
+  const KeyTiles &keys = w.keys;
+  Value *any = b.CreateICmpSLT(keys.begin, keys.end);
   emitIf(b, any, "first.keys", [&] {
-    ops->load(w.kT, kvRows(w, kK, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
-    ops->load(w.v, kvRows(w, kV, w.kvBegin), keysAt(s, w.kvBegin), nullptr);
+    KeyTile first = keys.at(keys.begin);
+    ops->load(w.kT, kvRows(w, kK, first.j0), keysAt(s, first.j0), nullptr);
+    ops->load(w.v, kvRows(w, kV, first.j0), keysAt(s, first.j0), nullptr);
     ops->beginProducts();
     ops->startProduct(w.scores, w.q, w.kT, /*accumulate=*/false);
     ops->endProducts();
     ops->finishProduct(w.scores);
-    mods.apply(w.scores, s, w.mask, w.kvBegin, w.tokens);
+    mods.apply(w.scores, s, w.mask, first.j0, w.tokens, first.full);
     emitOnlineSoftmax(w.scores, w.m, w.l); // O is still 0: no rescale
     ops->copy(probs, w.scores);
   });
-  Value *second = b.CreateAdd(w.kvBegin, i32(spec.bn));
-  emitFor(b, second, w.kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
+  Value *second = b.CreateAdd(keys.begin, i32(keys.step));
+  emitFor(b, second, keys.end, i32(keys.step), "kv", [&](Value *pos) {
+    KeyTile tile = keys.at(pos);
+    Value *j0 = tile.j0;
     ops->load(w.kT, kvRows(w, kK, j0), keysAt(s, j0), nullptr);
     ops->beginProducts();
     ops->startProduct(w.scores, w.q, w.kT, /*accumulate=*/false);
     ops->startProduct(w.out, probs, w.v, /*accumulate=*/true);
     ops->endProducts();
     ops->finishProduct(w.scores);
-    mods.apply(w.scores, s, w.mask, j0, w.tokens);
+    mods.apply(w.scores, s, w.mask, j0, w.tokens, tile.full);
     RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
     ops->finishProduct(w.out);
     ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);

@@ -60,9 +60,9 @@ std::pair<Value *, Value *> ScoreMods::keyRange(const WorkItem &s,
 }
 
 void ScoreMods::apply(Tile &scores, const WorkItem &s, const Band &band,
-                      Value *j0, const TileTokens &tokens) {
+                      Value *j0, const TileTokens &tokens, Value *maskModFull) {
   applySoftcap(scores);
-  applyBiasAndMask(scores, s, band, j0, tokens);
+  applyBiasAndMask(scores, s, band, j0, tokens, maskModFull);
 }
 
 void ScoreMods::applySoftcap(Tile &scores) {
@@ -80,12 +80,12 @@ void ScoreMods::applySoftcap(Tile &scores) {
 
 void ScoreMods::applyBiasAndMask(Tile &scores, const WorkItem &s,
                                  const Band &band, Value *j0,
-                                 const TileTokens &tokens) {
+                                 const TileTokens &tokens, Value *maskModFull) {
   if (spec.bias == Bias::Alibi)
     applyAlibi(scores, s, j0);
   if (scoreMod)
     applyScoreMod(scores, s, j0);
-  applyMask(scores, s, band, j0, tokens);
+  applyMask(scores, s, band, j0, tokens, maskModFull);
 }
 
 ScoreMods::Position ScoreMods::position(IRBuilderBase &b, const WorkItem &s,
@@ -169,13 +169,16 @@ void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
 }
 
 void ScoreMods::applyMask(Tile &scores, const WorkItem &s, const Band &band,
-                          Value *j0, const TileTokens &tokens) {
+                          Value *j0, const TileTokens &tokens,
+                          Value *maskModFull) {
   // Only tiles that cross the band's edges or the end of the keys pay for
-  // the per-element mask.
+  // the per-element mask, and under mask_mod the tiles the block map did
+  // not find fully visible (all of them without a map).
   Value *jLast = b.CreateAdd(j0, i32(spec.bn - 1));
   Value *needsMask = b.CreateICmpSGE(jLast, s.sk);
   if (maskMod)
-    needsMask = b.getTrue();
+    needsMask = maskModFull ? b.CreateOr(needsMask, b.CreateNot(maskModFull))
+                            : b.getTrue();
   if (band.upper)
     needsMask = b.CreateOr(
         needsMask,

@@ -43,15 +43,21 @@ public:
   keyRange(const WorkItem &item, const Band &band, const TileTokens &tokens);
   /// Soft-cap, then ALiBi, then the variant's score_mod, then the mask
   /// (the spec's and the variant's mask_mod), on the scores of keys j0.. of
-  /// \p item's query tile.
+  /// \p item's query tile. \p maskModFull (i1, or null: unknown) says the
+  /// block map found mask_mod true on all of the tile: then only the
+  /// spec's mask and the end of the keys may need the per-element pass.
   void apply(Tile &scores, const WorkItem &item, const Band &band,
-             llvm::Value *j0, const TileTokens &tokens);
+             llvm::Value *j0, const TileTokens &tokens,
+             llvm::Value *maskModFull = nullptr);
+  /// Whether the kernel's module has the variant's mask_mod.
+  bool hasMaskMod() const { return maskMod != nullptr; }
   /// apply() in two halves, for the backward, which takes the soft-cap's
   /// derivative between them: the soft-cap, x -> c * log2e * tanh(x / c)
   /// (only under softcap=1), then ALiBi and the mask.
   void applySoftcap(Tile &scores);
   void applyBiasAndMask(Tile &scores, const WorkItem &item, const Band &band,
-                        llvm::Value *j0, const TileTokens &tokens);
+                        llvm::Value *j0, const TileTokens &tokens,
+                        llvm::Value *maskModFull = nullptr);
 
 private:
   /// The user's score_mod on every score (docs/variants.md): in natural
@@ -66,7 +72,8 @@ private:
                     llvm::Value *row, llvm::Value *col, llvm::Value *j0);
   void applyAlibi(Tile &scores, const WorkItem &item, llvm::Value *j0);
   void applyMask(Tile &scores, const WorkItem &item, const Band &band,
-                 llvm::Value *j0, const TileTokens &tokens);
+                 llvm::Value *j0, const TileTokens &tokens,
+                 llvm::Value *maskModFull);
   /// Under pack_gqa: the ALiBi slope of tile row \p row's head (\p row: i32,
   /// scalar or vector), times log2e.
   llvm::Value *alibiSlopeLog2(const WorkItem &item, llvm::Value *slopes,

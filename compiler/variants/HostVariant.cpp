@@ -5,6 +5,8 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/Support/TargetSelect.h"
+#include <algorithm>
+#include <iterator>
 
 using namespace fmhajit;
 using namespace llvm;
@@ -30,6 +32,12 @@ HostVariant::create(const VariantSource &source) {
   if (!m)
     return m.takeError();
   bool hasScore = findScoreMod(**m), hasMask = findMaskMod(**m);
+  // Read before the JIT takes the module: compileVariant optimized it, so
+  // an argument with no use is one the result does not depend on.
+  bool argRead[4] = {true, true, true, true};
+  if (Function *maskFn = findMaskMod(**m))
+    for (unsigned i = 0; i < 4; ++i)
+      argRead[i] = !maskFn->getArg(i)->use_empty();
   Expected<std::unique_ptr<LLJIT>> jit = LLJITBuilder().create();
   if (!jit)
     return jit.takeError();
@@ -54,5 +62,6 @@ HostVariant::create(const VariantSource &source) {
     return mask.takeError();
   variant->score = *score;
   variant->mask = *mask;
+  std::copy(std::begin(argRead), std::end(argRead), variant->maskArgRead);
   return std::move(variant);
 }

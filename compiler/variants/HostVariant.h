@@ -25,6 +25,12 @@ public:
   /// Null where the variant does not define the function.
   ScoreModFn scoreMod() const { return score; }
   MaskModFn maskMod() const { return mask; }
+  /// Whether mask_mod's result can depend on its b (\p arg 0) or h (1)
+  /// argument: false when the optimized function never reads it. A variant
+  /// reads nothing but its arguments (no globals, no memory: VariantChecks),
+  /// so an argument without a use cannot change the result, and the plan
+  /// may share one block map across sequences or heads (docs/design.md).
+  bool maskReads(unsigned arg) const { return maskArgRead[arg]; }
 
 private:
   explicit HostVariant(std::unique_ptr<llvm::orc::LLJIT> jit)
@@ -33,6 +39,7 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   ScoreModFn score = nullptr;
   MaskModFn mask = nullptr;
+  bool maskArgRead[4] = {true, true, true, true};
 };
 
 } // namespace fmhajit

@@ -61,6 +61,12 @@ struct Options {
   /// The host always is; on a GPU this gives dQ one writer per element
   /// instead of fp32 atomic adds, at some cost in speed (docs/design.md).
   bool deterministic = false;
+  /// Block sparsity for a variant with mask_mod (docs/variants.md): skip
+  /// the key tiles mask_mod hides from a whole query tile, and skip
+  /// mask_mod on tiles it shows whole. false walks every tile of the mask's
+  /// range with mask_mod on each element (same kernel, same results; for
+  /// measuring what the map saves).
+  bool blockSparsity = true;
 };
 
 /// How one kernel of a plan was loaded (set when Options::load was).

@@ -215,8 +215,9 @@ static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {
     return llvm::Error::success();
   }
   std::vector<StepLoad> loads;
-  auto runners =
-      loadPlan(layout, p.lowered, *p.cache, p.options.threads, loads);
+  auto runners = loadPlan(layout, p.lowered, *p.cache,
+                          {p.options.threads, p.options.blockSparsity}, loads,
+                          p.state->decisions);
   if (!runners)
     return runners.takeError();
   for (size_t i = 0; i < loads.size() && i < p.state->steps.size(); ++i)

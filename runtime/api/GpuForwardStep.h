@@ -2,9 +2,11 @@
 //
 // The forward kernel of a plan (fwd, fwd_splitkv or fwd_paged) and, when
 // the plan cuts key ranges, splitkv_combine after it on the same stream.
-// Every device pointer comes from the caller's Tensors (cu_seqlens, ALiBi
-// slopes, the block table and key lengths, the workspace): the plan holds
-// no device memory, and run() checks what it can without reading the GPU's
+// Every device pointer of the call comes from the caller's Tensors
+// (cu_seqlens, ALiBi slopes, the block table and key lengths, the
+// workspace); the plan's only device memory is its block map
+// (BlockSparsity.h), which depends on the shapes alone and is uploaded once
+// when the plan loads. run() checks what it can without reading the GPU's
 // (a paged plan's block table is not checked, as in FlashAttention's and
 // FlashInfer's paged kernels). CUDA and HIP plans both run through it.
 //
@@ -14,7 +16,9 @@
 #include "ir/KernelAbi.h"
 #include "runtime/api/PlanState.h"
 #include "runtime/device/GpuForwardLaunch.h"
+#include "runtime/device/GpuResources.h"
 #include "runtime/device/SplitKv.h"
+#include <memory>
 
 namespace fmhajit {
 
@@ -24,11 +28,15 @@ public:
   /// split plan). \p kernels: the combine too, for a plan with several parts.
   /// \p kvAlignment: the bytes K and V must start on (16 for pipeline mma,
   /// whose cp.async copies K/V rows 16 bytes at a time).
+  /// \p blockMap: the device copy of the block map \p params point at, or
+  /// null.
   GpuForwardStep(GpuForwardLaunch kernels, const KernelArgs &params,
                  void *stream, unsigned kvAlignment,
-                 SplitWorkspaceLayout workspace)
+                 SplitWorkspaceLayout workspace,
+                 std::shared_ptr<const GpuBuffer> blockMap = nullptr)
       : kernels(std::move(kernels)), params(params), stream(stream),
-        kvAlignment(kvAlignment), workspace(workspace) {}
+        kvAlignment(kvAlignment), workspace(workspace),
+        blockMap(std::move(blockMap)) {}
 
   /// Launches on Tensors::stream, else the problem's stream; asynchronous.
   llvm::Error run(const api::Tensors &tensors) const override;
@@ -39,6 +47,7 @@ private:
   void *stream;
   unsigned kvAlignment;
   SplitWorkspaceLayout workspace;
+  std::shared_ptr<const GpuBuffer> blockMap;
 };
 
 } // namespace fmhajit

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ir/KernelAbi.h"
+#include "runtime/api/BlockSparsity.h"
 #include "runtime/api/PlanState.h"
 #include "runtime/api/TensorLayouts.h"
 #include "runtime/device/HostExecutor.h"
@@ -20,13 +21,19 @@ namespace fmhajit {
 /// thread), made on first use and shared by every plan that asks for it.
 std::shared_ptr<HostExecutor> sharedHostExecutor(unsigned threads);
 
-/// KernelArgs waiting for the caller's pointers.
+/// KernelArgs waiting for the caller's pointers, and the block map they
+/// point at (kept alive here, with the plan).
 class HostBinding {
 public:
   HostBinding(const KernelArgs &params, std::vector<int32_t> cuSeqlensQ,
-              std::vector<int32_t> cuSeqlensK, std::vector<float> alibiSlopes)
+              std::vector<int32_t> cuSeqlensK, std::vector<float> alibiSlopes,
+              std::shared_ptr<const BlockMap> blockMap = nullptr)
       : params(params), cuSeqlensQ(std::move(cuSeqlensQ)),
-        cuSeqlensK(std::move(cuSeqlensK)), alibiSlopes(std::move(alibiSlopes)) {
+        cuSeqlensK(std::move(cuSeqlensK)), alibiSlopes(std::move(alibiSlopes)),
+        blockMap(std::move(blockMap)) {
+    if (this->blockMap)
+      bindBlockMap(this->params, *this->blockMap,
+                   this->blockMap->entries.data());
   }
 
   /// The parameters with \p t's pointers; cu_seqlens and slopes the caller
@@ -46,6 +53,7 @@ private:
   KernelArgs params;
   std::vector<int32_t> cuSeqlensQ, cuSeqlensK;
   std::vector<float> alibiSlopes;
+  std::shared_ptr<const BlockMap> blockMap;
 };
 
 /// A single-pass forward kernel on the host.

@@ -1,5 +1,6 @@
 //===- PlanBuilder.cpp - From the dispatcher's choice to launches ---------===//
 #include "runtime/api/PlanBuilder.h"
+#include "runtime/api/BlockSparsity.h"
 #include "runtime/api/GpuForwardStep.h"
 #include "runtime/api/HostForwardStep.h"
 #include "runtime/api/HostPagedStep.h"
@@ -122,8 +123,10 @@ static KernelArgs planParams(const PlanLayout &layout,
 }
 
 static HostBinding hostBinding(const KernelArgs &params,
-                               const LoweredProblem &l) {
-  return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
+                               const LoweredProblem &l,
+                               std::shared_ptr<const BlockMap> blockMap) {
+  return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes,
+                     std::move(blockMap));
 }
 
 static double msSince(Clock::time_point start) {
@@ -153,6 +156,7 @@ static api::StepLoad gpuLoad(const GpuKernel &kernel) {
 static llvm::Expected<std::unique_ptr<const StepRunner>>
 loadHostSingle(const PlanLayout &layout, const LoweredProblem &l,
                KernelCache &cache, unsigned threads,
+               std::shared_ptr<const BlockMap> blockMap,
                std::vector<api::StepLoad> &loads) {
   Clock::time_point start = Clock::now();
   auto kernel = HostKernel::load(layout.steps.front().spec, cache);
@@ -161,7 +165,8 @@ loadHostSingle(const PlanLayout &layout, const LoweredProblem &l,
   loads.push_back(hostLoad(*kernel, msSince(start)));
   KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostForwardStep>(
-      kernel->entry(), hostBinding(params, l), sharedHostExecutor(threads),
+      kernel->entry(), hostBinding(params, l, std::move(blockMap)),
+      sharedHostExecutor(threads),
       workItems(layout.steps.front().spec, params));
 }
 
@@ -177,6 +182,7 @@ static void addHostLoads(const HostSplitKv &kernels, double ms, bool combines,
 static llvm::Expected<std::unique_ptr<const StepRunner>>
 loadHostSplit(const PlanLayout &layout, const LoweredProblem &l,
               KernelCache &cache, unsigned threads,
+              std::shared_ptr<const BlockMap> blockMap,
               std::vector<api::StepLoad> &loads) {
   const SplitChoice &s = *layout.split;
   Clock::time_point start = Clock::now();
@@ -186,8 +192,8 @@ loadHostSplit(const PlanLayout &layout, const LoweredProblem &l,
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostSplitStep>(
-      std::move(*kernels), hostBinding(params, l), layout.splitWorkspace,
-      sharedHostExecutor(threads));
+      std::move(*kernels), hostBinding(params, l, std::move(blockMap)),
+      layout.splitWorkspace, sharedHostExecutor(threads));
 }
 
 // fwd_paged with the plan's part count (one: no combine runs), the pools'
@@ -205,15 +211,16 @@ loadHostPaged(const PlanLayout &layout, const LoweredProblem &l,
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostPagedStep>(
-      std::move(*kernels), hostBinding(params, l), layout.splitWorkspace,
-      sharedHostExecutor(threads), *l.pagedCache, l.seqlensK);
+      std::move(*kernels), hostBinding(params, l, nullptr),
+      layout.splitWorkspace, sharedHostExecutor(threads), *l.pagedCache,
+      l.seqlensK);
 }
 
 // The forward kernel, with the combine when the plan cuts key ranges, on
 // the GPU of the target's backend (CUDA or HIP).
 static llvm::Expected<std::unique_ptr<const StepRunner>>
 loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
-        std::vector<api::StepLoad> &loads) {
+        const BlockMap *blockMap, std::vector<api::StepLoad> &loads) {
   const KernelSpec &spec = layout.steps.front().spec;
   auto driver = gpuDriverFor(findArch(spec.target)->backend);
   if (!driver)
@@ -230,30 +237,51 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
     loads.push_back(gpuLoad(*loaded));
     combine = std::move(*loaded);
   }
+  KernelArgs params = planParams(layout, l);
+  std::shared_ptr<const GpuBuffer> mapCopy;
+  if (blockMap) {
+    auto uploaded = GpuBuffer::upload(
+        *driver, blockMap->entries.data(),
+        blockMap->entries.size() * sizeof(int32_t), "block map");
+    if (!uploaded)
+      return uploaded.takeError();
+    mapCopy = std::make_shared<const GpuBuffer>(std::move(*uploaded));
+    bindBlockMap(params, *blockMap,
+                 static_cast<const int32_t *>(mapCopy->pointer()));
+  }
   return std::make_unique<const GpuForwardStep>(
-      GpuForwardLaunch{std::move(*kernel), std::move(combine)},
-      planParams(layout, l), l.stream, kvRowAlignmentNeeded(spec),
-      layout.splitWorkspace);
+      GpuForwardLaunch{std::move(*kernel), std::move(combine)}, params,
+      l.stream, kvRowAlignmentNeeded(spec), layout.splitWorkspace,
+      std::move(mapCopy));
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>
 loadRunner(const PlanLayout &layout, const LoweredProblem &l,
            KernelCache &cache, unsigned threads,
+           std::shared_ptr<const BlockMap> blockMap,
            std::vector<api::StepLoad> &loads) {
   if (findArch(layout.steps.front().spec.target)->backend != Backend::Host)
-    return loadGpu(layout, l, cache, loads);
+    return loadGpu(layout, l, cache, blockMap.get(), loads);
   if (l.pagedCache)
     return loadHostPaged(layout, l, cache, threads, loads);
   if (layout.split)
-    return loadHostSplit(layout, l, cache, threads, loads);
-  return loadHostSingle(layout, l, cache, threads, loads);
+    return loadHostSplit(layout, l, cache, threads, std::move(blockMap), loads);
+  return loadHostSingle(layout, l, cache, threads, std::move(blockMap), loads);
 }
 
 llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>
 fmhajit::loadPlan(const PlanLayout &layout, const LoweredProblem &problem,
-                  KernelCache &cache, unsigned threads,
-                  std::vector<api::StepLoad> &loads) {
-  auto runner = loadRunner(layout, problem, cache, threads, loads);
+                  KernelCache &cache, LoadChoices choices,
+                  std::vector<api::StepLoad> &loads,
+                  std::vector<std::string> &decisions) {
+  auto blockMap =
+      planBlockMap(layout.steps.front().spec, problem, choices.blockSparsity);
+  if (!blockMap)
+    return blockMap.takeError();
+  if (*blockMap)
+    decisions.push_back(describeBlockMap(**blockMap));
+  auto runner = loadRunner(layout, problem, cache, choices.threads,
+                           std::move(*blockMap), loads);
   if (!runner)
     return runner.takeError();
   std::vector<std::unique_ptr<const StepRunner>> runners;

@@ -64,12 +64,20 @@ void addStep(PlanLayout &layout, StepLayout step);
 PlanLayout layoutPlan(const LoweredProblem &problem, const Dispatch &single,
                       std::optional<SplitChoice> split);
 
+/// How loadPlan loads.
+struct LoadChoices {
+  unsigned threads = 0;      ///< host workers
+  bool blockSparsity = true; ///< build block maps (BlockSparsity.h)
+};
+
 /// Compiles (through \p cache) and loads \p layout's kernels for
-/// \p problem's device, ready to run with \p threads host workers;
-/// \p loads gets how each step's kernel was loaded, in step order.
+/// \p problem's device, ready to run as \p choices say; \p loads gets how
+/// each step's kernel was loaded, in step order, and \p decisions a line
+/// for the block map when the plan has one.
 llvm::Expected<std::vector<std::unique_ptr<const StepRunner>>>
 loadPlan(const PlanLayout &layout, const LoweredProblem &problem,
-         KernelCache &cache, unsigned threads,
-         std::vector<api::StepLoad> &loads);
+         KernelCache &cache, LoadChoices choices,
+         std::vector<api::StepLoad> &loads,
+         std::vector<std::string> &decisions);
 
 } // namespace fmhajit

@@ -26,6 +26,9 @@ static const OptionSpec kProblemFlags[] = {
      "the fmhajit target to compile for (default: the device's)"},
     {"threads", true, "host worker threads (default: every hardware thread)"},
     {"variant", true, kVariantFlagHelp},
+    {"no-block-sparsity", false,
+     "with a mask_mod variant: no block map; every key tile of the mask's "
+     "range is computed, mask_mod on each element (to measure the map)"},
 };
 
 llvm::ArrayRef<OptionSpec> fmhajit::problemFlags() { return kProblemFlags; }
@@ -146,6 +149,7 @@ void fmhajit::readPlacement(const Args &args, api::Problem &p,
                "--device " + device + ": use host, cuda or hip");
   if (std::optional<std::string> target = args.get("target"))
     options.target = *target;
+  options.blockSparsity = !args.has("no-block-sparsity");
   if (auto threads = args.getInt("threads", 1, 1024); !threads)
     errors.add(threads.takeError());
   else if (*threads)

@@ -22,12 +22,13 @@ namespace fmhajit {
 inline constexpr int64_t kMaxFlagLength = int64_t(1) << 30;
 
 /// --batch --heads --heads-kv --seqlen-q --seqlen-k --varlen-q --varlen-k
-/// --window --scale --softcap --device --target --threads.
+/// --window --scale --softcap --device --target --threads --variant
+/// --no-block-sparsity.
 llvm::ArrayRef<OptionSpec> problemFlags();
 
 /// Reads the sizes, lengths and score flags of problemFlags() into \p p.
 void readProblemFlags(const Args &args, api::Problem &p, ErrorList &errors);
-/// Reads --device, --target and --threads.
+/// Reads --device, --target, --threads and --no-block-sparsity.
 void readPlacement(const Args &args, api::Problem &p, api::Options &options,
                    ErrorList &errors);
 
