@@ -1,5 +1,4 @@
-//===- KeyTiles.h - The key tiles one query tile walks
-//---------------------===//
+//===- KeyTiles.h - The key tiles one query tile walks -----*- C++ -*-===//
 //
 // The forward's key loop walks positions [begin, end) in steps of `step`;
 // at(pos) says which key tile a position is. Two walks:
