@@ -35,8 +35,13 @@ static Family answeredFamily(Family family) {
   return family == Family::FwdSplitKv ? Family::Fwd : family;
 }
 
-llvm::Expected<Dispatch> fmhajit::dispatchPinned(const KernelSpec &pinned,
+llvm::Expected<Dispatch> fmhajit::dispatchPinned(const KernelSpec &given,
                                                  const DispatchQuery &query) {
+  // The problem brings the variant's source, so a pinned spec without a
+  // variant takes the problem's: its hash is not something to write by hand.
+  KernelSpec pinned = given;
+  if (pinned.variant.empty())
+    pinned.variant = query.features.variant;
   KernelSpec answers = pinned;
   answers.family = answeredFamily(pinned.family);
   // Packing GQA heads moves rows between tiles; it computes the same.

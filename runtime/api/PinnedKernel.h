@@ -24,7 +24,8 @@ llvm::Expected<KernelSpec> resolvePinnedKernel(const std::string &text,
                                                const std::string &target);
 
 /// \p pinned as the dispatcher's answer to \p query, or an InvalidArgument
-/// error naming the feature that differs.
+/// error naming the feature that differs. A pinned spec without a variant
+/// takes the problem's (Problem::variant).
 llvm::Expected<Dispatch> dispatchPinned(const KernelSpec &pinned,
                                         const DispatchQuery &query);
 

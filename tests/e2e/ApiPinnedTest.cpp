@@ -39,6 +39,22 @@ TEST(ApiPinned, RunsTheNamedTileAsWritten) {
   EXPECT_EQ(check.plan.steps()[0].load.origin.empty(), false);
 }
 
+// The problem brings the variant's source; its hash is not something a
+// caller writes, so a pinned spec without one takes the problem's.
+TEST(ApiPinned, TakesTheProblemsVariant) {
+  api::Problem p = decodeProblem();
+  p.seqlenQ = 40;
+  p.variant = "float score_mod(float s, int b, int h, int q, int k) "
+              "{ return s - 0.01f * (q - k); }\n";
+  api::Options options;
+  options.threads = 1;
+  options.kernel = "family=fwd,dtype=fp32,d=32,lse=1,bm=32,bn=16";
+  ApiCheck check = checkApi(p, options);
+  ASSERT_EQ(check.plan.steps().size(), 1u);
+  EXPECT_NE(check.plan.steps()[0].kernel.find("_var"), std::string::npos)
+      << check.plan.steps()[0].kernel;
+}
+
 TEST(ApiPinned, AcceptsAnEncodedName) {
   api::Options options;
   options.kernel = "fmha_fwd_fp32_d32_lse_m64n32w1s1_vector_host";

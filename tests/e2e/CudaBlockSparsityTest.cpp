@@ -44,7 +44,7 @@ const SparseCase kCases[] = {
     {"DocumentsWgmma", kDocuments, 2, 4, 4, 2000, 2000, 128},
     {"DocumentsWgmmaNoMap", kDocuments, 2, 4, 4, 2000, 2000, 128, "", false},
     {"DocumentsMma", kDocuments, 1, 4, 2, 1500, 1500, 128,
-     "family=fwd,dtype=bf16,d=128,pipeline=mma"},
+     "family=fwd,dtype=bf16,d=128,lse=1,pipeline=mma"},
     {"CausalThroughMaskModD64",
      "bool mask_mod(int b, int h, int q, int k) "
      "{ return k <= q; }\n",
