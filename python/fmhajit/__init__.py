@@ -115,6 +115,7 @@ def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
     """(dq, dk, dv) of out = attention(q, k, v) for PyTorch tensors, through
     the backward plan; every gradient in out's dtype, laid out packed."""
     q, k, v, out, grad_out = (x.detach().contiguous() for x in (q, k, v, out, grad_out))
+    lse = lse.detach()  # an output of the op: it may require grad, and DLPack refuses that
     kind = _arrays.kind_of(q)
     dq, dk, dv = (kind.torch.empty_like(x, dtype=out.dtype) for x in (q, k, v))
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)

@@ -31,6 +31,11 @@ static void checkOperand(const ArrayView &a) {
     throw py::type_error(a.what + ": dtype " + a.typeName +
                          " is not supported; use float32, float16 or "
                          "bfloat16 (from NumPy: bfloat16 bits as uint16)");
+  // An empty array's strides mean nothing (NumPy 2 gives 0):
+  // checkNotEmpty refuses it with the message that says why.
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.shape[d] < 1)
+      return;
   for (int d = 0; d < a.ndim; ++d)
     if (a.strides[d] < 0)
       fail(a.what + ": negative strides are not supported; pass a copy");
