@@ -161,7 +161,8 @@ TEST(RunBundle, VarlenAlibiLse) {
   EXPECT_EQ(lse->data.front(), 5.0f);
 
   llvm::json::Object m = readMeta(dir.file("out/run/meta.json"));
-  EXPECT_EQ(m.size(), 14u);
+  EXPECT_EQ(m.size(), 15u);
+  EXPECT_EQ(*m.get("sinks"), nullptr); // no sink=1
   EXPECT_EQ(*m.getString("name"), "fmha_fwd_fp32_d64_window_alibi_sc_lse_vl"
                                   "_m192n64w1s1_vector_host");
   EXPECT_EQ(*m.getString("dtype"), "fp32");
