@@ -16,6 +16,10 @@
 // writes fp32 partials for splitkv_combine), and fwd_paged reads K/V rows
 // through a block table (GlobalRows::rowAddress).
 //
+// sink=1 starts m and l at the head's sink logit (AttentionSink.h), in
+// part 0 only: the partials stay exact for the combine, which adds parts'
+// sums and so counts the sink once.
+//
 // Under pack_gqa a tile row is a (token, head) pair of the item's GQA group
 // (WorkItem.h): Q, O, LSE and partial rows go through per-row addresses
 // (QueryTileRows), and the mask and ALiBi read each row's own token and
@@ -23,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ForwardKernel.h"
+#include "ir/AttentionSink.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/KeyTiles.h"
 #include "ir/Loops.h"
@@ -336,6 +341,11 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   ops->limitQueryRows(rows);
   ops->fill(w.m, -INFINITY);
   ops->fill(w.l, 0.0f);
+  if (spec.sink)
+    startAtSink(b, p, *ops, s,
+                splits ? b.CreateICmpEQ(s.split, i32(0), "part0") : nullptr,
+                w.scores, w.m, w.l,
+                isFp8(spec.dtype) ? kFp8ProbabilityShift : 0);
   ops->fill(w.out, 0.0f);
   if (paged) {
     w.pagedK = pagedRows(s, kK, kKStrides);

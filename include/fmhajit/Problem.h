@@ -16,6 +16,9 @@
 // alibi: s -= slope_h * |diag - j|;  causal: j <= i;  causal bottom-right:
 // j <= diag;  window: diag - left <= j <= diag + right (-1: unbounded);
 // query head h reads K/V head h / (headsQ / headsKv).
+// sink (gpt-oss): head h's logit sink_h joins the softmax's denominator,
+// O_i = sum_j e^(s_ij) V_j / (e^(sink_h) + sum_j e^(s_ij)), and the LSE;
+// a row that sees no key gets O = 0 and LSE = sink_h.
 // Paged K/V (PagedKv set): K and V are page pools instead, and sequence b
 // has seqlensK[b] keys (its own Sk above), key j being row j % pageSize of
 // page blockTable[b][j / pageSize]:
@@ -101,6 +104,12 @@ struct Problem {
   float softcap = 0;                         ///< c in c*tanh(s/c); 0: off
   bool alibi = false;
   std::vector<float> alibiSlopes; ///< one per query head; empty: ALiBi's own
+  /// Attention sinks: one logit per query head (see the semantics above).
+  bool sink = false;
+  /// The [headsQ] sink logits, finite or -inf (no sink for that head); on
+  /// the host, used when Tensors::sinks is null. Empty: Tensors::sinks
+  /// gives them at run time (required then).
+  std::vector<float> sinks;
   /// A variant: C++ source defining `float score_mod(float score, int b,
   /// int h, int q, int k)` and/or `bool mask_mod(int b, int h, int q, int
   /// k)` (docs/variants.md). score_mod sees the scaled score after softcap
@@ -130,6 +139,9 @@ struct Tensors {
   /// ALiBi on a GPU: a device copy of the [headsQ] slopes. On the host,
   /// null takes the problem's (or ALiBi's default) slopes.
   const float *alibiSlopes = nullptr;
+  /// Attention sinks: [headsQ] fp32 logits (a device copy on a GPU,
+  /// required there). On the host, null takes Problem::sinks.
+  const float *sinks = nullptr;
   /// Paged K/V: the [batch, maxPagesPerSeq] int32 block table (required).
   const int32_t *blockTable = nullptr;
   /// Paged K/V: each sequence's keys [batch], int32. On the host null

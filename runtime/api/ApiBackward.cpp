@@ -49,6 +49,10 @@ static llvm::Error checkBackward(const Problem &p, const LoweredProblem &l,
   if (options.numSplits)
     errors.add(ErrorKind::Usage,
                "Options::numSplits has no meaning for the backward");
+  if (p.sink)
+    errors.add(ErrorKind::Unsupported,
+               "Problem::sink: the backward has no gradient for the sinks "
+               "yet; leave sink false for a backward plan");
   checkLayout("dq (laid out like q)", p.q, l.qShape, true, errors);
   checkLayout("dk (laid out like k)", p.k, l.kShape, true, errors);
   checkLayout("dv (laid out like v)", p.v, l.vShape, true, errors);
@@ -172,7 +176,7 @@ static llvm::Error loadBackward(PlanState &s, const LoweredProblem &l,
   }
   auto binding = [&](const KernelSpec &spec) {
     KernelArgs params = makeKernelArgs(spec, l.problem, {}, l.strides);
-    return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes);
+    return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes, {});
   };
   s.backwarder = std::make_unique<const HostBackwardStep>(
       *kernels[0], binding(specs[0]), *kernels[1], binding(specs[1]),

@@ -41,6 +41,10 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
     return invalid(
         "an ALiBi plan on a GPU reads its slopes from device memory: set "
         "Tensors::alibiSlopes to [headsQ] floats on the device");
+  if (s.needsSinks && !t.sinks)
+    return invalid("a sink plan reads one logit per query head: set "
+                   "Tensors::sinks to [headsQ] floats (on the device for a "
+                   "GPU plan; on the host, or give Problem::sinks)");
   if (s.needsBlockTable && !t.blockTable)
     return invalid(
         "a paged plan reads its block table: set Tensors::blockTable to the "

@@ -33,6 +33,7 @@ struct HostScratch {
     o.resize(bytes(l.oShape, l.strides.o, s.outType()));
     if (s.lse)
       lse.resize(size_t(numElements(l.problem.lseShape())));
+    sinks = sinksForTiming(l);
   }
   ForwardBuffers buffers(const LoweredProblem &l) {
     return {q.data(),
@@ -42,10 +43,11 @@ struct HostScratch {
             lse.empty() ? nullptr : lse.data(),
             l.cuSeqlensQ.empty() ? nullptr : l.cuSeqlensQ.data(),
             l.cuSeqlensK.empty() ? nullptr : l.cuSeqlensK.data(),
-            l.alibiSlopes.empty() ? nullptr : l.alibiSlopes.data()};
+            l.alibiSlopes.empty() ? nullptr : l.alibiSlopes.data(),
+            sinks.empty() ? nullptr : sinks.data()};
   }
   std::vector<uint8_t> q, k, v, o;
-  std::vector<float> lse;
+  std::vector<float> lse, sinks;
 };
 } // namespace
 

@@ -10,7 +10,7 @@ namespace {
 /// Device buffers of a problem's sizes and layouts; inputs are whatever the
 /// allocator returns (timing does not depend on the values).
 struct DeviceScratch {
-  GpuBuffer q, k, v, o, lse, cuQ, cuK, slopes;
+  GpuBuffer q, k, v, o, lse, cuQ, cuK, slopes, sinks;
 
   static llvm::Expected<DeviceScratch> create(GpuDriver &driver,
                                               const LoweredProblem &l);
@@ -25,7 +25,8 @@ struct DeviceScratch {
             static_cast<float *>(ptr(lse)),
             static_cast<const int32_t *>(ptr(cuQ)),
             static_cast<const int32_t *>(ptr(cuK)),
-            static_cast<const float *>(ptr(slopes))};
+            static_cast<const float *>(ptr(slopes)),
+            static_cast<const float *>(ptr(sinks))};
   }
 };
 } // namespace
@@ -72,6 +73,10 @@ llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver,
                                   l.cuSeqlensK.size() * 4, "cu_seqlens_k"),
                            upload(d.slopes, l.alibiSlopes.data(),
                                   l.alibiSlopes.size() * 4, "alibi_slopes"))))
+    return std::move(err);
+  std::vector<float> sinks = sinksForTiming(l);
+  if (llvm::Error err =
+          upload(d.sinks, sinks.data(), sinks.size() * 4, "sinks"))
     return std::move(err);
   return std::move(d);
 }

@@ -21,6 +21,7 @@ llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
   p.cuSeqlensQ = t.cuSeqlensQ;
   p.cuSeqlensK = t.cuSeqlensK;
   p.alibiSlopes = t.alibiSlopes;
+  p.sinks = t.sinks;
   p.blockTable = t.blockTable; // read by fwd_paged only
   p.cacheSeqlens = t.seqlensK;
   if (kernels.combine)

@@ -2,7 +2,7 @@
 //
 // Host step runners hold a loaded kernel and a HostBinding: the kernel's
 // KernelArgs with everything but the caller's pointers filled in, and the
-// host copies of cu_seqlens and ALiBi slopes those parameters need.
+// host copies of cu_seqlens, ALiBi slopes and sinks those parameters need.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -27,17 +27,18 @@ class HostBinding {
 public:
   HostBinding(const KernelArgs &params, std::vector<int32_t> cuSeqlensQ,
               std::vector<int32_t> cuSeqlensK, std::vector<float> alibiSlopes,
+              std::vector<float> sinks,
               std::shared_ptr<const BlockMap> blockMap = nullptr)
       : params(params), cuSeqlensQ(std::move(cuSeqlensQ)),
         cuSeqlensK(std::move(cuSeqlensK)), alibiSlopes(std::move(alibiSlopes)),
-        blockMap(std::move(blockMap)) {
+        sinks(std::move(sinks)), blockMap(std::move(blockMap)) {
     if (this->blockMap)
       bindBlockMap(this->params, *this->blockMap,
                    this->blockMap->entries.data());
   }
 
-  /// The parameters with \p t's pointers; cu_seqlens and slopes the caller
-  /// leaves null come from this binding's copies.
+  /// The parameters with \p t's pointers; cu_seqlens, slopes and sinks the
+  /// caller leaves null come from this binding's copies.
   KernelArgs bind(const api::Tensors &t) const {
     KernelArgs p = withTensorPointers(params, t);
     if (!cuSeqlensQ.empty()) {
@@ -46,6 +47,7 @@ public:
     }
     if (!alibiSlopes.empty())
       p.alibiSlopes = t.alibiSlopes ? t.alibiSlopes : alibiSlopes.data();
+    p.sinks = t.sinks ? t.sinks : sinks.empty() ? nullptr : sinks.data();
     return p;
   }
 
@@ -53,6 +55,7 @@ private:
   KernelArgs params;
   std::vector<int32_t> cuSeqlensQ, cuSeqlensK;
   std::vector<float> alibiSlopes;
+  std::vector<float> sinks;
   std::shared_ptr<const BlockMap> blockMap;
 };
 

@@ -125,7 +125,7 @@ static KernelArgs planParams(const PlanLayout &layout,
 static HostBinding hostBinding(const KernelArgs &params,
                                const LoweredProblem &l,
                                std::shared_ptr<const BlockMap> blockMap) {
-  return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes,
+  return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes, l.sinks,
                      std::move(blockMap));
 }
 

@@ -69,6 +69,8 @@ struct PlanState {
       false; ///< a GPU plan with workspace (the host has its own)
   bool needsCuSeqlens = false; ///< a GPU varlen plan: device cu_seqlens
   bool needsSlopes = false;    ///< a GPU ALiBi plan: device slopes
+  /// A sink plan on a GPU, or on the host without Problem::sinks.
+  bool needsSinks = false;
   bool needsBlockTable =
       false; ///< paged K/V: Tensors/AppendTensors::blockTable
   /// A GPU plan with paged K/V (Tensors::seqlensK), or a GPU append

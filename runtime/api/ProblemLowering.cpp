@@ -124,6 +124,9 @@ static void checkScores(const api::Problem &p, ErrorList &errors) {
   if (!p.alibi && !p.alibiSlopes.empty())
     errors.add(ErrorKind::Usage,
                "alibiSlopes are given but alibi is false: set alibi = true");
+  if (!p.sink && !p.sinks.empty())
+    errors.add(ErrorKind::Usage,
+               "sinks are given but sink is false: set sink = true");
 }
 
 static std::vector<int64_t> lengthsOf(const std::vector<int32_t> &cu) {
@@ -144,6 +147,7 @@ static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   s.mask = toMask(p.mask);
   s.bias = p.alibi ? Bias::Alibi : Bias::None;
   s.softcap = p.softcap > 0;
+  s.sink = p.sink;
   s.lse = p.wantLse;
   s.varlen = !p.cuSeqlensQ.empty();
   s.target = target;
@@ -177,6 +181,7 @@ static AttentionProblem attentionProblemOf(const api::Problem &p,
   a.windowLeft = p.windowLeft;
   a.windowRight = p.windowRight;
   a.alibiSlopes = p.alibiSlopes;
+  a.sinks = p.sinks;
   a.variantSource = p.variant;
   return a;
 }
@@ -254,5 +259,6 @@ fmhajit::lowerProblem(const api::Problem &p, const std::string &target) {
   l.cuSeqlensK = p.cuSeqlensK;
   if (p.alibi)
     l.alibiSlopes = l.problem.resolvedAlibiSlopes();
+  l.sinks = p.sinks;
   return l;
 }

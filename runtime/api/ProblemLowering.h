@@ -39,11 +39,21 @@ struct LoweredProblem {
   void *stream = nullptr;
   std::vector<int32_t> cuSeqlensQ, cuSeqlensK; ///< host copies, under varlen
   std::vector<float> alibiSlopes;              ///< resolved, under ALiBi
+  std::vector<float> sinks; ///< under sink: Problem::sinks (may be empty)
   /// Paged K/V (family fwd_paged): the pools' layout (K/V shapes and
   /// strides are the pools') and each sequence's keys.
   std::optional<KvCacheLayout> pagedCache;
   std::vector<int32_t> seqlensK;
 };
+
+/// Sinks that a launch made before run() may read (autotuning, whose time
+/// does not depend on their values): \p l's, or zeros when the tensors
+/// give them at run time; empty without sink.
+inline std::vector<float> sinksForTiming(const LoweredProblem &l) {
+  if (!l.features.sink || !l.sinks.empty())
+    return l.sinks;
+  return std::vector<float>(size_t(l.problem.headsQ), 0.0f);
+}
 
 DType toDType(api::DType type);
 Mask toMask(api::Mask mask);

@@ -45,6 +45,7 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   p.cuSeqlensQ = buf.cuSeqlensQ;
   p.cuSeqlensK = buf.cuSeqlensK;
   p.alibiSlopes = buf.alibiSlopes;
+  p.sinks = buf.sinks;
   int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
   p.qStrides = strides.q;
   p.kStrides = strides.k;

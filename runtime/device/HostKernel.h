@@ -19,6 +19,7 @@ struct ForwardBuffers {
   const int32_t *cuSeqlensQ = nullptr; ///< under varlen
   const int32_t *cuSeqlensK = nullptr;
   const float *alibiSlopes = nullptr; ///< when bias=alibi
+  const float *sinks = nullptr;       ///< when sink=1
 };
 
 /// Element strides of Q, K, V and O; the last dim is always contiguous.

@@ -16,6 +16,7 @@
 #include "specs/Errors.h"
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 using namespace fmhajit;
 using namespace fmhajit::harness;
@@ -64,6 +65,20 @@ static void fillInputs(ForwardCase::State &s) {
             f.headDimV(), s.seed + 2);
 }
 
+// Sinks near a full row's log-sum-exp (about log Sk for unit-variance
+// scores), so that they matter in long rows as in short ones: a row with
+// one key is mostly sink, a full row shares its mass with it.
+static void makeSinks(LoweredProblem &l, uint64_t seed) {
+  if (!l.features.sink || !l.sinks.empty())
+    return;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> around(-2.0f, 2.0f);
+  float center = std::log(float(std::max<int64_t>(1, l.problem.maxSeqlenK())));
+  for (int64_t h = 0; h < l.problem.headsQ; ++h)
+    l.sinks.push_back(center + around(rng));
+  l.problem.sinks = l.sinks;
+}
+
 llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
                                               const std::string &target,
                                               uint64_t seed) {
@@ -77,6 +92,7 @@ llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
     state->descaleV = 2.0f;
   }
   fillInputs(*state);
+  makeSinks(state->l, seed + 4);
   return ForwardCase(std::move(state));
 }
 
@@ -108,6 +124,7 @@ static api::Tensors hostTensors(ForwardCase::State &s) {
   api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(),
                  s.o.data.data(), s.lse.empty() ? nullptr : s.lse.data()};
   passDescales(s, t);
+  t.sinks = s.l.sinks.empty() ? nullptr : s.l.sinks.data();
   if (s.paged()) {
     t.blockTable = s.blockTable.data();
     t.seqlensK = s.l.seqlensK.data();
@@ -138,6 +155,8 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
       s.blockTable.data(), s.blockTable.size() * 4, "block table");
   t.seqlensK = gpu.upload<const int32_t>(l.seqlensK.data(),
                                          l.seqlensK.size() * 4, "seqlens_k");
+  t.sinks =
+      gpu.upload<const float>(l.sinks.data(), l.sinks.size() * 4, "sinks");
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
   passDescales(s, t);
   if (!gpu.error().empty())

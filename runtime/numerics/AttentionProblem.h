@@ -10,6 +10,8 @@
 // j of the key, Sq/Sk the lengths of that sequence, diag = i + Sk - Sq):
 //   s = scale * q.k;  softcap: s = c * tanh(s / c);
 //   alibi: s -= slope_h * |diag - j|
+//   sink: sink_h joins the softmax's denominator (and the LSE) as a logit
+//   with no value row; a row that sees no key gets o = 0, lse = sink_h
 //   causal: j <= i;  causal_br: j <= diag;
 //   window: diag - left <= j <= diag + right (-1: unbounded on that side)
 //   query head h reads K/V head h / (Hq / Hkv)
@@ -42,6 +44,9 @@ struct AttentionProblem {
   float softcap = 0; ///< c in c*tanh(s/c); set exactly when spec.softcap
   int64_t windowLeft = -1, windowRight = -1; ///< mask=window; -1 unbounded
   std::vector<float> alibiSlopes; ///< bias=alibi; empty: the default slopes
+  /// sink=1: one logit per query head, finite or -inf. Empty: given with
+  /// the tensors at run time (the reference and bundles need them here).
+  std::vector<float> sinks;
   /// The variant's C++ source (spec key variant), for run bundles.
   std::string variantSource;
 

@@ -23,6 +23,7 @@ struct ReferenceTask {
   std::vector<double> &o, &lse;
   double scale, softcap;
   std::vector<float> slopes;
+  std::vector<float> sinks;      ///< sink=1 only
   std::vector<int32_t> cuQ, cuK; ///< varlen only
   const ReferenceVariant &variant;
 
@@ -97,13 +98,16 @@ void ReferenceTask::run(int64_t b, int64_t h) const {
   int64_t lseBase = p.isVarlen() ? h * p.totalQ() + rows.firstQ
                                  : (b * p.headsQ + h) * p.seqlenQ;
   std::vector<double> s(rows.sk);
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  // The sink is a logit with no value row: in the max and the sum only.
+  double sink = sinks.empty() ? kNegInf : double(sinks[h]);
   for (int64_t i = 0; i < rows.sq; ++i) {
-    double rowMax = scoreRow(rows, i, h, s);
+    double rowMax = std::max(scoreRow(rows, i, h, s), sink);
     double *out = &o[((rows.firstQ + i) * p.headsQ + h) * p.dv];
     lse[lseBase + i] = rowMax; // -inf, and o stays 0, when no key is visible
-    if (rowMax == -std::numeric_limits<double>::infinity())
+    if (rowMax == kNegInf)
       continue;
-    double sum = 0;
+    double sum = sink == kNegInf ? 0.0 : std::exp(sink - rowMax);
     for (int64_t j = 0; j < rows.sk; ++j) {
       double w = std::exp(s[j] - rowMax); // 0 for masked keys
       sum += w;
@@ -123,6 +127,9 @@ ReferenceOutput fmhajit::referenceForward(const KernelSpec &spec,
                                           llvm::ArrayRef<float> k,
                                           llvm::ArrayRef<float> v,
                                           const ReferenceVariant &variant) {
+  assert((!spec.sink ||
+          static_cast<int64_t>(problem.sinks.size()) == problem.headsQ) &&
+         "a sink problem's reference needs its sinks");
   assert(static_cast<int64_t>(q.size()) == numElements(problem.qShape()) &&
          static_cast<int64_t>(k.size()) == numElements(problem.kShape()) &&
          static_cast<int64_t>(v.size()) == numElements(problem.vShape()) &&
@@ -141,6 +148,7 @@ ReferenceOutput fmhajit::referenceForward(const KernelSpec &spec,
                      problem.softcap,
                      spec.bias == Bias::Alibi ? problem.resolvedAlibiSlopes()
                                               : std::vector<float>(),
+                     spec.sink ? problem.sinks : std::vector<float>(),
                      problem.cuSeqlensQ(),
                      problem.cuSeqlensK(),
                      variant};

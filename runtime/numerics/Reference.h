@@ -2,8 +2,8 @@
 //
 // The definition the kernels are checked against: the plain two-pass
 // softmax(score) * V, evaluated in double per (sequence, query head), with
-// the mask, softcap, ALiBi and GQA rules of AttentionProblem.h. It is meant
-// to be obviously right, not fast; (batch, head) pairs run in parallel.
+// the mask, softcap, ALiBi, sink and GQA rules of AttentionProblem.h. It is
+// meant to be obviously right, not fast; (batch, head) pairs run in parallel.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,7 +41,8 @@ struct ReferenceVariant {
 
 /// Forward attention of \p problem, which validate(spec) accepted. \p q, \p k
 /// and \p v are packed (qShape(), kShape(), vShape()) and already rounded to
-/// the spec's dtype. A query row that sees no key gets o = 0, lse = -inf.
+/// the spec's dtype. A query row that sees no key gets o = 0, lse = -inf
+/// (lse = sink_h under sink=1, whose problem holds its sinks).
 ReferenceOutput
 referenceForward(const KernelSpec &spec, const AttentionProblem &problem,
                  llvm::ArrayRef<float> q, llvm::ArrayRef<float> k,

@@ -43,6 +43,7 @@ llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
       {"window_left", window ? problem.windowLeft : -1},
       {"window_right", window ? problem.windowRight : -1},
       {"alibi_slopes", listOrNull(problem.resolvedAlibiSlopes(), alibi)},
+      {"sinks", listOrNull(problem.sinks, spec.sink)},
       {"cu_seqlens_q", listOrNull(problem.cuSeqlensQ(), spec.varlen)},
       {"cu_seqlens_k", listOrNull(problem.cuSeqlensK(), spec.varlen)},
       {"variant",
@@ -53,10 +54,9 @@ llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
 // The order, for people reading the file; llvm::json::Object itself
 // would print its keys sorted.
 static const char *const kMetadataKeys[] = {
-    "spec",         "name",         "dtype",        "mask",
-    "heads_q",      "heads_kv",     "scale",        "softcap",
-    "window_left",  "window_right", "alibi_slopes", "cu_seqlens_q",
-    "cu_seqlens_k", "variant"};
+    "spec",         "name",  "dtype",        "mask",         "heads_q",
+    "heads_kv",     "scale", "softcap",      "window_left",  "window_right",
+    "alibi_slopes", "sinks", "cu_seqlens_q", "cu_seqlens_k", "variant"};
 
 using MetaEntries = llvm::ArrayRef<std::pair<std::string, Value>>;
 

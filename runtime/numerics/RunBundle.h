@@ -9,7 +9,8 @@
 //   {"spec": "family=fwd,dtype=bf16,...", "name": "fmha_fwd_bf16_d128_...",
 //    "dtype": "bf16", "mask": "window", "heads_q": 8, "heads_kv": 2,
 //    "scale": 0.088388346, "softcap": 0, "window_left": 64,
-//    "window_right": 0, "alibi_slopes": null, "cu_seqlens_q": [0, 5, 12],
+//    "window_right": 0, "alibi_slopes": null, "sinks": null,
+//    "cu_seqlens_q": [0, 5, 12],
 //    "cu_seqlens_k": [0, 7, 20]}
 //
 //===----------------------------------------------------------------------===//

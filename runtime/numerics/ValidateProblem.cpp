@@ -174,6 +174,23 @@ static void checkAlibi(const AttentionProblem &p, const KernelSpec &spec,
     errs.add(ErrorKind::Usage, "ALiBi slopes must be finite");
 }
 
+static void checkSinks(const AttentionProblem &p, const KernelSpec &spec,
+                       ErrorList &errs) {
+  if (p.sinks.empty())
+    return;
+  if (!spec.sink)
+    errs.add(ErrorKind::Usage, "sinks need a spec with sink=1");
+  else if (static_cast<int64_t>(p.sinks.size()) != p.headsQ)
+    errs.add(ErrorKind::Usage, "got " + Twine(p.sinks.size()) + " sinks for " +
+                                   Twine(p.headsQ) +
+                                   " query heads: give one sink per head");
+  else if (!llvm::all_of(p.sinks, [](float s) {
+             return std::isfinite(s) || s == -INFINITY;
+           }))
+    errs.add(ErrorKind::Usage,
+             "sinks must be finite, or -inf for a head without one");
+}
+
 llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   ErrorList errs;
   checkHeads(*this, errs);
@@ -186,6 +203,7 @@ llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   checkSoftcap(*this, spec, errs);
   checkWindow(*this, spec, errs);
   checkAlibi(*this, spec, errs);
+  checkSinks(*this, spec, errs);
   // Sizes are only meaningful once every length and head count is sane.
   if (errs.empty())
     checkRowRange(*this, errs);

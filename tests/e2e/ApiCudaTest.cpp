@@ -1,8 +1,8 @@
 //===- ApiCudaTest.cpp - The public API on a CUDA GPU ---------------------===//
 //
 // The same contract as ApiTest.cpp with Device::Cuda: device pointers in
-// Tensors (cu_seqlens and ALiBi slopes included), the GPU's own target, a
-// tensor-core pipeline (wgmma on sm_90a, else mma) when K/V rows are 16-byte
+// Tensors (cu_seqlens, ALiBi slopes and sinks included), the GPU's own target,
+// a tensor-core pipeline (wgmma on sm_90a, else mma) when K/V rows are 16-byte
 // aligned and simt when they are not, and autotuning timed with CUDA events.
 // Then the multi-stage plans: decode split over the GPU's SMs with the combine
 // after it (workspace in device memory), paged K/V with the block table and
@@ -85,12 +85,32 @@ std::vector<GpuCase> gpuCases() {
   Problem alibi = gpuProblem(1, 4, 4, 64, 64, 128, DType::BF16);
   alibi.alibi = true;
   alibi.softcap = 30;
+  // Sinks (device copies from the harness): the persistent wgmma walk with
+  // causal rows, simt with rows that see no key (bottom-right, Sk < Sq),
+  // the cp.async wgmma row under varlen, and softcap + ALiBi + window.
+  Problem sink = bshd;
+  sink.sink = true;
+  Problem sinkSimt = gpuProblem(1, 4, 1, 50, 30, 64, DType::F32);
+  sinkSimt.mask = Mask::CausalBottomRight;
+  sinkSimt.sink = sinkSimt.wantLse = true;
+  Problem sinkVarlen = varlen;
+  sinkVarlen.sink = sinkVarlen.wantLse = true;
+  Problem sinkMods = gpuProblem(2, 4, 4, 200, 260, 64, DType::F16);
+  sinkMods.mask = Mask::Window;
+  sinkMods.windowLeft = 30, sinkMods.windowRight = 0;
+  sinkMods.alibi = true;
+  sinkMods.softcap = 30;
+  sinkMods.sink = sinkMods.wantLse = true;
   return {{"BshdGqaCausalLse", bshd, "mma_sm"},
           {"Bhsd", bhsd, "mma_sm"},
           {"MisalignedKvIsSimt", odd, "_simt_"},
           {"Fp32Window", fp32, "_simt_"},
           {"VarlenDeviceCuSeqlens", varlen, "mma_sm"},
-          {"AlibiSoftcap", alibi, "mma_sm"}};
+          {"AlibiSoftcap", alibi, "mma_sm"},
+          {"SinkCausalLse", sink, "mma_sm"},
+          {"SinkSimtRowsWithoutKeys", sinkSimt, "_simt_"},
+          {"SinkVarlen", sinkVarlen, "mma_sm"},
+          {"SinkWindowAlibiSoftcap", sinkMods, "mma_sm"}};
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, ApiCuda, ::testing::ValuesIn(gpuCases()),
                          [](const auto &info) { return info.param.label; });
@@ -130,6 +150,42 @@ TEST(ApiCudaSplit, DecodeSplitsOverSms) {
   EXPECT_GT(check.plan.steps()[0].keySplits, 1);
   EXPECT_EQ(check.plan.steps()[1].role, "combine");
   EXPECT_GT(check.plan.workspaceBytes(), 0);
+}
+
+// The sink joins part 0's partials only: with many parts and the combine
+// after them it must still count once.
+TEST(ApiCudaSplit, DecodeWithSinksCountsThemOnce) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(1, 8, 1, 1, 8000, 128, DType::BF16);
+  p.wantLse = p.sink = true;
+  ApiCheck check = checkApi(p);
+  ASSERT_EQ(check.plan.steps().size(), 2u) << check.plan.describe();
+  EXPECT_GT(check.plan.steps()[0].keySplits, 1);
+}
+
+// pack_gqa: each row of a tile reads its own head's sink.
+TEST(ApiCudaSink, PackGqaReadsEachRowsSink) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(1, 8, 2, 40, 300, 64, DType::BF16);
+  p.mask = Mask::CausalBottomRight;
+  p.wantLse = p.sink = true;
+  api::Options options;
+  options.kernel = "family=fwd,dtype=bf16,d=64,mask=causal_br,lse=1,sink=1,"
+                   "pack_gqa=1";
+  checkApi(p, options);
+}
+
+TEST(ApiCudaRun, SinksNeedADeviceCopy) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(1, 2, 2, 8, 8, 64, DType::BF16);
+  p.sink = true;
+  p.sinks = {0.5f, 1.0f}; // a host copy does not do on a GPU
+  std::optional<api::Plan> plan = planChecked(p);
+  ASSERT_TRUE(plan);
+  int dummy[4];
+  api::Status s = api::run(*plan, {dummy, dummy, dummy, dummy});
+  EXPECT_NE(s.message().find("Tensors::sinks"), std::string::npos)
+      << s.message();
 }
 
 Problem onGpu(Problem p) {

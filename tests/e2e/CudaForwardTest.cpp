@@ -321,6 +321,34 @@ TEST(CudaRun, ChecksAndTimesOnTheGpu) {
                                                   << text;
 }
 
+// Sinks from the CLI (seeded per head, uploaded by the harness): fp8 on the
+// TMA ring, whose l carries P's 2^8 shift from the sink on; split-KV with
+// five parts and its combine; bf16 with rows that see no key (LSE = sink).
+TEST(CudaRun, SinksCheckOnTheGpu) {
+  if (!CudaForwardRunner::shared())
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"family=fwd,dtype=fp8_e4m3,d=128,mask=causal,"
+                                 "lse=1,sink=1,target=sm_90a",
+                                 "--batch", "2", "--heads", "8", "--heads-kv",
+                                 "2", "--seqlen-q", "777"},
+        std::vector<std::string>{
+            "family=fwd_splitkv,dtype=bf16,d=128,lse=1,sink=1,target=sm_90a",
+            "--heads", "8", "--heads-kv", "1", "--seqlen-q", "1", "--seqlen-k",
+            "9000", "--num-splits", "5"},
+        std::vector<std::string>{
+            "family=fwd,dtype=bf16,d=128,mask=causal_br,lse=1,sink=1,"
+            "target=sm_90a",
+            "--batch", "2", "--heads", "4", "--seqlen-q", "333", "--seqlen-k",
+            "200"}}) {
+    args.insert(args.begin(), "run");
+    args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
+    auto [rc, text] = runFmhajit(args);
+    EXPECT_EQ(rc, 0) << text;
+    EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+  }
+}
+
 // fp8 from the CLI, through the public API: the harness quantizes Q, K and
 // V with descale factors 0.5, 0.25 and 2 (a kernel that drops or swaps one
 // fails the check), for the forward and for split-KV with its combine.

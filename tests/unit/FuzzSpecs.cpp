@@ -66,7 +66,7 @@ void drawTypes(Draw &r, const ArchInfo &arch, const PipelineInfo *info,
 }
 
 // Mostly the implemented families; the backward ones validate but compile
-// to an Unsupported error at once, as do dropout and sink.
+// to an Unsupported error at once, as do dropout and sink on the backward.
 Family drawFamily(Draw &r) {
   unsigned p = r.below(100);
   if (p < 40)
@@ -88,7 +88,7 @@ void drawFeatures(Draw &r, KernelSpec &s) {
   s.lse = r.chance(40);
   s.varlen = r.chance(25);
   s.dropout = r.chance(3);
-  s.sink = r.chance(3);
+  s.sink = r.chance(15);
 }
 
 void drawTile(Draw &r, const ArchInfo &arch, const PipelineInfo *info,

@@ -128,6 +128,10 @@ const Rejection kRejections[] = {
     {"BiasInConvertDq", Input::Spec, "family=bwd_convert_dq,bias=alibi",
      "bias=alibi"},
     {"SinkInDotDoO", Input::Spec, "family=bwd_dot_do_o,sink=1", "sink=1"},
+    // The combine folds part 0's partials, which hold the sink already.
+    {"SinkInCombine", Input::Spec, "family=splitkv_combine,sink=1",
+     "sink=1: family splitkv_combine does not take it"},
+    {"SinkNotAFlag", Input::Spec, "sink=2", "sink=2"},
     {"PackGqaInCombine", Input::Spec, "family=splitkv_combine,pack_gqa=1",
      "pack_gqa=1: family splitkv_combine does not take it"},
     {"PackGqaInBackward", Input::Spec, "family=bwd_dq_dk_dv,pack_gqa=1",

@@ -161,7 +161,8 @@ TEST(RunBundle, VarlenAlibiLse) {
   EXPECT_EQ(lse->data.front(), 5.0f);
 
   llvm::json::Object m = readMeta(dir.file("out/run/meta.json"));
-  EXPECT_EQ(m.size(), 14u);
+  EXPECT_EQ(m.size(), 15u);
+  EXPECT_EQ(*m.get("sinks"), nullptr); // no sink=1
   EXPECT_EQ(*m.getString("name"), "fmha_fwd_fp32_d64_window_alibi_sc_lse_vl"
                                   "_m192n64w1s1_vector_host");
   EXPECT_EQ(*m.getString("dtype"), "fp32");
@@ -190,9 +191,9 @@ TEST(RunBundle, PlainSpecHasNullsAndNoLse) {
   ASSERT_FALSE(writeRunBundle(dir.file("run"), spec, p, data.tensors(false)));
   EXPECT_FALSE(llvm::sys::fs::exists(dir.file("run/lse.npy")));
   llvm::json::Object m = readMeta(dir.file("run/meta.json"));
-  EXPECT_EQ(m.size(), 14u);
+  EXPECT_EQ(m.size(), 15u);
   for (const char *key :
-       {"alibi_slopes", "cu_seqlens_q", "cu_seqlens_k", "variant"})
+       {"alibi_slopes", "sinks", "cu_seqlens_q", "cu_seqlens_k", "variant"})
     EXPECT_EQ(*m.get(key), nullptr) << key;
   EXPECT_EQ(*m.getNumber("softcap"), 0.0);
   EXPECT_EQ(*m.getInteger("window_left"), -1);

@@ -82,6 +82,49 @@ TEST(Reference, RowThatSeesNoKeyIsZeroWithMinusInfLse) {
   expectVisibleMeans(spec, tinyProblem(spec, 3, 1), {0, 0, 0}, {0, 0, 1});
 }
 
+// The sink is a logit with no value row: in the denominator and the LSE.
+TEST(Reference, SinkJoinsTheDenominatorWithNoValue) {
+  KernelSpec spec = tinySpec(Mask::None);
+  spec.sink = true;
+  AttentionProblem p = tinyProblem(spec, 1, 2);
+  p.sinks = {float(std::log(2.0))};
+  ReferenceOutput r = run(spec, p, {1}, {0, 0}, {3, 5});
+  // e^sink = 2, each key e^0 = 1: o = (3 + 5) / 4, lse = log 4.
+  EXPECT_NEAR(r.o[0], 2.0, 1e-7);
+  EXPECT_NEAR(r.lse[0], std::log(4.0), 1e-7);
+}
+
+TEST(Reference, RowThatSeesNoKeyButASinkIsZeroWithTheSinksLse) {
+  KernelSpec spec = tinySpec(Mask::CausalBr);
+  spec.sink = true;
+  AttentionProblem p = tinyProblem(spec, 3, 1);
+  p.sinks = {1.5f};
+  ReferenceOutput r = run(spec, p, {1, 1, 1}, {0}, {7});
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.o[i], 0.0) << i;
+    EXPECT_EQ(r.lse[i], 1.5) << i;
+  }
+  // The last row sees its key: o = 7 e^0 / (e^1.5 + 1).
+  EXPECT_DOUBLE_EQ(r.o[2], 7 / (std::exp(1.5) + 1));
+}
+
+TEST(Reference, SinkOfMinusInfinityIsNoSinkAndAHugeOneDoesNotOverflow) {
+  KernelSpec plain = tinySpec(Mask::None);
+  KernelSpec spec = plain;
+  spec.sink = true;
+  AttentionProblem p = tinyProblem(spec, 1, 2);
+  p.sinks = {-std::numeric_limits<float>::infinity()};
+  ReferenceOutput none =
+      run(plain, tinyProblem(plain, 1, 2), {1}, {1, 2}, {3, 5});
+  ReferenceOutput r = run(spec, p, {1}, {1, 2}, {3, 5});
+  EXPECT_EQ(r.o, none.o);
+  EXPECT_EQ(r.lse, none.lse);
+  p.sinks = {1000.0f};
+  r = run(spec, p, {1}, {1, 2}, {3, 5});
+  EXPECT_EQ(r.lse[0], 1000.0);
+  EXPECT_LT(r.o[0], 1e-300);
+}
+
 TEST(Reference, CausalIsTopLeftAligned) {
   KernelSpec spec = tinySpec(Mask::Causal);
   expectVisibleMeans(spec, tinyProblem(spec, 2, 4), {0, 0.5}, {1, 2});

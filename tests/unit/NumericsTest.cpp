@@ -252,6 +252,20 @@ const ValidationCase kValidationCases[] = {
     {"SlopesCount", [](KernelSpec &s) { s.bias = Bias::Alibi; },
      [](AttentionProblem &p) { p.headsQ = 2, p.alibiSlopes = {0.5f}; },
      "got 1 ALiBi slopes for 2 query heads"},
+    {"SinksOnPlainSpec", noSpecChange,
+     [](AttentionProblem &p) { p.sinks = {0.5f}; },
+     "sinks need a spec with sink=1"},
+    {"SinksCount", [](KernelSpec &s) { s.sink = true; },
+     [](AttentionProblem &p) { p.headsQ = 2, p.sinks = {0.5f}; },
+     "got 1 sinks for 2 query heads"},
+    {"SinkPlusInfinity", [](KernelSpec &s) { s.sink = true; },
+     [](AttentionProblem &p) { p.sinks = {INFINITY}; },
+     "sinks must be finite, or -inf"},
+    {"SinkMinusInfinityIsNone", [](KernelSpec &s) { s.sink = true; },
+     [](AttentionProblem &p) { p.sinks = {-INFINITY}; }, ""},
+    // Sinks may come with the tensors at run time.
+    {"SinkWithoutValues", [](KernelSpec &s) { s.sink = true; },
+     [](AttentionProblem &) {}, ""},
 };
 
 class ProblemValidation : public ::testing::TestWithParam<ValidationCase> {};

@@ -162,3 +162,23 @@ TEST(RoundTripPackGqa, NameCarriesTheFlag) {
       EXPECT_EQ(*decoded, packed) << name;
     }
 }
+
+// sink is part of the name (token "sk", after lse) for every forward family
+// on a target of each backend, and the resolved sink spec validates there:
+// the forward families take it everywhere (docs/families.md).
+TEST(RoundTripSink, NameCarriesTheFlagOnEveryBackend) {
+  for (const char *family : {"fwd", "fwd_splitkv", "fwd_paged"})
+    for (const char *target : {"host", "sm_90a", "gfx942", "gfx1100"}) {
+      std::string text = std::string("family=") + family +
+                         ",mask=causal,lse=1,target=" + target;
+      KernelSpec plain = resolvedSpec(text);
+      KernelSpec sink = resolvedSpec(text + ",sink=1");
+      ASSERT_TRUE(sink.sink);
+      std::string name = encodeName(sink);
+      EXPECT_NE(name, encodeName(plain));
+      EXPECT_NE(name.find("_lse_sk_m"), std::string::npos) << name;
+      llvm::Expected<KernelSpec> decoded = decodeName(name);
+      ASSERT_TRUE(bool(decoded)) << llvm::toString(decoded.takeError());
+      EXPECT_EQ(*decoded, sink) << name;
+    }
+}

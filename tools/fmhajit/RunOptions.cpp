@@ -92,6 +92,7 @@ static void applySpecFeatures(const KernelSpec &spec, api::Problem &p) {
   p.headDimV = spec.headDimV();
   p.mask = publicMask(spec.mask);
   p.alibi = spec.bias == Bias::Alibi;
+  p.sink = spec.sink; // the harness draws the sinks (ForwardCase::make)
   p.wantLse = spec.lse;
   if (spec.softcap && p.softcap == 0)
     p.softcap = kDefaultSoftcap;

@@ -2,7 +2,7 @@
 """Recomputes forward attention from a `fmhajit run --save DIR` bundle alone.
 
 Reads q.npy, k.npy, v.npy, o.npy (and lse.npy when present) and meta.json,
-evaluates softmax(score) V in float64 with the mask, softcap, ALiBi and GQA
+evaluates softmax(score) V in float64 with the mask, softcap, ALiBi, sink and GQA
 rules of runtime/numerics/AttentionProblem.h, and compares with the saved outputs at
 the tolerance of the output dtype (runtime/numerics/Tolerance.cpp). Pure Python, so
 it needs no NumPy: the bundle's promise is that any tool can do this.
@@ -84,11 +84,14 @@ def attention_row(meta, t, i, h, seq, dims):
         if meta["alibi_slopes"] is not None:
             s -= meta["alibi_slopes"][h] * abs(i + sk - sq - j)
         scores.append((j, s))
-    if not scores:
+    # A sink is a logit in the max and the sum, with no value row.
+    sink = meta.get("sinks") and meta["sinks"][h]
+    if not scores and sink is None:
         return [0.0] * dv, -math.inf
-    top = max(s for _, s in scores)
+    top = max([s for _, s in scores] + ([sink] if sink is not None else []))
     weights = [(j, math.exp(s - top)) for j, s in scores]
-    total = math.fsum(w for _, w in weights)
+    total = math.fsum([w for _, w in weights] +
+                      ([math.exp(sink - top)] if sink is not None else []))
     out = [0.0] * dv
     for j, w in weights:
         vrow = v[((first_k + j) * hkv + hk) * dv:][:dv]

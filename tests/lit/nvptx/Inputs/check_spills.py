@@ -7,7 +7,8 @@ Two grids:
     (causal, lse=1);
   - on sm_90a, every forward family x mask x lse for the tensor-core
     pipelines (and wgmma's TMA ring, stages=2) at d = 64, 128 and 256
-    (bf16), plus softcap, ALiBi and both under three masks;
+    (bf16), plus softcap, ALiBi and both under three masks, and the sink
+    (sink=1) alone and with both, in fwd and fwd_splitkv;
   - on sm_90a, fp8 (e4m3; e5m2 at d = 128) on wgmma's TMA ring with its V
     transposers: every forward family x mask x lse at d = 64, 128 and 256,
     and softcap with ALiBi.
@@ -39,9 +40,13 @@ def feature_grid():
                         yield ("family=%s,dtype=bf16,d=%d,mask=%s,lse=%d,pipeline=%s,"
                                "target=sm_90a" % (family, d, mask, lse, pipeline))
             for mask in ["none", "causal", "window"]:
-                for mods in ["softcap=1", "bias=alibi", "softcap=1,bias=alibi"]:
+                for mods in ["softcap=1", "bias=alibi", "softcap=1,bias=alibi",
+                             "sink=1", "softcap=1,bias=alibi,sink=1"]:
                     yield ("family=fwd,dtype=bf16,d=%d,mask=%s,%s,lse=1,"
                            "pipeline=%s,target=sm_90a" % (d, mask, mods, pipeline))
+            for mask in ["none", "causal"]:
+                yield ("family=fwd_splitkv,dtype=bf16,d=%d,mask=%s,sink=1,lse=1,"
+                       "pipeline=%s,target=sm_90a" % (d, mask, pipeline))
 
 def fp8_grid():
     for d in [64, 128, 256]:
@@ -52,6 +57,8 @@ def fp8_grid():
                            "target=sm_90a" % (family, d, mask, lse))
         yield ("family=fwd,dtype=fp8_e4m3,d=%d,mask=causal,softcap=1,"
                "bias=alibi,lse=1,target=sm_90a" % d)
+        yield ("family=fwd,dtype=fp8_e4m3,d=%d,mask=causal,sink=1,lse=1,"
+               "target=sm_90a" % d)
     yield "family=fwd,dtype=fp8_e5m2,d=128,mask=causal,lse=1,target=sm_90a"
 
 def check(spec):
