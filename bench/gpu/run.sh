@@ -15,7 +15,7 @@ for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
   [ -f "$root/dist/$b.xz" ] && xz -dc "$root/dist/$b.xz" > /tmp/fj/$b && chmod +x /tmp/fj/$b
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-export FMHAJIT_CACHE_DIR=/tmp/fj/cache
+export FMHAJIT_CACHE_DIR=/tmp/fj/cache FMHAJIT_SOURCE_DIR="$root" # examples/variants for the e2e tests
 if [ "$mode" = all ] || [ "$mode" = e2e ]; then
   # The suite compiles hundreds of kernels, and the compile (codegen and the
   # driver's PTX-to-SASS step) is CPU-bound: E2E_JOBS processes (default 8)
