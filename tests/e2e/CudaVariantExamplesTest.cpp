@@ -73,12 +73,13 @@ std::vector<ExampleCase> cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Examples, CudaVariantExamples, testing::ValuesIn(cases()),
-    [](const testing::TestParamInfo<ExampleCase> &info) {
-      std::string name = info.param.file;
-      name = name.substr(0, name.find('.'));
-      return name + (*info.param.kernel ? "_mma" : "_default");
-    });
+INSTANTIATE_TEST_SUITE_P(Examples, CudaVariantExamples,
+                         testing::ValuesIn(cases()),
+                         [](const testing::TestParamInfo<ExampleCase> &info) {
+                           std::string name = info.param.file;
+                           name = name.substr(0, name.find('.'));
+                           return name +
+                                  (*info.param.kernel ? "_mma" : "_default");
+                         });
 
 } // namespace
