@@ -75,6 +75,10 @@ Value *TargetInfo::itemScratch(IRBuilderBase &b, unsigned bytes) {
   return entryAlloca(b, b.getInt8Ty(), "scratch", 16, bytes);
 }
 
+Value *TargetInfo::reciprocal(IRBuilderBase &b, Value *x) {
+  return b.CreateFDiv(splatLike(b, ConstantFP::get(b.getFloatTy(), 1.0), x), x);
+}
+
 Value *TargetInfo::tanh(IRBuilderBase &b, Value *x) {
   Value *one = splatLike(b, ConstantFP::get(b.getFloatTy(), 1.0), x);
   Value *two = splatLike(b, ConstantFP::get(b.getFloatTy(), 2.0), x);
@@ -83,7 +87,8 @@ Value *TargetInfo::tanh(IRBuilderBase &b, Value *x) {
       b,
       b.CreateFMul(
           absX, splatLike(b, ConstantFP::get(b.getFloatTy(), 2 * kLog2e), x)));
-  Value *t = b.CreateFSub(one, b.CreateFDiv(two, b.CreateFAdd(e, one)));
+  Value *t =
+      b.CreateFSub(one, b.CreateFMul(two, reciprocal(b, b.CreateFAdd(e, one))));
   return b.CreateBinaryIntrinsic(Intrinsic::copysign, t, x);
 }
 

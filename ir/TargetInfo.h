@@ -51,6 +51,11 @@ public:
   /// log2(x) for a float scalar or vector, x > 0; used in epilogues only.
   virtual llvm::Value *log2(llvm::IRBuilderBase &b, llvm::Value *x);
 
+  /// 1/x for a float scalar or vector, x >= 1, to ~1 ulp. Default: an exact
+  /// division; NVPTX: rcp.approx, one instruction where div.rn.f32 is a
+  /// dozen and a slow-path call (80 of them made a soft-capped kernel).
+  virtual llvm::Value *reciprocal(llvm::IRBuilderBase &b, llvm::Value *x);
+
   /// A float scalar or vector rounded (to nearest even) to the storage type
   /// of \p t (fp32, fp16, bf16), for kernels that store outside TileOps.
   virtual llvm::Value *narrow(llvm::IRBuilderBase &b, llvm::Value *x, DType t);
@@ -69,7 +74,8 @@ public:
   /// The tile vocabulary implementation for this target.
   virtual std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) = 0;
 
-  /// tanh(x) built on exp2: sign(x) * (1 - 2 / (2^(2x*log2e) + 1)).
+  /// tanh(x) built on exp2 and reciprocal:
+  /// sign(x) * (1 - 2 * reciprocal(2^(2|x|*log2e) + 1)).
   llvm::Value *tanh(llvm::IRBuilderBase &b, llvm::Value *x);
 };
 

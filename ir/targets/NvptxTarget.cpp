@@ -231,6 +231,20 @@ public:
   Value *log2(IRBuilderBase &b, Value *x) override {
     return b.CreateIntrinsic(Intrinsic::nvvm_lg2_approx_f, {}, {x});
   }
+  // Flushing is safe: tanh's denominator is at least 2, and a reciprocal
+  // below 2^-126 only makes tanh round to 1 a little earlier.
+  Value *reciprocal(IRBuilderBase &b, Value *x) override {
+    auto rcp = [&](Value *v) {
+      return b.CreateIntrinsic(Intrinsic::nvvm_rcp_approx_ftz_f, {}, {v});
+    };
+    auto *vector = dyn_cast<FixedVectorType>(x->getType());
+    if (!vector)
+      return rcp(x);
+    Value *out = PoisonValue::get(vector);
+    for (unsigned i = 0; i < vector->getNumElements(); ++i)
+      out = b.CreateInsertElement(out, rcp(b.CreateExtractElement(x, i)), i);
+    return out;
+  }
 };
 } // namespace
 
