@@ -22,16 +22,6 @@ using api::TensorLayout;
 
 namespace {
 
-/// Why the GPU tests skip, or empty where a GPU plan can be made.
-std::string noGpuReason() {
-  Problem p;
-  p.device = api::Device::Cuda;
-  api::Options options;
-  options.load = false;
-  api::Result<api::Plan> plan = api::plan(p, options);
-  return plan.ok() ? "" : plan.status().message();
-}
-
 #define REQUIRE_GPU()                                                          \
   if (std::string why = noGpuReason(); !why.empty())                           \
   GTEST_SKIP() << why

@@ -2,6 +2,7 @@
 #include "tests/e2e/ApiTesting.h"
 #include "runtime/harness/ForwardCase.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
 
@@ -40,4 +41,21 @@ ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options,
   EXPECT_TRUE(check.compare.pass) << check.compare.summary() << "\n"
                                   << plan->describe();
   return check;
+}
+
+std::string fmhajit::e2e::noGpuReason() {
+  api::Problem p;
+  p.device = api::Device::Cuda;
+  api::Options options;
+  options.load = false;
+  api::Result<api::Plan> plan = api::plan(p, options);
+  return plan.ok() ? "" : plan.status().message();
+}
+
+std::string fmhajit::e2e::readVariantExample(const std::string &file) {
+  const char *root = std::getenv("FMHAJIT_SOURCE_DIR");
+  std::string path = std::string(root ? root : FMHAJIT_SOURCE_DIR) +
+                     "/examples/variants/" + file;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  return buffer ? (*buffer)->getBuffer().str() : "";
 }

@@ -20,6 +20,14 @@ namespace fmhajit::e2e {
 /// A kernel cache directory for this test process, removed at exit.
 const std::string &apiCacheDir();
 
+/// Why GPU tests skip here (no driver, no GPU), or empty where a plan for
+/// Device::Cuda can be made.
+std::string noGpuReason();
+
+/// The text of examples/variants/\p file, from the checkout the build came
+/// from or FMHAJIT_SOURCE_DIR (the GPU machine's copy); empty if unreadable.
+std::string readVariantExample(const std::string &file);
+
 /// What one checked run found.
 struct ApiCheck {
   api::Plan plan;

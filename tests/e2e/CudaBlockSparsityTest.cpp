@@ -19,15 +19,6 @@ namespace api = fmhajit::api;
 
 namespace {
 
-std::string noGpuReason() {
-  api::Problem p;
-  p.device = api::Device::Cuda;
-  api::Options options;
-  options.load = false;
-  api::Result<api::Plan> plan = api::plan(p, options);
-  return plan.ok() ? "" : plan.status().message();
-}
-
 struct SparseCase {
   const char *name;
   const char *source;

@@ -9,33 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tests/e2e/ApiCacheTesting.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "gtest/gtest.h"
-#include <cstdlib>
 
 using namespace fmhajit::e2e;
 namespace api = fmhajit::api;
 
 namespace {
-
-std::string noGpuReason() {
-  api::Problem p;
-  p.device = api::Device::Cuda;
-  api::Options options;
-  options.load = false;
-  api::Result<api::Plan> plan = api::plan(p, options);
-  return plan.ok() ? "" : plan.status().message();
-}
-
-// The checkout the build came from, or FMHAJIT_SOURCE_DIR where the tests
-// run from another copy (the GPU machine's).
-std::string readExample(const std::string &file) {
-  const char *root = std::getenv("FMHAJIT_SOURCE_DIR");
-  std::string path = std::string(root ? root : FMHAJIT_SOURCE_DIR) +
-                     "/examples/variants/" + file;
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  return buffer ? (*buffer)->getBuffer().str() : "";
-}
 
 struct ExampleCase {
   const char *file;
@@ -54,7 +33,7 @@ TEST_P(CudaVariantExamples, MatchesReference) {
   p.dtype = api::DType::BF16;
   p.device = api::Device::Cuda;
   p.wantLse = true;
-  p.variant = readExample(c.file);
+  p.variant = readVariantExample(c.file);
   p.variantName = c.file;
   ASSERT_FALSE(p.variant.empty()) << "cannot read examples/variants/" << c.file;
   api::Options options;

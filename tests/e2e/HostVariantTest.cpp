@@ -10,9 +10,8 @@
 #include "runtime/numerics/Compare.h"
 #include "runtime/numerics/Reference.h"
 #include "runtime/numerics/Tolerance.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "tests/e2e/ApiTesting.h"
 #include <cmath>
-#include <cstdlib>
 #include <gtest/gtest.h>
 #include <random>
 
@@ -24,16 +23,6 @@ struct Example {
   ReferenceVariant math;
   int64_t heads, seqlen;
 };
-
-// The checkout the build came from, or FMHAJIT_SOURCE_DIR where the tests
-// run from another copy (the GPU machine's).
-std::string readExample(const char *file) {
-  const char *root = std::getenv("FMHAJIT_SOURCE_DIR");
-  std::string path = std::string(root ? root : FMHAJIT_SOURCE_DIR) +
-                     "/examples/variants/" + file;
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  return buffer ? (*buffer)->getBuffer().str() : "";
-}
 
 std::vector<float> randomValues(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -100,7 +89,7 @@ TEST_P(HostVariants, MatchTheFloat64Reference) {
   p.headDim = 64;
   p.dtype = api::DType::F32;
   p.scale = 1.0f; // large scores, so that score_mod's changes matter
-  p.variant = readExample(e.file);
+  p.variant = fmhajit::e2e::readVariantExample(e.file);
   p.variantName = e.file;
   ASSERT_FALSE(p.variant.empty()) << "cannot read " << e.file;
   auto plan = api::plan(p);
