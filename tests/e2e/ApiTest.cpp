@@ -23,14 +23,6 @@ using api::TensorLayout;
 
 namespace {
 
-Problem dense(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq,
-              int64_t sk, int64_t d, DType dtype) {
-  Problem p;
-  p.batch = batch, p.headsQ = headsQ, p.headsKv = headsKv;
-  p.seqlenQ = sq, p.seqlenK = sk, p.headDim = d, p.dtype = dtype;
-  return p;
-}
-
 struct ApiCase {
   std::string label;
   Problem problem;
@@ -48,20 +40,20 @@ TEST_P(ApiMatchesReference, PlanAndRun) {
 }
 
 std::vector<ApiCase> layoutCases() {
-  Problem bshd = dense(2, 4, 4, 70, 97, 64, DType::BF16);
+  Problem bshd = denseProblem(2, 4, 4, 70, 97, 64, DType::BF16);
   bshd.mask = Mask::Causal;
-  Problem bhsd = dense(2, 4, 2, 33, 50, 128, DType::F32);
+  Problem bhsd = denseProblem(2, 4, 2, 33, 50, 128, DType::F32);
   bhsd.q = bhsd.k = bhsd.v = bhsd.o = TensorLayout::bhsd();
   // Rows padded by 24 elements, heads by 8, batches by 100; K in BHSD; V
   // with heads outermost inside a batch; O padded differently again.
-  Problem odd = dense(2, 3, 3, 21, 40, 64, DType::F16);
+  Problem odd = denseProblem(2, 3, 3, 21, 40, 64, DType::F16);
   int64_t qRow = 3 * (64 + 8) + 24;
   odd.q = TensorLayout::strided(21 * qRow + 100, qRow, 64 + 8);
   odd.k = TensorLayout::bhsd();
   odd.v = TensorLayout::strided(3 * 40 * 64 + 64, 64, 40 * 64);
   odd.o = TensorLayout::strided(21 * 3 * 80, 3 * 80, 80);
   odd.mask = Mask::CausalBottomRight;
-  Problem mixed = dense(1, 2, 1, 17, 17, 32, DType::BF16);
+  Problem mixed = denseProblem(1, 2, 1, 17, 17, 32, DType::BF16);
   mixed.q = TensorLayout::bhsd();
   mixed.o = TensorLayout::bhsd();
   return {{"Bshd", bshd},
@@ -74,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, ApiMatchesReference,
                          [](const auto &info) { return info.param.label; });
 
 std::vector<ApiCase> varlenCases() {
-  Problem thd = dense(3, 4, 1, 0, 0, 64, DType::BF16);
+  Problem thd = denseProblem(3, 4, 1, 0, 0, 64, DType::BF16);
   thd.cuSeqlensQ = {0, 5, 77, 78};
   thd.cuSeqlensK = {0, 100, 180, 181};
   thd.mask = Mask::Causal;
@@ -90,27 +82,27 @@ INSTANTIATE_TEST_SUITE_P(Varlen, ApiMatchesReference,
                          [](const auto &info) { return info.param.label; });
 
 std::vector<ApiCase> featureCases() {
-  Problem gqa = dense(1, 8, 2, 45, 45, 64, DType::F32);
+  Problem gqa = denseProblem(1, 8, 2, 45, 45, 64, DType::F32);
   gqa.mask = Mask::Causal;
-  Problem window = dense(2, 2, 2, 60, 80, 64, DType::F32);
+  Problem window = denseProblem(2, 2, 2, 60, 80, 64, DType::F32);
   window.mask = Mask::Window;
   window.windowLeft = 16, window.windowRight = 4;
-  Problem softcap = dense(1, 2, 2, 40, 40, 128, DType::BF16);
+  Problem softcap = denseProblem(1, 2, 2, 40, 40, 128, DType::BF16);
   softcap.softcap = 30.0f;
   softcap.mask = Mask::Causal;
-  Problem alibi = dense(1, 4, 4, 30, 50, 64, DType::F32);
+  Problem alibi = denseProblem(1, 4, 4, 30, 50, 64, DType::F32);
   alibi.alibi = true;
   Problem slopes = alibi;
   slopes.alibiSlopes = {0.5f, 0.25f, 0.125f, 0.0625f};
   slopes.mask = Mask::Causal;
   // Sk < Sq under a top-left causal mask... every row sees key 0; under
   // bottom-right the first rows see none: lse = -inf, o = 0.
-  Problem lse = dense(2, 2, 2, 40, 25, 64, DType::F32);
+  Problem lse = denseProblem(2, 2, 2, 40, 25, 64, DType::F32);
   lse.mask = Mask::CausalBottomRight;
   lse.wantLse = true;
-  Problem scale = dense(1, 2, 2, 20, 20, 64, DType::F16);
+  Problem scale = denseProblem(1, 2, 2, 20, 20, 64, DType::F16);
   scale.scale = 0.3f;
-  Problem out = dense(1, 2, 2, 20, 33, 64, DType::BF16);
+  Problem out = denseProblem(1, 2, 2, 20, 33, 64, DType::BF16);
   out.outDtype = DType::F32;
   return {{"Gqa4to1", gqa},        {"Window", window},
           {"Softcap", softcap},    {"AlibiDefault", alibi},
@@ -125,7 +117,7 @@ INSTANTIATE_TEST_SUITE_P(Features, ApiMatchesReference,
 // work items: SplitPlanner plans split-KV + combine (chooseNumSplits cuts
 // 9000 keys for 8 threads), and the two launches must match the reference.
 TEST(ApiDecode, SplitKvMatchesReference) {
-  Problem p = dense(1, 2, 1, 1, 9000, 128, DType::BF16);
+  Problem p = denseProblem(1, 2, 1, 1, 9000, 128, DType::BF16);
   p.wantLse = true;
   api::Options options;
   options.threads = 8;
@@ -140,7 +132,7 @@ TEST(ApiDecode, SplitKvMatchesReference) {
 // rows into one tile (pack_gqa), the grid runs over K/V heads, and O and
 // LSE under causal_br must still match the reference.
 TEST(ApiDecode, PacksGqaGroups) {
-  Problem p = dense(2, 16, 2, 3, 700, 128, DType::BF16);
+  Problem p = denseProblem(2, 16, 2, 3, 700, 128, DType::BF16);
   p.mask = Mask::CausalBottomRight;
   p.wantLse = true;
   api::Options options;
@@ -163,7 +155,7 @@ TEST(ApiDecode, GpuPlanWithoutDriverStaysSinglePass) {
     GTEST_SKIP()
         << "a CUDA driver is present: ApiCudaSplit covers this machine";
   llvm::consumeError(driver.takeError());
-  Problem p = dense(1, 8, 1, 1, 8000, 128, DType::BF16);
+  Problem p = denseProblem(1, 8, 1, 1, 8000, 128, DType::BF16);
   p.device = api::Device::Cuda;
   api::Options options;
   options.load = false;
@@ -199,7 +191,7 @@ TEST_P(ApiRefuses, WithAStatus) {
 }
 
 std::vector<BadProblem> badProblems() {
-  Problem ok = dense(1, 4, 4, 16, 16, 64, DType::F32);
+  Problem ok = denseProblem(1, 4, 4, 16, 16, 64, DType::F32);
   std::vector<BadProblem> cases;
   auto add = [&](std::string label, auto edit, StatusCode code,
                  std::string says, std::string target = "") {
@@ -278,7 +270,7 @@ INSTANTIATE_TEST_SUITE_P(BadProblems, ApiRefuses,
                          [](const auto &info) { return info.param.label; });
 
 TEST(ApiRefuses, EveryProblemAtOnce) {
-  Problem p = dense(1, 4, 4, 16, 16, 72, DType::F32);
+  Problem p = denseProblem(1, 4, 4, 16, 16, 72, DType::F32);
   p.windowLeft = 3;
   p.softcap = -2;
   api::Result<api::Plan> plan = api::plan(p, {});
@@ -309,7 +301,7 @@ TEST_F(ApiRun, RefusesAnEmptyPlan) {
 
 TEST_F(ApiRun, RefusesAnUnloadedPlan) {
   api::Plan plan =
-      planFor(dense(1, 4, 4, 16, 16, 64, DType::F32), /*load=*/false);
+      planFor(denseProblem(1, 4, 4, 16, 16, 64, DType::F32), /*load=*/false);
   EXPECT_FALSE(plan.loaded());
   api::Status s = api::run(plan, {q.data(), q.data(), q.data(), o.data()});
   EXPECT_NE(s.message().find("Options::load = false"), std::string::npos)
@@ -317,7 +309,7 @@ TEST_F(ApiRun, RefusesAnUnloadedPlan) {
 }
 
 TEST_F(ApiRun, RefusesMissingTensors) {
-  Problem p = dense(1, 4, 4, 16, 16, 64, DType::F32);
+  Problem p = denseProblem(1, 4, 4, 16, 16, 64, DType::F32);
   p.wantLse = true;
   api::Plan plan = planFor(p);
   api::Status noQ = api::run(plan, {nullptr, q.data(), q.data(), o.data()});
@@ -331,7 +323,7 @@ TEST_F(ApiRun, RefusesMissingTensors) {
 // Descale factors scale fp8 inputs only; a bad or misplaced one is refused
 // before anything runs.
 TEST_F(ApiRun, RefusesDescalesOutsideFp8) {
-  api::Plan plan = planFor(dense(1, 4, 4, 16, 16, 64, DType::F32));
+  api::Plan plan = planFor(denseProblem(1, 4, 4, 16, 16, 64, DType::F32));
   api::Tensors t{q.data(), q.data(), q.data(), o.data()};
   t.descaleV = 2;
   api::Status scaled = api::run(plan, t);
@@ -348,7 +340,7 @@ TEST_F(ApiRun, RefusesDescalesOutsideFp8) {
 }
 
 TEST(ApiPlan, DescribesItself) {
-  Problem p = dense(2, 8, 2, 128, 128, 64, DType::BF16);
+  Problem p = denseProblem(2, 8, 2, 128, 128, 64, DType::BF16);
   p.mask = Mask::Causal;
   p.q = p.k = p.v = TensorLayout::bhsd();
   api::Options options;
@@ -382,7 +374,7 @@ TEST(ApiWarmup, CompilesAProfileAndRefusesUnknownOnes) {
 
 // The first autotuned plan measures and stores; the second reuses it.
 TEST(ApiAutotune, StoresTheWinnerAndReusesIt) {
-  Problem p = dense(1, 2, 2, 24, 64, 64, DType::F32);
+  Problem p = denseProblem(1, 2, 2, 24, 64, 64, DType::F32);
   api::Options options;
   options.autotune = true;
   options.threads = 1;

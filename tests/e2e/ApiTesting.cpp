@@ -5,6 +5,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
+#include <random>
 
 using namespace fmhajit;
 using namespace fmhajit::e2e;
@@ -58,4 +59,24 @@ std::string fmhajit::e2e::readVariantExample(const std::string &file) {
                      "/examples/variants/" + file;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   return buffer ? (*buffer)->getBuffer().str() : "";
+}
+
+fmhajit::api::Problem
+fmhajit::e2e::denseProblem(int64_t batch, int64_t headsQ, int64_t headsKv,
+                           int64_t seqlenQ, int64_t seqlenK, int64_t headDim,
+                           api::DType dtype) {
+  api::Problem p;
+  p.batch = batch, p.headsQ = headsQ, p.headsKv = headsKv;
+  p.seqlenQ = seqlenQ, p.seqlenK = seqlenK, p.headDim = headDim;
+  p.dtype = dtype;
+  return p;
+}
+
+std::vector<float> fmhajit::e2e::uniformValues(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> out(n);
+  for (float &x : out)
+    x = dist(rng);
+  return out;
 }

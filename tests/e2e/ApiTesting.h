@@ -14,11 +14,20 @@
 #include <gtest/gtest.h>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fmhajit::e2e {
 
 /// A kernel cache directory for this test process, removed at exit.
 const std::string &apiCacheDir();
+
+/// A packed problem of these shapes (no mask, no LSE).
+api::Problem denseProblem(int64_t batch, int64_t headsQ, int64_t headsKv,
+                          int64_t seqlenQ, int64_t seqlenK, int64_t headDim,
+                          api::DType dtype);
+
+/// \p n seeded uniform samples in [-1, 1).
+std::vector<float> uniformValues(size_t n, unsigned seed);
 
 /// Why GPU tests skip here (no driver, no GPU), or empty where a plan for
 /// Device::Cuda can be made.

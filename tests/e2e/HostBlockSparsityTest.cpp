@@ -18,10 +18,10 @@
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/numerics/Compare.h"
 #include "runtime/numerics/Reference.h"
+#include "tests/e2e/ApiTesting.h"
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
-#include <random>
 
 using namespace fmhajit;
 
@@ -188,15 +188,6 @@ const Case kCases[] = {
      "family=fwd_splitkv,dtype=fp32,d=64,lse=1"},
 };
 
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> out(n);
-  for (float &x : out)
-    x = dist(rng);
-  return out;
-}
-
 api::Problem problemOf(const Case &c) {
   api::Problem p;
   p.batch = c.batch;
@@ -236,9 +227,12 @@ TEST_P(HostBlockSparsity, MatchesTheReferenceWithAndWithoutTheMap) {
   auto lowered = lowerProblem(p, "host");
   ASSERT_TRUE(bool(lowered)) << llvm::toString(lowered.takeError());
   const AttentionProblem &a = lowered->problem;
-  std::vector<float> q = randomValues(a.totalQ() * a.headsQ * 64, 1),
-                     k = randomValues(a.totalK() * a.headsKv * 64, 2),
-                     v = randomValues(a.totalK() * a.headsKv * 64, 3);
+  std::vector<float> q = fmhajit::e2e::uniformValues(a.totalQ() * a.headsQ * 64,
+                                                     1),
+                     k = fmhajit::e2e::uniformValues(
+                         a.totalK() * a.headsKv * 64, 2),
+                     v = fmhajit::e2e::uniformValues(
+                         a.totalK() * a.headsKv * 64, 3);
   ReferenceOutput ref = referenceForward(lowered->features, a, q, k, v,
                                          ReferenceVariant{nullptr, c.math});
   std::vector<Outputs> outputs;

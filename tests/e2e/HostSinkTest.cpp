@@ -29,9 +29,7 @@ namespace {
 
 Problem sinkProblem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq,
                     int64_t sk, int64_t d, DType dtype) {
-  Problem p;
-  p.batch = batch, p.headsQ = headsQ, p.headsKv = headsKv;
-  p.seqlenQ = sq, p.seqlenK = sk, p.headDim = d, p.dtype = dtype;
+  Problem p = denseProblem(batch, headsQ, headsKv, sq, sk, d, dtype);
   p.sink = true;
   p.wantLse = true;
   return p;

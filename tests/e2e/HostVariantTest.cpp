@@ -13,7 +13,6 @@
 #include "tests/e2e/ApiTesting.h"
 #include <cmath>
 #include <gtest/gtest.h>
-#include <random>
 
 using namespace fmhajit;
 
@@ -23,15 +22,6 @@ struct Example {
   ReferenceVariant math;
   int64_t heads, seqlen;
 };
-
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> out(n);
-  for (float &x : out)
-    x = dist(rng);
-  return out;
-}
 
 using Score = std::function<double(double, int64_t, int64_t, int64_t, int64_t)>;
 using Visible = std::function<bool(int64_t, int64_t, int64_t, int64_t)>;
@@ -95,8 +85,9 @@ TEST_P(HostVariants, MatchTheFloat64Reference) {
   auto plan = api::plan(p);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   size_t n = size_t(e.heads * e.seqlen * 64);
-  std::vector<float> q = randomValues(n, 1), k = randomValues(n, 2),
-                     v = randomValues(n, 3);
+  std::vector<float> q = fmhajit::e2e::uniformValues(n, 1),
+                     k = fmhajit::e2e::uniformValues(n, 2),
+                     v = fmhajit::e2e::uniformValues(n, 3);
   std::vector<float> o(n, std::nanf("")); // poison: unwritten rows show
   api::Status s = api::run(*plan, {q.data(), k.data(), v.data(), o.data()});
   ASSERT_TRUE(s.ok()) << s.message();
