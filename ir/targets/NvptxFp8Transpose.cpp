@@ -2,7 +2,7 @@
 #include "ir/targets/NvptxFp8Transpose.h"
 #include "ir/Loops.h"
 #include "ir/targets/NvptxTma.h"
-#include <algorithm>
+#include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
 using namespace llvm;
@@ -28,65 +28,78 @@ Value *swizzledByte(IRBuilderBase &b, const WgmmaLayout &layout,
   return b.CreateInBoundsGEP(b.getInt8Ty(), base, offset);
 }
 
-/// out[j] = byte j of in[0], in[1], in[2], in[3], in that order.
-SmallVector<Value *, 4> transposeBytes(IRBuilderBase &b, ArrayRef<Value *> in) {
+/// The bytes \p pick (indices into x's then y's four bytes) of two words.
+Value *pickBytes(IRBuilderBase &b, Value *x, Value *y, ArrayRef<int> pick) {
   auto *bytes = FixedVectorType::get(b.getInt8Ty(), 4);
-  auto asBytes = [&](Value *w) { return b.CreateBitCast(w, bytes); };
-  auto shuffle = [&](Value *x, Value *y, ArrayRef<int> mask) {
-    return b.CreateShuffleVector(x, y, mask);
-  };
-  // Interleave pairs of words (0,1) and (2,3) byte by byte, then take
-  // halves: two byte permutes (prmt) per output word.
-  Value *lo01 = shuffle(asBytes(in[0]), asBytes(in[1]), {0, 4, 1, 5});
-  Value *hi01 = shuffle(asBytes(in[0]), asBytes(in[1]), {2, 6, 3, 7});
-  Value *lo23 = shuffle(asBytes(in[2]), asBytes(in[3]), {0, 4, 1, 5});
-  Value *hi23 = shuffle(asBytes(in[2]), asBytes(in[3]), {2, 6, 3, 7});
-  SmallVector<Value *, 4> out;
-  for (auto [x, y] : {std::pair(lo01, lo23), std::pair(hi01, hi23)}) {
-    out.push_back(b.CreateBitCast(shuffle(x, y, {0, 1, 4, 5}), b.getInt32Ty()));
-    out.push_back(b.CreateBitCast(shuffle(x, y, {2, 3, 6, 7}), b.getInt32Ty()));
-  }
-  return out;
+  return b.CreateBitCast(b.CreateShuffleVector(b.CreateBitCast(x, bytes),
+                                               b.CreateBitCast(y, bytes), pick),
+                         b.getInt32Ty());
 }
 } // namespace
 
+// A unit is 16 keys (one group) by 32 columns: one ldmatrix.x4.trans, four
+// byte permutes, one stmatrix.x4. Matrix m of the load is keys 8 (m & 1)..
+// of the group at columns 16 (m >> 1).. of the unit; .trans hands lane
+// (j = lane / 4, i = lane % 4) the column pair 2j, 2j+1 of keys 2i, 2i+1
+// (and 8 + those from the odd matrix), which are exactly the keys
+// pi(4i..4i+3). So byte permutes make the lane's 4-byte word i of V^T rows
+// 2j and 2j+1, which matrix m of stmatrix (rows 16 (m >> 1) + 2r + (m & 1))
+// stores. The loads hit 8 distinct 16-byte chunks per matrix (the swizzle
+// spreads 8 consecutive rows); the stores of even (or odd) rows, 2 ways.
 void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
                                      const WgmmaLayout &layout, Value *src,
                                      Value *dst, Value *thread) {
   const SharedTile &from = layout.stagedValues, &to = layout.values;
-  unsigned keys = from.rows, columns = from.pitch;
-  // A pass's lanes take `spread` key groups (8, or all of them when fewer).
-  unsigned groups = keys / 16, spread = std::min(8u, groups);
-  assert(groups % spread == 0 && columns % 32 == 0 && "WgmmaLayout::checkFp8");
+  unsigned groups = from.rows / 16, columnPairs = from.pitch / 32;
+  assert(from.rows % 16 == 0 && from.pitch % 32 == 0 &&
+         "WgmmaLayout::checkFp8");
   auto c = [&](unsigned v) { return b.getInt32(v); };
   Value *lane = b.CreateAnd(thread, c(31));
-  Value *h = b.CreateLShr(lane, 2), *t = b.CreateAnd(lane, c(3));
-  unsigned words = columns / 32, passes = groups * words;
-  unsigned warps = kTransposerThreads / 32;
-  emitFor(b, b.CreateLShr(thread, 5), c(passes), c(warps), "vt", [&](Value *p) {
-    Value *u = b.CreateURem(p, c(spread));
-    Value *rest = b.CreateUDiv(p, c(spread));
-    Value *v = b.CreateURem(rest, c(words));
-    Value *group =
-        b.CreateAdd(b.CreateMul(b.CreateUDiv(rest, c(words)), c(spread)),
-                    b.CreateURem(b.CreateAdd(h, u), c(spread)));
-    Value *word = b.CreateAdd(b.CreateMul(v, c(8)), h);
-    // Keys pi(4t..4t+3) of the group: 2t, 2t+1, 2t+8, 2t+9.
-    Value *firstKey = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 1));
-    SmallVector<Value *, 4> rows;
-    for (unsigned key : {0u, 1u, 8u, 9u})
-      rows.push_back(b.CreateAlignedLoad(
-          b.getInt32Ty(),
-          swizzledByte(b, layout, from, src, b.CreateAdd(firstKey, c(key)),
-                       b.CreateShl(word, 2)),
-          Align(4)));
-    SmallVector<Value *, 4> columnsOut = transposeBytes(b, rows);
-    Value *slotByte = b.CreateAdd(b.CreateMul(group, c(16)), b.CreateShl(t, 2));
-    for (unsigned j = 0; j < 4; ++j) {
-      Value *row = b.CreateAdd(b.CreateShl(word, 2), c(j));
-      b.CreateAlignedStore(columnsOut[j],
-                           swizzledByte(b, layout, to, dst, row, slotByte),
-                           Align(4));
-    }
+  Value *matrix = b.CreateLShr(lane, 3), *row = b.CreateAnd(lane, c(7));
+  Value *half = b.CreateAnd(matrix, c(1)), *chunk = b.CreateLShr(matrix, 1);
+  // This lane's row of the load (a key) and of the store (a column of V).
+  Value *keyInGroup = b.CreateAdd(b.CreateShl(half, 3), row);
+  Value *columnInUnit = b.CreateAdd(b.CreateShl(chunk, 4),
+                                    b.CreateAdd(b.CreateShl(row, 1), half));
+  Type *shared = PointerType::get(b.getContext(), 3);
+  auto loadUnit = [&](Value *unit) {
+    Value *group = b.CreateUDiv(unit, c(columnPairs));
+    Value *firstColumn = b.CreateShl(b.CreateURem(unit, c(columnPairs)), 5);
+    Value *key = b.CreateAdd(b.CreateShl(group, 4), keyInGroup);
+    Value *loaded = b.CreateIntrinsic(
+        Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16, {shared},
+        {swizzledByte(b, layout, from, src, key,
+                      b.CreateAdd(firstColumn, b.CreateShl(chunk, 4)))});
+    SmallVector<Value *, 4> r;
+    for (unsigned m = 0; m < 4; ++m)
+      r.push_back(b.CreateExtractValue(loaded, m));
+    return r;
+  };
+  auto storeUnit = [&](Value *unit, ArrayRef<Value *> r) {
+    Value *group = b.CreateUDiv(unit, c(columnPairs));
+    Value *column = b.CreateAdd(
+        b.CreateShl(b.CreateURem(unit, c(columnPairs)), 5), columnInUnit);
+    b.CreateIntrinsic(
+        Intrinsic::nvvm_stmatrix_sync_aligned_m8n8_x4_b16, {shared},
+        {swizzledByte(b, layout, to, dst, column, b.CreateShl(group, 4)),
+         pickBytes(b, r[0], r[1], {0, 2, 4, 6}),
+         pickBytes(b, r[0], r[1], {1, 3, 5, 7}),
+         pickBytes(b, r[2], r[3], {0, 2, 4, 6}),
+         pickBytes(b, r[2], r[3], {1, 3, 5, 7})});
+  };
+  // Each warp takes a contiguous run of units, two at a time so that the
+  // second load is in flight with the first (a lone last unit is done
+  // twice: the same bytes to the same place).
+  unsigned units = groups * columnPairs, warps = kTransposerThreads / 32;
+  Value *warp = b.CreateLShr(thread, 5);
+  Value *begin = b.CreateUDiv(b.CreateMul(warp, c(units)), c(warps));
+  Value *end =
+      b.CreateUDiv(b.CreateMul(b.CreateAdd(warp, c(1)), c(units)), c(warps));
+  emitFor(b, begin, end, c(2), "vt", [&](Value *first) {
+    Value *second = b.CreateBinaryIntrinsic(
+        Intrinsic::umin, b.CreateAdd(first, c(1)), b.CreateSub(end, c(1)));
+    SmallVector<Value *, 4> a = loadUnit(first), z = loadUnit(second);
+    storeUnit(first, a);
+    storeUnit(second, z);
   });
 }

@@ -11,13 +11,10 @@
 // is pi(4t + i) = {2t, 2t+1, 2t+8, 2t+9}[i], so V^T's column 4t + i of each
 // 16 must hold key pi(4t + i). Then no lane exchanges anything.
 //
-// A unit of work is 4 keys (pi of one slot quad) by 4 columns (one 4-byte
-// word of a V row): four 32-bit loads from V, a 4x4 byte transpose, four
-// 32-bit stores to V^T. Lane (h = lane / 4, t = lane % 4) of a pass takes
-// column word 8v + h and key group 8bb + (h + u) % 8: the loads then hit 32
-// different banks of the 128-byte swizzled rows, and so do the stores.
-// With 64 keys (4 groups) a pass takes group (h + u) % 4, and two lanes
-// share each store bank.
+// The transposers move a unit of 16 keys by 32 columns with one
+// ldmatrix.x4.trans, four byte permutes and one stmatrix.x4 (the 16-bit
+// transpose moves byte pairs; the permutes split them), and ldmatrix.trans
+// hands each lane exactly the keys pi puts in its word of V^T.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

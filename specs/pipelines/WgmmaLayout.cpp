@@ -127,17 +127,12 @@ void WgmmaLayout::check(ErrorList &errors) const {
 }
 
 // The transposers (ir/targets/NvptxFp8Transpose.cpp) move V in units of
-// 4 keys x 4 columns, up to eight 16-key groups and eight 4-column words
-// to a warp's pass: bn 64 or a multiple of 128, dv a multiple of 32.
+// 16 keys x 32 columns: dv a multiple of 32 (bn is one of 32 already).
 void WgmmaLayout::checkFp8(ErrorList &errors) const {
   if (spec.stages < 2)
     addTileError(errors, "stages", spec.stages,
                  "fp8 on pipeline wgmma transposes V in the producer "
                  "warpgroup, which only the TMA ring has: use stages=2");
-  if (spec.bn % 128 && spec.bn != 64)
-    addTileError(errors, "bn", spec.bn,
-                 "fp8 on pipeline wgmma transposes V in passes of up to 128 "
-                 "keys: use bn=64, 128 or 256");
   if (spec.headDimV() % 32)
     addTileError(errors, "dv", spec.headDimV(),
                  "fp8 on pipeline wgmma transposes V 32 columns at a time: use "
