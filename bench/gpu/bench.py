@@ -33,6 +33,7 @@ def parse_args():
     p.add_argument("--baseline", default="",
                    help="another fmhajit binary, timed on each row right after --fmhajit "
                         "(its first pipeline), as 'base'")
+    p.add_argument("--run-timeout", type=int, default=90, help="seconds for one fmhajit run")
     p.add_argument("--masks", default="none,causal", help="none, causal or both")
     p.add_argument("--peers", default="FLASH_ATTENTION,CUDNN_ATTENTION,EFFICIENT_ATTENTION",
                    help="the SDPA backends to time")
@@ -96,7 +97,10 @@ def run_fmhajit(args, c, pipeline, cache_dir):
     cmd = [binary, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
            "--heads", str(c["heads"]), "--seqlen-q", str(c["seqlen"]), "--iters", "20"]
     env["FMHAJIT_CACHE_DIR"] = cache_dir
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    try:  # a hung kernel costs a row, not the run
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.run_timeout)
+    except subprocess.TimeoutExpired:
+        return None, None, "timed out after %d s" % args.run_timeout
     if r.returncode != 0:
         return None, None, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:160]
     ms = float(re.search(r"^time\s+([0-9.]+) ms", r.stdout, re.M).group(1))

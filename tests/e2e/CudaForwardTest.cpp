@@ -289,6 +289,34 @@ std::vector<ForwardCase> largeCases() {
 }
 CUDA_TABLE(Large, largeCases());
 
+//===-- Walks -------------------------------------------------------------===//
+
+// More work items than an H100 has multiprocessors (132), so a persistent
+// block takes a second item and its ring's phases run on across items, as
+// they never do in the small cases above; without bounded waits, as users
+// run. fp8, which hung walking, takes a block per item (walksWorkItems).
+std::vector<CudaCase> walkCases() {
+  std::vector<CudaCase> out;
+  for (const ForwardCase &c : std::vector<ForwardCase>{
+           {"bf16_d128_none_160_items", "family=fwd,dtype=bf16,d=128",
+            Shape::dense(1, 20, 20, 1024, 1024)},
+           {"bf16_d128_causal_160_items",
+            "family=fwd,dtype=bf16,d=128,mask=causal,lse=1",
+            Shape::dense(1, 20, 10, 1024, 1024)},
+           {"fp16_d64_causal_144_items",
+            "family=fwd,dtype=fp16,d=64,mask=causal",
+            Shape::dense(1, 24, 24, 1024, 1024)},
+           {"e4m3_d128_none_160_items", "family=fwd,dtype=fp8_e4m3,d=128",
+            Shape::dense(1, 20, 20, 1024, 1024)},
+           {"e4m3_d128_causal_160_items",
+            "family=fwd,dtype=fp8_e4m3,d=128,mask=causal",
+            Shape::dense(1, 20, 20, 1024, 1024)}})
+    out.push_back({c, "wgmma,stages=2"});
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(Walks, CudaForward, ::testing::ValuesIn(walkCases()),
+                         caseName);
+
 //===-- fmhajit run --device cuda -----------------------------------------===//
 
 /// Runs the fmhajit binary with \p args; returns its exit code and output.
