@@ -101,7 +101,10 @@ def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
                          target, kernel, cache_dir, kind.streams_for(q, k, v, out))
-    if isinstance(kind, _arrays.TorchKind):  # DLPack refuses tensors with grad
+    if isinstance(kind, _arrays.TorchKind) and (
+            q.requires_grad or k.requires_grad or v.requires_grad):
+        # DLPack refuses tensors with grad (and reading tensors directly
+        # leaves them to it).
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
     _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace)
     if ml_bf16 is not None:
@@ -127,7 +130,8 @@ def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
 
 
 def _out_shape(q, v):
-    return tuple(q.shape[:-1]) + (v.shape[-1],)
+    shape, dv = q.shape, v.shape[-1]
+    return shape if shape[-1] == dv else tuple(shape[:-1]) + (dv,)
 
 
 def _lse_shape(q, varlen):
