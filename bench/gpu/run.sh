@@ -71,7 +71,7 @@ if [ "$mode" = python ]; then
       tee "$out/api-overhead.log"
   fi
   PYTHONPATH=/tmp/fj/python PYTHONUNBUFFERED=1 timeout 600 python3 "$root/bench/gpu/bench_python.py" \
-    --json "$out/bench-python-gpu.json" "$@" 2>&1 | tee "$out/python-bench.log"
+    --json "$out/bench-python-gpu.json" --api-json "$out/bench-api-cuda.json" "$@" 2>&1 | tee "$out/python-bench.log"
   exit 0
 fi
 if [ "$mode" = backward ]; then
