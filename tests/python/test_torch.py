@@ -72,6 +72,20 @@ def test_plain_tensors_are_read_without_dlpack(monkeypatch):
     assert torch.equal(out, sub_out) and torch.equal(lse, sub_lse)
 
 
+def test_given_outputs_are_written_as_by_the_general_path():
+    """Plain tensors take a shorter path in fmhajit.attention; with out= and
+    lse= given it writes them and returns them, as the general path does
+    for a subclass."""
+    q, k, v = (randn(1, 20, 4, 64, dtype="fp16", seed=s) for s in (4, 5, 6))
+    out, lse = torch.empty(1, 20, 4, 64, dtype=torch.float32), torch.empty(1, 4, 20)
+    got = fmhajit.attention(q, k, v, causal=True, out=out, lse=lse, return_lse=True)
+    assert got[0] is out and got[1] is lse
+    sub = fmhajit.attention(*(x.as_subclass(Sub) for x in (q, k, v)), causal=True,
+                            out=torch.empty_like(out), return_lse=True)
+    assert torch.equal(out, sub[0]) and torch.equal(lse, sub[1])
+    assert torch.equal(fmhajit.attention(q, k, v, causal=True, out=torch.empty_like(out)), out)
+
+
 def test_size_one_dims_read_as_dlpack_gives_them():
     """A dim of size 1 reads stride 1, as torch's DLPack export gives it:
     its stride is never stepped over, so any stride there is one problem."""
