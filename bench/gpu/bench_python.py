@@ -9,12 +9,19 @@
 2. speed: fmhajit.attention against F.scaled_dot_product_attention (PyTorch's
    own backend choice) on a few shapes, CUDA events, median of --iters.
 
+With --api-json (fmhajit-bench-api --device cuda's JSON from the same
+machine, which times the same tiny problem), each path's cost above the C++
+api::run is printed too, with issue 15's goal: fmhajit.attention at most 5 us
+above api::run.
+
 Prints both tables and writes JSON ({"schema": "fmhajit-bench-python-gpu/1",
-"overhead": [...], "shapes": [...]}). Run by `bench/gpu/run.sh python`.
+"overhead": [...], "api_run_us": x or null, "shapes": [...]}). Run by
+`bench/gpu/run.sh python`.
 """
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -66,6 +73,20 @@ def measure_overhead(rounds, calls):
     return [{"path": n, "us_per_call": statistics.median(s)} for n, s in samples.items()]
 
 
+GOAL_US = 5.0  # issue 15: fmhajit.attention at most this above api::run
+
+
+def api_run_us(path):
+    """api::run's host us per call on the tiny problem, from
+    fmhajit-bench-api --device cuda's JSON; None without one."""
+    if not path or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        report = json.load(f)
+    tiny = next(p for p in report["problems"] if p["problem"] == "tiny")
+    return next(p["ns_per_call"] for p in tiny["paths"] if p["name"] == "api::run") / 1e3
+
+
 def time_ms(fn, iters):
     """Median ms of fn on the GPU: events around each call, one sync."""
     fn()
@@ -106,12 +127,21 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--api-json", help="fmhajit-bench-api --device cuda's JSON from this machine")
     a = p.parse_args()
     print(f"device   {torch.cuda.get_device_name()}  torch {torch.__version__}")
     overhead = measure_overhead(a.rounds, a.calls)
-    print(f"\n{'path (tiny problem, host us per call)':<40} {'us':>8}")
+    api_us = api_run_us(a.api_json)
+    print(f"\n{'path (tiny problem, host us per call)':<40} {'us':>8} {'over api::run':>14}")
+    if api_us is not None:
+        print(f"{'api::run (C++, fmhajit-bench-api)':<40} {api_us:>8.2f} {0.0:>14.2f}")
     for row in overhead:
-        print(f"{row['path']:<40} {row['us_per_call']:>8.2f}")
+        over = "" if api_us is None else f"{row['us_per_call'] - api_us:>14.2f}"
+        print(f"{row['path']:<40} {row['us_per_call']:>8.2f} {over}")
+    if api_us is not None:
+        gap = overhead[0]["us_per_call"] - api_us
+        print(f"goal     fmhajit.attention <= {GOAL_US:.1f} us over api::run: {gap:.2f} us, "
+              f"{'PASS' if gap <= GOAL_US else 'MISS'}")
     shapes = [compare_shape(s, a.iters) for s in SHAPES]
     print(f"\n{'b sq sk hq hkv d causal':<30} {'fmhajit ms':>10} {'sdpa ms':>9} {'TFLOPS':>7} {'x sdpa':>7} {'rel_l2':>8}")
     for r in shapes:
@@ -119,7 +149,8 @@ def main():
               f"{r['fmhajit_tflops']:>7.1f} {r['speedup']:>7.2f} {r['rel_l2_vs_sdpa']:>8.1e}")
     with open(a.json, "w") as f:
         json.dump({"schema": "fmhajit-bench-python-gpu/1", "device": torch.cuda.get_device_name(),
-                   "torch": torch.__version__, "overhead": overhead, "shapes": shapes}, f, indent=2)
+                   "torch": torch.__version__, "overhead": overhead, "api_run_us": api_us,
+                   "shapes": shapes}, f, indent=2)
 
 
 if __name__ == "__main__":

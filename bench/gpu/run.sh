@@ -4,14 +4,15 @@
 # (3) run the benchmark against PyTorch SDPA; `decode` times split-KV decode
 # and the plan's choice on the GPU against PyTorch (bench/decode); `backward-host` times the host
 # backward against PyTorch's CPU SDPA backward; `sanitize` runs compute-sanitizer
-# and the bounded-wait kernels (docs/bench.md). Logs and JSON go to $OUT.
+# and the bounded-wait kernels; `api-overhead` times api::run's host cost per
+# call against cuLaunchKernel (bench/api, docs/bench.md). Logs and JSON go to $OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward | backward-host | fp8 | profile | python
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward | backward-host | fp8 | profile | python | api-overhead
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
-for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode; do
+for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode fmhajit-bench-api; do
   [ -f "$root/dist/$b.xz" ] && xz -dc "$root/dist/$b.xz" > /tmp/fj/$b && chmod +x /tmp/fj/$b
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
@@ -42,11 +43,20 @@ if [ "$mode" = all ] || [ "$mode" = e2e ]; then
   done | tee "$out/e2e.log"
   tar -C $logs -czf "$out/e2e-logs.tar.gz" . # few files come back from a device call
 fi
+if [ "$mode" = api-overhead ]; then
+  # Issue 15: api::run on a cached plan against cuLaunchKernel of the same
+  # kernel, host time per call with launches queued on one stream (extra
+  # flags go to fmhajit-bench-api: --quick, --target T).
+  timeout 300 /tmp/fj/fmhajit-bench-api --device cuda --json "$out/bench-api-cuda.json" "$@" 2>&1 |
+    tee "$out/api-overhead.log"
+  exit 0
+fi
 if [ "$mode" = python ]; then
   # Issue 15: the module built for this machine's Python by
   # bench/gpu/pack-python.sh (carry dist-py): the pytest suite with PyTorch
   # on the GPU (SDPA, torch.compile, the current stream, gradients), then
-  # bench_python.py (call cost, and fmhajit.attention against SDPA).
+  # bench_python.py (call cost, and fmhajit.attention against SDPA), after
+  # fmhajit-bench-api --device cuda: api::run's own cost on this machine.
   mkdir -p /tmp/fj/python
   tar -C /tmp/fj/python -xJf "$root/dist-py/fmhajit-python.tar.xz"
   xz -dc "$root/dist-py/fmhajit.xz" > /tmp/fj/fmhajit-py && chmod +x /tmp/fj/fmhajit-py
@@ -55,8 +65,13 @@ if [ "$mode" = python ]; then
     numpy.__version__, 'pytest', pytest.__version__, 'torch', torch.__version__)" 2>&1 | tee "$out/python-tests.log"
   PYTHONPATH=/tmp/fj/python FMHAJIT_BINARY=/tmp/fj/fmhajit-py timeout 600 python3 -m pytest -q -rs \
     -p no:cacheprovider "$root/tests/python" 2>&1 | tee -a "$out/python-tests.log" | tail -30
+  if [ -f "$root/dist-py/fmhajit-bench-api.xz" ]; then
+    xz -dc "$root/dist-py/fmhajit-bench-api.xz" > /tmp/fj/fmhajit-bench-api-py && chmod +x /tmp/fj/fmhajit-bench-api-py
+    timeout 300 /tmp/fj/fmhajit-bench-api-py --device cuda --json "$out/bench-api-cuda.json" 2>&1 |
+      tee "$out/api-overhead.log"
+  fi
   PYTHONPATH=/tmp/fj/python PYTHONUNBUFFERED=1 timeout 600 python3 "$root/bench/gpu/bench_python.py" \
-    --json "$out/bench-python-gpu.json" "$@" 2>&1 | tee "$out/python-bench.log"
+    --json "$out/bench-python-gpu.json" --api-json "$out/bench-api-cuda.json" "$@" 2>&1 | tee "$out/python-bench.log"
   exit 0
 fi
 if [ "$mode" = backward ]; then

@@ -69,6 +69,15 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             return glue.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
                 return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel)
+        tensor = glue.torch.Tensor
+        if (type(k) is tensor and type(v) is tensor and type(q) is tensor
+                and (out is None or type(out) is tensor)
+                and (lse is None or type(lse) is tensor)
+                and cu_seqlens_q is None and cu_seqlens_k is None
+                and alibi_slopes is None):
+            return _torch_attention(glue.torch, q, k, v, causal, window, softcap,
+                                    scale, return_lse, out, lse, threads, target,
+                                    kernel, cache_dir)
     return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
                       threads, target, kernel, cache_dir)
@@ -101,11 +110,41 @@ def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
                          target, kernel, cache_dir, kind.streams_for(q, k, v, out))
-    if isinstance(kind, _arrays.TorchKind):  # DLPack refuses tensors with grad
+    if isinstance(kind, _arrays.TorchKind) and (
+            q.requires_grad or k.requires_grad or v.requires_grad):
+        # DLPack refuses tensors with grad (and reading tensors directly
+        # leaves them to it).
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
     _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace)
     if ml_bf16 is not None:
         out = out.view(ml_bf16)
+    return (out, lse) if return_lse else out
+
+
+def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
+                     return_lse, out, lse, threads, target, kernel, cache_dir):
+    """_attention for plain tensors (torch.Tensor itself) without cu_seqlens
+    or ALiBi slopes, as a TorchKind would run it with less on the way: a
+    call on a cached plan must cost little more than the C++ run
+    (bench/gpu/bench_python.py)."""
+    like = q if out is None else out
+    streams, workspace = _NO_STREAMS, None
+    if like.is_cuda:
+        # Every array is a tensor ordered on the current stream: -1 for
+        # __dlpack__ (TorchKind.streams_for).
+        streams = (_arrays.current_stream(torch, like.get_device()), -1)
+        def workspace(nbytes):  # TorchKind._workspace's
+            return torch.empty(nbytes, dtype=torch.uint8, device=like.device)
+    if out is None:
+        out = q.new_empty(_out_shape(q, v))
+    if return_lse and lse is None:
+        lse = like.new_empty(_lse_shape(q, False), dtype=torch.float32)
+    keywords = _keywords(causal, window, softcap, scale, None, threads, target,
+                         kernel, cache_dir, streams)
+    if q.requires_grad or k.requires_grad or v.requires_grad:
+        q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
+    _fmhajit.attention(q, k, v, (out, lse, None, None, None, None, None, None),
+                       keywords, workspace)
     return (out, lse) if return_lse else out
 
 
@@ -127,7 +166,8 @@ def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
 
 
 def _out_shape(q, v):
-    return tuple(q.shape[:-1]) + (v.shape[-1],)
+    shape, dv = q.shape, v.shape[-1]
+    return shape if shape[-1] == dv else tuple(shape[:-1]) + (dv,)
 
 
 def _lse_shape(q, varlen):

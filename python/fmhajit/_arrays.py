@@ -75,36 +75,65 @@ class NumpyKind:
         return np.ascontiguousarray(values, dtype=dtype), None
 
 
+_raw_stream = None  # torch's current CUDA stream of a device index, as an int
+
+
+def current_stream(torch, index):
+    """torch.cuda.current_stream(index).cuda_stream, through the raw getter
+    torch.compile's generated code uses where torch has it: making the
+    Stream object costs microseconds a call."""
+    global _raw_stream
+    if _raw_stream is None:
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda i: torch.cuda.current_stream(i).cuda_stream)
+    return _raw_stream(index)
+
+
 class TorchKind:
     """PyTorch tensors, on the CPU or a CUDA device."""
 
     def __init__(self, torch, like):
         self.torch = torch
-        self.device = like.device
-        self.cuda = like.device.type == "cuda"
+        self.like = like
+        self.cuda = like.is_cuda
         self.stream = None
         self.workspace = None
         if self.cuda:
             # The caller's current stream: fmhajit launches on it and tells
             # every producer (through __dlpack__) that it reads there.
-            self.stream = torch.cuda.current_stream(self.device).cuda_stream
+            self.stream = current_stream(torch, like.get_device())
             self.workspace = self._workspace
+
+    @property
+    def device(self):
+        return self.like.device
 
     def streams_for(self, *arrays):
         """(the API's stream, the stream for __dlpack__). Tensors are ordered
-        on PyTorch's current stream, the call's own, so their __dlpack__ gets
-        -1, "no synchronization" (which also spares it a stream lookup per
-        tensor); another library's CUDA arrays get the stream, to order
-        their producer's work before ours."""
+        on PyTorch's current stream, the call's own, so they get -1, "no
+        synchronization" (which lets the module read them without DLPack:
+        python/src/TorchTensor.h); another library's CUDA arrays get the
+        stream, to order their producer's work before ours."""
         if self.stream is None:
             return (None, None)
-        if all(isinstance(a, self.torch.Tensor) for a in arrays):
-            return (self.stream, -1)
-        return (self.stream, self.stream)
+        tensor = self.torch.Tensor
+        for a in arrays:
+            if not isinstance(a, tensor):
+                return (self.stream, self.stream)
+        return (self.stream, -1)
 
     def empty(self, shape, q, float32=False):
-        dtype = self.torch.float32 if float32 else q.dtype
-        return self.torch.empty(shape, dtype=dtype, device=self.device)
+        """A plain tensor on the kind's device, of q's dtype or float32. From
+        a plain tensor, new_empty makes the same (strided, no grad, not
+        pinned) for less, least without a dtype; a subclass's new_empty
+        could give the subclass."""
+        torch = self.torch
+        if type(self.like) is torch.Tensor:
+            if not float32 and q is self.like:
+                return q.new_empty(shape)
+            return self.like.new_empty(shape, dtype=torch.float32 if float32 else q.dtype)
+        dtype = torch.float32 if float32 else q.dtype
+        return torch.empty(shape, dtype=dtype, device=self.device)
 
     def _workspace(self, nbytes):
         # The caching allocator orders reuse by stream, so the buffer may be

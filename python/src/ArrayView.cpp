@@ -1,6 +1,7 @@
 //===- ArrayView.cpp - Consuming DLPack capsules
 //---------------------------===//
 #include "python/src/ArrayView.h"
+#include "python/src/TorchTensor.h"
 #include <cstring>
 
 namespace py = pybind11;
@@ -173,6 +174,8 @@ static void readShape(ArrayView &view, const DLTensor &t) {
 
 ArrayView python::importArray(py::handle array, const char *what,
                               std::optional<intptr_t> stream) {
+  if (std::optional<ArrayView> tensor = readTorchTensor(array, what, stream))
+    return std::move(*tensor);
   ArrayView view;
   view.what = what;
   py::object capsule = capsuleOf(array, what, stream);

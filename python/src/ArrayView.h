@@ -6,7 +6,9 @@
 // capsule). An ArrayView is the consumed DLManagedTensor: its data
 // pointer, dtype, device, shape and strides in elements. It owns the
 // managed tensor and calls the producer's deleter when destroyed, which
-// needs the GIL: views live outside any gil_scoped_release.
+// needs the GIL: views live outside any gil_scoped_release. A plain
+// PyTorch tensor is read without DLPack (TorchTensor.h); its view holds a
+// reference to the tensor instead.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -40,6 +42,7 @@ struct ArrayView {
   int ndim = 0;
   std::array<int64_t, 4> shape{}, strides{}; ///< strides in elements
   std::unique_ptr<DLManagedTensor, ManagedTensorDeleter> owner;
+  pybind11::object source; ///< a tensor read without DLPack, kept alive
 
   /// The public API's dtype of a floating-point view (F32, F16 or BF16).
   api::DType dtype() const;

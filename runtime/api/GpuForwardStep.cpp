@@ -27,5 +27,6 @@ llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
   if (kernels.combine)
     setSplits(p, unsigned(p.numSplits),
               splitWorkspaceAt(t.workspace, workspace));
-  return kernels.launch(p, t.stream ? t.stream : stream);
+  return kernels.launch(p, t.stream ? t.stream : stream,
+                        maps ? &*maps : nullptr);
 }

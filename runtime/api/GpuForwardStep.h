@@ -19,6 +19,7 @@
 #include "runtime/device/GpuResources.h"
 #include "runtime/device/SplitKv.h"
 #include <memory>
+#include <optional>
 
 namespace fmhajit {
 
@@ -29,14 +30,16 @@ public:
   /// \p kvAlignment: the bytes K and V must start on (16 for pipeline mma,
   /// whose cp.async copies K/V rows 16 bytes at a time).
   /// \p blockMap: the device copy of the block map \p params point at, or
-  /// null.
+  /// null. A TMA kernel's tensor maps are prepared here, once, and bound to
+  /// each run's pointers (GpuTensorMaps.h).
   GpuForwardStep(GpuForwardLaunch kernels, const KernelArgs &params,
                  void *stream, unsigned kvAlignment,
                  SplitWorkspaceLayout workspace,
                  std::shared_ptr<const GpuBuffer> blockMap = nullptr)
       : kernels(std::move(kernels)), params(params), stream(stream),
         kvAlignment(kvAlignment), workspace(workspace),
-        blockMap(std::move(blockMap)) {}
+        blockMap(std::move(blockMap)),
+        maps(this->kernels.kernel.prepareTensorMaps(params)) {}
 
   /// Launches on Tensors::stream, else the problem's stream; asynchronous.
   llvm::Error run(const api::Tensors &tensors) const override;
@@ -48,6 +51,7 @@ private:
   unsigned kvAlignment;
   SplitWorkspaceLayout workspace;
   std::shared_ptr<const GpuBuffer> blockMap;
+  std::optional<TensorMaps> maps;
 };
 
 } // namespace fmhajit

@@ -153,6 +153,9 @@ struct DriverApi {
       const unsigned *boxDim, const unsigned *elementStrides, int interleave,
       int swizzle, int l2Promotion,
       int oobFill); // cuTensorMapEncodeTiled (CUDA 12)
+  CUresult (*tensorMapReplaceAddress)(
+      void *tensorMap,
+      void *globalAddress); // cuTensorMapReplaceAddress (CUDA 12; optional)
 };
 
 /// CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion

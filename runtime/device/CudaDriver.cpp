@@ -100,6 +100,11 @@ llvm::Error CudaDriver::resolve() {
   // export only the original, with the same signature.
   bind(fns.eventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
   bind(fns.tensorMapEncodeTiled, {"cuTensorMapEncodeTiled"});
+  // Optional: without it, each launch of a TMA kernel encodes its maps
+  // (GpuTensorMaps.h).
+  fns.tensorMapReplaceAddress =
+      reinterpret_cast<decltype(fns.tensorMapReplaceAddress)>(
+          dlsym(library, "cuTensorMapReplaceAddress"));
   return missing.take();
 }
 

@@ -109,6 +109,7 @@ public:
                      const TensorMaps *maps) override;
   llvm::Error encodeTensorMap(const TensorMapRequest &request,
                               void *map) override;
+  llvm::Error replaceTensorMapAddress(void *map, const void *base) override;
   llvm::Error checkTarget(const ArchInfo &arch) const override;
   CompileOptions compileOptions() const override {
     return compileOptionsFromEnvironment(ptxVersion());

@@ -135,6 +135,14 @@ llvm::Error CudaDriver::launch(GpuFunctionHandle fn, unsigned gridBlocks,
       "cuLaunchKernelEx");
 }
 
+llvm::Error CudaDriver::replaceTensorMapAddress(void *map, const void *base) {
+  if (!fns.tensorMapReplaceAddress)
+    return makeError(ErrorKind::Unsupported,
+                     "this CUDA driver lacks cuTensorMapReplaceAddress");
+  return check(fns.tensorMapReplaceAddress(map, const_cast<void *>(base)),
+               "cuTensorMapReplaceAddress");
+}
+
 // Zero fill past the view's edges, and no interleave; L2 lines of 128 bytes
 // (each box row is a whole 128-byte line or less).
 llvm::Error CudaDriver::encodeTensorMap(const TensorMapRequest &r, void *map) {

@@ -10,10 +10,18 @@ using namespace fmhajit;
 
 GpuDriver::~GpuDriver() = default;
 
-llvm::Error GpuDriver::encodeTensorMap(const TensorMapRequest &, void *) {
+static llvm::Error noTensorMaps() {
   return makeError(ErrorKind::Unsupported,
                    "TMA tensor maps (pipeline=wgmma, stages>=2) need an NVIDIA "
                    "GPU of sm_90 or newer");
+}
+
+llvm::Error GpuDriver::encodeTensorMap(const TensorMapRequest &, void *) {
+  return noTensorMaps();
+}
+
+llvm::Error GpuDriver::replaceTensorMapAddress(void *, const void *) {
+  return noTensorMaps();
 }
 
 llvm::Expected<GpuDriver &> fmhajit::gpuDriverFor(Backend backend) {

@@ -135,6 +135,9 @@ public:
   /// cuTensorMapEncodeTiled); other backends refuse.
   virtual llvm::Error encodeTensorMap(const TensorMapRequest &request,
                                       void *map);
+  /// Writes \p base into the encoded map at \p map, as if encoded with it
+  /// (CUDA's cuTensorMapReplaceAddress); other backends refuse.
+  virtual llvm::Error replaceTensorMapAddress(void *map, const void *base);
 
   /// Kernel hooks, in the order GpuKernel::load calls them.
   /// Whether code for \p arch runs on this GPU (a Usage or Unsupported

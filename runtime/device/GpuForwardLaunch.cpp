@@ -6,8 +6,9 @@
 using namespace fmhajit;
 
 llvm::Error GpuForwardLaunch::launch(const KernelArgs &params,
-                                     GpuStreamHandle stream) const {
-  if (llvm::Error err = kernel.launch(params, stream))
+                                     GpuStreamHandle stream,
+                                     const TensorMaps *maps) const {
+  if (llvm::Error err = kernel.launch(params, stream, maps))
     return err;
   if (!combine)
     return llvm::Error::success();

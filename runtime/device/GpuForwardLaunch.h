@@ -18,8 +18,10 @@ struct GpuForwardLaunch {
   std::optional<GpuKernel> combine; ///< when params.numSplits > 1
 
   /// The kernel, then the combine (its numQTiles from its own bm);
-  /// asynchronous.
-  llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream) const;
+  /// asynchronous. \p maps: the kernel's prepared tensor maps, if any
+  /// (GpuKernel::prepareTensorMaps).
+  llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream,
+                     const TensorMaps *maps = nullptr) const;
   /// Both between \p timer's events, and waits: their milliseconds.
   llvm::Expected<float> launchTimed(const KernelArgs &params,
                                     GpuStreamHandle stream,

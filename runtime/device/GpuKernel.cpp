@@ -2,6 +2,7 @@
 #include "runtime/device/GpuKernel.h"
 #include "runtime/device/GpuModule.h"
 #include "runtime/device/GpuResources.h"
+#include "runtime/device/GpuTensorMaps.h"
 #include "runtime/device/HostKernel.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
@@ -97,8 +98,8 @@ static bool runsPersistent(const KernelSpec &spec, int64_t seqlenK) {
   return sortsWorkItemsByCost(spec) || seqlenK <= kUnmaskedMaxKeys;
 }
 
-llvm::Error GpuKernel::launch(const KernelArgs &params,
-                              GpuStreamHandle stream) const {
+llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
+                              const TensorMaps *prepared) const {
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage,
@@ -112,15 +113,18 @@ llvm::Error GpuKernel::launch(const KernelArgs &params,
   if (!usesTensorMaps(kernelSpec))
     return gpu->launch(fn, unsigned(blocks), shape, stream, &copy,
                        sizeof(copy));
-  auto requests = tensorMapRequests(kernelSpec, params);
-  if (!requests)
-    return requests.takeError();
   TensorMaps maps;
-  for (unsigned i = 0; i < kNumTensorMaps; ++i)
-    if (llvm::Error err = gpu->encodeTensorMap((*requests)[i], maps.map[i]))
-      return err;
+  if (llvm::Error err = prepared
+                            ? bindTensorMaps(*gpu, *prepared, params, maps)
+                            : encodeTensorMaps(*gpu, kernelSpec, params, maps))
+    return err;
   return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy),
                      &maps);
+}
+
+std::optional<TensorMaps>
+GpuKernel::prepareTensorMaps(const KernelArgs &params) const {
+  return fmhajit::prepareTensorMaps(*gpu, kernelSpec, params);
 }
 
 llvm::Expected<float> GpuKernel::launchTimed(const KernelArgs &params,

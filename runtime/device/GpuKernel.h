@@ -31,6 +31,7 @@
 #include "specs/KernelSpec.h"
 #include "llvm/Support/Error.h"
 #include <memory>
+#include <optional>
 
 namespace fmhajit {
 
@@ -64,9 +65,18 @@ public:
   /// The driver's JIT info log of the module (registers, spills).
   const std::string &jitLog() const;
 
+  /// The tensor maps of a TMA kernel for the problem of \p params, whose
+  /// pointers are ignored, for launch() to bind to each call's pointers
+  /// (GpuTensorMaps.h); std::nullopt when the kernel takes none, or launch()
+  /// must encode them itself.
+  std::optional<TensorMaps> prepareTensorMaps(const KernelArgs &params) const;
+
   /// Launches on \p stream (asynchronous: synchronize the stream to see
-  /// failures inside the kernel). \p params holds device pointers.
-  llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream) const;
+  /// failures inside the kernel). \p params holds device pointers. A TMA
+  /// kernel's maps are \p prepared (prepareTensorMaps for the same problem)
+  /// with \p params' pointers, else encoded here.
+  llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream,
+                     const TensorMaps *prepared = nullptr) const;
   /// Launches between two events and waits: the kernel's milliseconds.
   llvm::Expected<float> launchTimed(const KernelArgs &params,
                                     GpuStreamHandle stream) const;

@@ -16,6 +16,15 @@ struct TensorView {
 };
 } // namespace
 
+llvm::Error fmhajit::checkTensorMapBase(const char *tensor, const void *base) {
+  if (reinterpret_cast<uintptr_t>(base) % 16)
+    return makeError(ErrorKind::Usage,
+                     llvm::Twine(tensor) +
+                         " must start on a 16-byte boundary for TMA "
+                         "(pipeline=wgmma, stages>=2); use stages=1");
+  return llvm::Error::success();
+}
+
 static llvm::Expected<TensorMapRequest> requestFor(const TensorView &t,
                                                    const KernelSpec &spec,
                                                    const WgmmaLayout &layout,
@@ -32,11 +41,8 @@ static llvm::Expected<TensorMapRequest> requestFor(const TensorView &t,
   std::copy(std::begin(dims), std::end(dims), r.dims);
   uint32_t box[4] = {r.swizzleBytes / elementBytes, t.boxRows, 1, 1};
   std::copy(std::begin(box), std::end(box), r.box);
-  if (reinterpret_cast<uintptr_t>(t.base) % 16)
-    return makeError(ErrorKind::Usage,
-                     llvm::Twine(t.name) +
-                         " must start on a 16-byte boundary for TMA "
-                         "(pipeline=wgmma, stages>=2); use stages=1");
+  if (llvm::Error err = checkTensorMapBase(t.name, t.base))
+    return std::move(err);
   static const char *const kStrideNames[] = {"row", "head", "batch"};
   for (unsigned i = 0; i < 3; ++i) {
     int64_t bytes = strides[i] * int64_t(elementBytes);

@@ -9,8 +9,9 @@
 // lays the tile out) by bm (Q) or bn (K, V) rows. Rows past a sequence's
 // end are outside the view, and TMA fills them with zeros.
 //
-// The maps depend on the call's pointers and strides, so the launch
-// encodes them (GpuDriver::encodeTensorMap), a few microseconds each.
+// The maps depend on the problem's shapes and strides and on the call's
+// pointers: GpuTensorMaps.h encodes them once per plan and replaces the
+// pointers at each launch.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -38,5 +39,9 @@ struct TensorMapRequest {
 /// needs 16-byte aligned addresses and strides).
 llvm::Expected<std::array<TensorMapRequest, kNumTensorMaps>>
 tensorMapRequests(const KernelSpec &spec, const KernelArgs &args);
+
+/// A Usage error unless \p base, the start of \p tensor ("q", "k" or
+/// "v"), is an address TMA can take (16-byte aligned).
+llvm::Error checkTensorMapBase(const char *tensor, const void *base);
 
 } // namespace fmhajit

@@ -10,6 +10,7 @@
 // ApiPagedTest/ApiAppendTest. Skipped without a driver.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/harness/ForwardCase.h"
 #include "tests/e2e/ApiCacheTesting.h"
 #include "gtest/gtest.h"
 
@@ -116,6 +117,28 @@ TEST(ApiCudaRun, VarlenNeedsDeviceCuSeqlens) {
   EXPECT_NE(s.message().find("Tensors::cuSeqlensQ and cuSeqlensK"),
             std::string::npos)
       << s.message();
+}
+
+// A plan whose kernel loads by TMA (wgmma, stages 2 on sm_90a) encodes its
+// tensor maps once and binds each run's pointers into them
+// (runtime/device/GpuTensorMaps.h): one plan run on two sets of buffers,
+// both alive, must match each set's own reference.
+TEST(ApiCudaRun, TmaPlanBindsEachRunsPointers) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(2, 4, 2, 300, 333, 64, DType::BF16);
+  p.mask = Mask::CausalBottomRight;
+  std::optional<api::Plan> plan = planChecked(p);
+  ASSERT_TRUE(plan);
+  auto first = fmhajit::harness::ForwardCase::make(p, plan->target(), 1);
+  auto second = fmhajit::harness::ForwardCase::make(p, plan->target(), 2);
+  ASSERT_TRUE(first && second) << llvm::toString(first.takeError())
+                               << llvm::toString(second.takeError());
+  for (fmhajit::harness::ForwardCase *run : {&*first, &*second, &*first}) {
+    llvm::Error err = run->run(*plan);
+    ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+    fmhajit::CompareResult compare = run->check();
+    EXPECT_TRUE(compare.pass) << compare.summary() << "\n" << plan->describe();
+  }
 }
 
 TEST(ApiCudaAutotune, TimesWithEvents) {

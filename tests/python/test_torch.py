@@ -36,6 +36,83 @@ def test_cpu_tensors(dtype):
     assert_close(f64(out), ref, dtype, lse=f64(lse), ref_lse=ref_lse)
 
 
+def count_dlpack(monkeypatch):
+    """The tensors whose __dlpack__ is called from now on (their shapes)."""
+    calls = []
+    export = torch.Tensor.__dlpack__
+
+    def counting(self, *args, **kwargs):
+        calls.append(tuple(self.shape))
+        return export(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", counting)
+    return calls
+
+
+class Sub(torch.Tensor):
+    """A subclass: read through DLPack, as every tensor was before."""
+
+
+def test_plain_tensors_are_read_without_dlpack(monkeypatch):
+    """python/src/TorchTensor.h: plain tensors are read from their
+    attributes, with the view DLPack gives (the same plan, the same bits);
+    a subclass still goes through DLPack, and its output is a plain tensor."""
+    q, k, v = (randn(2, 33, 4, 64, dtype="bf16", seed=s) for s in (1, 2, 3))
+    k, v = k[:, :, :2], v[:, :, :2]  # strided views
+    calls = count_dlpack(monkeypatch)
+    fmhajit.clear_plans()
+    out, lse = fmhajit.attention(q, k, v, causal=True, return_lse=True)
+    assert calls == []
+    sub_out, sub_lse = fmhajit.attention(*(x.as_subclass(Sub) for x in (q, k, v)),
+                                         causal=True, return_lse=True)
+    # (a subclass's __dlpack__ may come back through __torch_function__)
+    assert set(calls) == {tuple(x.shape) for x in (q, k, v)}
+    assert type(sub_out) is torch.Tensor and type(sub_lse) is torch.Tensor
+    assert fmhajit.cached_plans() == 1
+    assert torch.equal(out, sub_out) and torch.equal(lse, sub_lse)
+
+
+def test_given_outputs_are_written_as_by_the_general_path():
+    """Plain tensors take a shorter path in fmhajit.attention; with out= and
+    lse= given it writes them and returns them, as the general path does
+    for a subclass."""
+    q, k, v = (randn(1, 20, 4, 64, dtype="fp16", seed=s) for s in (4, 5, 6))
+    out, lse = torch.empty(1, 20, 4, 64, dtype=torch.float32), torch.empty(1, 4, 20)
+    got = fmhajit.attention(q, k, v, causal=True, out=out, lse=lse, return_lse=True)
+    assert got[0] is out and got[1] is lse
+    sub = fmhajit.attention(*(x.as_subclass(Sub) for x in (q, k, v)), causal=True,
+                            out=torch.empty_like(out), return_lse=True)
+    assert torch.equal(out, sub[0]) and torch.equal(lse, sub[1])
+    assert torch.equal(fmhajit.attention(q, k, v, causal=True, out=torch.empty_like(out)), out)
+
+
+def test_size_one_dims_read_as_dlpack_gives_them():
+    """A dim of size 1 reads stride 1, as torch's DLPack export gives it:
+    its stride is never stepped over, so any stride there is one problem."""
+    q = randn(1, 1, 4, 64, seed=1)
+    odd = q.as_strided(q.shape, (999, 7, 64, 1))
+    k, v = (randn(1, 9, 4, 64, seed=s) for s in (2, 3))
+    fmhajit.clear_plans()
+    out = fmhajit.attention(q, k, v)
+    assert torch.equal(fmhajit.attention(odd, k, v), out)
+    assert fmhajit.cached_plans() == 1
+
+
+def test_tensors_dlpack_refuses_keep_its_messages(monkeypatch):
+    """What the direct read leaves to DLPack fails as it did: a dtype
+    fmhajit does not read, and (in plan(), which does not detach) a tensor
+    that requires grad."""
+    calls = count_dlpack(monkeypatch)
+    wide = torch.zeros(1, 4, 2, 64, dtype=torch.float64)
+    with pytest.raises(TypeError, match="q: dtype float64 is not supported"):
+        fmhajit.attention(wide, wide, wide)
+    grad = randn(1, 4, 2, 64, seed=1).requires_grad_()
+    # RuntimeError from PyTorch 1.13, BufferError (ValueError here) later.
+    with pytest.raises((RuntimeError, ValueError), match="gradient"):
+        fmhajit.plan(grad, grad.detach(), grad.detach())
+    assert len(calls) == 4 + 1  # q, k, v and out of float64; the grad tensor
+
+
 def reference_torch(q, k, v, causal):
     """float64 attention in torch, for gradients by autograd."""
     group = q.shape[2] // k.shape[2]

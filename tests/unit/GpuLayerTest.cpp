@@ -9,21 +9,27 @@
 // The fake runs AMDGPU code objects (compiled here, as the lit tests do),
 // so its modules never meet a real CUDA driver's in the process table; each
 // test loads its own spec, since that table outlives each test's fake.
+// Its tensor maps spell out the request they encode, so that a plan's
+// prepared maps bound to a call's pointers can be compared with the maps
+// encoded for that call (GpuTensorMaps.h).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/device/DeviceForwardData.h"
 #include "runtime/device/GpuKernel.h"
 #include "runtime/device/GpuResources.h"
+#include "runtime/device/GpuTensorMaps.h"
 #include "runtime/device/KernelAbiCheck.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "tests/unit/SpecTesting.h"
 #include "gtest/gtest.h"
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 using namespace fmhajit;
@@ -42,7 +48,9 @@ public:
   GpuDeviceInfo info{0, "Fake GPU", size_t(1) << 30, 8, std::string("gfx942")};
   size_t allocLimit = SIZE_MAX;
   int modulesLoaded = 0, buffersReleased = 0;
-  float clockMs = 0; ///< advanced 1.5 ms by every record
+  int mapsEncoded = 0, addressesReplaced = 0;
+  bool replacesAddresses = true; ///< as cuTensorMapReplaceAddress
+  float clockMs = 0;             ///< advanced 1.5 ms by every record
   std::vector<Launch> launches;
 
   Backend backend() const override { return Backend::Amdgpu; }
@@ -115,6 +123,26 @@ public:
     const char *bytes = static_cast<const char *>(args);
     launches.push_back({gridBlocks, shape, stream,
                         std::vector<char>(bytes, bytes + argBytes)});
+    return llvm::Error::success();
+  }
+  // Word 0 holds the base, the rest every other field of the request.
+  llvm::Error encodeTensorMap(const TensorMapRequest &r, void *map) override {
+    ++mapsEncoded;
+    auto *words = static_cast<uint64_t *>(map);
+    std::fill_n(words, 16, 0);
+    words[0] = reinterpret_cast<uintptr_t>(r.base);
+    std::copy_n(r.dims, 4, words + 1);
+    std::copy_n(r.strideBytes, 3, words + 5);
+    std::copy_n(r.box, 4, words + 8);
+    words[12] = r.swizzleBytes;
+    words[13] = uint64_t(r.dtype);
+    return llvm::Error::success();
+  }
+  llvm::Error replaceTensorMapAddress(void *map, const void *base) override {
+    if (!replacesAddresses)
+      return GpuDriver::replaceTensorMapAddress(map, base);
+    ++addressesReplaced;
+    static_cast<uint64_t *>(map)[0] = reinterpret_cast<uintptr_t>(base);
     return llvm::Error::success();
   }
   llvm::Error checkTarget(const ArchInfo &arch) const override {
@@ -276,6 +304,101 @@ TEST_F(GpuKernelOnFake, AsksTheDriverWhetherTheTargetRuns) {
   ASSERT_EQ(problems.messages.size(), 1u);
   EXPECT_EQ(problems.messages[0], "target sm_80 does not run on the fake");
   EXPECT_EQ(driver.modulesLoaded, 0);
+}
+
+/// A TMA kernel's call: K and V with fewer heads than Q (GQA), at
+/// addresses TMA takes unless a test moves one.
+class TensorMapsOnFake : public ::testing::Test {
+protected:
+  FakeDriver driver;
+  KernelSpec spec = resolvedSpec(
+      "family=fwd,dtype=bf16,d=64,target=sm_90a,pipeline=wgmma,stages=2");
+  KernelArgs args = [this] {
+    AttentionProblem problem = AttentionProblem::forSpec(spec);
+    problem.batch = 2, problem.headsQ = 4, problem.headsKv = 2;
+    problem.seqlenQ = 300, problem.seqlenK = 500;
+    auto at = [](uintptr_t address) {
+      return reinterpret_cast<void *>(address);
+    };
+    return makeKernelArgs(
+        spec, problem,
+        ForwardBuffers{at(0x100000), at(0x200000), at(0x300000), at(0x400000)});
+  }();
+  /// args without the call's pointers, as a plan holds them.
+  KernelArgs planArgs() const {
+    KernelArgs p = args;
+    p.q = p.k = p.v = nullptr;
+    p.o = nullptr;
+    return p;
+  }
+};
+
+TEST_F(TensorMapsOnFake, BoundMapsAreTheMapsEncodedForTheCall) {
+  ASSERT_TRUE(usesTensorMaps(spec));
+  TensorMaps encoded;
+  ASSERT_FALSE(bool(encodeTensorMaps(driver, spec, args, encoded)));
+  EXPECT_EQ(driver.mapsEncoded, 3);
+  std::optional<TensorMaps> prepared =
+      prepareTensorMaps(driver, spec, planArgs());
+  ASSERT_TRUE(prepared.has_value());
+  EXPECT_EQ(driver.mapsEncoded, 6);
+  int replacedBefore = driver.addressesReplaced;
+  // Each launch: three replaced addresses, nothing encoded.
+  for (int call = 0; call < 2; ++call) {
+    TensorMaps bound;
+    ASSERT_FALSE(bool(bindTensorMaps(driver, *prepared, args, bound)));
+    EXPECT_EQ(std::memcmp(&bound, &encoded, sizeof(TensorMaps)), 0);
+    EXPECT_EQ(driver.mapsEncoded, 6);
+    EXPECT_EQ(driver.addressesReplaced, replacedBefore + 3 * (call + 1));
+  }
+  // A call on other pointers gets its own bases.
+  args.v = reinterpret_cast<void *>(0x500000);
+  ASSERT_FALSE(bool(encodeTensorMaps(driver, spec, args, encoded)));
+  TensorMaps bound;
+  ASSERT_FALSE(bool(bindTensorMaps(driver, *prepared, args, bound)));
+  EXPECT_EQ(std::memcmp(&bound, &encoded, sizeof(TensorMaps)), 0);
+  EXPECT_EQ(bound.map[kVMap][0], 0x500000u);
+}
+
+TEST_F(TensorMapsOnFake, BindingRefusesAPointerAsEncodingDoes) {
+  std::optional<TensorMaps> prepared =
+      prepareTensorMaps(driver, spec, planArgs());
+  ASSERT_TRUE(prepared.has_value());
+  args.k = reinterpret_cast<void *>(0x200008);
+  TensorMaps maps;
+  Problems encoding = takeProblems(encodeTensorMaps(driver, spec, args, maps));
+  Problems binding =
+      takeProblems(bindTensorMaps(driver, *prepared, args, maps));
+  ASSERT_EQ(binding.messages.size(), 1u);
+  EXPECT_EQ(binding.kind, ErrorKind::Usage);
+  EXPECT_EQ(binding.messages, encoding.messages);
+  EXPECT_EQ(binding.messages[0],
+            "k must start on a 16-byte boundary for TMA (pipeline=wgmma, "
+            "stages>=2); use stages=1");
+}
+
+TEST_F(TensorMapsOnFake, LeavesStridesTmaCannotTakeToEachLaunch) {
+  args.kStrides.head = 3; // 6 bytes: not a multiple of 16
+  EXPECT_FALSE(prepareTensorMaps(driver, spec, planArgs()).has_value());
+  TensorMaps maps;
+  Problems problems = takeProblems(encodeTensorMaps(driver, spec, args, maps));
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_EQ(problems.messages[0],
+            "k's head stride is 6 bytes; TMA (pipeline=wgmma, stages>=2) needs "
+            "a positive multiple of 16: use stages=1");
+}
+
+TEST_F(TensorMapsOnFake, WithoutAddressReplacementEachLaunchEncodes) {
+  driver.replacesAddresses = false;
+  EXPECT_FALSE(prepareTensorMaps(driver, spec, planArgs()).has_value());
+}
+
+TEST_F(TensorMapsOnFake, KernelsWithoutMapsPrepareNone) {
+  KernelSpec cpAsync = resolvedSpec(
+      "family=fwd,dtype=bf16,d=64,target=sm_90a,pipeline=wgmma,stages=1");
+  ASSERT_FALSE(usesTensorMaps(cpAsync));
+  EXPECT_FALSE(prepareTensorMaps(driver, cpAsync, planArgs()).has_value());
+  EXPECT_EQ(driver.mapsEncoded, 0);
 }
 
 } // namespace
