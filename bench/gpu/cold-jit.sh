@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cold JIT on the GPU machine: each default sm_90a forward kernel compiled
-# from nothing (a fresh fmhajit cache and the driver's compute cache off),
-# then loaded again from fmhajit's cache in a second process. Prints the
+# from nothing (a fresh fmhajit cache), then loaded again from fmhajit's
+# cache (its PTX and GPU code) in a second process; the driver's own compute
+# cache is off in both, so it hides nothing. Prints the
 # `load` line of `fmhajit run` (codegen + driver) for each. Usage:
 #   bash bench/gpu/cold-jit.sh FMHAJIT_BINARY
 set -uo pipefail
@@ -12,7 +13,7 @@ for keys in bf16,d=64 bf16,d=128 bf16,d=256 bf16,d=64,mask=causal bf16,d=128,mas
   spec="family=fwd,dtype=$keys,target=sm_90a"
   cache=$(mktemp -d)
   for pass in cold cached; do
-    line=$(CUDA_CACHE_DISABLE=$([ $pass = cold ] && echo 1 || echo 0) FMHAJIT_CACHE_DIR="$cache" \
+    line=$(CUDA_CACHE_DISABLE=1 FMHAJIT_CACHE_DIR="$cache" \
       timeout 60 "$fj" run "$spec" --device cuda --iters 1 --batch 1 --heads 2 --seqlen-q 300 2>&1 |
       grep -E '^load|^error' | head -1)
     printf '%-6s %-50s %s\n' "$pass" "$keys" "$line"

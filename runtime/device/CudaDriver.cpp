@@ -105,6 +105,14 @@ llvm::Error CudaDriver::resolve() {
   fns.tensorMapReplaceAddress =
       reinterpret_cast<decltype(fns.tensorMapReplaceAddress)>(
           dlsym(library, "cuTensorMapReplaceAddress"));
+  auto optional = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(library, name));
+  };
+  optional(fns.linkCreate, "cuLinkCreate_v2");
+  optional(fns.linkAddData, "cuLinkAddData_v2");
+  optional(fns.linkComplete, "cuLinkComplete");
+  optional(fns.linkDestroy, "cuLinkDestroy");
   return missing.take();
 }
 
