@@ -164,6 +164,10 @@ void NvptxTmaProducerOps::transposeValues(Tile &tile, Value *valid) {
       emitMbarrierArrive(b, ring.full(tile.role, use.slot));
       emitMbarrierArrive(b, ring.stagedEmpty(use.slot));
     });
+    // The leader's warp meets again before its next aligned instruction
+    // (ldmatrix, stmatrix, bar.sync count whole warps): without this, the
+    // other lanes could run on to them while the leader is still here.
+    b.CreateIntrinsic(Intrinsic::nvvm_bar_warp_sync, {b.getInt32(-1)});
   });
 }
 
