@@ -69,7 +69,8 @@ Value *NvptxFragmentTileOps::rowOf(unsigned i, unsigned e) {
 }
 
 Value *NvptxFragmentTileOps::colOf(unsigned j, unsigned e) {
-  return b.CreateAdd(b.CreateShl(t, 1), b.getInt32(j * 8 + (e & 1)));
+  Value *col = b.CreateAdd(b.CreateShl(t, 1), b.getInt32(j * 8 + (e & 1)));
+  return warpCol0 ? b.CreateAdd(warpCol0, col) : col;
 }
 
 void NvptxFragmentTileOps::barrier() {
