@@ -80,8 +80,11 @@ Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec,
   Expected<std::unique_ptr<Module>> variant = compileSpecVariant(spec, ctx);
   if (!variant)
     return variant.takeError();
+  EmitOptions emit = options.emit;
+  if (arch.backend == Backend::Nvptx)
+    emit.ptxVersion = ptxVersionFor(arch, options.ptxVersion);
   Expected<std::unique_ptr<Module>> module =
-      emitKernelModule(spec, ctx, options.emit, std::move(*variant));
+      emitKernelModule(spec, ctx, emit, std::move(*variant));
   if (!module)
     return module.takeError();
   if (stage == Stage::Llvm)

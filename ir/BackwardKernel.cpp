@@ -308,8 +308,11 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
               TileTokens tokens{i0, b.CreateSub(b.CreateAdd(i0, rows), i32(1))};
               loadQueryTile(t, s, rows, /*forKeys=*/true);
               emitScoreGrads(t, s, band, j0, tokens);
-              ops->mma(t.dV, ops->transposed(t.scores), t.dORows);
-              ops->mma(t.dK, ops->transposed(t.dP), t.qRows);
+              // Both views before either product: a target that copies
+              // them through shared memory publishes both at one barrier.
+              Tile pT = ops->transposed(t.scores), dST = ops->transposed(t.dP);
+              ops->mma(t.dV, pT, t.dORows);
+              ops->mma(t.dK, dST, t.qRows);
               if (bwdKeyItemsAddDq(spec)) { // dQAccum += dS K
                 ops->matmul(t.dQ, t.dP, ops->transposed(t.kT));
                 ops->storeAdd(t.dQ, dqAccumRows(s, tileQueryRow(b, s)), rows);

@@ -26,6 +26,9 @@ struct EmitOptions {
   /// message and a trap instead of hanging: a debugging aid for a ring
   /// whose phases disagree (FMHAJIT_BOUNDED_WAITS=1).
   bool boundedWaits = false;
+  /// NVPTX: the PTX ISA the module is assembled as (80 for 8.0), for
+  /// instructions newer than the target's oldest ISA; 0 where unknown.
+  unsigned ptxVersion = 0;
 };
 inline constexpr unsigned kBoundedWaitSeconds = 4;
 

@@ -8,7 +8,9 @@ tokens, hidden 2048 (H = 2048/d), causal and not.
   once for O and LSE through the public API, then times api::backward alone with CUDA
   events (bwd_dot_do_o, bwd_dq_dk_dv and bwd_convert_dq; runtime/harness/RunTimer.cpp's
   rule: 3 warm-ups, then at least 10 calls and 200 ms). The default mode (dQ by fp32
-  atomics) and deterministic=1 are separate columns. We read its `time` line.
+  atomics) and deterministic=1 are separate columns, and each --tiles entry (spec keys
+  such as bm=64,bn=128,warps=8, pinned on the bwd_dq_dk_dv kernel) one more atomic
+  column, timed in the same run. We read its `time` line.
 - PyTorch: scaled_dot_product_attention restricted to one backend (FLASH_ATTENTION:
   FlashAttention-2's kernels; CUDNN_ATTENTION), the forward once, then each timed call is
   torch.autograd.grad on the retained graph: the backward alone, CUDA events, median of
@@ -36,6 +38,9 @@ def parse_args():
     p.add_argument("--no-peers", action="store_true", help="time fmhajit only")
     p.add_argument("--no-deterministic", action="store_true",
                    help="skip the deterministic=1 column")
+    p.add_argument("--tiles", default="",
+                   help="';'-separated spec keys, each one more fmhajit column with "
+                        "them pinned, e.g. 'bm=64,bn=128,warps=8;bm=128,bn=128,warps=8'")
     return p.parse_args()
 
 def grid(args):
@@ -50,11 +55,11 @@ def backward_flops(c):
     fwd = 4.0 * c["batch"] * c["heads"] * c["seqlen"] * c["seqlen"] * c["d"]
     return 2.5 * (fwd / 2 if c["causal"] else fwd)
 
-def run_fmhajit(args, c, deterministic, cache_dir):
+def run_fmhajit(args, c, deterministic, cache_dir, tile=""):
     """(median ms, error) of the backward from `fmhajit run --device cuda`."""
-    spec = "family=bwd_dq_dk_dv,dtype={},d={},mask={}{}".format(
+    spec = "family=bwd_dq_dk_dv,dtype={},d={},mask={}{}{}".format(
         c["dtype"], c["d"], "causal" if c["causal"] else "none",
-        ",deterministic=1" if deterministic else "")
+        ",deterministic=1" if deterministic else "", "," + tile if tile else "")
     cmd = [args.fmhajit, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
            "--heads", str(c["heads"]), "--seqlen-q", str(c["seqlen"])]
     env = dict(os.environ, FMHAJIT_CACHE_DIR=cache_dir)
@@ -99,12 +104,17 @@ def time_torch(args, c, backend):
         torch.cuda.empty_cache()
     return sorted(times)[len(times) // 2], None
 
+def tiles_of(args):
+    return [t.strip() for t in args.tiles.split(";") if t.strip()]
+
 def measure(args, c, cache_dir):
     row = dict(c)
     f = backward_flops(c)
     sides = [("fmhajit", lambda: run_fmhajit(args, c, False, cache_dir))]
     if not args.no_deterministic:
         sides.append(("fmhajit_det", lambda: run_fmhajit(args, c, True, cache_dir)))
+    for tile in tiles_of(args):
+        sides.append(("fmhajit_" + tile, lambda t=tile: run_fmhajit(args, c, False, cache_dir, t)))
     if not args.no_peers:
         sides += [(b.lower(), lambda b=b: time_torch(args, c, b)) for b in PEERS]
     for name, timer in sides:
@@ -116,15 +126,16 @@ def measure(args, c, cache_dir):
         row["vs_" + peer.lower()] = p / ours if p and ours else None
     return row
 
-def print_row(row):
+def print_row(args, row):
     fmt = lambda x: "%7.1f" % x if x else "      -"
     rat = lambda x: "%6.2fx" % x if x else "     - "
     errs = "".join("  [%s: %s]" % (k[:-6], v) for k, v in row.items()
                    if k.endswith("_error") and v)
-    print("%-4s d=%-3d %-6s S=%-5d B=%-2d H=%-2d | %s %s | %s %s | %s %s%s" % (
+    tiles = "".join(" %s" % fmt(row.get("fmhajit_" + t + "_tflops")) for t in tiles_of(args))
+    print("%-4s d=%-3d %-6s S=%-5d B=%-2d H=%-2d | %s %s%s | %s %s | %s %s%s" % (
         row["dtype"], row["d"], "causal" if row["causal"] else "full", row["seqlen"],
         row["batch"], row["heads"], fmt(row["fmhajit_tflops"]), fmt(row.get("fmhajit_det_tflops")),
-        fmt(row.get("flash_attention_tflops")), fmt(row.get("cudnn_attention_tflops")),
+        tiles, fmt(row.get("flash_attention_tflops")), fmt(row.get("cudnn_attention_tflops")),
         rat(row.get("vs_flash_attention")), rat(row.get("vs_cudnn_attention")), errs), flush=True)
 
 def main():
@@ -134,13 +145,16 @@ def main():
         import torch
         info["torch"], info["gpu"] = torch.__version__, torch.cuda.get_device_name()
     print("GPU backward | %s | torch %s" % (info["gpu"], info["torch"]))
-    print("%-40s | %7s %7s | %7s %7s | %7s %7s" % (
-        "row", "fmhajit", "det=1", "FA2", "cuDNN", "vs FA2", "vs cuDNN"))
+    tiles = "".join(" %7s" % ("t%d" % (i + 1)) for i in range(len(tiles_of(args))))
+    for i, t in enumerate(tiles_of(args)):
+        print("t%d: fmhajit with %s pinned (dQ by atomics)" % (i + 1, t))
+    print("%-40s | %7s %7s%s | %7s %7s | %7s %7s" % (
+        "row", "fmhajit", "det=1", tiles, "FA2", "cuDNN", "vs FA2", "vs cuDNN"))
     cache_dir = tempfile.mkdtemp(prefix="fmhajit-bench-bwd-gpu-")
     rows = []
     for c in grid(args):
         rows.append(measure(args, c, cache_dir))
-        print_row(rows[-1])
+        print_row(args, rows[-1])
         with open(args.json, "w") as f:
             json.dump(dict(info, rows=rows), f, indent=1)
     print("TFLOPS of the backward (2.5 x forward); ratios = peer time / fmhajit time: "

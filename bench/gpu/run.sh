@@ -79,7 +79,9 @@ if [ "$mode" = backward ]; then
   # grid against PyTorch SDPA's FlashAttention-2 and cuDNN backward (extra
   # flags go to bench_backward.py).
   for spec in family=bwd_dq_dk_dv,dtype=bf16,d=128,mask=causal family=bwd_dq_dk_dv,dtype=fp16,d=64 \
-      family=bwd_dq_dk_dv,dtype=bf16,d=128,deterministic=1,mask=causal_br; do
+      family=bwd_dq_dk_dv,dtype=bf16,d=128,deterministic=1,mask=causal_br \
+      family=bwd_dq_dk_dv,dtype=bf16,d=128,bm=64,bn=128,warps=8,mask=causal \
+      family=bwd_dq_dk_dv,dtype=fp16,d=64,bm=64,bn=128,warps=8,deterministic=1; do
     echo "== fmhajit run $spec" | tee -a "$out/backward-check.log"
     FMHAJIT_BOUNDED_WAITS=1 timeout 60 /tmp/fj/fmhajit run "$spec" --device cuda --check --iters 2 \
       --batch 2 --heads 4 --heads-kv 2 --seqlen-q 1000 --seqlen-k 1100 2>&1 | tee -a "$out/backward-check.log"

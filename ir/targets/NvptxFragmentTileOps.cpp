@@ -68,8 +68,13 @@ Value *NvptxFragmentTileOps::rowOf(unsigned i, unsigned e) {
                      b.CreateAdd(g, b.getInt32(i * 16 + (e >= 2 ? 8 : 0))));
 }
 
+// A lane-dependent base plus a constant, which ScoreMods' subtractColumn
+// relies on.
 Value *NvptxFragmentTileOps::colOf(unsigned j, unsigned e) {
-  return b.CreateAdd(b.CreateShl(t, 1), b.getInt32(j * 8 + (e & 1)));
+  Value *base = b.CreateShl(t, 1);
+  if (warpCol0)
+    base = b.CreateAdd(warpCol0, base);
+  return b.CreateAdd(base, b.getInt32(j * 8 + (e & 1)));
 }
 
 void NvptxFragmentTileOps::barrier() {

@@ -139,6 +139,9 @@ protected:
   unsigned mTiles;
   llvm::Type *elem;
   llvm::Value *smem, *lane, *g, *t, *warpRow0;
+  /// Where the warp's columns start (colOf adds it), or null for 0: the
+  /// backward splits a tile's columns among warps too.
+  llvm::Value *warpCol0 = nullptr;
   /// The products read shared tiles through the async proxy (wgmma).
   bool tensorCoresReadShared = false;
 

@@ -6,7 +6,10 @@ using namespace fmhajit;
 using llvm::Twine;
 
 BackwardMmaLayout::BackwardMmaLayout(const KernelSpec &spec)
-    : tilesPerWarp(spec.bm / (MmaLayout::kTileRows * spec.warps)), spec(spec) {
+    : tilesPerWarp(spec.bn / (MmaLayout::kTileRows * spec.warps)),
+      rowGroups(tilesPerWarp ? spec.bm / (MmaLayout::kTileRows * tilesPerWarp)
+                             : 0),
+      keyGroups(rowGroups ? spec.warps / rowGroups : 0), spec(spec) {
   unsigned size = dtypeBytes(spec.dtype), pad = MmaLayout::kPadElements;
   unsigned dv = spec.headDimV();
   query = {0, spec.bm, spec.d + pad, size};
@@ -32,22 +35,41 @@ void BackwardMmaLayout::check(ErrorList &errors) const {
         errors, "stages", spec.stages,
         "the backward on pipeline mma loads one tile at a time: use 1");
   unsigned perWarp = MmaLayout::kTileRows * spec.warps;
-  if (spec.bm % perWarp || tilesPerWarp > MmaLayout::kMaxQueryTilesPerWarp)
-    addTileError(errors, "bm", spec.bm,
+  if (spec.bn % perWarp || !tilesPerWarp)
+    addTileError(errors, "bn", spec.bn,
                  "the backward on pipeline mma gives each warp whole 16-row "
-                 "tiles: use a multiple of " +
-                     Twine(perWarp) + " up to " +
+                 "tiles of keys: use a multiple of " +
+                     Twine(perWarp) + " for warps=" + Twine(spec.warps));
+  else if (tilesPerWarp > MmaLayout::kMaxQueryTilesPerWarp)
+    addTileError(errors, "bn", spec.bn,
+                 "the backward on pipeline mma gives each warp at most " +
+                     Twine(MmaLayout::kMaxQueryTilesPerWarp) +
+                     " 16-row tiles of keys: use bn up to " +
                      Twine(perWarp * MmaLayout::kMaxQueryTilesPerWarp) +
                      " for warps=" + Twine(spec.warps));
-  if (spec.bn != spec.bm)
-    addTileError(errors, "bn", spec.bn,
-                 "the backward on pipeline mma splits keys among warps as it "
-                 "splits queries: use bn = bm (" +
-                     Twine(spec.bm) + ")");
+  else if (unsigned rows = MmaLayout::kTileRows * tilesPerWarp;
+           spec.bm % rows || spec.bm > spec.bn ||
+           spec.warps % (spec.bm / rows)) {
+    std::string allowed; // bn / g for the key groups g that divide warps
+    for (unsigned g = 1; g <= spec.warps; g *= 2)
+      allowed += (g > 1 ? ", " : "") + std::to_string(spec.bn / g);
+    addTileError(errors, "bm", spec.bm,
+                 "the backward on pipeline mma gives each warp " + Twine(rows) +
+                     " query rows and splits the keys of a row among the "
+                     "warps that share them: use " +
+                     allowed + " for bn=" + Twine(spec.bn) +
+                     ",warps=" + Twine(spec.warps));
+  }
   for (auto [key, dim] : {std::pair{"d", spec.d}, {"dv", spec.headDimV()}})
     if (dim % MmaLayout::kStep || dim > kMaxHeadDim)
       addTileError(errors, key, dim,
                    "the backward on pipeline mma keeps dK and dV in "
                    "registers: use a multiple of 16 up to " +
                        Twine(kMaxHeadDim));
+  if (keyGroups > 1 && spec.d % (MmaLayout::kStep * keyGroups))
+    addTileError(errors, "d", spec.d,
+                 "the backward on pipeline mma splits dQ's columns among " +
+                     Twine(keyGroups) + " warps (bm = " + Twine(spec.bm) +
+                     ", bn = " + Twine(spec.bn) + "): use a multiple of " +
+                     Twine(MmaLayout::kStep * keyGroups) + ", or bm = bn");
 }

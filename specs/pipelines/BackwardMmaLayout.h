@@ -1,12 +1,22 @@
 //===- BackwardMmaLayout.h - The backward on pipeline=mma -----------------===//
 //
 // NvptxBackwardTileOps (ir/targets) runs bwd_dq_dk_dv with FlashAttention-2's
-// data flow on mma.sync m16n8k16: each warp owns 16-row m-tiles of the query
-// tile for S = Q K^T and dP = dO V^T, and the same number of 16-row m-tiles
-// of the key tile for dK and dV. So bm = bn (one count of m-tiles serves
-// both). P and dS go through shared memory as 16-bit tiles [bm][bn], where
-// the key-major products (dV += P^T dO, dK += dS^T Q) read them transposed
-// by ldmatrix.trans. Shared memory holds, each row padded by 16 bytes:
+// data flow on mma.sync m16n8k16. Each warp owns tilesPerWarp 16-row m-tiles
+// of the key tile for dK and dV (bn = 16 * tilesPerWarp * warps), and as
+// many m-tiles of the query tile for S = Q K^T and dP = dO V^T. Where bm is
+// smaller than bn, the warps that share query rows split the keys (and dQ's
+// columns) among them: warp w owns query rows of row group w % rowGroups and
+// keys (dQ columns) of key group w / rowGroups,
+//
+//   bm = 64, bn = 128, 8 warps:   S, dP: warp w has queries 16 (w % 4)..,
+//                                 keys 64 (w / 4)..; dK, dV: keys 16 w..;
+//                                 dQ: queries 16 (w % 4).., columns
+//                                 d/2 (w / 4)..
+//
+// P and dS go through shared memory as 16-bit tiles [bm][bn], where the
+// key-major products (dV += P^T dO, dK += dS^T Q) read them transposed by
+// ldmatrix.trans, and dQ += dS K reads dS when the keys are split. Shared
+// memory holds, each row padded by 16 bytes:
 //
 //   Q [bm][d] | dO [bm][dv] | K [bn][d] | V [bn][dv] | P [bm][bn] | dS [bm][bn]
 //
@@ -38,13 +48,18 @@ public:
   /// The backward's default tile on pipeline mma (bm = bn = 64, 4 warps).
   static const TileConfig &defaultTile();
 
+  /// 16-row m-tiles a warp owns: of keys for dK and dV, of queries for S.
   unsigned tilesPerWarp;
+  /// Warps with distinct query rows, and warps that split each row group's
+  /// keys (and dQ's columns): rowGroups * keyGroups = warps.
+  unsigned rowGroups, keyGroups;
   SharedTile query, dO, keys, values, probs, grads;
 
   /// The shared tiles' bytes (bwd_dq_dk_dv), else 0.
   unsigned bytes() const;
-  /// bm = bn in whole m-tiles per warp; head dims multiples of 16 up to
-  /// kMaxHeadDim; stages = 1.
+  /// bn in whole m-tiles per warp; bm in whole row groups that divide the
+  /// warps; head dims multiples of 16 up to kMaxHeadDim, d of 16 * keyGroups;
+  /// stages = 1.
   void check(ErrorList &errors) const;
 
 private:

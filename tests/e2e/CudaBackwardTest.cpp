@@ -3,7 +3,8 @@
 // bwd_dq_dk_dv on pipeline mma through the public API (GpuBackwardCase):
 // fresh seeded inputs, gradients poisoned with NaN before each run, the
 // float64 reference's verdict on dQ, dK and dV. Odd lengths, Sq != Sk, GQA
-// and MQA, every mask, softcap, ALiBi, varlen, both dQ modes; fully masked
+// and MQA, every mask, softcap, ALiBi, varlen, both dQ modes, the default
+// tile and one whose warps split the keys (bm < bn); fully masked
 // rows' gradients are exactly zero; deterministic=1 twice is bitwise the
 // same. Skipped without a GPU and driver.
 //
@@ -131,6 +132,26 @@ const BwdCase kCases[] = {
      0,
      {0, 65, 200},
      {0, 100, 131}},
+    // bm < bn: two warps share each query row group and split its keys and
+    // dQ's columns; dQ's products read dS from shared memory.
+    {"bf16_d128_split_keys", "bm=64,bn=128,warps=8", api::DType::BF16, 128, 2,
+     4, 4, 257, 257},
+    {"fp16_d64_split_keys_causal_gqa", "bm=64,bn=128,warps=8,mask=causal",
+     api::DType::F16, 64, 1, 8, 2, 190, 300},
+    {"bf16_d96_split_keys_window_softcap_alibi",
+     "bm=64,bn=128,warps=8,mask=window,softcap=1,bias=alibi", api::DType::BF16,
+     96, 1, 4, 4, 300, 300},
+    {"fp16_d64_split_keys_deterministic_varlen",
+     "bm=64,bn=128,warps=8,deterministic=1,varlen=1,mask=causal",
+     api::DType::F16,
+     64,
+     3,
+     4,
+     2,
+     0,
+     0,
+     {0, 17, 150, 300},
+     {0, 40, 150, 333}},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, CudaBackward, ::testing::ValuesIn(kCases),
                          [](const auto &info) { return info.param.name; });

@@ -162,6 +162,18 @@ const Rejection kRejections[] = {
      "bm=256: pipeline mma gives each warp at most 8 16-row tiles"},
     {"WgmmaWarpgroups", Input::Spec, "pipeline=wgmma,warps=2,target=sm_90a",
      "warps=2"},
+    // The GPU backward's warps own 16 keys each and split a query row's keys
+    // among them where bm < bn (BackwardMmaLayout.h).
+    {"BackwardBmAboveBn", Input::Spec,
+     "family=bwd_dq_dk_dv,bm=128,bn=64,warps=4,target=sm_90a",
+     "bm=128: the backward on pipeline mma gives each warp 16 query rows"},
+    {"BackwardKeysPerWarp", Input::Spec,
+     "family=bwd_dq_dk_dv,bm=64,bn=64,warps=8,target=sm_90a",
+     "bn=64: the backward on pipeline mma gives each warp whole 16-row tiles "
+     "of keys: use a multiple of 128"},
+    {"BackwardDqColumnsPerWarp", Input::Spec,
+     "family=bwd_dq_dk_dv,d=80,bm=64,bn=128,warps=8,target=sm_90a",
+     "d=80: the backward on pipeline mma splits dQ's columns among 2 warps"},
     // Regression: such tiles validated, spilled ~700 accumulators a lane and
     // took LLVM minutes to compile (found by the compile fuzz).
     {"MfmaAccumulatorsPerLane", Input::Spec,

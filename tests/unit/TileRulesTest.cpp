@@ -10,6 +10,7 @@
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
 #include "specs/pipelines/AmdgpuMatrixLayout.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/MmaLayout.h"
 #include "specs/pipelines/SimtLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
@@ -41,6 +42,32 @@ TEST(MmaLayout, PlacesPaddedRowsOfQThenKThenV) {
   EXPECT_EQ(layout.values.pitch, 72u);
   EXPECT_EQ(layout.bytes(), layout.values.end());
   EXPECT_EQ(tileFootprintBytes(s, *findArch("sm_80")), layout.bytes());
+}
+
+// Warps own 16 keys each; the warps that share a row group's queries split
+// its keys (and dQ's columns) where bm < bn.
+TEST(BackwardMmaLayout, SplitsKeysAmongWarpsThatShareQueries) {
+  struct Row {
+    const char *tile;
+    unsigned tilesPerWarp, rowGroups, keyGroups;
+  };
+  for (Row r : {Row{"bm=64,bn=64,warps=4", 1, 4, 1},
+                Row{"bm=64,bn=128,warps=8", 1, 4, 2},
+                Row{"bm=32,bn=128,warps=8", 1, 2, 4},
+                Row{"bm=128,bn=128,warps=4", 2, 4, 1}}) {
+    KernelSpec s = resolvedSpec(std::string("family=bwd_dq_dk_dv,d=128,") +
+                                r.tile + ",target=sm_90a");
+    BackwardMmaLayout layout(s);
+    EXPECT_EQ(layout.tilesPerWarp, r.tilesPerWarp) << r.tile;
+    EXPECT_EQ(layout.rowGroups, r.rowGroups) << r.tile;
+    EXPECT_EQ(layout.keyGroups, r.keyGroups) << r.tile;
+    EXPECT_EQ(layout.rowGroups * layout.keyGroups, s.warps) << r.tile;
+    // Q, dO [bm] | K, V [bn] | P, dS [bm][bn], rows padded by 8 elements
+    unsigned bytes =
+        2 * (2 * s.bm * 136 + 2 * s.bn * 136 + 2 * s.bm * (s.bn + 8));
+    EXPECT_EQ(layout.bytes(), bytes) << r.tile;
+    EXPECT_EQ(tileFootprintBytes(s, *findArch("sm_90a")), bytes) << r.tile;
+  }
 }
 
 TEST(SimtLayout, RoundsEachTileTo16Bytes) {

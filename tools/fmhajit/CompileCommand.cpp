@@ -53,6 +53,9 @@ static const OptionSpec kCompileFlags[] = {
     {"o", true, "write to FILE instead of standard output (also -o FILE)"},
     {"target", true, "compile for this target instead of the spec's"},
     {"variant", true, kVariantFlagHelp},
+    {"ptx", true,
+     "NVPTX: emit PTX ISA N (81 for 8.1) instead of the target's oldest, as "
+     "a driver that takes it would"},
 };
 
 llvm::ArrayRef<OptionSpec> fmhajit::compileFlags() { return kCompileFlags; }
@@ -73,7 +76,13 @@ int fmhajit::compileCommand(llvm::ArrayRef<const char *> argv) {
   auto spec = specFor(*args);
   if (!spec)
     return reportErrors(spec.takeError());
-  auto text = compileToStage(*spec, *stage, compileOptionsFromEnvironment());
+  unsigned ptx = 0;
+  if (std::optional<std::string> given = args->get("ptx"))
+    if (llvm::StringRef(*given).getAsInteger(10, ptx) || ptx < 60)
+      return reportErrors(
+          makeError(ErrorKind::Usage,
+                    "--ptx " + *given + ": give the ISA as 81 for 8.1"));
+  auto text = compileToStage(*spec, *stage, compileOptionsFromEnvironment(ptx));
   if (!text)
     return reportErrors(text.takeError());
   if (llvm::Error err = writeOutput(out, *text))
