@@ -8,10 +8,10 @@ using namespace llvm;
 namespace {
 /// What every element's address needs, read once per tile.
 struct BiasArgs {
-  Value *sequence;                  ///< bias + b * batch stride
-  Value *rowStride, *headStride;    ///< i64 elements
-  Value *keyStride;                 ///< i64 elements
-  Value *lastQ;                     ///< i32, the sequence's last query
+  Value *sequence;               ///< bias + b * batch stride
+  Value *rowStride, *headStride; ///< i64 elements
+  Value *keyStride;              ///< i64 elements
+  Value *lastQ;                  ///< i32, the sequence's last query
 };
 } // namespace
 
@@ -33,8 +33,8 @@ static Value *lastOf(IRBuilderBase &b, Value *n) {
 
 // The address of key 0 of tile row \p row's bias row: its query clamped to
 // the sequence, its head the item's (plus the row's offset under pack_gqa).
-static Value *rowAddress(IRBuilderBase &b, const BiasArgs &a,
-                         const WorkItem &s, Value *row) {
+static Value *rowAddress(IRBuilderBase &b, const BiasArgs &a, const WorkItem &s,
+                         Value *row) {
   Value *packed = b.CreateAdd(row, splatLike(b, s.i0, row));
   Value *q = smaller(b, queryToken(b, s, packed), a.lastQ);
   Value *h = splatLike(b, s.h, wide(b, row));
@@ -59,8 +59,8 @@ static Value *addScaled(IRBuilderBase &b, Value *x, Value *bias) {
 }
 
 void fmhajit::addElementwiseBias(IRBuilderBase &b, ArgsReader &p,
-                                 TargetInfo &target, TileOps &ops,
-                                 Tile &scores, const WorkItem &s, Value *j0) {
+                                 TargetInfo &target, TileOps &ops, Tile &scores,
+                                 const WorkItem &s, Value *j0) {
   BiasArgs a{b.CreateInBoundsGEP(b.getFloatTy(), p.get(kBiasTensor),
                                  b.CreateMul(s.b, p.stride(kBiasStrides, 0)),
                                  "bias.b"),
@@ -69,16 +69,15 @@ void fmhajit::addElementwiseBias(IRBuilderBase &b, ArgsReader &p,
   // The tile's last column that is a key: sk - 1 - j0 >= 0 for every tile
   // the key loop visits.
   Value *lastColumn = b.CreateSub(b.CreateSub(s.sk, j0), b.getInt32(1));
-  Value *j0Strided =
-      b.CreateMul(b.CreateSExt(j0, b.getInt64Ty()), a.keyStride);
+  Value *j0Strided = b.CreateMul(b.CreateSExt(j0, b.getInt64Ty()), a.keyStride);
   Value *keyStride = target.opaqueBase(b, a.keyStride);
   ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
     Value *tile = target.opaqueBase(
         b, b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(b, a, s, row),
                                splatLike(b, j0Strided, wide(b, row))));
     Value *k = wide(b, smaller(b, col, lastColumn));
-    Value *at = b.CreateInBoundsGEP(
-        b.getFloatTy(), tile, b.CreateMul(k, splatLike(b, keyStride, k)));
+    Value *at = b.CreateInBoundsGEP(b.getFloatTy(), tile,
+                                    b.CreateMul(k, splatLike(b, keyStride, k)));
     return addScaled(b, x, loadBias(b, at, x->getType()));
   });
 }

@@ -31,7 +31,7 @@ namespace fmhajit {
 ///   %at   = gep float, %tile, min(col, sk-1-j0) * %key
 ///   s' = s + load(%at) * log2e          (a gather where lanes are rows)
 void addElementwiseBias(llvm::IRBuilderBase &b, ArgsReader &p,
-                        TargetInfo &target, TileOps &ops,
-                        Tile &scores, const WorkItem &item, llvm::Value *j0);
+                        TargetInfo &target, TileOps &ops, Tile &scores,
+                        const WorkItem &item, llvm::Value *j0);
 
 } // namespace fmhajit

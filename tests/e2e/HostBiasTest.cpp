@@ -76,12 +76,9 @@ std::vector<BiasCase> denseCases() {
   Problem headsOnly = biasProblem(2, 6, 3, 17, 17, 64, DType::F32);
   headsOnly.mask = Mask::Causal;
   headsOnly.biasStrides = BiasStrides{0, 1, 0, 0}; // one value per head
-  return {{"FullGqaCausal", full},
-          {"BatchBroadcastBf16", batch},
-          {"KeyPaddingCausalBrFp16", keys},
-          {"SoftcapWindow", softcap},
-          {"StridedPaddedRows", strided},
-          {"PerHeadScalar", headsOnly}};
+  return {{"FullGqaCausal", full},          {"BatchBroadcastBf16", batch},
+          {"KeyPaddingCausalBrFp16", keys}, {"SoftcapWindow", softcap},
+          {"StridedPaddedRows", strided},   {"PerHeadScalar", headsOnly}};
 }
 INSTANTIATE_TEST_SUITE_P(Dense, HostBiasMatchesReference,
                          ::testing::ValuesIn(denseCases()),
@@ -155,12 +152,12 @@ INSTANTIATE_TEST_SUITE_P(
                     },
                     StatusCode::InvalidArgument,
                     "biasStrides are given but bias is false"},
-        RefusedBias{"NegativeStride",
-                    [](Problem &p) { p.biasStrides = BiasStrides{0, 0, -8, 1}; },
-                    StatusCode::InvalidArgument, "biasStrides must be >= 0"},
+        RefusedBias{
+            "NegativeStride",
+            [](Problem &p) { p.biasStrides = BiasStrides{0, 0, -8, 1}; },
+            StatusCode::InvalidArgument, "biasStrides must be >= 0"},
         RefusedBias{"WithAlibi", [](Problem &p) { p.alibi = true; },
-                    StatusCode::InvalidArgument,
-                    "bias and alibi are both set"},
+                    StatusCode::InvalidArgument, "bias and alibi are both set"},
         RefusedBias{"Varlen",
                     [](Problem &p) {
                       p.cuSeqlensQ = {0, 8};

@@ -7,9 +7,8 @@ Two grids:
     (causal, lse=1);
   - on sm_90a, every forward family x mask x lse for the tensor-core
     pipelines (and wgmma's TMA ring, stages=2) at d = 64, 128 and 256
-    (bf16), plus softcap, ALiBi and both under three masks, the sink
-    (sink=1) alone and with both, in fwd and fwd_splitkv, and the
-    elementwise bias with softcap;
+    (bf16), plus softcap, ALiBi and both under three masks, and the sink
+    (sink=1) alone and with both, in fwd and fwd_splitkv;
   - on sm_90a, fp8 (e4m3; e5m2 at d = 128) on wgmma's TMA ring with its V
     transposers: every forward family x mask x lse at d = 64, 128 and 256,
     and softcap with ALiBi.
@@ -42,8 +41,7 @@ def feature_grid():
                                "target=sm_90a" % (family, d, mask, lse, pipeline))
             for mask in ["none", "causal", "window"]:
                 for mods in ["softcap=1", "bias=alibi", "softcap=1,bias=alibi",
-                             "sink=1", "softcap=1,bias=alibi,sink=1",
-                             "softcap=1,bias=elementwise"]:
+                             "sink=1", "softcap=1,bias=alibi,sink=1"]:
                     yield ("family=fwd,dtype=bf16,d=%d,mask=%s,%s,lse=1,"
                            "pipeline=%s,target=sm_90a" % (d, mask, mods, pipeline))
             for mask in ["none", "causal"]:
