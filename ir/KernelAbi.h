@@ -51,7 +51,7 @@ enum KernelArgsField : unsigned {
 
 /// How ir/ lays a field out: a pointer, a TensorStrides (three int64s), an
 /// int32 or a float.
-enum class ArgKind { Ptr, Strides, I32, F32 };
+enum class ArgKind { Ptr, Strides, I32, I64, F32 };
 
 /// The kind of a field of C++ type \p T; a type with no kind does not compile.
 template <typename T> constexpr ArgKind argKindOf() {
@@ -61,10 +61,13 @@ template <typename T> constexpr ArgKind argKindOf() {
     return ArgKind::Strides;
   else if constexpr (std::is_same_v<T, int32_t>)
     return ArgKind::I32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return ArgKind::I64;
   else {
     static_assert(
         std::is_same_v<T, float>,
-        "a KernelArgs field is a pointer, TensorStrides, int32_t or float");
+        "a KernelArgs field is a pointer, TensorStrides, int32_t, int64_t "
+        "or float");
     return ArgKind::F32;
   }
 }

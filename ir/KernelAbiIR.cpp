@@ -24,6 +24,9 @@ StructType *fmhajit::kernelArgsType(LLVMContext &ctx) {
     case ArgKind::I32:
       fields.push_back(Type::getInt32Ty(ctx));
       break;
+    case ArgKind::I64:
+      fields.push_back(i64);
+      break;
     case ArgKind::F32:
       fields.push_back(Type::getFloatTy(ctx));
       break;

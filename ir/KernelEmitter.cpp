@@ -41,7 +41,19 @@ static Error checkImplemented(const KernelSpec &spec) {
   need(spec.sink && backward,
        "sink=1 on family=" + keyOf(spec.family) +
            " (no gradient for the sinks; the forward families take sink=1)");
-  need(spec.bias == Bias::Elementwise, "bias=elementwise");
+  // The forward adds the bias to its scores (ScoreMods.h); the backward
+  // would need the bias's gradient, varlen a layout for padded sequences
+  // and fwd_paged one for per-sequence key counts: none is decided yet.
+  bool elementwise = spec.bias == Bias::Elementwise;
+  need(elementwise && backward,
+       "bias=elementwise on family=" + keyOf(spec.family) +
+           " (no gradient for the bias; the families fwd and fwd_splitkv "
+           "take bias=elementwise)");
+  need(elementwise && spec.varlen,
+       "bias=elementwise with varlen=1 (the bias is [batch, heads, seqlen_q, "
+       "seqlen_k]: no layout for packed sequences yet)");
+  need(elementwise && spec.family == Family::FwdPaged,
+       "bias=elementwise on family=fwd_paged (use fwd or fwd_splitkv)");
   need(isFp8(spec.dtype) && spec.pipeline != Pipeline::Wgmma,
        "dtype=" + keyOf(spec.dtype) + " on pipeline=" + keyOf(spec.pipeline) +
            " (fp8 runs on pipeline=wgmma, target sm_90a)");

@@ -1,5 +1,6 @@
 //===- ScoreMods.cpp - Soft-cap, ALiBi and the mask on a tile of scores ---===//
 #include "ir/ScoreMods.h"
+#include "ir/ElementwiseBias.h"
 #include "ir/Loops.h"
 #include "ir/Variant.h"
 #include "llvm/IR/PatternMatch.h"
@@ -83,6 +84,8 @@ void ScoreMods::applyBiasAndMask(Tile &scores, const WorkItem &s,
                                  const TileTokens &tokens, Value *maskModFull) {
   if (spec.bias == Bias::Alibi)
     applyAlibi(scores, s, j0);
+  if (spec.bias == Bias::Elementwise)
+    addElementwiseBias(b, p, target, ops, scores, s, j0);
   if (scoreMod)
     applyScoreMod(scores, s, j0);
   applyMask(scores, s, band, j0, tokens, maskModFull);

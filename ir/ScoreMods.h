@@ -2,8 +2,8 @@
 //
 // What happens to S = Q K^T between the product and the softmax, written once
 // in the tile vocabulary for every family that recomputes scores. Scores are
-// in log2 units (Q carries scale*log2e) so the softmax can use exp2; soft-cap
-// and ALiBi are applied in those units too.
+// in log2 units (Q carries scale*log2e) so the softmax can use exp2; soft-cap,
+// ALiBi and the elementwise bias are applied in those units too.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,7 +41,8 @@ public:
   /// (i32), within the item's keys.
   std::pair<llvm::Value *, llvm::Value *>
   keyRange(const WorkItem &item, const Band &band, const TileTokens &tokens);
-  /// Soft-cap, then ALiBi, then the variant's score_mod, then the mask
+  /// Soft-cap, then ALiBi or the elementwise bias (one key, bias), then the
+  /// variant's score_mod, then the mask
   /// (the spec's and the variant's mask_mod), on the scores of keys j0.. of
   /// \p item's query tile. \p maskModFull (i1, or null: unknown) says the
   /// block map found mask_mod true on all of the tile: then only the
@@ -53,7 +54,7 @@ public:
   bool hasMaskMod() const { return maskMod != nullptr; }
   /// apply() in two halves, for the backward, which takes the soft-cap's
   /// derivative between them: the soft-cap, x -> c * log2e * tanh(x / c)
-  /// (only under softcap=1), then ALiBi and the mask.
+  /// (only under softcap=1), then ALiBi or the elementwise bias and the mask.
   void applySoftcap(Tile &scores);
   void applyBiasAndMask(Tile &scores, const WorkItem &item, const Band &band,
                         llvm::Value *j0, const TileTokens &tokens,

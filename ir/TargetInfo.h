@@ -59,6 +59,16 @@ public:
   /// dozen and a slow-path call (80 of them made a soft-capped kernel).
   virtual llvm::Value *reciprocal(llvm::IRBuilderBase &b, llvm::Value *x);
 
+  /// \p pointer (or an i64) through a copy the optimizer cannot see
+  /// through, for a loop-varying base whose element addresses are constants
+  /// (or multiples of it) off it: LICM would otherwise reassociate base +
+  /// lane + constant into one hoisted, register-holding address per element.
+  /// Default: \p pointer itself; NVPTX: an opaque mov.b64 (the ldmatrix
+  /// bases do the same).
+  virtual llvm::Value *opaqueBase(llvm::IRBuilderBase &, llvm::Value *pointer) {
+    return pointer;
+  }
+
   /// A float scalar or vector rounded (to nearest even) to the storage type
   /// of \p t (fp32, fp16, bf16), for kernels that store outside TileOps.
   virtual llvm::Value *narrow(llvm::IRBuilderBase &b, llvm::Value *x, DType t);

@@ -19,6 +19,8 @@
 // sink (gpt-oss): head h's logit sink_h joins the softmax's denominator,
 // O_i = sum_j e^(s_ij) V_j / (e^(sink_h) + sum_j e^(s_ij)), and the LSE;
 // a row that sees no key gets O = 0 and LSE = sink_h.
+// bias (elementwise, attn_mask): s += bias[b, h, i, j] after softcap, before
+// the mask; fp32, logically [batch, headsQ, seqlenQ, seqlenK] (BiasStrides).
 // Paged K/V (PagedKv set): K and V are page pools instead, and sequence b
 // has seqlensK[b] keys (its own Sk above), key j being row j % pageSize of
 // page blockTable[b][j / pageSize]:
@@ -77,6 +79,19 @@ struct PagedKv {
   bool enabled() const { return pageSize != 0; }
 };
 
+/// Element strides of an elementwise bias, logically [batch, headsQ,
+/// seqlenQ, seqlenK] fp32: element (b, h, i, j) is at b * batch + h * head +
+/// i * query + j * key. A stride of 0 broadcasts that dim: {0, Sq*Sk, Sk, 1}
+/// shares one bias over the batch, {Sk, 0, 0, 1} is a key-padding bias.
+struct BiasStrides {
+  int64_t batch = 0, head = 0, query = 0, key = 0;
+
+  /// The packed [batch, headsQ, seqlenQ, seqlenK] layout.
+  static BiasStrides packed(int64_t headsQ, int64_t seqlenQ, int64_t seqlenK) {
+    return {headsQ * seqlenQ * seqlenK, seqlenQ * seqlenK, seqlenK, 1};
+  }
+};
+
 /// One forward attention call.
 struct Problem {
   int64_t batch = 1;   ///< sequences; under varlen, cuSeqlensQ.size() - 1
@@ -110,6 +125,12 @@ struct Problem {
   /// the host, used when Tensors::sinks is null. Empty: Tensors::sinks
   /// gives them at run time (required then).
   std::vector<float> sinks;
+  /// An elementwise bias added to the scaled scores (FlashAttention's and
+  /// PyTorch's attn_mask): Tensors::bias, fp32, required. Not with alibi,
+  /// varlen or paged K/V.
+  bool bias = false;
+  /// Its element strides; unset: BiasStrides::packed. Each >= 0.
+  std::optional<BiasStrides> biasStrides;
   /// A variant: C++ source defining `float score_mod(float score, int b,
   /// int h, int q, int k)` and/or `bool mask_mod(int b, int h, int q, int
   /// k)` (docs/variants.md). score_mod sees the scaled score after softcap
@@ -159,6 +180,9 @@ struct Tensors {
   /// dtypes take only 1.
   float descaleQ = 1, descaleK = 1, descaleV = 1;
   void *stream = nullptr; ///< GPU: null takes the problem's stream
+  /// Problem::bias: the fp32 bias at Problem::biasStrides (device memory on
+  /// a GPU); required.
+  const float *bias = nullptr;
 };
 
 } // namespace fmhajit::api

@@ -23,6 +23,7 @@
 #include "ir/targets/NvptxTma.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
@@ -230,6 +231,14 @@ public:
   }
   Value *log2(IRBuilderBase &b, Value *x) override {
     return b.CreateIntrinsic(Intrinsic::nvvm_lg2_approx_f, {}, {x});
+  }
+  Value *opaqueBase(IRBuilderBase &b, Value *pointer) override {
+    if (pointer->getType()->isVectorTy())
+      return pointer;
+    auto *copy = InlineAsm::get(
+        FunctionType::get(pointer->getType(), {pointer->getType()}, false),
+        "mov.b64 $0, $1;", "=l,l", /*hasSideEffects=*/true);
+    return b.CreateCall(copy, {pointer});
   }
   // Flushing is safe: tanh's denominator is at least 2, and a reciprocal
   // below 2^-126 only makes tanh round to 1 a little earlier.

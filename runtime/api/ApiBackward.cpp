@@ -49,6 +49,10 @@ static llvm::Error checkBackward(const Problem &p, const LoweredProblem &l,
   if (options.numSplits)
     errors.add(ErrorKind::Usage,
                "Options::numSplits has no meaning for the backward");
+  if (p.bias)
+    errors.add(ErrorKind::Unsupported,
+               "Problem::bias: the backward has no gradient for the bias "
+               "yet; leave bias false for a backward plan");
   if (p.sink)
     errors.add(ErrorKind::Unsupported,
                "Problem::sink: the backward has no gradient for the sinks "

@@ -203,6 +203,7 @@ static void recordLayout(Planning &p, const PlanLayout &layout) {
   s.needsWorkspace = gpu && layout.workspaceBytes > 0;
   s.needsCuSeqlens = gpu && p.lowered.features.varlen;
   s.needsSlopes = gpu && p.lowered.features.bias == Bias::Alibi;
+  s.needsBias = p.lowered.features.bias == Bias::Elementwise;
   s.needsSinks = p.lowered.features.sink && (gpu || p.lowered.sinks.empty());
   s.needsBlockTable = p.lowered.pagedCache.has_value();
   s.needsDeviceLengths = gpu && s.needsBlockTable;

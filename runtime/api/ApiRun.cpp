@@ -41,6 +41,10 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
     return invalid(
         "an ALiBi plan on a GPU reads its slopes from device memory: set "
         "Tensors::alibiSlopes to [headsQ] floats on the device");
+  if (s.needsBias && !t.bias)
+    return invalid("a bias plan reads its bias: set Tensors::bias to the fp32 "
+                   "bias at Problem::biasStrides (device memory for a GPU "
+                   "plan)");
   if (s.needsSinks && !t.sinks)
     return invalid("a sink plan reads one logit per query head: set "
                    "Tensors::sinks to [headsQ] floats (on the device for a "

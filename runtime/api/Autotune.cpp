@@ -34,6 +34,7 @@ struct HostScratch {
     if (s.lse)
       lse.resize(size_t(numElements(l.problem.lseShape())));
     sinks = sinksForTiming(l);
+    bias.resize(size_t(biasSpanElements(l)));
   }
   ForwardBuffers buffers(const LoweredProblem &l) {
     return {q.data(),
@@ -44,10 +45,11 @@ struct HostScratch {
             l.cuSeqlensQ.empty() ? nullptr : l.cuSeqlensQ.data(),
             l.cuSeqlensK.empty() ? nullptr : l.cuSeqlensK.data(),
             l.alibiSlopes.empty() ? nullptr : l.alibiSlopes.data(),
-            sinks.empty() ? nullptr : sinks.data()};
+            sinks.empty() ? nullptr : sinks.data(),
+            bias.empty() ? nullptr : bias.data()};
   }
   std::vector<uint8_t> q, k, v, o;
-  std::vector<float> lse, sinks;
+  std::vector<float> lse, sinks, bias;
 };
 } // namespace
 

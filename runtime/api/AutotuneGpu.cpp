@@ -10,7 +10,7 @@ namespace {
 /// Device buffers of a problem's sizes and layouts; inputs are whatever the
 /// allocator returns (timing does not depend on the values).
 struct DeviceScratch {
-  GpuBuffer q, k, v, o, lse, cuQ, cuK, slopes, sinks;
+  GpuBuffer q, k, v, o, lse, cuQ, cuK, slopes, sinks, bias;
 
   static llvm::Expected<DeviceScratch> create(GpuDriver &driver,
                                               const LoweredProblem &l);
@@ -26,7 +26,8 @@ struct DeviceScratch {
             static_cast<const int32_t *>(ptr(cuQ)),
             static_cast<const int32_t *>(ptr(cuK)),
             static_cast<const float *>(ptr(slopes)),
-            static_cast<const float *>(ptr(sinks))};
+            static_cast<const float *>(ptr(sinks)),
+            static_cast<const float *>(ptr(bias))};
   }
 };
 } // namespace
@@ -75,8 +76,10 @@ llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver,
                                   l.alibiSlopes.size() * 4, "alibi_slopes"))))
     return std::move(err);
   std::vector<float> sinks = sinksForTiming(l);
-  if (llvm::Error err =
-          upload(d.sinks, sinks.data(), sinks.size() * 4, "sinks"))
+  std::vector<float> bias(size_t(biasSpanElements(l)));
+  if (llvm::Error err = llvm::joinErrors(
+          upload(d.sinks, sinks.data(), sinks.size() * 4, "sinks"),
+          upload(d.bias, bias.data(), bias.size() * 4, "bias")))
     return std::move(err);
   return std::move(d);
 }

@@ -71,6 +71,7 @@ struct PlanState {
   bool needsSlopes = false;    ///< a GPU ALiBi plan: device slopes
   /// A sink plan on a GPU, or on the host without Problem::sinks.
   bool needsSinks = false;
+  bool needsBias = false; ///< bias=elementwise: Tensors::bias
   bool needsBlockTable =
       false; ///< paged K/V: Tensors/AppendTensors::blockTable
   /// A GPU plan with paged K/V (Tensors::seqlensK), or a GPU append

@@ -110,6 +110,32 @@ static void checkCuSeqlens(const api::Problem &p, ErrorList &errors) {
   }
 }
 
+// The spec's bias key holds one of ALiBi and the elementwise bias, and the
+// kernels have no bias layout for packed sequences or paged keys yet.
+static void checkBias(const api::Problem &p, ErrorList &errors) {
+  if (!p.bias) {
+    if (p.biasStrides)
+      errors.add(ErrorKind::Usage,
+                 "biasStrides are given but bias is false: set bias = true");
+    return;
+  }
+  if (p.alibi)
+    errors.add(ErrorKind::Usage,
+               "bias and alibi are both set, and a kernel takes one of them: "
+               "add ALiBi's -slope * |i + Sk - Sq - j| into the bias instead");
+  if (!p.cuSeqlensQ.empty() || !p.cuSeqlensK.empty())
+    errors.add(ErrorKind::Unsupported,
+               "bias is not implemented with varlen (cuSeqlensQ/K) yet: pad "
+               "the sequences to one length and mask the padding in the bias");
+  if (p.pagesKv.enabled())
+    errors.add(ErrorKind::Unsupported,
+               "bias is not implemented with paged K/V (pagesKv) yet");
+  const api::BiasStrides &st = p.biasStrides.value_or(api::BiasStrides{});
+  if (st.batch < 0 || st.head < 0 || st.query < 0 || st.key < 0)
+    errors.add(ErrorKind::Usage,
+               "biasStrides must be >= 0 (0 broadcasts a dim)");
+}
+
 static void checkScores(const api::Problem &p, ErrorList &errors) {
   if (p.mask != api::Mask::Window &&
       (p.windowLeft != -1 || p.windowRight != -1))
@@ -127,6 +153,7 @@ static void checkScores(const api::Problem &p, ErrorList &errors) {
   if (!p.sink && !p.sinks.empty())
     errors.add(ErrorKind::Usage,
                "sinks are given but sink is false: set sink = true");
+  checkBias(p, errors);
 }
 
 static std::vector<int64_t> lengthsOf(const std::vector<int32_t> &cu) {
@@ -145,7 +172,7 @@ static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   s.d = unsigned(p.headDim);
   s.dv = p.headDimV ? unsigned(p.headDimV) : 0;
   s.mask = toMask(p.mask);
-  s.bias = p.alibi ? Bias::Alibi : Bias::None;
+  s.bias = p.alibi ? Bias::Alibi : p.bias ? Bias::Elementwise : Bias::None;
   s.softcap = p.softcap > 0;
   s.sink = p.sink;
   s.lse = p.wantLse;
@@ -249,6 +276,12 @@ fmhajit::lowerProblem(const api::Problem &p, const std::string &target) {
   l.qLayout = p.q, l.kLayout = p.k, l.vLayout = p.v, l.oLayout = p.o;
   l.strides = {resolveStrides(p.q, l.qShape), resolveStrides(p.k, l.kShape),
                resolveStrides(p.v, l.vShape), resolveStrides(p.o, l.oShape)};
+  if (p.bias) {
+    api::BiasStrides bias = p.biasStrides.value_or(api::BiasStrides::packed(
+        l.problem.headsQ, l.problem.seqlenQ, l.problem.seqlenK));
+    l.strides.bias = {bias.batch, bias.query, bias.head};
+    l.strides.biasKey = bias.key;
+  }
   unsigned bytes = dtypeBytes(l.features.dtype);
   l.kvRowAlignment =
       std::min(rowAlignment(l.strides.k, bytes, l.features.varlen),

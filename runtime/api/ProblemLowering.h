@@ -55,6 +55,17 @@ inline std::vector<float> sinksForTiming(const LoweredProblem &l) {
   return std::vector<float>(size_t(l.problem.headsQ), 0.0f);
 }
 
+/// Elements from the bias's first element to one past its last at
+/// \p l's bias strides (a broadcast dim adds none); 0 without bias.
+inline int64_t biasSpanElements(const LoweredProblem &l) {
+  if (l.features.bias != Bias::Elementwise)
+    return 0;
+  const AttentionProblem &a = l.problem;
+  const TensorStrides &s = l.strides.bias;
+  return 1 + (a.batch - 1) * s.batch + (a.headsQ - 1) * s.head +
+         (a.seqlenQ - 1) * s.row + (a.seqlenK - 1) * l.strides.biasKey;
+}
+
 DType toDType(api::DType type);
 Mask toMask(api::Mask mask);
 /// "host", "cuda" or "hip".

@@ -46,7 +46,7 @@ unsigned rowAlignment(const TensorStrides &strides, unsigned elementBytes,
 /// "BSHD", "BHSD" or "strided(b,s,h)".
 std::string layoutName(const api::TensorLayout &layout);
 
-/// \p args with the caller's Q, K, V, O and LSE pointers from \p t, and
+/// \p args with the caller's Q, K, V, O, LSE and bias pointers from \p t, and
 /// its fp8 descale factors: Q's and K's fold into the softmax scale, V's
 /// scales O (fp8 kernels only read vScale).
 inline KernelArgs withTensorPointers(KernelArgs args, const api::Tensors &t) {
@@ -55,6 +55,7 @@ inline KernelArgs withTensorPointers(KernelArgs args, const api::Tensors &t) {
   args.v = t.v;
   args.o = t.o;
   args.lse = t.lse;
+  args.bias = t.bias;
   args.scale *= t.descaleQ * t.descaleK;
   args.vScale = t.descaleV;
   return args;

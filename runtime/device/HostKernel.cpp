@@ -19,10 +19,14 @@ static TensorStrides packedStrides(int64_t heads, int64_t dim, int64_t seqlen) {
 ForwardStrides ForwardStrides::packed(const KernelSpec &spec,
                                       const AttentionProblem &problem) {
   int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
+  // The bias packed [batch, headsQ, seqlenQ, seqlenK]: row is a query.
+  TensorStrides bias = {problem.headsQ * sq * sk, sk, sq * sk};
   return {packedStrides(problem.headsQ, spec.d, sq),
           packedStrides(problem.headsKv, spec.d, sk),
           packedStrides(problem.headsKv, spec.headDimV(), sk),
-          packedStrides(problem.headsQ, spec.headDimV(), sq)};
+          packedStrides(problem.headsQ, spec.headDimV(), sq),
+          bias,
+          1};
 }
 
 KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
@@ -46,6 +50,9 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   p.cuSeqlensK = buf.cuSeqlensK;
   p.alibiSlopes = buf.alibiSlopes;
   p.sinks = buf.sinks;
+  p.bias = buf.bias;
+  p.biasStrides = strides.bias;
+  p.biasKeyStride = strides.biasKey;
   int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();
   p.qStrides = strides.q;
   p.kStrides = strides.k;

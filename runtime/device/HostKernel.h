@@ -20,11 +20,16 @@ struct ForwardBuffers {
   const int32_t *cuSeqlensK = nullptr;
   const float *alibiSlopes = nullptr; ///< when bias=alibi
   const float *sinks = nullptr;       ///< when sink=1
+  const float *bias = nullptr;        ///< when bias=elementwise
 };
 
 /// Element strides of Q, K, V and O; the last dim is always contiguous.
+/// Under bias=elementwise also the bias's: between sequences (batch),
+/// queries (row) and query heads (head), and between keys.
 struct ForwardStrides {
   TensorStrides q, k, v, o;
+  TensorStrides bias{};
+  int64_t biasKey = 0;
 
   /// The packed layouts of AttentionProblem (BSHD, or THD under varlen).
   static ForwardStrides packed(const KernelSpec &spec,

@@ -34,6 +34,7 @@ struct ForwardCase::State {
   LaidOutTensor q, k, v, o;
   std::vector<float> lse;
   std::vector<int32_t> blockTable; ///< paged only
+  std::vector<float> bias; ///< bias=elementwise: at l.strides' bias strides
   std::unique_ptr<DeviceCopies> gpu;
   api::Tensors tensors; ///< of the last run(): host or device pointers
   /// fp8: Q, K and V hold q / descale; distinct factors, so a kernel that
@@ -79,6 +80,31 @@ static void makeSinks(LoweredProblem &l, uint64_t seed) {
   l.problem.sinks = l.sinks;
 }
 
+// Unit-variance values with one in eight -inf (attn_mask's masked keys; a
+// short row may lose every key), drawn over the span the bias strides
+// address, so a broadcast dim holds one copy. The reference gets the bias
+// expanded and packed, as the kernel should see it.
+static void makeBias(ForwardCase::State &s, uint64_t seed) {
+  if (s.l.features.bias != Bias::Elementwise)
+    return;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal;
+  s.bias.resize(size_t(biasSpanElements(s.l)));
+  for (float &x : s.bias)
+    x = rng() % 8 == 0 ? -INFINITY : normal(rng);
+  const AttentionProblem &a = s.l.problem;
+  const TensorStrides &at = s.l.strides.bias;
+  std::vector<float> &packed = s.l.problem.bias;
+  packed.clear();
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.headsQ; ++h)
+      for (int64_t i = 0; i < a.seqlenQ; ++i)
+        for (int64_t j = 0; j < a.seqlenK; ++j)
+          packed.push_back(
+              s.bias[size_t(b * at.batch + h * at.head + i * at.row +
+                            j * s.l.strides.biasKey)]);
+}
+
 llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
                                               const std::string &target,
                                               uint64_t seed) {
@@ -93,6 +119,7 @@ llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
   }
   fillInputs(*state);
   makeSinks(state->l, seed + 4);
+  makeBias(*state, seed + 5);
   return ForwardCase(std::move(state));
 }
 
@@ -125,6 +152,7 @@ static api::Tensors hostTensors(ForwardCase::State &s) {
                  s.o.data.data(), s.lse.empty() ? nullptr : s.lse.data()};
   passDescales(s, t);
   t.sinks = s.l.sinks.empty() ? nullptr : s.l.sinks.data();
+  t.bias = s.bias.empty() ? nullptr : s.bias.data();
   if (s.paged()) {
     t.blockTable = s.blockTable.data();
     t.seqlensK = s.l.seqlensK.data();
@@ -157,6 +185,7 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
                                          l.seqlensK.size() * 4, "seqlens_k");
   t.sinks =
       gpu.upload<const float>(l.sinks.data(), l.sinks.size() * 4, "sinks");
+  t.bias = gpu.upload<const float>(s.bias.data(), s.bias.size() * 4, "bias");
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
   passDescales(s, t);
   if (!gpu.error().empty())

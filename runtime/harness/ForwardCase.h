@@ -30,7 +30,8 @@ public:
   /// Lowers \p problem for \p target (the plan's) and makes its inputs
   /// from \p seed (Q, K, V from seed, seed + 1, seed + 2; the block table
   /// from seed + 3; under sink, the sinks the problem does not give from
-  /// seed + 4).
+  /// seed + 4; under bias, the bias from seed + 5, one element in eight
+  /// -inf).
   static llvm::Expected<ForwardCase>
   make(const api::Problem &problem, const std::string &target, uint64_t seed);
   ForwardCase(ForwardCase &&);

@@ -9,7 +9,7 @@
 // Semantics shared with the kernel (sequence-local indices i of the query,
 // j of the key, Sq/Sk the lengths of that sequence, diag = i + Sk - Sq):
 //   s = scale * q.k;  softcap: s = c * tanh(s / c);
-//   alibi: s -= slope_h * |diag - j|
+//   alibi: s -= slope_h * |diag - j|;  bias=elementwise: s += bias[b,h,i,j]
 //   sink: sink_h joins the softmax's denominator (and the LSE) as a logit
 //   with no value row; a row that sees no key gets o = 0, lse = sink_h
 //   causal: j <= i;  causal_br: j <= diag;
@@ -47,6 +47,10 @@ struct AttentionProblem {
   /// sink=1: one logit per query head, finite or -inf. Empty: given with
   /// the tensors at run time (the reference and bundles need them here).
   std::vector<float> sinks;
+  /// bias=elementwise: the bias packed [batch, headsQ, seqlenQ, seqlenK]
+  /// (broadcast dims expanded), for the reference and bundles. Empty: the
+  /// kernel reads it from the tensors at run time.
+  std::vector<float> bias;
   /// The variant's C++ source (spec key variant), for run bundles.
   std::string variantSource;
 

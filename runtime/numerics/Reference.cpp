@@ -85,6 +85,9 @@ double ReferenceTask::scoreRow(const SequenceRows &rows, int64_t i, int64_t h,
       continue;
     double distance = std::abs(static_cast<double>(i + rows.sk - rows.sq - j));
     s[j] = score(rows.firstQ + i, rows.firstK + j, h, hKv) - slope * distance;
+    if (spec.bias == Bias::Elementwise) // after softcap, before score_mod
+      s[j] +=
+          p.bias[size_t(((rows.b * p.headsQ + h) * rows.sq + i) * rows.sk + j)];
     if (variant.scoreMod)
       s[j] = variant.scoreMod(s[j], rows.b, h, i, j);
     rowMax = std::max(rowMax, s[j]);
@@ -127,6 +130,11 @@ ReferenceOutput fmhajit::referenceForward(const KernelSpec &spec,
                                           llvm::ArrayRef<float> k,
                                           llvm::ArrayRef<float> v,
                                           const ReferenceVariant &variant) {
+  assert((spec.bias != Bias::Elementwise ||
+          static_cast<int64_t>(problem.bias.size()) ==
+              problem.batch * problem.headsQ * problem.seqlenQ *
+                  problem.seqlenK) &&
+         "a bias problem's reference needs its bias");
   assert((!spec.sink ||
           static_cast<int64_t>(problem.sinks.size()) == problem.headsQ) &&
          "a sink problem's reference needs its sinks");

@@ -2,8 +2,9 @@
 //
 // The definition the kernels are checked against: the plain two-pass
 // softmax(score) * V, evaluated in double per (sequence, query head), with
-// the mask, softcap, ALiBi, sink and GQA rules of AttentionProblem.h. It is
-// meant to be obviously right, not fast; (batch, head) pairs run in parallel.
+// the mask, softcap, ALiBi, bias, sink and GQA rules of AttentionProblem.h. It
+// is meant to be obviously right, not fast; (batch, head) pairs run in
+// parallel.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -116,13 +116,18 @@ llvm::Error fmhajit::writeRunBundle(StringRef dir, const KernelSpec &spec,
     llvm::ArrayRef<float> data;
     llvm::SmallVector<int64_t, 4> shape;
   };
-  Entry entries[] = {{"q.npy", tensors.q, problem.qShape()},
-                     {"k.npy", tensors.k, problem.kShape()},
-                     {"v.npy", tensors.v, problem.vShape()},
-                     {"o.npy", tensors.o, problem.oShape()},
-                     {"lse.npy", tensors.lse, problem.lseShape()}};
+  Entry entries[] = {
+      {"q.npy", tensors.q, problem.qShape()},
+      {"k.npy", tensors.k, problem.kShape()},
+      {"v.npy", tensors.v, problem.vShape()},
+      {"o.npy", tensors.o, problem.oShape()},
+      {"lse.npy", tensors.lse, problem.lseShape()},
+      {"bias.npy",
+       problem.bias,
+       {problem.batch, problem.headsQ, problem.seqlenQ, problem.seqlenK}}};
   for (const Entry &e : entries) {
-    if (e.file == "lse.npy" && !spec.lse)
+    if ((e.file == "lse.npy" && !spec.lse) ||
+        (e.file == "bias.npy" && spec.bias != Bias::Elementwise))
       continue;
     if (llvm::Error err = writeNpy(pathOf(e.file), e.data, e.shape))
       return err;

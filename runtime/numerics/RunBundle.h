@@ -2,7 +2,8 @@
 //
 // A run bundle is enough for any other tool to recompute a run: the inputs
 // and outputs as float32 .npy files in the packed layouts of
-// AttentionProblem (q, k, v, o, and lse when the spec has lse=1) and a
+// AttentionProblem (q, k, v, o, lse when the spec has lse=1, and the bias
+// packed [batch, headsQ, seqlenQ, seqlenK] under bias=elementwise) and a
 // meta.json with every run-time argument, resolved (the scale actually used,
 // the ALiBi slopes actually used, cu_seqlens under varlen):
 //

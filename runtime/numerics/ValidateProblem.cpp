@@ -191,6 +191,25 @@ static void checkSinks(const AttentionProblem &p, const KernelSpec &spec,
              "sinks must be finite, or -inf for a head without one");
 }
 
+// The bias's values are optional (the kernel reads the tensors), but when
+// given they must cover [batch, headsQ, seqlenQ, seqlenK].
+static void checkBias(const AttentionProblem &p, const KernelSpec &spec,
+                      ErrorList &errs) {
+  bool elementwise = spec.bias == Bias::Elementwise;
+  if (elementwise && p.isVarlen())
+    errs.add(ErrorKind::Unsupported,
+             "bias=elementwise with varlen is not implemented yet");
+  if (p.bias.empty())
+    return;
+  int64_t want = p.batch * p.headsQ * p.seqlenQ * p.seqlenK;
+  if (!elementwise)
+    errs.add(ErrorKind::Usage, "bias values need a spec with bias=elementwise");
+  else if (static_cast<int64_t>(p.bias.size()) != want)
+    errs.add(ErrorKind::Usage,
+             "got " + Twine(p.bias.size()) + " bias values for " + Twine(want) +
+                 ": give them packed [batch, headsQ, seqlenQ, seqlenK]");
+}
+
 llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   ErrorList errs;
   checkHeads(*this, errs);
@@ -204,6 +223,7 @@ llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   checkWindow(*this, spec, errs);
   checkAlibi(*this, spec, errs);
   checkSinks(*this, spec, errs);
+  checkBias(*this, spec, errs);
   // Sizes are only meaningful once every length and head count is sane.
   if (errs.empty())
     checkRowRange(*this, errs);

@@ -1,7 +1,8 @@
 //===- ApiCudaTest.cpp - The public API on a CUDA GPU ---------------------===//
 //
 // The same contract as ApiTest.cpp with Device::Cuda: device pointers in
-// Tensors (cu_seqlens, ALiBi slopes and sinks included), the GPU's own target,
+// Tensors (cu_seqlens, ALiBi slopes, sinks and the bias included), the GPU's
+// own target,
 // a tensor-core pipeline (wgmma on sm_90a, else mma) when K/V rows are 16-byte
 // aligned and simt when they are not, and autotuning timed with CUDA events.
 // Then the multi-stage plans: decode split over the GPU's SMs with the combine
@@ -92,6 +93,20 @@ std::vector<GpuCase> gpuCases() {
   sinkMods.alibi = true;
   sinkMods.softcap = 30;
   sinkMods.sink = sinkMods.wantLse = true;
+  // An elementwise bias (a device copy from the harness, one element in
+  // eight -inf): full with GQA and causal rows on the tensor cores, key
+  // padding on simt with rows that see no key, and one bias shared by the
+  // batch under a soft-cap.
+  Problem biasFull = bshd;
+  biasFull.bias = true;
+  Problem biasKeys = gpuProblem(2, 4, 1, 50, 30, 64, DType::F32);
+  biasKeys.mask = Mask::CausalBottomRight;
+  biasKeys.bias = biasKeys.wantLse = true;
+  biasKeys.biasStrides = api::BiasStrides{30, 0, 0, 1};
+  Problem biasBatch = gpuProblem(2, 4, 4, 200, 260, 64, DType::F16);
+  biasBatch.softcap = 30;
+  biasBatch.bias = biasBatch.wantLse = true;
+  biasBatch.biasStrides = api::BiasStrides{0, 200 * 260, 260, 1};
   return {{"BshdGqaCausalLse", bshd, "mma_sm"},
           {"Bhsd", bhsd, "mma_sm"},
           {"MisalignedKvIsSimt", odd, "_simt_"},
@@ -101,7 +116,10 @@ std::vector<GpuCase> gpuCases() {
           {"SinkCausalLse", sink, "mma_sm"},
           {"SinkSimtRowsWithoutKeys", sinkSimt, "_simt_"},
           {"SinkVarlen", sinkVarlen, "mma_sm"},
-          {"SinkWindowAlibiSoftcap", sinkMods, "mma_sm"}};
+          {"SinkWindowAlibiSoftcap", sinkMods, "mma_sm"},
+          {"BiasFullGqaCausal", biasFull, "mma_sm"},
+          {"BiasKeyPaddingSimt", biasKeys, "_simt_"},
+          {"BiasBatchBroadcastSoftcap", biasBatch, "mma_sm"}};
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, ApiCuda, ::testing::ValuesIn(gpuCases()),
                          [](const auto &info) { return info.param.label; });
@@ -174,6 +192,28 @@ TEST(ApiCudaSplit, DecodeWithSinksCountsThemOnce) {
   ApiCheck check = checkApi(p);
   ASSERT_EQ(check.plan.steps().size(), 2u) << check.plan.describe();
   EXPECT_GT(check.plan.steps()[0].keySplits, 1);
+}
+
+// The bias under split-KV: each part reads its own keys' bias elements.
+TEST(ApiCudaSplit, DecodeWithBias) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(2, 8, 1, 1, 8000, 128, DType::BF16);
+  p.wantLse = p.bias = true;
+  ApiCheck check = checkApi(p);
+  ASSERT_EQ(check.plan.steps().size(), 2u) << check.plan.describe();
+  EXPECT_GT(check.plan.steps()[0].keySplits, 1);
+}
+
+// pack_gqa: each row of a tile reads its own head's bias.
+TEST(ApiCudaBias, PackGqaReadsEachRowsHead) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(1, 8, 2, 40, 300, 64, DType::BF16);
+  p.mask = Mask::CausalBottomRight;
+  p.wantLse = p.bias = true;
+  api::Options options;
+  options.kernel = "family=fwd,dtype=bf16,d=64,mask=causal_br,lse=1,"
+                   "bias=elementwise,pack_gqa=1";
+  checkApi(p, options);
 }
 
 // pack_gqa: each row of a tile reads its own head's sink.

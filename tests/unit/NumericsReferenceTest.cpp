@@ -176,6 +176,46 @@ TEST(Reference, AlibiSubtractsSlopeTimesDistanceFromTheDiagonal) {
   EXPECT_DOUBLE_EQ(r.lse[0], std::log(w[0] + w[1] + w[2]));
 }
 
+// The bias is added to the scaled score after the soft-cap (a -inf bias
+// removes the key, which a cap would otherwise bring back to -c) and before
+// the mask, at [b, h, i, j]: here query 1 of head 1 in sequence 1.
+TEST(Reference, ElementwiseBiasIsAddedAfterTheSoftcap) {
+  KernelSpec spec = tinySpec(Mask::Causal);
+  spec.softcap = true;
+  spec.bias = Bias::Elementwise;
+  AttentionProblem p = tinyProblem(spec, 2, 3);
+  p.batch = 2, p.headsQ = p.headsKv = 2;
+  p.scale = 0.5, p.softcap = 2;
+  p.bias.assign(2 * 2 * 2 * 3, 0.0f);
+  float *row = &p.bias[((1 * 2 + 1) * 2 + 1) * 3]; // b 1, h 1, i 1
+  row[0] = -std::numeric_limits<float>::infinity();
+  row[1] = 0.75f;
+  row[2] = 100.0f; // masked (causal: j <= 1): must not matter
+  std::vector<float> q(2 * 2 * 2, 2.0f), k(2 * 3 * 2, 1.0f), v;
+  for (int b = 0; b < 2; ++b)
+    for (int j = 0; j < 3; ++j)
+      for (int h = 0; h < 2; ++h)
+        v.push_back(float(10 * j + h));
+  ReferenceOutput r = run(spec, p, q, k, v);
+  // Only key 1 is left, so o = v[key 1, head 1] and lse = its score.
+  size_t at = (1 * 2 + 1) * 2 + 1; // o [b, i, h]; lse [b, h, i]
+  EXPECT_DOUBLE_EQ(r.o[at], 11.0);
+  EXPECT_DOUBLE_EQ(r.lse[at], 2 * std::tanh(0.5 * 2 / 2) + 0.75);
+  // Elsewhere the bias is 0: row 1 of head 0 sees keys 0 and 1 equally.
+  EXPECT_DOUBLE_EQ(r.o[(1 * 2 + 1) * 2 + 0], 5.0);
+}
+
+TEST(Reference, ElementwiseBiasValuesMustCoverTheProblem) {
+  KernelSpec spec = tinySpec(Mask::None);
+  spec.bias = Bias::Elementwise;
+  AttentionProblem p = tinyProblem(spec, 2, 3);
+  p.bias = {1, 2, 3};
+  llvm::Error err = p.validate(spec);
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("got 3 bias values for 6"),
+            std::string::npos);
+}
+
 //===-- Addressing: batch, GQA and varlen ---------------------------------===//
 
 std::vector<float> randomFloats(size_t n, uint64_t seed) {

@@ -34,6 +34,9 @@ const OptionSpec kRunOnlyFlags[] = {
     {"rotary", true, "append_kv: rotary form interleaved|half|none"},
     {"rotary-dim", true, "append_kv: leading elements rotated (default d)"},
     {"rotate-q", false, "append_kv: rotate Q too"},
+    {"bias-broadcast", true,
+     "bias=elementwise: the bias's shape full [B,H,Sq,Sk] (default), "
+     "batch [1,H,Sq,Sk], heads [B,1,Sq,Sk] or keys [B,1,1,Sk] (key padding)"},
 };
 
 struct FamilyFlag {
@@ -93,6 +96,7 @@ static void applySpecFeatures(const KernelSpec &spec, api::Problem &p) {
   p.mask = publicMask(spec.mask);
   p.alibi = spec.bias == Bias::Alibi;
   p.sink = spec.sink; // the harness draws the sinks (ForwardCase::make)
+  p.bias = spec.bias == Bias::Elementwise; // and the bias
   p.wantLse = spec.lse;
   if (spec.softcap && p.softcap == 0)
     p.softcap = kDefaultSoftcap;
@@ -278,6 +282,32 @@ static llvm::Error readFamily(const Args &args, RunRequest &r) {
   }
 }
 
+// --bias-broadcast: which dims of [batch, headsQ, seqlenQ, seqlenK] the
+// bias has; the others get stride 0.
+static llvm::Error readBiasBroadcast(const Args &args, RunRequest &r) {
+  std::optional<std::string> text = args.get("bias-broadcast");
+  if (!text)
+    return llvm::Error::success();
+  if (r.spec.bias != Bias::Elementwise)
+    return makeError(ErrorKind::Usage,
+                     "--bias-broadcast needs a spec with bias=elementwise");
+  api::Problem &p = r.problem;
+  int64_t sq = p.seqlenQ, sk = p.seqlenK ? p.seqlenK : p.seqlenQ;
+  api::BiasStrides full = api::BiasStrides::packed(p.headsQ, sq, sk);
+  if (*text == "full")
+    p.biasStrides = full;
+  else if (*text == "batch")
+    p.biasStrides = api::BiasStrides{0, full.head, sk, 1};
+  else if (*text == "heads")
+    p.biasStrides = api::BiasStrides{sq * sk, 0, sk, 1};
+  else if (*text == "keys")
+    p.biasStrides = api::BiasStrides{sk, 0, 0, 1};
+  else
+    return makeError(ErrorKind::Usage, "--bias-broadcast " + *text +
+                                           ": use full, batch, heads or keys");
+  return llvm::Error::success();
+}
+
 llvm::Expected<RunRequest>
 fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
   auto args = Args::parse(argv, runFlags());
@@ -308,6 +338,8 @@ fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
     r.options.kernel = printSpec(r.spec);
   checkAgainstSpec(*args, *spec, r);
   applySpecFeatures(*spec, r.problem);
+  if (llvm::Error err = readBiasBroadcast(*args, r))
+    return std::move(err);
   if (llvm::Error err = readFamily(*args, r))
     return std::move(err);
   return r;

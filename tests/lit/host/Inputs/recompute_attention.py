@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Recomputes forward attention from a `fmhajit run --save DIR` bundle alone.
 
-Reads q.npy, k.npy, v.npy, o.npy (and lse.npy when present) and meta.json,
-evaluates softmax(score) V in float64 with the mask, softcap, ALiBi, sink and GQA
+Reads q.npy, k.npy, v.npy, o.npy (and lse.npy and bias.npy when present) and
+meta.json, evaluates softmax(score) V in float64 with the mask, softcap, ALiBi,
+elementwise bias, sink and GQA
 rules of runtime/numerics/AttentionProblem.h, and compares with the saved outputs at
 the tolerance of the output dtype (runtime/numerics/Tolerance.cpp). Pure Python, so
 it needs no NumPy: the bundle's promise is that any tool can do this.
@@ -66,8 +67,8 @@ def visible(meta, i, j, sq, sk):
     return True
 
 
-def attention_row(meta, t, i, h, seq, dims):
-    """Returns (o row, lse) of query i of head h in sequence seq."""
+def attention_row(meta, t, i, h, b, seq, dims):
+    """Returns (o row, lse) of query i of head h in sequence b (rows seq)."""
     q, k, v = t["q"], t["k"], t["v"]
     hq, hkv, d, dv = dims
     first_q, first_k, sq, sk = seq
@@ -83,7 +84,10 @@ def attention_row(meta, t, i, h, seq, dims):
             s = meta["softcap"] * math.tanh(s / meta["softcap"])
         if meta["alibi_slopes"] is not None:
             s -= meta["alibi_slopes"][h] * abs(i + sk - sq - j)
-        scores.append((j, s))
+        if "bias" in t:  # [batch, heads_q, sq, sk], after the softcap
+            s += t["bias"][((b * hq + h) * sq + i) * sk + j]
+        if s != -math.inf:  # a -inf bias removes the key
+            scores.append((j, s))
     # A sink is a logit in the max and the sum, with no value row.
     sink = meta.get("sinks") and meta["sinks"][h]
     if not scores and sink is None:
@@ -109,6 +113,8 @@ def main(bundle):
     has_lse = os.path.exists(os.path.join(bundle, "lse.npy"))
     if has_lse:
         shapes["lse"], t["lse"] = read_npy(os.path.join(bundle, "lse.npy"))
+    if os.path.exists(os.path.join(bundle, "bias.npy")):
+        shapes["bias"], t["bias"] = read_npy(os.path.join(bundle, "bias.npy"))
     hq, hkv = meta["heads_q"], meta["heads_kv"]
     dims = (hq, hkv, shapes["q"][-1], shapes["v"][-1])
     varlen = meta["cu_seqlens_q"] is not None
@@ -118,7 +124,7 @@ def main(bundle):
     for b, seq in enumerate(sequences(meta, shapes["q"], shapes["k"])):
         for h in range(hq):
             for i in range(seq[2]):
-                ref, ref_lse = attention_row(meta, t, i, h, seq, dims)
+                ref, ref_lse = attention_row(meta, t, i, h, b, seq, dims)
                 row = (seq[0] + i) * hq + h
                 got = t["o"][row * dims[3]:][:dims[3]]
                 for x, r in zip(got, ref):
