@@ -36,29 +36,44 @@ static std::string logText(const std::string &buffer, void *size) {
   return text;
 }
 
+namespace {
+/// The JIT options of a load or a link: verbose info and error logs.
+struct JitLogs {
+  std::string info = std::string(kLogBytes, '\0');
+  std::string error = std::string(kLogBytes, '\0');
+  int options[5] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes,
+                    kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes,
+                    kJitLogVerbose};
+  void *values[5] = {
+      info.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)), error.data(),
+      reinterpret_cast<void *>(uintptr_t(kLogBytes)),
+      reinterpret_cast<void *>(uintptr_t(1))};
+  JitLogs() = default;
+  JitLogs(const JitLogs &) = delete; // values point into the buffers
+
+  std::string infoText() const { return logText(info, values[1]); }
+  /// \p failure with the driver's error log.
+  llvm::Error failed(llvm::Error failure) const {
+    std::string log = logText(error, values[3]);
+    return makeError(ErrorKind::Driver,
+                     llvm::toString(std::move(failure)) +
+                         (log.empty() ? std::string("; the driver gave no log")
+                                      : "; driver log:\n" + log));
+  }
+};
+} // namespace
+
 llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(llvm::StringRef ptx,
                                                       const ArchInfo &) {
   std::string image = ptx.str(); // cuModuleLoadDataEx reads PTX up to a NUL
-  std::string infoLog(kLogBytes, '\0'), errorLog(kLogBytes, '\0');
-  int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes,
-                   kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes,
-                   kJitLogVerbose};
-  void *values[] = {
-      infoLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
-      errorLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
-      reinterpret_cast<void *>(uintptr_t(1))};
+  JitLogs logs;
   CUmodule module = nullptr;
-  CUresult result = fns.moduleLoadDataEx(&module, image.c_str(),
-                                         std::size(options), options, values);
-  if (result != kSuccess) {
-    std::string log = logText(errorLog, values[3]);
-    return makeError(
-        ErrorKind::Driver,
-        llvm::toString(check(result, "cuModuleLoadDataEx (PTX JIT)")) +
-            (log.empty() ? std::string("; the driver gave no log")
-                         : "; driver log:\n" + log));
-  }
-  return GpuLoadedImage{module, logText(infoLog, values[1])};
+  CUresult result =
+      fns.moduleLoadDataEx(&module, image.c_str(), std::size(logs.options),
+                           logs.options, logs.values);
+  if (result != kSuccess)
+    return logs.failed(check(result, "cuModuleLoadDataEx (PTX JIT)"));
+  return GpuLoadedImage{module, logs.infoText()};
 }
 
 // A cubin holds machine code for one GPU family, made by one version of
@@ -73,18 +88,11 @@ std::string CudaDriver::nativeImageKey() const {
 
 llvm::Expected<GpuNativeImage>
 CudaDriver::compileNativeImage(llvm::StringRef ptx) {
-  std::string infoLog(kLogBytes, '\0'), errorLog(kLogBytes, '\0');
-  int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes,
-                   kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes,
-                   kJitLogVerbose};
-  void *values[] = {
-      infoLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
-      errorLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
-      reinterpret_cast<void *>(uintptr_t(1))};
+  JitLogs logs;
   CUlinkState state = nullptr;
-  if (llvm::Error err =
-          check(fns.linkCreate(std::size(options), options, values, &state),
-                "cuLinkCreate"))
+  if (llvm::Error err = check(fns.linkCreate(std::size(logs.options),
+                                             logs.options, logs.values, &state),
+                              "cuLinkCreate"))
     return std::move(err);
   std::string image = ptx.str(); // with its NUL
   void *cubin = nullptr;
@@ -101,14 +109,10 @@ CudaDriver::compileNativeImage(llvm::StringRef ptx) {
   GpuNativeImage native;
   if (result == kSuccess)
     native = {std::string(static_cast<const char *>(cubin), bytes),
-              logText(infoLog, values[1])};
-  std::string log = logText(errorLog, values[3]);
+              logs.infoText()};
   (void)fns.linkDestroy(state);
   if (result != kSuccess)
-    return makeError(ErrorKind::Driver,
-                     llvm::toString(check(result, call)) +
-                         (log.empty() ? std::string("; the driver gave no log")
-                                      : "; driver log:\n" + log));
+    return logs.failed(check(result, call));
   return std::move(native);
 }
 
