@@ -62,30 +62,33 @@ void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
   Value *columnInUnit = b.CreateAdd(b.CreateShl(chunk, 4),
                                     b.CreateAdd(b.CreateShl(row, 1), half));
   Type *shared = PointerType::get(b.getContext(), 3);
-  auto loadUnit = [&](Value *unit) {
-    Value *group = b.CreateUDiv(unit, c(columnPairs));
-    Value *firstColumn = b.CreateShl(b.CreateURem(unit, c(columnPairs)), 5);
-    Value *key = b.CreateAdd(b.CreateShl(group, 4), keyInGroup);
+  // A unit's first key (its group's) and first column.
+  struct Origin {
+    Value *key, *column;
+  };
+  auto originOf = [&](Value *unit) {
+    return Origin{b.CreateShl(b.CreateUDiv(unit, c(columnPairs)), 4),
+                  b.CreateShl(b.CreateURem(unit, c(columnPairs)), 5)};
+  };
+  auto loadUnit = [&](Origin o) {
     Value *loaded = b.CreateIntrinsic(
         Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16, {shared},
-        {swizzledByte(b, layout, from, src, key,
-                      b.CreateAdd(firstColumn, b.CreateShl(chunk, 4)))});
+        {swizzledByte(b, layout, from, src, b.CreateAdd(o.key, keyInGroup),
+                      b.CreateAdd(o.column, b.CreateShl(chunk, 4)))});
     SmallVector<Value *, 4> r;
     for (unsigned m = 0; m < 4; ++m)
       r.push_back(b.CreateExtractValue(loaded, m));
     return r;
   };
-  auto storeUnit = [&](Value *unit, ArrayRef<Value *> r) {
-    Value *group = b.CreateUDiv(unit, c(columnPairs));
-    Value *column = b.CreateAdd(
-        b.CreateShl(b.CreateURem(unit, c(columnPairs)), 5), columnInUnit);
-    b.CreateIntrinsic(
-        Intrinsic::nvvm_stmatrix_sync_aligned_m8n8_x4_b16, {shared},
-        {swizzledByte(b, layout, to, dst, column, b.CreateShl(group, 4)),
-         pickBytes(b, r[0], r[1], {0, 2, 4, 6}),
-         pickBytes(b, r[0], r[1], {1, 3, 5, 7}),
-         pickBytes(b, r[2], r[3], {0, 2, 4, 6}),
-         pickBytes(b, r[2], r[3], {1, 3, 5, 7})});
+  auto storeUnit = [&](Origin o, ArrayRef<Value *> r) {
+    b.CreateIntrinsic(Intrinsic::nvvm_stmatrix_sync_aligned_m8n8_x4_b16,
+                      {shared},
+                      {swizzledByte(b, layout, to, dst,
+                                    b.CreateAdd(o.column, columnInUnit), o.key),
+                       pickBytes(b, r[0], r[1], {0, 2, 4, 6}),
+                       pickBytes(b, r[0], r[1], {1, 3, 5, 7}),
+                       pickBytes(b, r[2], r[3], {0, 2, 4, 6}),
+                       pickBytes(b, r[2], r[3], {1, 3, 5, 7})});
   };
   // Each warp takes a contiguous run of units, two at a time so that the
   // second load is in flight with the first (a lone last unit is done
@@ -98,8 +101,9 @@ void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
   emitFor(b, begin, end, c(2), "vt", [&](Value *first) {
     Value *second = b.CreateBinaryIntrinsic(
         Intrinsic::umin, b.CreateAdd(first, c(1)), b.CreateSub(end, c(1)));
-    SmallVector<Value *, 4> a = loadUnit(first), z = loadUnit(second);
-    storeUnit(first, a);
-    storeUnit(second, z);
+    Origin one = originOf(first), two = originOf(second);
+    SmallVector<Value *, 4> a = loadUnit(one), z = loadUnit(two);
+    storeUnit(one, a);
+    storeUnit(two, z);
   });
 }

@@ -1,21 +1,15 @@
 //===- GpuModule.cpp - A module loaded into a GPU driver, once per process ===//
 #include "runtime/device/GpuModule.h"
-#include <chrono>
 
 using namespace fmhajit;
 
 llvm::Expected<std::unique_ptr<GpuModule>>
 GpuModule::load(GpuDriver &driver, llvm::StringRef image,
                 const ArchInfo &arch) {
-  auto start = std::chrono::steady_clock::now();
   auto loaded = driver.loadModule(image, arch);
   if (!loaded)
     return loaded.takeError();
-  double ms = std::chrono::duration<double, std::milli>(
-                  std::chrono::steady_clock::now() - start)
-                  .count();
-  return std::unique_ptr<GpuModule>(
-      new GpuModule(driver, std::move(*loaded), ms));
+  return std::unique_ptr<GpuModule>(new GpuModule(driver, std::move(*loaded)));
 }
 
 LoadedModules &LoadedModules::get() {

@@ -32,17 +32,13 @@ public:
   }
   /// The driver's JIT info log of the load (may be empty).
   const std::string &infoLog() const { return info; }
-  /// Milliseconds the driver spent loading (PTX to SASS on CUDA).
-  double loadMs() const { return ms; }
 
 private:
-  GpuModule(GpuDriver &driver, GpuLoadedImage image, double ms)
-      : driver(driver), module(image.module), info(std::move(image.infoLog)),
-        ms(ms) {}
+  GpuModule(GpuDriver &driver, GpuLoadedImage image)
+      : driver(driver), module(image.module), info(std::move(image.infoLog)) {}
   GpuDriver &driver;
   GpuModuleHandle module;
   std::string info;
-  double ms;
 };
 
 class LoadedModules {
