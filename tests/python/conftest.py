@@ -1,6 +1,7 @@
 """Shared helpers of the Python tests: a float64 reference written here,
 the comparison against fmhajit's own tolerance table, and fresh inputs."""
 
+import os
 import zlib
 
 import numpy as np
@@ -10,6 +11,15 @@ import fmhajit
 
 # NumPy's dtype for each fmhajit dtype; bf16 travels as uint16 bits.
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": np.uint16}
+
+
+def cli_binary():
+    """The fmhajit command line the tests compare with (ctest sets
+    FMHAJIT_BINARY). A GPU run that carries only the module skips them."""
+    path = os.environ.get("FMHAJIT_BINARY")
+    if not path:
+        pytest.skip("FMHAJIT_BINARY is not set: no fmhajit command line to compare with")
+    return path
 
 
 def to_dtype(x, dtype):

@@ -1,13 +1,13 @@
 """Bad input raises ValueError or TypeError with one clear message; where the
 C++ API decides, the message is the API's (the CLI prints the same lines)."""
 
-import os
 import subprocess
 
 import numpy as np
 import pytest
 
 import fmhajit
+from conftest import cli_binary
 from dlpack_producer import Capsule, Producer
 
 Q = np.zeros((1, 8, 2, 64), np.float32)
@@ -15,7 +15,7 @@ Q = np.zeros((1, 8, 2, 64), np.float32)
 
 def cli_errors(*args):
     """The error lines of the fmhajit command line for args."""
-    run = subprocess.run([os.environ["FMHAJIT_BINARY"], *args], capture_output=True, text=True)
+    run = subprocess.run([cli_binary(), *args], capture_output=True, text=True)
     assert run.returncode != 0, run.stderr
     return [line.removeprefix("error: ") for line in run.stderr.splitlines()]
 

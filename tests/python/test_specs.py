@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 import fmhajit
+from conftest import cli_binary
 
 
 def cli(*args, env=None):
-    run = subprocess.run([os.environ["FMHAJIT_BINARY"], *args], capture_output=True,
+    run = subprocess.run([cli_binary(), *args], capture_output=True,
                          text=True, env=env)
     return run.returncode, run.stdout, run.stderr
 
