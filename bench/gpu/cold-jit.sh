@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Cold JIT on the GPU machine: each default sm_90a forward kernel compiled
-# from nothing (a fresh fmhajit cache), then loaded again from fmhajit's
-# cache (its PTX and GPU code) in a second process; the driver's own compute
-# cache is off in both, so it hides nothing. Prints the
-# `load` line of `fmhajit run` (codegen + driver) for each. The driver's
-# step varies by up to half from process to process, so each kernel is
-# compiled cold COLD_JIT_REPEATS times (default 3; report the median). Usage:
+# from nothing (a fresh fmhajit cache and a fresh, empty driver compute
+# cache), then loaded again in a second process from fmhajit's cache (the
+# PTX) and the driver's cache (its machine code for that PTX), as a user's
+# second process would. Prints the `load` line of `fmhajit run` (codegen +
+# driver) for each. The driver's step varies by up to half from process to
+# process, so each kernel is compiled cold COLD_JIT_REPEATS times (default
+# 3; report the median). Usage:
 #   bash bench/gpu/cold-jit.sh FMHAJIT_BINARY
 set -uo pipefail
 fj=${1:?usage: cold-jit.sh FMHAJIT_BINARY}
@@ -17,7 +18,7 @@ for keys in bf16,d=64 bf16,d=128 bf16,d=256 bf16,d=64,mask=causal bf16,d=128,mas
     cache=$(mktemp -d)
     for pass in cold cached; do
       [ "$pass" = cached ] && [ "$repeat" -gt 1 ] && continue # one cached load is enough
-      line=$(CUDA_CACHE_DISABLE=1 FMHAJIT_CACHE_DIR="$cache" \
+      line=$(CUDA_CACHE_PATH="$cache/driver" FMHAJIT_CACHE_DIR="$cache/fmhajit" \
         timeout 60 "$fj" run "$spec" --device cuda --iters 1 --batch 1 --heads 2 --seqlen-q 300 2>&1 |
         grep -E '^load|^error' | head -1)
       printf '%-6s %-50s %s\n' "$pass" "$keys" "$line"

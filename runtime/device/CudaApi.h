@@ -82,10 +82,6 @@ enum CUjitOption : int {
   kJitLogVerbose = 12,             ///< CU_JIT_LOG_VERBOSE
 };
 
-/// CU_JIT_INPUT_PTX, the input type of cuLinkAddData.
-inline constexpr int kJitInputPtx = 1;
-using CUlinkState = struct CUlinkState_st *;
-
 /// CU_EVENT_DEFAULT: events that record timing.
 inline constexpr unsigned kEventDefault = 0;
 /// CU_STREAM_NON_BLOCKING: a stream that does not wait on the legacy one.
@@ -128,16 +124,6 @@ struct DriverApi {
                                unsigned numOptions, int *options,
                                void **optionValues); // cuModuleLoadDataEx
   CUresult (*moduleUnload)(CUmodule module);         // cuModuleUnload
-  // Optional (the driver JIT's cubin, for fmhajit's cache; without them a
-  // load from the cache compiles the PTX again): cuLinkCreate_v2,
-  // cuLinkAddData_v2, cuLinkComplete, cuLinkDestroy.
-  CUresult (*linkCreate)(unsigned numOptions, int *options, void **values,
-                         CUlinkState *state);
-  CUresult (*linkAddData)(CUlinkState state, int type, void *data, size_t bytes,
-                          const char *name, unsigned numOptions, int *options,
-                          void **values);
-  CUresult (*linkComplete)(CUlinkState state, void **cubin, size_t *bytes);
-  CUresult (*linkDestroy)(CUlinkState state);
   CUresult (*moduleGetFunction)(CUfunction *function, CUmodule module,
                                 const char *name); // cuModuleGetFunction
   CUresult (*funcGetAttribute)(int *value, int attribute,

@@ -100,17 +100,11 @@ llvm::Error CudaDriver::resolve() {
   // export only the original, with the same signature.
   bind(fns.eventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
   bind(fns.tensorMapEncodeTiled, {"cuTensorMapEncodeTiled"});
-  auto optional = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        dlsym(library, name));
-  };
   // Optional: without it, each launch of a TMA kernel encodes its maps
   // (GpuTensorMaps.h).
-  optional(fns.tensorMapReplaceAddress, "cuTensorMapReplaceAddress");
-  optional(fns.linkCreate, "cuLinkCreate_v2");
-  optional(fns.linkAddData, "cuLinkAddData_v2");
-  optional(fns.linkComplete, "cuLinkComplete");
-  optional(fns.linkDestroy, "cuLinkDestroy");
+  fns.tensorMapReplaceAddress =
+      reinterpret_cast<decltype(fns.tensorMapReplaceAddress)>(
+          dlsym(library, "cuTensorMapReplaceAddress"));
   return missing.take();
 }
 

@@ -101,9 +101,6 @@ public:
   llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef ptx,
                                             const ArchInfo &arch) override;
   void unloadModule(GpuModuleHandle module) override;
-  std::string nativeImageKey() const override;
-  llvm::Expected<GpuNativeImage>
-  compileNativeImage(llvm::StringRef ptx) override;
   llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
                                              llvm::StringRef name) override;
   llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks,

@@ -50,8 +50,3 @@ std::string fmhajit::mebibytes(size_t bytes) {
       << llvm::format("%.1f MiB", double(bytes) / (1 << 20));
   return text;
 }
-
-llvm::Expected<GpuNativeImage> GpuDriver::compileNativeImage(llvm::StringRef) {
-  return makeError(ErrorKind::Driver,
-                   "this driver hands out no machine code for its images");
-}

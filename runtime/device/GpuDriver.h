@@ -74,12 +74,6 @@ struct GpuLoadedImage {
   std::string infoLog; ///< the JIT's info log (registers, spills); may be empty
 };
 
-/// A GPU's own machine code for a module image, from the driver's JIT.
-struct GpuNativeImage {
-  std::string bytes;
-  std::string infoLog; ///< the JIT's info log (registers, spills); may be empty
-};
-
 class GpuDriver {
 public:
   virtual ~GpuDriver();
@@ -127,15 +121,6 @@ public:
   virtual llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef image,
                                                     const ArchInfo &arch) = 0;
   virtual void unloadModule(GpuModuleHandle module) = 0;
-  /// What besides an image decides its machine code (the JIT's version,
-  /// the device), so that the code can be cached; empty where the driver
-  /// cannot hand the code out, or images are machine code already (HIP's
-  /// code objects). loadModule takes the code as it takes the image.
-  virtual std::string nativeImageKey() const { return {}; }
-  /// \p image (PTX) compiled to the GPU's machine code; only where
-  /// nativeImageKey() is not empty.
-  virtual llvm::Expected<GpuNativeImage>
-  compileNativeImage(llvm::StringRef image);
   /// The kernel named \p name (an ErrorKind::Jit error if it is missing).
   virtual llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
                                                      llvm::StringRef name) = 0;

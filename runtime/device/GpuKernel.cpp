@@ -8,8 +8,6 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/pipelines/WgmmaLayout.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/xxhash.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -21,40 +19,6 @@ using Clock = std::chrono::steady_clock;
 static double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start)
       .count();
-}
-
-llvm::Expected<std::shared_ptr<const Artifact>>
-fmhajit::nativeImage(GpuDriver &driver, llvm::StringRef name,
-                     llvm::StringRef image, KernelCache &cache) {
-  std::string key = driver.nativeImageKey();
-  // The image's own hash keys it: a cubin belongs to these exact bytes.
-  std::string fingerprint =
-      key + ", image " + llvm::utohexstr(llvm::xxh3_64bits(image));
-  return cache.getOrCompile((name + "_native").str(), fingerprint,
-                            [&]() -> llvm::Expected<std::string> {
-                              auto native = driver.compileNativeImage(image);
-                              if (!native)
-                                return native.takeError();
-                              return std::move(native->bytes);
-                            });
-}
-
-/// The module of \p image: from its machine code in \p cache where the
-/// driver hands that out (nativeImage), else from the image; a cached code
-/// the driver refuses is passed over for the image.
-static llvm::Expected<std::unique_ptr<GpuModule>>
-loadImage(GpuDriver &driver, llvm::StringRef name, llvm::StringRef image,
-          const ArchInfo &arch, KernelCache &cache) {
-  if (driver.nativeImageKey().empty())
-    return GpuModule::load(driver, image, arch);
-  auto native = nativeImage(driver, name, image, cache);
-  if (!native)
-    return native.takeError();
-  auto module = GpuModule::load(driver, (*native)->bytes(), arch);
-  if (module)
-    return module;
-  llvm::consumeError(module.takeError());
-  return GpuModule::load(driver, image, arch);
 }
 
 /// Compiles (or finds) the artifact of \p spec, checks it and loads it,
@@ -76,12 +40,12 @@ loadModule(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache,
     stats.moduleReused = true;
     return module;
   }
-  Clock::time_point driverStart = Clock::now();
-  auto module = loadImage(driver, name, (*artifact)->bytes(),
-                          *findArch(spec.target), cache);
+  Clock::time_point loadStart = Clock::now(); // the driver's JIT included
+  auto module =
+      GpuModule::load(driver, (*artifact)->bytes(), *findArch(spec.target));
   if (!module)
     return module.takeError();
-  stats.loadMs = msSince(driverStart); // the JIT too, on a miss
+  stats.loadMs = msSince(loadStart);
   return LoadedModules::get().insert(name, std::move(*module));
 }
 

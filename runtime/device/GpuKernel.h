@@ -43,19 +43,9 @@ struct GpuLoadStats {
   ArtifactOrigin origin =
       ArtifactOrigin::Compiled; ///< of the PTX / code object
   double codegenMs = 0; ///< spec -> artifact, or the cache lookup on a hit
-  /// The driver's load, with its JIT where the GPU code was not cached
-  /// (nativeImage); 0 when this process had loaded the module.
-  double loadMs = 0;
+  double loadMs = 0;    ///< the driver's load; 0 when the module was loaded
   bool moduleReused = false; ///< this process had loaded it already
 };
-
-/// \p image (PTX) of kernel \p name as the GPU's machine code, through
-/// \p cache (key: the driver's nativeImageKey and the image's hash), so
-/// that a later process loads it without the driver's JIT. Only for a
-/// driver whose nativeImageKey() is not empty.
-llvm::Expected<std::shared_ptr<const Artifact>>
-nativeImage(GpuDriver &driver, llvm::StringRef name, llvm::StringRef image,
-            KernelCache &cache);
 
 class GpuKernel {
 public:

@@ -25,7 +25,6 @@
 #include "specs/Validate.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "tests/unit/SpecTesting.h"
-#include "llvm/Support/FileSystem.h"
 #include "gtest/gtest.h"
 #include <cmath>
 #include <cstdlib>
@@ -105,24 +104,10 @@ public:
                                   GpuEventHandle end) override {
     return *static_cast<float *>(end) - *static_cast<float *>(begin);
   }
-  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef image,
+  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef,
                                             const ArchInfo &) override {
-    if (refusesNative && image.starts_with("native of "))
-      return makeError(ErrorKind::Driver, "fake refuses machine code");
     ++modulesLoaded;
-    loadedImages.push_back(image.str());
     return GpuLoadedImage{new int(0), "fake log"};
-  }
-  // As CUDA's cubins: machine code for the image, made by "the JIT".
-  std::string nativeKey;      ///< empty: no machine code handed out
-  bool refusesNative = false; ///< loadModule refuses the machine code
-  int nativeCompiles = 0;
-  std::vector<std::string> loadedImages;
-  std::string nativeImageKey() const override { return nativeKey; }
-  llvm::Expected<GpuNativeImage>
-  compileNativeImage(llvm::StringRef image) override {
-    ++nativeCompiles;
-    return GpuNativeImage{"native of " + image.str(), "jit log"};
   }
   void unloadModule(GpuModuleHandle module) override {
     delete static_cast<int *>(module);
@@ -249,40 +234,6 @@ TEST(DeviceForwardData, UploadsPoisonsAndDownloads) {
   EXPECT_TRUE(std::isnan(lse[2]));
 }
 
-// The driver's machine code is kept by (its key, the image's hash): a
-// second cache over the same directory (a later process) finds it, and
-// another driver or device (key) compiles its own.
-TEST(NativeImages, CompiledOncePerDriverAndImageThenFoundOnDisk) {
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(
-      bool(llvm::sys::fs::createUniqueDirectory("fmhajit-native", dir)));
-  auto cacheOn = [&] {
-    CacheConfig config;
-    config.dir = std::string(dir);
-    auto made = KernelCache::create(std::move(config));
-    EXPECT_TRUE(bool(made)) << llvm::toString(made.takeError());
-    return std::move(*made);
-  };
-  FakeDriver driver;
-  driver.nativeKey = "fake driver 1, sm_90a";
-  auto first = nativeImage(driver, "kernel", "ptx text", *cacheOn());
-  ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
-  EXPECT_EQ((*first)->bytes(), "native of ptx text");
-  EXPECT_EQ((*first)->origin, ArtifactOrigin::Compiled);
-  auto later = nativeImage(driver, "kernel", "ptx text", *cacheOn());
-  ASSERT_TRUE(bool(later)) << llvm::toString(later.takeError());
-  EXPECT_EQ((*later)->origin, ArtifactOrigin::Disk);
-  EXPECT_EQ((*later)->bytes(), "native of ptx text");
-  EXPECT_EQ(driver.nativeCompiles, 1);
-  auto edited = nativeImage(driver, "kernel", "other ptx", *cacheOn());
-  ASSERT_TRUE(bool(edited)) << llvm::toString(edited.takeError());
-  driver.nativeKey = "fake driver 2, sm_90a";
-  auto newDriver = nativeImage(driver, "kernel", "ptx text", *cacheOn());
-  ASSERT_TRUE(bool(newDriver)) << llvm::toString(newDriver.takeError());
-  EXPECT_EQ(driver.nativeCompiles, 3);
-  llvm::sys::fs::remove_directories(dir);
-}
-
 class GpuKernelOnFake : public ::testing::Test {
 protected:
   FakeDriver driver;
@@ -328,30 +279,6 @@ TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
   ASSERT_TRUE(bool(ms)) << llvm::toString(ms.takeError());
   EXPECT_FLOAT_EQ(*ms, 1.5f); // the fake's clock between the two records
   EXPECT_EQ(driver.launches.size(), 2u);
-}
-
-TEST_F(GpuKernelOnFake, LoadsTheDriversMachineCodeWhereItHandsItOut) {
-  driver.nativeKey = "fake driver, gfx942";
-  KernelSpec spec =
-      resolvedSpec("family=fwd,dtype=fp16,d=32,target=gfx942,pipeline=simt");
-  auto kernel = GpuKernel::load(driver, spec, *cache);
-  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-  ASSERT_EQ(driver.loadedImages.size(), 1u);
-  EXPECT_TRUE(
-      llvm::StringRef(driver.loadedImages[0]).starts_with("native of "));
-  EXPECT_EQ(driver.nativeCompiles, 1);
-}
-
-TEST_F(GpuKernelOnFake, MachineCodeTheDriverRefusesGivesWayToTheImage) {
-  driver.nativeKey = "fake driver, gfx942";
-  driver.refusesNative = true;
-  KernelSpec spec =
-      resolvedSpec("family=fwd,dtype=fp16,d=96,target=gfx942,pipeline=simt");
-  auto kernel = GpuKernel::load(driver, spec, *cache);
-  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-  ASSERT_EQ(driver.loadedImages.size(), 1u);
-  EXPECT_FALSE(
-      llvm::StringRef(driver.loadedImages[0]).starts_with("native of "));
 }
 
 TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
