@@ -231,12 +231,23 @@ void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
   };
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned half = 0; half < 2; ++half) {
-      Value *v = f32(isMax ? -INFINITY : 0.0f);
+      SmallVector<Value *, 64> row;
       for (unsigned j = 0; j < tile.cols / 8; ++j)
         for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
-          v = combine(
-              v, b.CreateLoad(b.getFloatTy(),
-                              slot(tile.storage, accIndex(tile, i, j, e))));
+          row.push_back(b.CreateLoad(
+              b.getFloatTy(), slot(tile.storage, accIndex(tile, i, j, e))));
+      // A tree, not a chain: a consumer warp runs its softmax mostly alone
+      // on its scheduler, so a chain's latency (one add or max after
+      // another, 2 * bn / 8 deep) was exposed; the tree is log2 of that.
+      while (row.size() > 1) {
+        SmallVector<Value *, 64> next;
+        for (unsigned k = 0; k + 1 < row.size(); k += 2)
+          next.push_back(combine(row[k], row[k + 1]));
+        if (row.size() % 2)
+          next.push_back(row.back());
+        row = std::move(next);
+      }
+      Value *v = row.empty() ? f32(isMax ? -INFINITY : 0.0f) : row.front();
       for (unsigned mask : {1u, 2u}) // the four threads of a quad share a row
         v = combine(v, b.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_bfly_f32, {},
                                          {b.getInt32(~0u), v, b.getInt32(mask),

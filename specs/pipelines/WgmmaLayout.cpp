@@ -69,13 +69,13 @@ bool fmhajit::walksWorkItems(const KernelSpec &spec) {
   // Three consumer warpgroups have 160 registers each; with soft-capping
   // and a mask they have none to spare for the walk (ptxas spills).
   bool tight = spec.warps > 8 && spec.softcap && spec.mask != Mask::None;
-  // fp8's walk (its transposers walk too) hung on the H100 whenever a block
-  // took a second item, causal or not, old transposer or new, and ran
-  // correctly under FMHAJIT_BOUNDED_WAITS: the cause is not found yet
-  // (docs/results.md, session 13), so fp8 takes a block per item.
-  bool fp8 = isFp8(spec.dtype);
+  // fp8's causal walk hangs on the H100 once a block takes a second item
+  // (its non-causal walk runs since the transposers' warp meets again after
+  // the leader's arrivals; docs/design.md, "fp8 does not walk causal work
+  // items"), so causal fp8 takes a block per item.
+  bool fp8Causal = isFp8(spec.dtype) && spec.mask != Mask::None;
   return usesTensorMaps(spec) && spec.family == Family::Fwd && measured &&
-         !tight && !fp8;
+         !tight && !fp8Causal;
 }
 
 bool fmhajit::sortsWorkItemsByCost(const KernelSpec &spec) {
