@@ -137,7 +137,7 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
   row.planKernel = plan->steps().front().kernel;
   row.planSplits = unsigned(plan->steps().front().keySplits);
   row.planRelL2 = c.nonFinite ? INFINITY : c.relL2;
-  row.kvBytes = double(s.batch * s.seqlenK * s.headsKv * s.d * 2 * 2);
+  row.kvBytes = double(totalKeys(s) * s.headsKv * s.d * 2 * 2);
   row.movedBytes =
       row.kvBytes + double(s.batch * s.seqlenQ * s.headsQ * s.d * 2 * 2);
   std::vector<double> times;
