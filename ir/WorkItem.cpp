@@ -73,11 +73,13 @@ static void locatePart(IRBuilderBase &b, ArgsReader &p, Value *g, WorkItem &s) {
         for (int i = 0; i < 4; ++i)
           b.CreateStore(b.CreateTrunc(plain[i], i32), slots[i]);
       });
-  auto read = [&](int i) { return b.CreateLoad(i32, slots[i], names[i]); };
-  s.b = b.CreateSExt(read(0), b.getInt64Ty(), "b");
-  s.split = read(1);
-  s.parts = read(2);
-  s.slot = b.CreateSExt(read(3), b.getInt64Ty(), "slot");
+  auto read = [&](int i, const char *name) {
+    return b.CreateLoad(i32, slots[i], name);
+  };
+  s.b = b.CreateSExt(read(0, "seq"), b.getInt64Ty(), "b");
+  s.split = read(1, "split");
+  s.parts = read(2, "parts");
+  s.slot = b.CreateSExt(read(3, "part.slot"), b.getInt64Ty(), "slot");
 }
 
 WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
@@ -90,10 +92,10 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
   Value *heads = spec.pack_gqa ? headsKv : headsQ;
   Value *qTile = b.CreateSRem(w, numQTiles, "qtile");
   Value *gh = b.CreateSDiv(w, numQTiles);
-  Value *head = b.CreateSRem(gh, heads);
+  Value *head = b.CreateSRem(gh, heads, spec.pack_gqa ? "hk" : "h");
   // g: the sequence, or with split items part * batch + sequence (or the
   // schedule's entry): the slowest index, see WorkItem.h.
-  Value *g = b.CreateSDiv(gh, heads, "g");
+  Value *g = b.CreateSDiv(gh, heads, shape.split ? "g" : "b");
   if (shape.split)
     locatePart(b, p, g, s);
   else

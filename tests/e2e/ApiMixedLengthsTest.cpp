@@ -110,29 +110,31 @@ INSTANTIATE_TEST_SUITE_P(Cases, ApiMixedLengths,
                          ::testing::ValuesIn(mixedCases()),
                          [](const auto &info) { return info.param.label; });
 
-// A sequence with no keys under varlen gets one empty part: O = 0 and LSE
-// = -inf, as the single pass gives it.
-TEST(ApiMixedLengthsEdges, VarlenSequenceWithoutKeys) {
+// A sequence with no keys has no place in a varlen batch: one clear
+// refusal, schedule or not (a paged one: ApiPagedRefuses).
+TEST(ApiMixedLengthsEdges, VarlenSequenceWithoutKeysRefused) {
   Problem p = varlenDecode(4, 1, 64, DType::F32, {1, 1, 1}, {5000, 0, 1300});
-  p.wantLse = true;
   api::Options options;
   options.threads = 8;
-  ApiCheck check = checkApi(p, options, 12);
-  expectScheduled(check.plan);
+  expectPlanRefused(p, api::StatusCode::InvalidArgument,
+                    "every varlen sequence length must be >= 1", options);
 }
 
 // One plan serves lengths other than the planned ones (a cache that grew or
 // was cut): each sequence's last part runs to its end, and parts past it
 // are empty.
 TEST(ApiMixedLengthsEdges, RunsWithOtherLengths) {
-  Problem p = pagedProblem(8, 2, 1, 64, DType::F32, {9000, 5, 1}, 16);
-  p.wantLse = true;
+  // The pools hold data for the longest lengths run; the plan sees shorter.
+  Problem grown = pagedProblem(8, 2, 1, 64, DType::F32, {9020, 31, 17}, 16);
+  grown.wantLse = true;
+  Problem p = grown;
+  p.seqlensK = {9000, 5, 1};
   api::Options options;
   options.threads = 8;
   std::optional<api::Plan> plan = planChecked(p, options);
   ASSERT_TRUE(plan);
   expectScheduled(*plan);
-  PagedPools pools = makePools(p, 13);
+  PagedPools pools = makePools(grown, 13);
   for (std::vector<int32_t> lens :
        {std::vector<int32_t>{9020, 31, 17}, std::vector<int32_t>{100, 1, 1},
         std::vector<int32_t>{9000, 5, 1}}) {
