@@ -114,7 +114,8 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
   api::Options refOptions = options;
   refOptions.kernel = std::string("family=") +
                       (s.pageSize ? "fwd_paged" : "fwd_splitkv") +
-                      ",dtype=bf16,d=" + std::to_string(s.d);
+                      ",dtype=bf16,d=" + std::to_string(s.d) +
+                      (!s.pageSize && s.mixedMin > 0 ? ",varlen=1" : "");
   refOptions.numSplits = 1;
   api::Result<api::Plan> ref = api::plan(problem, refOptions);
   api::Result<api::Plan> plan = api::plan(problem, options);
