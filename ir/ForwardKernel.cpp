@@ -107,7 +107,6 @@ private:
     return tensorRow(b, p, spec.varlen, tensor, strides, batch, row, head,
                      dtype);
   }
-  Value *numSplits() { return fmhajit::numSplits(b, p); }
   void emitTile(const WorkItem &s);
   void restrictToSplit(const WorkItem &s, KeyTiles &keys);
   /// The keys of the tile at \p j0: bn, or fewer at the end of the keys.
@@ -132,7 +131,7 @@ private:
   /// LSE-shaped rows (the LSE, the partials) of the tile in \p base, each
   /// \p width floats, the tile's first at row \p rowIndex.
   QueryTileRows lseRows(const WorkItem &s, Value *base, Value *rowIndex,
-                        unsigned width);
+                        unsigned width, Value *headStride = nullptr);
 
   Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
   Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
@@ -241,7 +240,7 @@ void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
   }
   // One part is the whole range: finish here, no combine needed.
   emitIfElse(
-      b, b.CreateICmpSGT(numSplits(), i32(1)), "partial",
+      b, b.CreateICmpSGT(s.parts, i32(1)), "partial",
       [&] { storePartials(s, out, lse, rows); },
       [&] { storeOutputs(s, out, lse, rows); });
 }
@@ -255,10 +254,13 @@ QueryTileRows ForwardEmitter::queryRows(const WorkItem &s,
 }
 
 QueryTileRows ForwardEmitter::lseRows(const WorkItem &s, Value *base,
-                                      Value *rowIndex, unsigned width) {
+                                      Value *rowIndex, unsigned width,
+                                      Value *headStride) {
   Value *w = b.getInt64(width);
   auto times = [&](Value *x) { return width == 1 ? x : b.CreateMul(x, w); };
-  Value *headStride = s.group ? times(lseHeadStride(b, p, spec)) : nullptr;
+  if (!headStride)
+    headStride = lseHeadStride(b, p, spec);
+  headStride = s.group ? times(headStride) : nullptr;
   return {s, b.CreateInBoundsGEP(b.getFloatTy(), base, times(rowIndex)), w,
           headStride, DType::F32};
 }
@@ -275,34 +277,39 @@ void ForwardEmitter::storeOutputs(const WorkItem &s, Tile &out, RowVec &lse,
 }
 
 // Partials sit split-major, each split laid out like the LSE with dv floats
-// per row: row index = split * plane + lseRowIndex.
+// per row: row index = split * plane + lseRowIndex; under a split schedule
+// slot-major over the part's own sequence (partialRow, WorkItem.h).
 void ForwardEmitter::storePartials(const WorkItem &s, Tile &out, RowVec &lse,
                                    Value *rows) {
-  Value *split = b.CreateSExt(s.split, b.getInt64Ty());
-  Value *row = b.CreateAdd(b.CreateMul(split, lsePlaneSize(b, p, spec)),
-                           lseRowIndex(b, p, spec, s, tileQueryRow(b, s)),
-                           "partial.row");
-  QueryTileRows oRows = lseRows(s, p.get(kOAccum), row, spec.headDimV());
+  auto [row, headStride] = partialRow(b, p, spec, s, tileQueryRow(b, s));
+  QueryTileRows oRows =
+      lseRows(s, p.get(kOAccum), row, spec.headDimV(), headStride);
   ops->store(out, oRows.rows(b), rows);
-  QueryTileRows lseOut = lseRows(s, p.get(kLseAccum), row, 1);
+  QueryTileRows lseOut = lseRows(s, p.get(kLseAccum), row, 1, headStride);
   ops->store(lse, lseOut.rows(b), rows);
 }
 
 // The part of the walk's positions this split owns: whole tiles, as even as
-// possible; parts past the end are empty and leave m = -inf, l = 0.
+// possible (under a split schedule splitTiles each); parts past the end are
+// empty and leave m = -inf, l = 0. A sequence's last part runs to the end:
+// under a schedule made for other lengths (a cache that grew since plan())
+// it takes the keys the schedule did not count.
 void ForwardEmitter::restrictToSplit(const WorkItem &s, KeyTiles &keys) {
   Value *step = i32(keys.step);
   Value *tiles =
       maxI(i32(0), b.CreateSDiv(b.CreateAdd(b.CreateSub(keys.end, keys.begin),
                                             i32(keys.step - 1)),
                                 step));
-  Value *n = numSplits();
-  Value *perSplit = b.CreateSDiv(b.CreateAdd(tiles, b.CreateSub(n, i32(1))), n,
-                                 "tiles.per.split");
+  Value *n = s.parts;
+  Value *even = b.CreateSDiv(b.CreateAdd(tiles, b.CreateSub(n, i32(1))), n);
+  Value *perSplit =
+      b.CreateSelect(s.scheduled, p.get(kSplitTiles), even, "tiles.per.split");
   Value *span = b.CreateMul(perSplit, step);
   Value *begin =
       b.CreateAdd(keys.begin, b.CreateMul(s.split, span), "split.begin");
-  keys.end = minI(keys.end, b.CreateAdd(begin, span));
+  Value *last = b.CreateICmpSGE(s.split, b.CreateSub(n, i32(1)), "last.part");
+  keys.end =
+      b.CreateSelect(last, keys.end, minI(keys.end, b.CreateAdd(begin, span)));
   keys.begin = begin;
 }
 

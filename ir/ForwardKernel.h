@@ -24,7 +24,12 @@ namespace fmhajit {
 ///   loops over its run only (an empty run leaves m = -inf, l = 0). With
 ///   numSplits > 1 it stores O/l and lse (fp32, natural log) to oAccum and
 ///   lseAccum at row split * plane + lse row; with numSplits = 1 it stores
-///   O and LSE as fwd does. fwd_paged reads sk from cacheSeqlens[b] and K/V
+///   O and LSE as fwd does. Under a split schedule (splitSchedule set, batches
+///   of mixed lengths) the item's {b, split, parts, slot} come from the
+///   schedule's entry, a part runs splitTiles tiles, a sequence's last part
+///   runs to its end, partials go to row (slot * headsQ + h) * seqlenQ + i,
+///   and a sequence of one part stores O directly (ir/WorkItem.h).
+///   fwd_paged reads sk from cacheSeqlens[b] and K/V
 ///   row j from page blockTable[b][j >> log2PageSize], row j & (P - 1).
 ///
 /// Under pack_gqa the items run over (b, K/V head hk, t) and a tile's row R

@@ -91,5 +91,11 @@ Value *ArgsReader::workItems(const KernelSpec &spec) {
   Value *splits = wide(kNumSplits);
   splits = b.CreateSelect(b.CreateICmpSGT(splits, b.getInt64(1)), splits,
                           b.getInt64(1));
-  return b.CreateMul(tiles, splits, "items");
+  // Under a split schedule numSplits counts every sequence's parts.
+  Value *schedule = get(kSplitSchedule);
+  Value *scheduled =
+      b.CreateICmpNE(schedule, Constant::getNullValue(schedule->getType()));
+  Value *perPart = b.CreateMul(heads, wide(kNumQTiles));
+  return b.CreateMul(b.CreateSelect(scheduled, perPart, tiles), splits,
+                     "items");
 }

@@ -48,7 +48,7 @@ private:
   /// A group's parts per step of its main loop, all loads issued first.
   static constexpr unsigned kPartsPerStep = 4;
 
-  void emitRow(const WorkItem &s, Value *row);
+  void emitRow(const WorkItem &s, Value *row, PartialRows parts);
   /// This group's parts s = group + k * groups, folded.
   Folded foldOwnParts(Value *n, Value *plane, Value *lseRow);
   /// \p cur with the parts \p splits folded in.
@@ -216,12 +216,13 @@ void CombineEmitter::store(const WorkItem &s, Value *qRow, Value *lseRow,
   });
 }
 
-void CombineEmitter::emitRow(const WorkItem &s, Value *i) {
+void CombineEmitter::emitRow(const WorkItem &s, Value *i, PartialRows parts) {
   Value *qRow =
       b.CreateAdd(s.qStart, b.CreateSExt(b.CreateAdd(s.i0, i), b.getInt64Ty()));
   Value *lseRow = lseRowIndex(b, p, spec, s, qRow);
-  Value *plane = lsePlaneSize(b, p, spec);
-  Folded own = foldOwnParts(numSplits(b, p), plane, lseRow);
+  // Row i's parts start i rows after row 0's, with or without a schedule.
+  Value *first = b.CreateAdd(parts.first, b.CreateSExt(i, b.getInt64Ty()));
+  Folded own = foldOwnParts(parts.parts, parts.stride, first);
   if (target.itemThreads() == 1)
     return store(s, qRow, lseRow, own);
   Folded all = shape.groups > 1 ? mergeGroups(own) : own;
@@ -243,8 +244,14 @@ void CombineEmitter::emitWorkItem(Value *w) {
   Value *rows = b.CreateSub(s.sq, s.i0);
   rows = b.CreateSelect(b.CreateICmpSLT(rows, b.getInt32(spec.bm)), rows,
                         b.getInt32(spec.bm));
+  // The row's parts, found once per item (one sequence, one head). A
+  // sequence of one part was finished by its split item: nothing to merge.
+  PartialRows parts = combinedPartials(
+      b, p, spec, s, b.CreateAdd(s.qStart, b.CreateSExt(s.i0, b.getInt64Ty())));
+  rows = b.CreateSelect(b.CreateICmpSGT(parts.parts, b.getInt32(1)), rows,
+                        b.getInt32(0), "merged.rows");
   emitFor(b, b.getInt32(0), rows, b.getInt32(1), "row",
-          [&](Value *i) { emitRow(s, i); });
+          [&](Value *i) { emitRow(s, i, parts); });
 }
 
 void fmhajit::emitSplitKvCombineKernel(const KernelSpec &spec,

@@ -12,7 +12,10 @@ namespace fmhajit {
 /// finishes (oAccum, lseAccum, numSplits; O, LSE and their layout):
 ///
 ///   for each work item (b, h, query tile t), each row i of the tile:
-///     r_s = s * plane + lseRow(i) for s < n = max(1, numSplits)
+///     r_s = s * plane + lseRow(i) for s < n = max(1, numSplits); under a
+///     split schedule r_s = (first_b + s) * headsQ * seqlenQ + (h * seqlenQ +
+///     i) for s < n = parts of sequence b (combinedPartials, WorkItem.h), and
+///     nothing for a sequence of one part (its split item wrote O)
 ///     each group g of CombineShape(dv, threads) folds s = g, g + groups, ...
 ///       (4 a step, the step's loads first; its threads own `width`
 ///       adjacent columns c each):

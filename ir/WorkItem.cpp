@@ -1,5 +1,6 @@
 //===- WorkItem.cpp - Which query tile a work item owns, where it lives ---===//
 #include "ir/WorkItem.h"
+#include "ir/Loops.h"
 
 using namespace fmhajit;
 using namespace llvm;
@@ -38,6 +39,49 @@ void fmhajit::locateSequence(IRBuilderBase &b, ArgsReader &p,
   bounds(kCuSeqlensK, s.kStart, s.sk);
 }
 
+static Value *hasSchedule(IRBuilderBase &b, ArgsReader &p) {
+  Value *schedule = p.get(kSplitSchedule);
+  return b.CreateICmpNE(schedule, Constant::getNullValue(schedule->getType()),
+                        "scheduled");
+}
+
+// The split fields of part g (i64) of the call: from the schedule's entry
+// g when there is one, else part g / batch of sequence g % batch. A branch,
+// since a null schedule cannot be read; the allocas become phis.
+static void locatePart(IRBuilderBase &b, ArgsReader &p, Value *g, WorkItem &s) {
+  Type *i32 = b.getInt32Ty();
+  const char *names[] = {"part.b", "part.split", "part.parts", "part.slot"};
+  AllocaInst *slots[4];
+  for (int i = 0; i < 4; ++i)
+    slots[i] = entryAlloca(b, i32, names[i]);
+  s.scheduled = hasSchedule(b, p);
+  emitIfElse(
+      b, s.scheduled, "schedule",
+      [&] {
+        Value *entry = b.CreateInBoundsGEP(i32, p.get(kSplitSchedule),
+                                           b.CreateMul(g, b.getInt64(4)));
+        for (int i = 0; i < 4; ++i)
+          b.CreateStore(b.CreateAlignedLoad(
+                            i32, b.CreateConstInBoundsGEP1_64(i32, entry, i),
+                            Align(i == 0 ? 16 : 4)),
+                        slots[i]);
+      },
+      [&] {
+        Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
+        Value *plain[] = {b.CreateSRem(g, batch), b.CreateSDiv(g, batch),
+                          numSplits(b, p), g};
+        for (int i = 0; i < 4; ++i)
+          b.CreateStore(b.CreateTrunc(plain[i], i32), slots[i]);
+      });
+  auto read = [&](int i, const char *name) {
+    return b.CreateLoad(i32, slots[i], name);
+  };
+  s.b = b.CreateSExt(read(0, "seq"), b.getInt64Ty(), "b");
+  s.split = read(1, "split");
+  s.parts = read(2, "parts");
+  s.slot = b.CreateSExt(read(3, "part.slot"), b.getInt64Ty(), "slot");
+}
+
 WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
                                  const KernelSpec &spec, Value *w,
                                  WorkItemShape shape) {
@@ -45,25 +89,24 @@ WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
   Value *numQTiles = b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty());
   Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
   Value *headsKv = b.CreateSExt(p.get(kHeadsKv), b.getInt64Ty());
-  if (shape.split) { // the part is the slowest index: see WorkItem.h
-    Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
-    Value *heads = spec.pack_gqa ? headsKv : headsQ;
-    Value *perSplit =
-        b.CreateMul(b.CreateMul(batch, heads), numQTiles, "items.per.split");
-    s.split = b.CreateTrunc(b.CreateSDiv(w, perSplit), b.getInt32Ty(), "split");
-    w = b.CreateSRem(w, perSplit);
-  }
+  Value *heads = spec.pack_gqa ? headsKv : headsQ;
   Value *qTile = b.CreateSRem(w, numQTiles, "qtile");
-  Value *bh = b.CreateSDiv(w, numQTiles);
+  Value *gh = b.CreateSDiv(w, numQTiles);
+  Value *head = b.CreateSRem(gh, heads, spec.pack_gqa ? "hk" : "h");
+  // g: the sequence, or with split items part * batch + sequence (or the
+  // schedule's entry): the slowest index, see WorkItem.h.
+  Value *g = b.CreateSDiv(gh, heads, shape.split ? "g" : "b");
+  if (shape.split)
+    locatePart(b, p, g, s);
+  else
+    s.b = g;
   Value *group = b.CreateSDiv(headsQ, headsKv); // GQA groups
   if (spec.pack_gqa) {
-    s.hk = b.CreateSRem(bh, headsKv, "hk");
-    s.b = b.CreateSDiv(bh, headsKv, "b");
+    s.hk = head;
     s.h = b.CreateMul(s.hk, group, "h");
     s.group = b.CreateTrunc(group, b.getInt32Ty(), "group");
   } else {
-    s.h = b.CreateSRem(bh, headsQ, "h");
-    s.b = b.CreateSDiv(bh, headsQ, "b");
+    s.h = head;
     s.hk = b.CreateSDiv(s.h, group, "hk");
   }
   s.i0 = b.CreateMul(b.CreateTrunc(qTile, b.getInt32Ty()), b.getInt32(spec.bm),
@@ -147,4 +190,64 @@ Value *fmhajit::lsePlaneSize(IRBuilderBase &b, ArgsReader &p,
   Value *batch = b.CreateSExt(p.get(kBatch), b.getInt64Ty());
   return b.CreateMul(b.CreateMul(batch, headsQ),
                      b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty()), "plane");
+}
+
+// Under a schedule a part's partials hold only its own sequence's rows:
+// slot-major, then head, then the sequence's query row.
+static Value *scheduledRow(IRBuilderBase &b, ArgsReader &p, const WorkItem &s,
+                           Value *slot, Value *qRow) {
+  Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
+  Value *seqlenQ = b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty());
+  return b.CreateAdd(
+      b.CreateMul(b.CreateAdd(b.CreateMul(slot, headsQ), s.h), seqlenQ),
+      b.CreateSub(qRow, s.qStart));
+}
+
+std::pair<Value *, Value *> fmhajit::partialRow(IRBuilderBase &b, ArgsReader &p,
+                                                const KernelSpec &spec,
+                                                const WorkItem &s,
+                                                Value *qRow) {
+  Value *split = b.CreateSExt(s.split, b.getInt64Ty());
+  Value *plain = b.CreateAdd(b.CreateMul(split, lsePlaneSize(b, p, spec)),
+                             lseRowIndex(b, p, spec, s, qRow));
+  Value *row = b.CreateSelect(s.scheduled, scheduledRow(b, p, s, s.slot, qRow),
+                              plain, "partial.row");
+  Value *headStride =
+      b.CreateSelect(s.scheduled, b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty()),
+                     lseHeadStride(b, p, spec), "partial.head.stride");
+  return {row, headStride};
+}
+
+PartialRows fmhajit::combinedPartials(IRBuilderBase &b, ArgsReader &p,
+                                      const KernelSpec &spec, const WorkItem &s,
+                                      Value *qRow) {
+  Type *i32 = b.getInt32Ty();
+  AllocaInst *first = entryAlloca(b, i32, "first.slot");
+  AllocaInst *parts = entryAlloca(b, i32, "seq.parts");
+  Value *scheduled = hasSchedule(b, p);
+  emitIfElse(
+      b, scheduled, "schedule",
+      [&] {
+        Value *entries = b.CreateMul(
+            b.CreateSExt(p.get(kNumSplits), b.getInt64Ty()), b.getInt64(4));
+        Value *at = b.CreateInBoundsGEP(i32, p.get(kSplitSchedule),
+                                        b.CreateAdd(entries, s.b));
+        Value *start = b.CreateLoad(i32, at);
+        Value *end =
+            b.CreateLoad(i32, b.CreateConstInBoundsGEP1_64(i32, at, 1));
+        b.CreateStore(start, first);
+        b.CreateStore(b.CreateSub(end, start), parts);
+      },
+      [&] {
+        b.CreateStore(b.getInt32(0), first);
+        b.CreateStore(numSplits(b, p), parts);
+      });
+  Value *slot0 = b.CreateSExt(b.CreateLoad(i32, first), b.getInt64Ty());
+  Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
+  Value *seqlenQ = b.CreateSExt(p.get(kSeqlenQ), b.getInt64Ty());
+  return {b.CreateLoad(i32, parts, "parts"),
+          b.CreateSelect(scheduled, scheduledRow(b, p, s, slot0, qRow),
+                         lseRowIndex(b, p, spec, s, qRow), "first.row"),
+          b.CreateSelect(scheduled, b.CreateMul(headsQ, seqlenQ),
+                         lsePlaneSize(b, p, spec), "part.stride")};
 }

@@ -9,6 +9,11 @@
 // one tile holds the query rows of every head of the group, packed token
 // by token (packed row R is token R / group of head h + R % group), so the
 // group reads each K/V tile once.
+// With a split schedule (KernelArgs::splitSchedule: batches of mixed
+// lengths) the part index is an entry of the schedule, which names the
+// part's sequence, its index among that sequence's parts, their count and
+// the slot its partials go to; items are ((part * heads) + h) * numQTiles
+// + t, the same order, with part * batch + b replaced by the entry.
 // Every item needs the same answers: which sequence and head, its lengths
 // (dense, varlen through cu_seqlens, or paged through cacheSeqlens), where
 // its rows start in the packed tensors, and where its LSE rows go. They live
@@ -21,6 +26,7 @@
 #include "ir/TileOps.h"
 #include "specs/KernelSpec.h"
 #include "llvm/IR/IRBuilder.h"
+#include <utility>
 
 namespace fmhajit {
 
@@ -29,6 +35,10 @@ struct WorkItem {
   /// Batch, query head (the group's first under pack_gqa), K/V head (i64).
   llvm::Value *b, *h, *hk;
   llvm::Value *split = nullptr; ///< part of the key range (i32), if split
+  /// If split: the parts of this sequence's key range (i32), whether the
+  /// call has a split schedule (i1), and the slot of this part's partials
+  /// (i64): part * batch + b without a schedule, the entry's slot with one.
+  llvm::Value *parts = nullptr, *scheduled = nullptr, *slot = nullptr;
   llvm::Value *sq, *sk;         ///< this sequence's lengths (i32)
   llvm::Value *qStart, *kStart; ///< first packed row under varlen, else 0 (i64)
   llvm::Value *i0;              ///< first query row of the tile (i32)
@@ -80,9 +90,13 @@ struct WorkItemShape {
 };
 
 /// Decomposes work item \p w (i64) of \p spec's kernel:
-///   split = w / (batch * headsQ * numQTiles); w %= that (when shape.split)
-///   t = w % numQTiles; h = (w / numQTiles) % headsQ; b = w / numQTiles /
+///   t = w % numQTiles; h = (w / numQTiles) % headsQ; g = w / numQTiles /
 ///   headsQ; hk = h / (headsQ / headsKv); i0 = t * bm;
+///   b = g, or when shape.split:
+///     no schedule: b = g % batch; split = g / batch; parts = numSplits;
+///                  slot = g
+///     a schedule:  {b, split, parts, slot} = splitSchedule[g][0..3]
+///                  (one branch; the four loads share a 16-byte entry)
 ///   sq, sk = seqlenQ, seqlenK | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]
 /// Under pack_gqa headsKv stands for headsQ above, hk comes first and
 /// h = hk * group, group = headsQ / headsKv, rows = sq * group.
@@ -121,6 +135,33 @@ llvm::Value *lseRowIndex(llvm::IRBuilderBase &b, ArgsReader &p,
 /// under varlen (i64).
 llvm::Value *lseHeadStride(llvm::IRBuilderBase &b, ArgsReader &p,
                            const KernelSpec &spec);
+
+/// The partials row of the item's query row \p qRow (i64, packed under
+/// varlen, as tileQueryRow counts it) and the rows between two of its
+/// heads (i64), for a split item:
+///   no schedule: split * lsePlaneSize + lseRowIndex(qRow); lseHeadStride
+///   a schedule:  (slot * headsQ + h) * seqlenQ + (qRow - qStart); seqlenQ
+/// (seqlenQ: the longest sequence's under varlen).
+std::pair<llvm::Value *, llvm::Value *>
+partialRow(llvm::IRBuilderBase &b, ArgsReader &p, const KernelSpec &spec,
+           const WorkItem &item, llvm::Value *qRow);
+
+/// Where splitkv_combine finds the partials of query row \p qRow (i64) of
+/// the item's head, which has no split: part k of the row is partials row
+/// first + k * stride, k < parts.
+///   no schedule: parts = numSplits, first = lseRowIndex(qRow),
+///                stride = lsePlaneSize
+///   a schedule:  s0 = splitSchedule[4 * numSplits + b], parts =
+///                splitSchedule[4 * numSplits + b + 1] - s0, first =
+///                (s0 * headsQ + h) * seqlenQ + (qRow - qStart), stride =
+///                headsQ * seqlenQ
+struct PartialRows {
+  llvm::Value *parts;          ///< i32
+  llvm::Value *first, *stride; ///< i64 rows
+};
+PartialRows combinedPartials(llvm::IRBuilderBase &b, ArgsReader &p,
+                             const KernelSpec &spec, const WorkItem &item,
+                             llvm::Value *qRow);
 
 /// Rows of one split's partial LSE (and of its partial O, times dv):
 /// batch * headsQ * seqlenQ, or headsQ * totalQ under varlen (i64).

@@ -102,6 +102,26 @@ api::Problem fmhajit::bench::decodeProblem(const DecodeShape &shape,
   return p;
 }
 
+std::vector<int32_t> fmhajit::bench::keyLengths(const DecodeShape &s) {
+  std::vector<int32_t> lens(size_t(s.batch), int32_t(s.seqlenK));
+  if (s.mixedMin <= 0)
+    return lens;
+  uint64_t x = uint64_t(s.batch);
+  uint64_t span = uint64_t(s.seqlenK - s.mixedMin + 1);
+  for (int32_t &len : lens) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    len = int32_t(s.mixedMin + int64_t((x >> 33) % span));
+  }
+  return lens;
+}
+
+int64_t fmhajit::bench::totalKeys(const DecodeShape &s) {
+  int64_t total = 0;
+  for (int32_t len : keyLengths(s))
+    total += len;
+  return total;
+}
+
 int64_t fmhajit::bench::pagesPerSeq(const DecodeShape &shape) {
   return (shape.seqlenK + shape.pageSize - 1) / shape.pageSize;
 }
@@ -110,10 +130,18 @@ api::Problem fmhajit::bench::pagedDecodeProblem(const DecodeShape &shape,
                                                 api::Device device,
                                                 int64_t poolPages) {
   api::Problem p = decodeProblem(shape, device);
+  std::vector<int32_t> lens = keyLengths(shape);
   if (shape.pageSize) {
     p.pagesKv = {shape.pageSize, poolPages, pagesPerSeq(shape)};
-    p.seqlensK.assign(size_t(shape.batch), int32_t(shape.seqlenK));
+    p.seqlensK = lens;
     p.seqlenK = 0;
+  } else if (shape.mixedMin > 0) { // varlen: packed [total, heads, d]
+    p.cuSeqlensQ = p.cuSeqlensK = {0};
+    for (int32_t len : lens) {
+      p.cuSeqlensQ.push_back(p.cuSeqlensQ.back() + int32_t(shape.seqlenQ));
+      p.cuSeqlensK.push_back(p.cuSeqlensK.back() + len);
+    }
+    p.seqlenQ = p.seqlenK = 0;
   }
   return p;
 }

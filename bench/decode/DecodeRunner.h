@@ -33,7 +33,19 @@ struct DecodeShape {
   unsigned d = 128;
   int64_t pageSize = 0; ///< GPU grid: rows per K/V page; 0: contiguous
   int64_t seqlenQ = 1;  ///< query tokens per sequence (speculative: 2-8)
+  /// A batch of mixed lengths (serving): > 0 draws each sequence's keys
+  /// from [mixedMin, seqlenK] (mixedLengths), K/V then varlen (contiguous)
+  /// or paged with per-sequence lengths; 0: every sequence seqlenK keys.
+  int64_t mixedMin = 0;
 };
+
+/// Each sequence's keys: seqlenK each, or for a mixed row lengths drawn
+/// uniformly from [mixedMin, seqlenK] by a 64-bit LCG seeded with the
+/// batch (torch_decode.py's mixed_lengths draws the same).
+std::vector<int32_t> keyLengths(const DecodeShape &shape);
+
+/// Keys of every sequence together.
+int64_t totalKeys(const DecodeShape &shape);
 
 /// The timing of one split count.
 struct SplitTiming {
@@ -72,7 +84,8 @@ std::string decodeSpecText(const char *family, unsigned d);
 api::Problem decodeProblem(const DecodeShape &shape, api::Device device);
 /// Pages of one sequence's keys, for a shape with a page size.
 int64_t pagesPerSeq(const DecodeShape &shape);
-/// decodeProblem, with K/V in a pool of \p poolPages pages when the shape
+/// decodeProblem, varlen (cuSeqlensQ/K) for a contiguous mixed row, with
+/// K/V in a pool of \p poolPages pages when the shape
 /// has a page size (every sequence holding seqlenK keys).
 api::Problem pagedDecodeProblem(const DecodeShape &shape, api::Device device,
                                 int64_t poolPages);

@@ -104,6 +104,7 @@ struct TorchPeers {
     double ms;
     std::string backend;
     int64_t seqlenQ = 1;
+    int64_t mixedMin = 0; ///< a mixed row's shortest draw; 0: uniform
   };
   std::vector<Row> rows;
   /// The row of the same problem (paged rows take the contiguous one).

@@ -95,14 +95,15 @@ std::string GpuDecodeBench::describe() const {
 namespace {
 /// The device buffers of one row and the Tensors of each copy.
 struct RowData {
-  GpuBuffer q, o, workspace, tables, lengths;
+  GpuBuffer q, o, workspace, tables, lengths, cuSeqlensQ, cuSeqlensK;
   std::vector<api::Tensors> copies;
 };
 
-/// Bytes of one K (or V) of the row: rows * Hkv * d bf16.
+/// Bytes of one K (or V) of the row: rows * Hkv * d bf16 (paged: every
+/// sequence's table row in pages, the longest's length).
 size_t kvTensorBytes(const DecodeShape &s) {
   int64_t rows =
-      s.pageSize ? s.batch * pagesPerSeq(s) * s.pageSize : s.batch * s.seqlenK;
+      s.pageSize ? s.batch * pagesPerSeq(s) * s.pageSize : totalKeys(s);
   return size_t(rows * s.headsKv * s.d * 2);
 }
 
@@ -138,7 +139,17 @@ static llvm::Expected<RowData> makeRowData(GpuDecodeBench::State &st,
   unsigned copies =
       unsigned(std::clamp<size_t>(st.k.size() / tensor, 1, kCopies));
   std::vector<int32_t> tables;
-  std::vector<int32_t> lengths(size_t(s.batch), int32_t(s.seqlenK));
+  std::vector<int32_t> lengths = keyLengths(s);
+  if (!s.pageSize && s.mixedMin > 0) { // varlen: device cu_seqlens
+    api::Problem p = pagedDecodeProblem(s, api::Device::Cuda, 0);
+    auto qb = GpuBuffer::upload(st.driver, p.cuSeqlensQ.data(),
+                                p.cuSeqlensQ.size() * 4, "cu_seqlens_q");
+    auto kb = GpuBuffer::upload(st.driver, p.cuSeqlensK.data(),
+                                p.cuSeqlensK.size() * 4, "cu_seqlens_k");
+    if (!qb || !kb)
+      return llvm::joinErrors(qb.takeError(), kb.takeError());
+    data.cuSeqlensQ = std::move(*qb), data.cuSeqlensK = std::move(*kb);
+  }
   if (s.pageSize) {
     tables = blockTables(s, poolPages, copies);
     auto tb = GpuBuffer::upload(st.driver, tables.data(), tables.size() * 4,
@@ -156,6 +167,10 @@ static llvm::Expected<RowData> makeRowData(GpuDecodeBench::State &st,
     t.k = static_cast<char *>(st.k.pointer()) + at;
     t.v = static_cast<char *>(st.v.pointer()) + at;
     t.o = data.o.pointer();
+    if (data.cuSeqlensK.size()) {
+      t.cuSeqlensQ = static_cast<const int32_t *>(data.cuSeqlensQ.pointer());
+      t.cuSeqlensK = static_cast<const int32_t *>(data.cuSeqlensK.pointer());
+    }
     if (s.pageSize) {
       t.blockTable = static_cast<const int32_t *>(data.tables.pointer()) +
                      c * s.batch * pagesPerSeq(s);
@@ -264,7 +279,8 @@ static std::string pinnedSpec(const DecodeShape &s, const std::string &tile,
                               bool packed) {
   return std::string("family=") + (s.pageSize ? "fwd_paged" : "fwd_splitkv") +
          ",dtype=bf16,d=" + std::to_string(s.d) + "," + tile +
-         (packed ? ",pack_gqa=1" : "");
+         (packed ? ",pack_gqa=1" : "") +
+         (!s.pageSize && s.mixedMin > 0 ? ",varlen=1" : "");
 }
 
 llvm::Expected<DecodeGridRow> GpuDecodeBench::run(const DecodeShape &s) {
@@ -283,7 +299,7 @@ llvm::Expected<DecodeGridRow> GpuDecodeBench::run(const DecodeShape &s) {
     return data.takeError();
   DecodeGridRow row;
   row.shape = s;
-  row.kvBytes = double(s.batch * s.seqlenK * s.headsKv * s.d * 2 * 2);
+  row.kvBytes = double(totalKeys(s) * s.headsKv * s.d * 2 * 2);
   row.movedBytes =
       row.kvBytes + double(s.batch * s.seqlenQ * s.headsQ * s.d * 2 * 2);
   std::vector<double> ref;

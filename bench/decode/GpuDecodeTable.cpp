@@ -27,7 +27,8 @@ namespace json = llvm::json;
 const TorchPeers::Row *TorchPeers::find(const DecodeShape &s) const {
   for (const Row &r : rows)
     if (r.headsQ == s.headsQ && r.headsKv == s.headsKv && r.batch == s.batch &&
-        r.seqlenK == s.seqlenK && r.seqlenQ == s.seqlenQ)
+        r.seqlenK == s.seqlenK && r.seqlenQ == s.seqlenQ &&
+        r.mixedMin == s.mixedMin)
       return &r;
   return nullptr;
 }
@@ -62,7 +63,8 @@ fmhajit::bench::readTorchPeers(llvm::StringRef path) {
                           r->getInteger("seqlen_k").value_or(0),
                           *r->getNumber("best_ms"),
                           r->getString("best_backend").value_or("").str(),
-                          r->getInteger("seqlen_q").value_or(1)});
+                          r->getInteger("seqlen_q").value_or(1),
+                          r->getInteger("mixed_min").value_or(0)});
   }
   return peers;
 }
@@ -111,6 +113,7 @@ static json::Value rowJson(const DecodeGridRow &r, const TorchPeers *peers) {
       {"batch", r.shape.batch},
       {"seqlen_k", r.shape.seqlenK},
       {"seqlen_q", r.shape.seqlenQ},
+      {"mixed_min", r.shape.mixedMin},
       {"page_size", r.shape.pageSize},
       {"kv_mib", r.kvBytes / (1 << 20)},
       {"plan_kernel", r.planKernel},
@@ -135,10 +138,13 @@ void fmhajit::bench::printGpuRow(llvm::raw_ostream &os, const DecodeGridRow &r,
   const TorchPeers::Row *t = peers ? peers->find(r.shape) : nullptr;
   const GridConfigTiming *best = r.bestConfig();
   double copy = peers ? peers->copyGbps : 0;
+  std::string keys =
+      (r.shape.mixedMin > 0 ? std::to_string(r.shape.mixedMin / 1024) + "-"
+                            : std::string()) +
+      std::to_string(r.shape.seqlenK / 1024) + "k ";
   std::string shape =
       std::to_string(r.shape.headsQ) + "/" + std::to_string(r.shape.headsKv) +
-      " b" + std::to_string(r.shape.batch) + " " +
-      std::to_string(r.shape.seqlenK / 1024) + "k " +
+      " b" + std::to_string(r.shape.batch) + " " + keys +
       (r.shape.seqlenQ > 1 ? "q" + std::to_string(r.shape.seqlenQ) + " " : "") +
       (r.shape.pageSize ? "pg" + std::to_string(r.shape.pageSize)
                         : std::string("contig"));

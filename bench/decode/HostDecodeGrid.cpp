@@ -114,7 +114,8 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
   api::Options refOptions = options;
   refOptions.kernel = std::string("family=") +
                       (s.pageSize ? "fwd_paged" : "fwd_splitkv") +
-                      ",dtype=bf16,d=" + std::to_string(s.d);
+                      ",dtype=bf16,d=" + std::to_string(s.d) +
+                      (!s.pageSize && s.mixedMin > 0 ? ",varlen=1" : "");
   refOptions.numSplits = 1;
   api::Result<api::Plan> ref = api::plan(problem, refOptions);
   api::Result<api::Plan> plan = api::plan(problem, options);
@@ -137,7 +138,7 @@ llvm::Expected<DecodeGridRow> HostDecodeBench::run(const DecodeShape &s) {
   row.planKernel = plan->steps().front().kernel;
   row.planSplits = unsigned(plan->steps().front().keySplits);
   row.planRelL2 = c.nonFinite ? INFINITY : c.relL2;
-  row.kvBytes = double(s.batch * s.seqlenK * s.headsKv * s.d * 2 * 2);
+  row.kvBytes = double(totalKeys(s) * s.headsKv * s.d * 2 * 2);
   row.movedBytes =
       row.kvBytes + double(s.batch * s.seqlenQ * s.headsQ * s.d * 2 * 2);
   std::vector<double> times;

@@ -73,6 +73,15 @@ static llvm::cl::opt<std::string>
     gridPages("page-sizes",
               llvm::cl::desc("GPU grid: 0 (contiguous) and page sizes"),
               llvm::cl::init("0,16"), llvm::cl::cat(category));
+static llvm::cl::opt<std::string> gridMixed(
+    "mixed",
+    llvm::cl::desc("GPU grid: rows of mixed lengths, BATCH:MIN-MAX,... "
+                   "(e.g. 64:1024-32768: 64 sequences, keys drawn from "
+                   "1k-32k), for each --heads and --page-sizes"),
+    llvm::cl::init(""), llvm::cl::cat(category));
+static llvm::cl::opt<bool>
+    mixedOnly("mixed-only", llvm::cl::desc("GPU grid: only the --mixed rows"),
+              llvm::cl::cat(category));
 static llvm::cl::opt<unsigned>
     maxKvMib("max-kv-mib",
              llvm::cl::desc("GPU grid: skip rows with more K/V than this"),
@@ -115,16 +124,42 @@ static llvm::Expected<std::vector<int64_t>> numbers(llvm::StringRef flag,
   return out;
 }
 
+/// --mixed's BATCH:MIN-MAX items as shapes of \p heads (batch, seqlenK =
+/// MAX, mixedMin = MIN).
+static llvm::Expected<std::vector<DecodeShape>> mixedShapes() {
+  std::vector<DecodeShape> out;
+  llvm::SmallVector<llvm::StringRef> items;
+  llvm::StringRef(gridMixed).split(items, ',', -1, false);
+  for (llvm::StringRef item : items) {
+    auto [b, range] = item.split(':');
+    auto [lo, hi] = range.split('-');
+    DecodeShape s;
+    if (b.trim().getAsInteger(10, s.batch) ||
+        lo.trim().getAsInteger(10, s.mixedMin) ||
+        hi.trim().getAsInteger(10, s.seqlenK) || s.batch < 2 ||
+        s.mixedMin < 1 || s.seqlenK < s.mixedMin)
+      return makeError(ErrorKind::Usage,
+                       "--mixed '" + item.str() +
+                           "': use BATCH:MIN-MAX with BATCH >= 2 and "
+                           "1 <= MIN <= MAX, e.g. 64:1024-32768");
+    out.push_back(s);
+  }
+  return out;
+}
+
 /// The grid's shapes, rows over --max-kv-mib left out.
 static llvm::Expected<std::vector<DecodeShape>> gridShapes() {
   auto batches = numbers("batches", gridBatches);
   auto lengths = numbers("lengths", gridLengths);
   auto pages = numbers("page-sizes", gridPages);
   auto queries = numbers("seqlens-q", gridQueries);
-  if (!batches || !lengths || !pages || !queries)
+  auto mixed = mixedShapes();
+  if (!batches || !lengths || !pages || !queries || !mixed)
     return llvm::joinErrors(
-        llvm::joinErrors(batches.takeError(), lengths.takeError()),
-        llvm::joinErrors(pages.takeError(), queries.takeError()));
+        llvm::joinErrors(
+            llvm::joinErrors(batches.takeError(), lengths.takeError()),
+            llvm::joinErrors(pages.takeError(), queries.takeError())),
+        mixed.takeError());
   llvm::SmallVector<llvm::StringRef> heads;
   llvm::StringRef(gridHeads).split(heads, ',', -1, false);
   std::vector<DecodeShape> shapes;
@@ -138,13 +173,20 @@ static llvm::Expected<std::vector<DecodeShape>> gridShapes() {
                            "': use Hq/Hkv pairs with Hkv dividing Hq, e.g. "
                            "32/8,8/1");
     for (int64_t sq : *queries)
-      for (int64_t page : *pages)
-        for (int64_t b : *batches)
+      for (int64_t page : *pages) {
+        for (int64_t b : mixedOnly ? std::vector<int64_t>{} : *batches)
           for (int64_t sk : *lengths) {
             DecodeShape s{b, hq, hkv, sk, 128, page, std::max<int64_t>(sq, 1)};
             if (2 * b * sk * hkv * s.d * 2 <= int64_t(maxKvMib) << 20)
               shapes.push_back(s);
           }
+        for (DecodeShape s : *mixed) {
+          s.headsQ = hq, s.headsKv = hkv, s.pageSize = page;
+          s.seqlenQ = std::max<int64_t>(sq, 1);
+          if (2 * totalKeys(s) * hkv * s.d * 2 <= int64_t(maxKvMib) << 20)
+            shapes.push_back(s);
+        }
+      }
   }
   return shapes;
 }

@@ -17,6 +17,16 @@ layout), bf16. SDPA has no paged K/V: the bench compares its paged rows with
 this contiguous time. Like the bench, successive runs read different copies
 of K/V (up to 8, in a 1 GiB pool per tensor; 256 MiB on the CPU) so that
 small rows are not served from the 50 MB L2 (or the CPU's caches).
+
+Mixed rows (--mixed BATCH:MIN-MAX, the bench's flag): BATCH sequences whose
+key lengths are drawn from [MIN, MAX] by the bench's generator
+(mixed_lengths). SDPA takes no per-sequence key lengths with GQA, so a user
+has two ways, both timed, and the row's best is the faster:
+  - padded: K/V padded to the longest sequence, a boolean key-padding
+    attn_mask [batch, 1, Sq, longest], each backend that accepts a mask
+    (it reads the padding too);
+  - per_sequence: one SDPA call per sequence (best backend), back to back
+    (one launch per sequence).
 """
 import argparse, json, sys
 
@@ -33,6 +43,9 @@ def parse_args():
     p.add_argument("--seqlens-q", default="1",
                    help="query tokens per sequence (2-8: speculative decode)")
     p.add_argument("--max-kv-mib", type=int, default=1024)
+    p.add_argument("--mixed", default="",
+                   help="rows of mixed lengths BATCH:MIN-MAX,... (as the bench)")
+    p.add_argument("--mixed-only", action="store_true")
     p.add_argument("--d", type=int, default=128)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
@@ -41,11 +54,34 @@ def parse_args():
     return p.parse_args()
 
 
+def mixed_lengths(batch, lo, hi):
+    """The bench's keyLengths (bench/decode/DecodeRunner.cpp): a 64-bit LCG
+    seeded with the batch, each length lo + (x >> 33) % (hi - lo + 1)."""
+    x, out = batch, []
+    for _ in range(batch):
+        x = (x * 6364136223846793005 + 1442695040888963407) & ((1 << 64) - 1)
+        out.append(lo + (x >> 33) % (hi - lo + 1))
+    return out
+
+
+def mixed_grid(args):
+    """(hq, hkv, batch, lo, hi, sq, lengths) of each --mixed row."""
+    for hs in args.heads.split(","):
+        hq, hkv = (int(x) for x in hs.split("/"))
+        for sq in (int(x) for x in args.seqlens_q.split(",")):
+            for item in filter(None, args.mixed.split(",")):
+                b, rng = item.split(":")
+                lo, hi = (int(x) for x in rng.split("-"))
+                lens = mixed_lengths(int(b), lo, hi)
+                if 2 * sum(lens) * hkv * args.d * 2 <= args.max_kv_mib << 20:
+                    yield hq, hkv, int(b), lo, hi, sq, lens
+
+
 def grid(args):
     for hs in args.heads.split(","):
         hq, hkv = (int(x) for x in hs.split("/"))
         for sq in (int(x) for x in args.seqlens_q.split(",")):
-            for b in (int(x) for x in args.batches.split(",")):
+            for b in ([] if args.mixed_only else (int(x) for x in args.batches.split(","))):
                 for sk in (int(x) for x in args.lengths.split(",")):
                     kv = 2 * b * sk * hkv * args.d * 2
                     if kv <= args.max_kv_mib << 20:
@@ -142,8 +178,67 @@ def main():
         del ks, vs, k0, v0
         if dev == "cuda":
             torch.cuda.empty_cache()
+    for hq, hkv, b, lo, hi, sq, lens in mixed_grid(args):
+        out["rows"].append(time_mixed(torch, F, SDPBackend, sdpa_kernel, backends,
+                                      args, hq, hkv, b, lo, hi, sq, lens))
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
+
+
+def time_mixed(torch, F, SDPBackend, sdpa_kernel, backends, args, hq, hkv, b,
+               lo, hi, sq, lens):
+    """A mixed row: padded + key-padding mask under each backend, and one
+    call per sequence; best_ms is the faster way."""
+    dev, d, longest = args.device, args.d, max(lens)
+    row = {"heads_q": hq, "heads_kv": hkv, "batch": b, "seqlen_k": hi,
+           "seqlen_q": sq, "mixed_min": lo, "kv_bytes": 2 * sum(lens) * hkv * d * 2}
+    q = torch.randn(b, hq, sq, d, dtype=torch.bfloat16, device=dev)
+    k = torch.randn(b, hkv, longest, d, dtype=torch.bfloat16, device=dev)
+    v = torch.randn_like(k)
+    keep = torch.arange(longest, device=dev)[None, :] < torch.tensor(lens, device=dev)[:, None]
+    mask = keep[:, None, None, :].expand(b, 1, sq, longest)
+    ks = [k[i:i + 1, :, :n] for i, n in enumerate(lens)]
+    vs = [v[i:i + 1, :, :n] for i, n in enumerate(lens)]
+    best = None
+
+    def run(name, fn):
+        nonlocal best
+        try:
+            with sdpa_kernel([getattr(SDPBackend, name)]):
+                fn()
+                if dev == "cpu":
+                    t = timed_cpu(fn, args.reps)
+                    ms = t[len(t) // 2]
+                else:
+                    torch.cuda.synchronize()
+                    ms = timed(torch, fn, args.reps)[1]
+        except RuntimeError as e:
+            return None, str(e).splitlines()[0][:100]
+        return ms, None
+
+    for name in backends:
+        if name == "MATH":
+            continue  # materializes [b, hq, sq, longest] scores: never the best
+        ms, err = run(name, lambda: F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, enable_gqa=True))
+        row["padded_" + name + "_ms"] = ms
+        if err:
+            row["padded_" + name + "_error"] = err
+        if ms is not None and (best is None or ms < best[1]):
+            best = ("padded " + name, ms)
+    per_best = None
+    for name in backends[:2]:  # FlashAttention-2, cuDNN: no mask needed
+        ms, err = run(name, lambda: [F.scaled_dot_product_attention(
+            q[i:i + 1], ks[i], vs[i], enable_gqa=True) for i in range(b)])
+        row["per_sequence_" + name + "_ms"] = ms
+        if ms is not None and (per_best is None or ms < per_best[1]):
+            per_best = ("per-sequence " + name, ms)
+    if per_best and (best is None or per_best[1] < best[1]):
+        best = per_best
+    row["best_backend"], row["best_ms"] = best if best else (None, None)
+    print("%2d/%d b=%-2d Sk=%d-%d Sq=%d %-28s %s" % (hq, hkv, b, lo, hi, sq, row["best_backend"],
+          "%.4f ms" % row["best_ms"] if best else "-"), flush=True)
+    return row
 
 
 if __name__ == "__main__":

@@ -148,6 +148,19 @@ static llvm::Expected<PlanLayout> choosePinned(Planning &p) {
                      "kernel; " +
                          encodeName(*pinned) + " has family " +
                          keyOf(pinned->family).str());
+  if (cutsKeys && !p.options.numSplits)
+    if (auto schedule = scheduleFor(
+            p.lowered, *pinned, splitWorkers(p.lowered.device, p.threads))) {
+      auto combine = combineSpecFor(*pinned);
+      if (!combine)
+        return combine.takeError();
+      p.state->decisions.push_back("plan: " +
+                                   describeSchedule(*schedule, pinned->bn));
+      unsigned parts = unsigned(schedule->parts);
+      return layoutPlan(
+          p.lowered, *chosen,
+          SplitChoice{*chosen, *combine, parts, std::move(schedule)});
+    }
   unsigned n = cutsKeys ? pinnedSplits(p, *pinned) : 1;
   if (pinned->family != Family::FwdSplitKv && n <= 1)
     return layoutPlan(p.lowered, *chosen, std::nullopt);

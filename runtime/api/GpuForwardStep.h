@@ -5,10 +5,11 @@
 // Every device pointer of the call comes from the caller's Tensors
 // (cu_seqlens, ALiBi slopes, the block table and key lengths, the
 // workspace); the plan's only device memory is its block map
-// (BlockSparsity.h), which depends on the shapes alone and is uploaded once
-// when the plan loads. run() checks what it can without reading the GPU's
-// (a paged plan's block table is not checked, as in FlashAttention's and
-// FlashInfer's paged kernels). CUDA and HIP plans both run through it.
+// (BlockSparsity.h) and its split schedule (SplitSchedule.h), which depend
+// on the planned shapes alone and are uploaded once when the plan loads. run()
+// checks what it can without reading the GPU's (a paged plan's block table is
+// not checked, as in FlashAttention's and FlashInfer's paged kernels). CUDA and
+// HIP plans both run through it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,15 +31,17 @@ public:
   /// \p kvAlignment: the bytes K and V must start on (16 for pipeline mma,
   /// whose cp.async copies K/V rows 16 bytes at a time).
   /// \p blockMap: the device copy of the block map \p params point at, or
-  /// null. A TMA kernel's tensor maps are prepared here, once, and bound to
+  /// null; \p schedule: the device copy of the split schedule, or null.
+  /// A TMA kernel's tensor maps are prepared here, once, and bound to
   /// each run's pointers (GpuTensorMaps.h).
   GpuForwardStep(GpuForwardLaunch kernels, const KernelArgs &params,
                  void *stream, unsigned kvAlignment,
                  SplitWorkspaceLayout workspace,
-                 std::shared_ptr<const GpuBuffer> blockMap = nullptr)
+                 std::shared_ptr<const GpuBuffer> blockMap = nullptr,
+                 std::shared_ptr<const GpuBuffer> schedule = nullptr)
       : kernels(std::move(kernels)), params(params), stream(stream),
         kvAlignment(kvAlignment), workspace(workspace),
-        blockMap(std::move(blockMap)),
+        blockMap(std::move(blockMap)), schedule(std::move(schedule)),
         maps(this->kernels.kernel.prepareTensorMaps(params)) {}
 
   /// Launches on Tensors::stream, else the problem's stream; asynchronous.
@@ -50,7 +53,7 @@ private:
   void *stream;
   unsigned kvAlignment;
   SplitWorkspaceLayout workspace;
-  std::shared_ptr<const GpuBuffer> blockMap;
+  std::shared_ptr<const GpuBuffer> blockMap, schedule;
   std::optional<TensorMaps> maps;
 };
 

@@ -10,6 +10,7 @@
 #include "ir/KernelAbi.h"
 #include "runtime/api/BlockSparsity.h"
 #include "runtime/api/PlanState.h"
+#include "runtime/api/SplitSchedule.h"
 #include "runtime/api/TensorLayouts.h"
 #include "runtime/device/HostExecutor.h"
 #include <memory>
@@ -37,6 +38,15 @@ public:
                    this->blockMap->entries.data());
   }
 
+  /// Points the parameters at \p s (kept alive here): numSplits, the
+  /// schedule and splitTiles.
+  void bindSchedule(std::shared_ptr<const SplitSchedule> s) {
+    schedule = std::move(s);
+    params.numSplits = schedule->parts;
+    params.splitTiles = schedule->splitTiles;
+    params.splitSchedule = schedule->entries.data();
+  }
+
   /// The parameters with \p t's pointers; cu_seqlens, slopes and sinks the
   /// caller leaves null come from this binding's copies.
   KernelArgs bind(const api::Tensors &t) const {
@@ -57,6 +67,7 @@ private:
   std::vector<float> alibiSlopes;
   std::vector<float> sinks;
   std::shared_ptr<const BlockMap> blockMap;
+  std::shared_ptr<const SplitSchedule> schedule;
 };
 
 /// A single-pass forward kernel on the host.

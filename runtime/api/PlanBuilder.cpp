@@ -37,7 +37,7 @@ static int64_t passItems(const AttentionProblem &a, const KernelSpec &spec) {
 
 // Slowest index first, as the work items are numbered (ir/WorkItem.h).
 static std::string gridText(const AttentionProblem &a, const KernelSpec &spec,
-                            unsigned splits) {
+                            unsigned splits, bool scheduled = false) {
   std::string text = std::to_string(a.batch) + " x " +
                      std::to_string(itemHeads(spec, a.headsQ, a.headsKv)) +
                      " x " + std::to_string(queryTiles(a, spec));
@@ -47,7 +47,11 @@ static std::string gridText(const AttentionProblem &a, const KernelSpec &spec,
                 " rows, " + std::to_string(a.headsQ / a.headsKv) +
                 " query heads per token"
           : "batch x heads_q x query tiles of " + std::to_string(spec.bm);
-  if (splits > 1) {
+  if (scheduled) { // the parts replace the batch (ir/WorkItem.h)
+    text = std::to_string(splits) + text.substr(text.find(" x "));
+    what =
+        "parts of the sequences' keys x " + what.substr(what.find(" x ") + 3);
+  } else if (splits > 1) {
     text = std::to_string(splits) + " x " + text;
     what = "key splits x " + what;
   }
@@ -72,15 +76,27 @@ static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
 static void layoutSplit(const LoweredProblem &l, const SplitChoice &s,
                         PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
+  const KernelSpec &spec = s.split.chosen;
+  bool scheduled = s.schedule != nullptr;
   SplitKvWorkspaceSize floats =
-      splitKvWorkspaceSize(s.split.chosen, a, s.numSplits);
+      scheduled ? scheduledWorkspaceSize(spec, a, s.numSplits)
+                : splitKvWorkspaceSize(spec, a, s.numSplits);
   int64_t lseOffset = alignWorkspace(floats.oAccum * int64_t(sizeof(float)));
   int64_t bytes = lseOffset + floats.lseAccum * int64_t(sizeof(float));
-  addStep(layout, {s.split.chosen, forwardRole(l, true),
-                   passItems(a, s.split.chosen) * s.numSplits, s.numSplits,
-                   gridText(a, s.split.chosen, s.numSplits), 0, bytes,
-                   whyChosen(s.split) + "; writes fp32 partial O and LSE of " +
-                       std::to_string(s.numSplits) + " key ranges"});
+  int64_t items = passItems(a, spec) * s.numSplits;
+  if (scheduled) // the parts stand for batch x splits
+    items = items / a.batch;
+  std::string what =
+      scheduled ? std::to_string(s.numSplits) +
+                      " parts of the sequences' key ranges (a split "
+                      "schedule: 1 to " +
+                      std::to_string(s.schedule->mostParts) + " a sequence)"
+                : std::to_string(s.numSplits) + " key ranges";
+  addStep(layout,
+          {spec, forwardRole(l, true), items,
+           scheduled ? s.schedule->mostParts : s.numSplits,
+           gridText(a, spec, s.numSplits, scheduled), 0, bytes,
+           whyChosen(s.split) + "; writes fp32 partial O and LSE of " + what});
   const StepLayout &first = layout.steps.back();
   layout.splitWorkspace = {first.workspaceOffset,
                            first.workspaceOffset + lseOffset,
@@ -115,6 +131,8 @@ static KernelArgs planParams(const PlanLayout &layout,
       makeKernelArgs(spec, l.problem, ForwardBuffers{}, l.strides);
   if (hasSplitWorkItems(spec.family))
     setSplits(params, layout.split ? layout.split->numSplits : 1, {});
+  if (layout.split && layout.split->schedule) // the pointer is bound later
+    params.splitTiles = layout.split->schedule->splitTiles;
   if (l.pagedCache) {
     params.maxPagesPerSeq = int32_t(l.pagedCache->maxPagesPerSeq);
     params.log2PageSize = int32_t(l.pagedCache->log2PageSize());
@@ -124,9 +142,13 @@ static KernelArgs planParams(const PlanLayout &layout,
 
 static HostBinding hostBinding(const KernelArgs &params,
                                const LoweredProblem &l,
-                               std::shared_ptr<const BlockMap> blockMap) {
-  return HostBinding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes, l.sinks,
-                     std::move(blockMap));
+                               std::shared_ptr<const BlockMap> blockMap,
+                               const PlanLayout &layout) {
+  HostBinding binding(params, l.cuSeqlensQ, l.cuSeqlensK, l.alibiSlopes,
+                      l.sinks, std::move(blockMap));
+  if (layout.split && layout.split->schedule)
+    binding.bindSchedule(layout.split->schedule);
+  return binding;
 }
 
 static double msSince(Clock::time_point start) {
@@ -165,7 +187,7 @@ loadHostSingle(const PlanLayout &layout, const LoweredProblem &l,
   loads.push_back(hostLoad(*kernel, msSince(start)));
   KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostForwardStep>(
-      kernel->entry(), hostBinding(params, l, std::move(blockMap)),
+      kernel->entry(), hostBinding(params, l, std::move(blockMap), layout),
       sharedHostExecutor(threads),
       workItems(layout.steps.front().spec, params));
 }
@@ -192,7 +214,7 @@ loadHostSplit(const PlanLayout &layout, const LoweredProblem &l,
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostSplitStep>(
-      std::move(*kernels), hostBinding(params, l, std::move(blockMap)),
+      std::move(*kernels), hostBinding(params, l, std::move(blockMap), layout),
       layout.splitWorkspace, sharedHostExecutor(threads));
 }
 
@@ -211,7 +233,7 @@ loadHostPaged(const PlanLayout &layout, const LoweredProblem &l,
   addHostLoads(*kernels, msSince(start), layout.steps.size() > 1, loads);
   KernelArgs params = planParams(layout, l);
   return std::make_unique<const HostPagedStep>(
-      std::move(*kernels), hostBinding(params, l, nullptr),
+      std::move(*kernels), hostBinding(params, l, nullptr, layout),
       layout.splitWorkspace, sharedHostExecutor(threads), *l.pagedCache,
       l.seqlensK);
 }
@@ -249,10 +271,22 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
     bindBlockMap(params, *blockMap,
                  static_cast<const int32_t *>(mapCopy->pointer()));
   }
+  std::shared_ptr<const GpuBuffer> scheduleCopy;
+  if (layout.split && layout.split->schedule) {
+    const std::vector<int32_t> &entries = layout.split->schedule->entries;
+    auto uploaded =
+        GpuBuffer::upload(*driver, entries.data(),
+                          entries.size() * sizeof(int32_t), "split schedule");
+    if (!uploaded)
+      return uploaded.takeError();
+    scheduleCopy = std::make_shared<const GpuBuffer>(std::move(*uploaded));
+    params.splitSchedule =
+        static_cast<const int32_t *>(scheduleCopy->pointer());
+  }
   return std::make_unique<const GpuForwardStep>(
       GpuForwardLaunch{std::move(*kernel), std::move(combine)}, params,
       l.stream, kvRowAlignmentNeeded(spec), layout.splitWorkspace,
-      std::move(mapCopy));
+      std::move(mapCopy), std::move(scheduleCopy));
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>

@@ -1,5 +1,6 @@
 //===- SplitPlanner.cpp - Whether a decode-shaped problem runs split-KV ---===//
 #include "runtime/api/SplitPlanner.h"
+#include "ir/KernelAbi.h"
 #include "runtime/api/SplitHeuristic.h"
 #include "runtime/device/SplitKv.h"
 #include "specs/ArchTable.h"
@@ -22,6 +23,39 @@ static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single,
   return dispatch(splitQuery, registry, table);
 }
 
+std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
+  std::vector<int64_t> keys;
+  if (l.pagedCache)
+    keys.assign(l.seqlensK.begin(), l.seqlensK.end());
+  else
+    for (size_t b = 1; b < l.cuSeqlensK.size(); ++b)
+      keys.push_back(int64_t(l.cuSeqlensK[b]) - l.cuSeqlensK[b - 1]);
+  return keys;
+}
+
+std::shared_ptr<const SplitSchedule>
+fmhajit::scheduleFor(const LoweredProblem &l, const KernelSpec &split,
+                     unsigned workers) {
+  const AttentionProblem &a = l.problem;
+  int64_t rows = itemQueryRows(split, a.maxSeqlenQ(), a.headsQ, a.headsKv);
+  int64_t items = itemHeads(split, a.headsQ, a.headsKv) *
+                  ((rows + split.bm - 1) / split.bm);
+  std::optional<SplitSchedule> s =
+      planSplitSchedule(sequenceKeys(l), split.bn, items, workers,
+                        findArch(split.target)->backend);
+  if (!s)
+    return nullptr;
+  return std::make_shared<const SplitSchedule>(std::move(*s));
+}
+
+std::string fmhajit::describeSchedule(const SplitSchedule &s, int64_t bn) {
+  return "sequences of mixed key lengths: a split schedule of " +
+         std::to_string(s.parts) + " parts of " +
+         std::to_string(int64_t(s.splitTiles) * bn) +
+         " keys (a sequence's last part takes the rest), 1 to " +
+         std::to_string(s.mostParts) + " per sequence";
+}
+
 llvm::Expected<std::optional<SplitChoice>>
 fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
                      const DispatchQuery &query, const Registry &registry,
@@ -39,6 +73,16 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   auto split = splitDispatch(single, query, registry, table);
   if (!split)
     return split.takeError();
+  auto combine = combineSpecFor(split->chosen);
+  if (!combine)
+    return combine.takeError();
+  if (auto schedule = scheduleFor(l, split->chosen, workers)) {
+    notes.push_back("decode-shaped, " +
+                    describeSchedule(*schedule, split->chosen.bn) +
+                    ", combined by " + encodeName(*combine));
+    unsigned parts = unsigned(schedule->parts);
+    return SplitChoice{std::move(*split), *combine, parts, std::move(schedule)};
+  }
   unsigned n = chooseNumSplits(split->chosen, l.problem, workers);
   std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +
                        std::to_string(workers) + (host ? " worker" : " SM") +
@@ -50,9 +94,6 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
         "cut): single pass");
     return std::nullopt;
   }
-  auto combine = combineSpecFor(split->chosen);
-  if (!combine)
-    return combine.takeError();
   notes.push_back("decode-shaped: split-KV, " + counts + ", combined by " +
                   encodeName(*combine));
   return SplitChoice{std::move(*split), *combine, n};

@@ -12,6 +12,10 @@
 //   - chooseNumSplits (SplitHeuristic.h) gives more than one part for the
 //     workers (the host's rule counts cache reuse too; a GPU's aims at
 //     kGpuBlocksPerSm blocks per multiprocessor, up to kGpuMaxSplits parts).
+// Sequences of mixed key lengths (varlen or paged, not all equal) get a
+// split schedule instead of numSplits even parts each (SplitSchedule.h):
+// parts in proportion to each sequence's length, one list across the
+// batch, even where the batch alone fills the workers.
 // The combine kernel is combineSpecFor's. Every outcome is a note.
 //
 //===----------------------------------------------------------------------===//
@@ -20,7 +24,9 @@
 #include "runtime/api/Dispatcher.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/api/Registry.h"
+#include "runtime/api/SplitSchedule.h"
 #include "llvm/Support/Error.h"
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,8 +36,23 @@ namespace fmhajit {
 struct SplitChoice {
   Dispatch split;     ///< the fwd_splitkv (or fwd_paged) kernel and its rules
   KernelSpec combine; ///< the splitkv_combine kernel
-  unsigned numSplits = 1;
+  unsigned numSplits = 1; ///< under a schedule: every sequence's parts
+  /// Set for a batch of mixed lengths: the parts of each sequence.
+  std::shared_ptr<const SplitSchedule> schedule;
 };
+
+/// Each sequence's keys when \p problem gives them one by one (paged
+/// seqlensK, varlen cuSeqlensK), else empty.
+std::vector<int64_t> sequenceKeys(const LoweredProblem &problem);
+
+/// The split schedule for \p problem run by \p split's kernel on
+/// \p workers (0: unknown), or null (SplitSchedule.h says when).
+std::shared_ptr<const SplitSchedule> scheduleFor(const LoweredProblem &problem,
+                                                 const KernelSpec &split,
+                                                 unsigned workers);
+
+/// One line saying what \p schedule cuts, for a plan's decisions.
+std::string describeSchedule(const SplitSchedule &schedule, int64_t bn);
 
 /// The split plan for \p problem, whose single-pass dispatch is \p single,
 /// or none; \p notes gets why. \p workers: splitWorkers (0: unknown).

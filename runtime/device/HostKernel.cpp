@@ -79,8 +79,11 @@ int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
   if (spec.family == Family::BwdDqDkDv)
     return bwdKeyItems(spec, p.batch, p.headsKv, p.seqlenK) +
            (bwdKeyItemsAddDq(spec) ? 0 : tiles);
-  return hasSplitWorkItems(spec.family) ? tiles * std::max(p.numSplits, 1)
-                                        : tiles;
+  if (!hasSplitWorkItems(spec.family))
+    return tiles;
+  if (p.splitSchedule) // numSplits counts every sequence's parts
+    tiles = int64_t(itemHeads(spec, p.headsQ, p.headsKv)) * p.numQTiles;
+  return tiles * std::max(p.numSplits, 1);
 }
 
 // x86-64-v3/v4 code runs only where the CPU has their features.

@@ -50,7 +50,8 @@ KernelArgs makeKernelArgs(const KernelSpec &spec,
 
 /// Work items of a call of \p spec's kernel, any family: batch * heads *
 /// query tiles (heads: itemHeads, ir/KernelAbi.h), times max(numSplits, 1)
-/// for the families that cut key ranges (hasSplitWorkItems).
+/// for the families that cut key ranges (hasSplitWorkItems); under a split
+/// schedule heads * query tiles * numSplits (every sequence's parts).
 int64_t workItems(const KernelSpec &spec, const KernelArgs &params);
 
 class HostKernel {

@@ -18,6 +18,12 @@ fmhajit::splitKvWorkspaceSize(const KernelSpec &spec,
           int64_t(numSplits) * rows};
 }
 
+SplitKvWorkspaceSize fmhajit::scheduledWorkspaceSize(
+    const KernelSpec &spec, const AttentionProblem &problem, int64_t parts) {
+  int64_t rows = parts * problem.headsQ * problem.maxSeqlenQ();
+  return {rows * spec.headDimV(), rows};
+}
+
 llvm::Expected<KernelSpec> fmhajit::combineSpecFor(const KernelSpec &split) {
   if (!hasSplitWorkItems(split.family))
     return makeError(

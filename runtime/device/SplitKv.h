@@ -51,6 +51,13 @@ SplitKvWorkspaceSize splitKvWorkspaceSize(const KernelSpec &spec,
                                           const AttentionProblem &problem,
                                           unsigned numSplits);
 
+/// The workspace of a call under a split schedule of \p parts parts
+/// (KernelArgs::splitSchedule): each part holds its own sequence's rows,
+/// headsQ * seqlenQ of them (seqlenQ: the longest under varlen).
+SplitKvWorkspaceSize scheduledWorkspaceSize(const KernelSpec &spec,
+                                            const AttentionProblem &problem,
+                                            int64_t parts);
+
 /// The splitkv_combine spec that finishes \p split (fwd_splitkv or
 /// fwd_paged): same dtype, out, d, dv, lse, varlen and target, resolved.
 llvm::Expected<KernelSpec> combineSpecFor(const KernelSpec &split);

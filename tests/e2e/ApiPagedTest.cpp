@@ -5,7 +5,7 @@
 // run() reads the caller's pools and block table. Checked against
 // referencePaged on caches whose pages are shuffled, whose last pages are
 // partial and whose unused rows are NaN; a short sequence beside a long one
-// leaves most of its parts empty. Then the refusals: inconsistent pages,
+// takes one part of a split schedule. Then the refusals: inconsistent pages,
 // lengths and tensors each give one Status naming what to change.
 //
 //===----------------------------------------------------------------------===//
@@ -65,11 +65,13 @@ INSTANTIATE_TEST_SUITE_P(Cases, ApiPagedMatchesReference,
                          ::testing::ValuesIn(pagedCases()),
                          [](const auto &info) { return info.param.label; });
 
-// Decode, GQA 8:1, 8 threads: 16 work items over 9000 keys, so the plan
-// cuts each key range into 8 parts (chooseNumSplits) and combines them.
-// The 5-key sequence fills one part and leaves seven empty (O = 0, LSE =
-// -inf partials the combine must skip); both end mid-page.
-TEST(ApiPagedDecode, SplitPlanWithEmptyParts) {
+// Decode, GQA 8:1, 8 threads, sequences of 9000 and 5 keys: mixed lengths
+// get a split schedule (SplitSchedule.h), parts of 16 key tiles (1024
+// keys, the host's least): 9 for the long sequence, 1 for the short one,
+// which its split item finishes alone (the combine skips it). Both end
+// mid-page. (Before the schedule this plan cut both into 8 even parts, the
+// short one's 7 of them empty.)
+TEST(ApiPagedDecode, SplitPlanForMixedLengths) {
   Problem p = pagedProblem(8, 1, 1, 128, DType::BF16, {9000, 5}, 16);
   p.wantLse = true;
   api::Options options;
@@ -78,10 +80,14 @@ TEST(ApiPagedDecode, SplitPlanWithEmptyParts) {
   const std::vector<api::PlanStep> &steps = check.plan.steps();
   ASSERT_EQ(steps.size(), 2u) << check.plan.describe();
   EXPECT_EQ(steps[0].role, "paged split-KV forward");
-  EXPECT_EQ(steps[0].keySplits, 8);
+  EXPECT_EQ(steps[0].keySplits, 9);
+  EXPECT_EQ(steps[0].workItems, 10);
   EXPECT_EQ(steps[1].role, "combine");
   EXPECT_GT(check.plan.workspaceBytes(), 0);
   EXPECT_NE(check.plan.describe().find("paged K/V: "), std::string::npos);
+  EXPECT_NE(check.plan.describe().find("split schedule of 10 parts"),
+            std::string::npos)
+      << check.plan.describe();
 }
 
 // One plan serves a cache that grows: Tensors::seqlensK gives this call's

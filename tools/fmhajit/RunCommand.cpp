@@ -65,9 +65,20 @@ static void printLoad(Report &r, const api::PlanStep &step, bool gpu) {
                        llvm::Twine(l.localBytes) + " B local");
 }
 
-// The `splits` line: where the part count came from.
+// The `splits` line: where the part count came from. Under a split
+// schedule (sequences of mixed lengths) the count is the most parts of one
+// sequence, and the schedule's line says the rest.
 static void printSplits(Report &r, const RunRequest &req,
                         const api::Plan &plan) {
+  for (const std::string &d : plan.decisions()) {
+    size_t at = d.find("a split schedule");
+    if (!llvm::StringRef(d).starts_with("plan: ") || at == std::string::npos)
+      continue;
+    std::string what = d.substr(at, d.find(", combined by") - at);
+    r.line("splits", llvm::Twine(plan.steps().front().keySplits) +
+                         " at most per sequence (" + what + ")");
+    return;
+  }
   std::string why = "--num-splits";
   if (!req.numSplitsGiven)
     for (const std::string &d : plan.decisions())
