@@ -154,6 +154,10 @@ static void checkScores(const api::Problem &p, ErrorList &errors) {
     errors.add(ErrorKind::Usage,
                "sinks are given but sink is false: set sink = true");
   checkBias(p, errors);
+  if (p.dropout && p.pagesKv.enabled())
+    errors.add(ErrorKind::Unsupported,
+               "dropout is not implemented with paged K/V (pagesKv): paged "
+               "kernels are inference kernels; use dense K and V");
 }
 
 static std::vector<int64_t> lengthsOf(const std::vector<int32_t> &cu) {
@@ -175,6 +179,7 @@ static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   s.bias = p.alibi ? Bias::Alibi : p.bias ? Bias::Elementwise : Bias::None;
   s.softcap = p.softcap > 0;
   s.sink = p.sink;
+  s.dropout = p.dropout;
   s.lse = p.wantLse;
   s.varlen = !p.cuSeqlensQ.empty();
   s.target = target;
