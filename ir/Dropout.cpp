@@ -1,4 +1,5 @@
-//===- Dropout.cpp - dropout=1: Philox keep-masks on tiles of probabilities ===//
+//===- Dropout.cpp - dropout=1: Philox keep-masks on tiles of probabilities
+//===//
 #include "ir/Dropout.h"
 
 using namespace fmhajit;
@@ -23,7 +24,8 @@ std::array<Value *, 4> fmhajit::emitPhilox(IRBuilderBase &b,
   // hi:lo of a 32 x 32 -> 64-bit product (mul.wide / v_mul_hi / vpmuludq).
   auto mulHiLo = [&](uint32_t m, Value *x) -> std::pair<Value *, Value *> {
     Value *wide = b.CreateMul(b.CreateZExt(x, i64), ConstantInt::get(i64, m));
-    return {b.CreateTrunc(b.CreateLShr(wide, 32), i32), b.CreateMul(x, constant(m))};
+    return {b.CreateTrunc(b.CreateLShr(wide, 32), i32),
+            b.CreateMul(x, constant(m))};
   };
   for (int round = 0; round < 10; ++round) {
     auto [hi0, lo0] = mulHiLo(kPhiloxM0, c[0]);
@@ -60,29 +62,29 @@ Value *TileDropout::keeps(IRBuilderBase &b, const WorkItem &s, Value *plane,
     head = b.CreateAdd(head, queryHeadOffset(b, s, packed));
   Value *k = b.CreateAdd(col, splatLike(b, j0, col));
   auto splat = [&](Value *x) { return splatLike(b, x, row); };
-  std::array<Value *, 4> r =
-      emitPhilox(b, {b.CreateLShr(k, splat(b.getInt32(2))), q, head,
-                     splat(offset)},
-                 {splat(seedLo), splat(seedHi)});
+  std::array<Value *, 4> r = emitPhilox(
+      b, {b.CreateLShr(k, splat(b.getInt32(2))), q, head, splat(offset)},
+      {splat(seedLo), splat(seedHi)});
   Value *word = b.CreateAnd(k, splat(b.getInt32(3)));
   Value *draw = r[3];
   for (int w = 2; w >= 0; --w)
-    draw = b.CreateSelect(b.CreateICmpEQ(word, splat(b.getInt32(w))), r[w],
-                          draw);
+    draw =
+        b.CreateSelect(b.CreateICmpEQ(word, splat(b.getInt32(w))), r[w], draw);
   return b.CreateICmpUGE(draw, splat(threshold), "dropout.keep");
 }
 
 void TileDropout::apply(TileOps &ops, Tile &probs, const WorkItem &s, Value *j0,
                         bool scaleKept) {
-  Value *plane = b.CreateAdd(
-      b.CreateMul(b.CreateTrunc(s.b, b.getInt32Ty()), headsQ),
-      b.CreateTrunc(s.h, b.getInt32Ty()), "dropout.plane");
+  Value *plane =
+      b.CreateAdd(b.CreateMul(b.CreateTrunc(s.b, b.getInt32Ty()), headsQ),
+                  b.CreateTrunc(s.h, b.getInt32Ty()), "dropout.plane");
   ops.map(probs, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
     Value *keep = keeps(b, s, plane, row, col, j0);
     if (keep->getType() != x->getType()->getWithNewType(b.getInt1Ty()))
       keep = b.CreateVectorSplat(
           cast<VectorType>(x->getType())->getElementCount(), keep);
     Value *kept = scaleKept ? b.CreateFMul(x, splatLike(b, scale, x)) : x;
-    return b.CreateSelect(keep, kept, splatLike(b, ConstantFP::get(b.getFloatTy(), 0.0), x));
+    return b.CreateSelect(
+        keep, kept, splatLike(b, ConstantFP::get(b.getFloatTy(), 0.0), x));
   });
 }

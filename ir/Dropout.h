@@ -25,7 +25,8 @@ namespace fmhajit {
 
 /// Philox4x32-10 on i32 scalars or vectors (all of one shape): ten rounds
 ///   hi0:lo0 = 0xD2511F53 * c0;  hi1:lo1 = 0xCD9E8D57 * c2   (i64 products)
-///   c = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0);  k += (0x9E3779B9, 0xBB67AE85)
+///   c = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0);  k += (0x9E3779B9,
+///   0xBB67AE85)
 std::array<llvm::Value *, 4> emitPhilox(llvm::IRBuilderBase &b,
                                         std::array<llvm::Value *, 4> counter,
                                         std::array<llvm::Value *, 2> key);

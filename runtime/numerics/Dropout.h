@@ -47,8 +47,7 @@ float dropoutScale(float p);
 class DropoutMask {
 public:
   DropoutMask(const DropoutParams &params, int64_t headsQ)
-      : params(params), headsQ(headsQ),
-        threshold(dropoutThreshold(params.p)) {}
+      : params(params), headsQ(headsQ), threshold(dropoutThreshold(params.p)) {}
 
   /// Whether P of query \p q and key \p k of sequence \p b, query head
   /// \p h, is kept.

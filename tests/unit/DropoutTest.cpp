@@ -1,4 +1,5 @@
-//===- DropoutTest.cpp - The reference's Philox and dropout keep-mask ------===//
+//===- DropoutTest.cpp - The reference's Philox and dropout keep-mask
+//------===//
 //
 // The float64 reference regenerates the kernels' keep-mask with its own
 // Philox4x32-10 (runtime/numerics/Dropout.h); these tests check that
