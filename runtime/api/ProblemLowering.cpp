@@ -154,6 +154,11 @@ static void checkScores(const api::Problem &p, ErrorList &errors) {
     errors.add(ErrorKind::Usage,
                "sinks are given but sink is false: set sink = true");
   checkBias(p, errors);
+  if (p.dropout &&
+      (p.dtype == api::DType::F8E4M3 || p.dtype == api::DType::F8E5M2))
+    errors.add(ErrorKind::Unsupported,
+               "dropout is not implemented with fp8 inputs: dropout is for "
+               "training; use fp32, fp16 or bf16");
   if (p.dropout && p.pagesKv.enabled())
     errors.add(ErrorKind::Unsupported,
                "dropout is not implemented with paged K/V (pagesKv): paged "
