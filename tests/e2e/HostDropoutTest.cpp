@@ -111,11 +111,12 @@ std::vector<MaskCase> maskCases() {
   varlen.cuSeqlensQ = {0, 1, 90, 120};
   varlen.cuSeqlensK = {0, 128, 131, 200};
   Problem packed = maskProblem(1, 8, 2, 5, 100);
-  return {{"GqaTwoKeyTiles", gqa},
-          {"ShortKeys", shortKeys},
-          {"Varlen", varlen},
-          {"PackGqa", packed, "family=fwd,dtype=fp32,d=128,dropout=1,pack_gqa=1"},
-          {"SmallTile", gqa, "family=fwd,dtype=fp32,d=128,dropout=1,bm=16,bn=16"}};
+  return {
+      {"GqaTwoKeyTiles", gqa},
+      {"ShortKeys", shortKeys},
+      {"Varlen", varlen},
+      {"PackGqa", packed, "family=fwd,dtype=fp32,d=128,dropout=1,pack_gqa=1"},
+      {"SmallTile", gqa, "family=fwd,dtype=fp32,d=128,dropout=1,bm=16,bn=16"}};
 }
 INSTANTIATE_TEST_SUITE_P(Host, HostDropoutMask,
                          ::testing::ValuesIn(maskCases()),
@@ -163,8 +164,8 @@ std::vector<ReferenceCase> referenceCases() {
   Problem wide = denseProblem(1, 2, 2, 40, 90, 192, DType::F32);
   wide.headDimV = 128;
   wide.dropout = true;
-  return {{"GqaCausalBf16", causal}, {"WindowSoftcapFp16", window},
-          {"RowsWithoutKeys", empty}, {"VarlenAlibi", varlen},
+  return {{"GqaCausalBf16", causal},    {"WindowSoftcapFp16", window},
+          {"RowsWithoutKeys", empty},   {"VarlenAlibi", varlen},
           {"DecodeSinglePass", decode}, {"D192Dv128", wide}};
 }
 INSTANTIATE_TEST_SUITE_P(Host, HostDropoutMatchesReference,
