@@ -9,12 +9,19 @@
 // forward's own. Scores stay in log2 units (Q carries scale*log2e, or scale
 // before a soft-cap) so that P = exp2(S - LSE*log2e).
 //
+// dropout=1 (Dropout.h): with z = keep / (1 - p), the forward's
+// O = (P * z) V, so dV = (P * z)^T dO and dP = z * (dO V^T); D = rowsum(dO
+// O) is sum_j P dP as before, so dS = P * (dP - D) keeps its form. Each
+// step draws the mask twice (for dP, then for dV's P), from the same
+// counters: where the tiles are registers LLVM computes it once.
+//
 // Rows past the end of the queries load as zeros with LSE = -inf, and a row
 // whose LSE is -inf (it saw no key) gets P = 0: its gradients are exactly 0
 // and it adds nothing to dK and dV.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/BackwardKernel.h"
+#include "ir/Dropout.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "ir/ScoreMods.h"
@@ -22,6 +29,7 @@
 #include "ir/WorkItem.h"
 #include "specs/EncodedName.h"
 #include <cmath>
+#include <optional>
 
 using namespace fmhajit;
 using namespace llvm;
@@ -107,6 +115,7 @@ private:
   ArgsReader p;
   std::unique_ptr<TileOps> ops;
   ScoreMods mods;
+  std::optional<TileDropout> dropout; ///< dropout=1, made by emitDqDkDv
 };
 } // namespace
 
@@ -233,6 +242,8 @@ void BackwardEmitter::emitScoreGrads(GradTiles &t, const WorkItem &s,
     return target.exp2(b, b.CreateFSub(x, l)); // P
   });
   ops->matmul(t.dP, t.dO, t.vT);
+  if (dropout) // dP = z * (dO V^T)
+    dropout->apply(*ops, t.dP, s, j0, /*scaleKept=*/true);
   ops->mapWithRow(t.dP, t.dsum, [](IRBuilderBase &b, Value *x, Value *d) {
     return b.CreateFSub(x, d);
   });
@@ -308,6 +319,8 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
               TileTokens tokens{i0, b.CreateSub(b.CreateAdd(i0, rows), i32(1))};
               loadQueryTile(t, s, rows, /*forKeys=*/true);
               emitScoreGrads(t, s, band, j0, tokens);
+              if (dropout) // P * z, for dV
+                dropout->apply(*ops, t.scores, s, j0, /*scaleKept=*/true);
               // Both views before either product: a target that copies
               // them through shared memory publishes both at one barrier.
               Tile pT = ops->transposed(t.scores), dST = ops->transposed(t.dP);
@@ -348,6 +361,8 @@ void BackwardEmitter::emitQueryItem(GradTiles &t, Value *w) {
 
 void BackwardEmitter::emitDqDkDv(Value *w) {
   GradTiles t = makeGradTiles();
+  if (spec.dropout)
+    dropout.emplace(b, p);
   // bwdKeyItems (KernelAbi.h): batch * headsKv * ceil(seqlenK / bn)
   Value *keyTiles = b.CreateSDiv(b.CreateAdd(p.get(kSeqlenK), i32(spec.bn - 1)),
                                  i32(spec.bn));

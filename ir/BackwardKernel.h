@@ -29,6 +29,7 @@ void emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
 ///       S = Q_i K_j^T; softcap (keeping T = 1 - tanh^2); alibi; mask
 ///       P = exp2(S - LSE_i log2e)        (0 where LSE = -inf)
 ///       dV_j += P^T dO_i;  dP = dO_i V_j^T
+///       (dropout=1: P * z in dV's product, z * dP; z = keep / (1 - p))
 ///       dS = scale * P * (dP - D_i) [* T]; dK_j += dS^T Q_i
 ///     store dK_j, dV_j
 ///   query item (b, h, query tile i), as a forward item:   dQ_i = 0 (fp32)

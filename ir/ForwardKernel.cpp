@@ -20,6 +20,10 @@
 // part 0 only: the partials stay exact for the combine, which adds parts'
 // sums and so counts the sink once.
 //
+// dropout=1 zeroes dropped probabilities after the online softmax has
+// summed them (the LSE is the softmax's before dropout, as FlashAttention's)
+// and folds 1 / (1 - p) into the epilogue's 1 / l (Dropout.h).
+//
 // Under pack_gqa a tile row is a (token, head) pair of the item's GQA group
 // (WorkItem.h): Q, O, LSE and partial rows go through per-row addresses
 // (QueryTileRows), and the mask and ALiBi read each row's own token and
@@ -28,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/ForwardKernel.h"
 #include "ir/AttentionSink.h"
+#include "ir/Dropout.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/KeyTiles.h"
 #include "ir/Loops.h"
@@ -37,6 +42,7 @@
 #include "specs/EncodedName.h"
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace fmhajit;
 using namespace llvm;
@@ -85,6 +91,8 @@ struct KeyWalk {
   /// Under fwd_paged: K's and V's rows through the block table; kvRows()
   /// hands them to the loads by reference.
   PagedRows pagedK{}, pagedV{};
+  /// Under dropout=1: the keep-mask applied to each tile's P.
+  std::optional<TileDropout> dropout{};
 };
 
 class ForwardEmitter {
@@ -212,6 +220,8 @@ void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
                                   RowVec &l, Value *rows) {
   bool fp8 = isFp8(spec.dtype);
   Value *numerator = fp8 ? p.get(kVScale) : f32(1);
+  if (spec.dropout) // O = sum (P * keep / (1 - p)) V / l
+    numerator = b.CreateFMul(numerator, p.get(kDropoutScale));
   RowVec inv = ops->makeRowVec(spec.bm, "inv.l");
   ops->mapRows(inv, {&l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     Value *seen = b.CreateFCmpOGT(v[0], splatLike(b, f32(0), v[0]));
@@ -354,6 +364,8 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
                 w.scores, w.m, w.l,
                 isFp8(spec.dtype) ? kFp8ProbabilityShift : 0);
   ops->fill(w.out, 0.0f);
+  if (spec.dropout)
+    w.dropout.emplace(b, p);
   if (paged) {
     w.pagedK = pagedRows(s, kK, kKStrides);
     w.pagedV = pagedRows(s, kV, kVStrides);
@@ -411,6 +423,8 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
     ops->load(w.kT, kvRows(w, kK, next),
               b.CreateSelect(more, keysAt(s, next), i32(0)), nullptr);
     RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
+    if (w.dropout)
+      w.dropout->apply(*ops, w.scores, s, j0, /*scaleKept=*/false);
     ops->mmaRescaled(w.out, alpha, w.scores, w.v);
   });
   ops->retire(w.q);
@@ -445,6 +459,8 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     ops->finishProduct(w.scores);
     mods.apply(w.scores, s, w.mask, first.j0, w.tokens, first.full);
     emitOnlineSoftmax(w.scores, w.m, w.l); // O is still 0: no rescale
+    if (w.dropout)
+      w.dropout->apply(*ops, w.scores, s, first.j0, /*scaleKept=*/false);
     ops->copy(probs, w.scores);
   });
   Value *second = b.CreateAdd(keys.begin, i32(keys.step));
@@ -459,6 +475,8 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     ops->finishProduct(w.scores);
     mods.apply(w.scores, s, w.mask, j0, w.tokens, tile.full);
     RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
+    if (w.dropout)
+      w.dropout->apply(*ops, w.scores, s, j0, /*scaleKept=*/false);
     ops->finishProduct(w.out);
     ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
     ops->mapWithRow(w.out, alpha, [](IRBuilderBase &b, Value *x, Value *a) {

@@ -259,7 +259,7 @@ void Validator::resolveTile() {
   // The GPU backward has its own tile (specs/pipelines/BackwardMmaLayout.h).
   if (isBackwardFamily(s.family) && arch.backend == Backend::Nvptx &&
       s.pipeline == Pipeline::Mma)
-    rows = {&BackwardMmaLayout::defaultTile()};
+    rows = {&BackwardMmaLayout::defaultTile(s.dropout)};
   auto taken = [&](const TileConfig *t) {
     fill(t);
     KernelSpec trial = s;

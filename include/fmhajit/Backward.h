@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "fmhajit/Problem.h"
 #include <cstdint>
 
 namespace fmhajit::api {
@@ -40,6 +41,9 @@ struct BackwardTensors {
   void *workspace = nullptr;
   /// GPU: the CUstream to launch on; null takes the problem's stream.
   void *stream = nullptr;
+  /// Problem::dropout: the forward's p, seed and offset, which regenerate
+  /// its keep-mask.
+  Dropout dropout;
 };
 
 } // namespace fmhajit::api

@@ -19,6 +19,11 @@
 // sink (gpt-oss): head h's logit sink_h joins the softmax's denominator,
 // O_i = sum_j e^(s_ij) V_j / (e^(sink_h) + sum_j e^(s_ij)), and the LSE;
 // a row that sees no key gets O = 0 and LSE = sink_h.
+// dropout (training): after the softmax each P_ij is kept with probability
+// 1 - p and scaled by 1 / (1 - p), or zeroed; the LSE is the softmax's
+// before dropout. The keep-mask is Philox4x32-10 of (sequence b, query head
+// h, query i, key j) under the run-time seed and offset (Tensors::dropout),
+// the same on every device (docs/families.md#dropout).
 // bias (elementwise, attn_mask): s += bias[b, h, i, j] after softcap, before
 // the mask; fp32, logically [batch, headsQ, seqlenQ, seqlenK] (BiasStrides).
 // Paged K/V (PagedKv set): K and V are page pools instead, and sequence b
@@ -92,6 +97,15 @@ struct BiasStrides {
   }
 };
 
+/// Dropout's run-time arguments (Problem::dropout): p, the probability of
+/// dropping, in [0, 1); the Philox seed; the offset, one of 2^32 streams of
+/// the seed (a layer, a step). A forward and its backward must get the same.
+struct Dropout {
+  float p = 0;
+  uint64_t seed = 0;
+  uint32_t offset = 0;
+};
+
 /// One forward attention call.
 struct Problem {
   int64_t batch = 1;   ///< sequences; under varlen, cuSeqlensQ.size() - 1
@@ -131,6 +145,10 @@ struct Problem {
   bool bias = false;
   /// Its element strides; unset: BiasStrides::packed. Each >= 0.
   std::optional<BiasStrides> biasStrides;
+  /// Dropout on the attention probabilities: p, seed and offset are given
+  /// at run time (Tensors::dropout, BackwardTensors::dropout). Not with
+  /// paged K/V or fp8 inputs; plans never split such a problem's keys.
+  bool dropout = false;
   /// A variant: C++ source defining `float score_mod(float score, int b,
   /// int h, int q, int k)` and/or `bool mask_mod(int b, int h, int q, int
   /// k)` (docs/variants.md). score_mod sees the scaled score after softcap
@@ -183,6 +201,9 @@ struct Tensors {
   /// Problem::bias: the fp32 bias at Problem::biasStrides (device memory on
   /// a GPU); required.
   const float *bias = nullptr;
+  /// Problem::dropout: p, seed and offset of this call (p = 0 keeps
+  /// everything); without Problem::dropout, p must stay 0.
+  Dropout dropout;
 };
 
 } // namespace fmhajit::api

@@ -195,7 +195,7 @@ static llvm::Expected<KernelSpec> helperSpec(const KernelSpec &grad,
   KernelSpec wanted = grad;
   wanted.family = family;
   wanted.mask = fmhajit::Mask::None, wanted.bias = Bias::None;
-  wanted.softcap = wanted.deterministic = false;
+  wanted.softcap = wanted.deterministic = wanted.dropout = false;
   wanted.bm = wanted.bn = wanted.warps = wanted.stages = 0;
   wanted.pipeline = fmhajit::Pipeline::Auto;
   return validateSpec(wanted);
@@ -247,6 +247,7 @@ static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
     convert = (*specs)[2];
   auto s = std::make_shared<PlanState>();
   s->isBackward = true;
+  s->dropout = grad.dropout;
   s->target = *target;
   s->device = problem.device;
   s->workspaceBytes = l->device == Device::Host
@@ -304,6 +305,8 @@ Status api::backward(const Plan &plan, const BackwardTensors &t) {
     return invalid("a varlen backward plan on a GPU reads cu_seqlens from "
                    "device memory: set BackwardTensors::cuSeqlensQ and "
                    "cuSeqlensK to device copies of the problem's");
+  if (const char *why = dropoutProblem(*s, t.dropout))
+    return invalid(why);
   if (s->needsSlopes && !t.alibiSlopes)
     return invalid("an ALiBi backward plan on a GPU reads its slopes from "
                    "device memory: set BackwardTensors::alibiSlopes to "

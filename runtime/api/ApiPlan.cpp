@@ -217,6 +217,7 @@ static void recordLayout(Planning &p, const PlanLayout &layout) {
   s.needsCuSeqlens = gpu && p.lowered.features.varlen;
   s.needsSlopes = gpu && p.lowered.features.bias == Bias::Alibi;
   s.needsBias = p.lowered.features.bias == Bias::Elementwise;
+  s.dropout = p.lowered.features.dropout;
   s.needsSinks = p.lowered.features.sink && (gpu || p.lowered.sinks.empty());
   s.needsBlockTable = p.lowered.pagedCache.has_value();
   s.needsDeviceLengths = gpu && s.needsBlockTable;

@@ -49,6 +49,8 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
     return invalid("a sink plan reads one logit per query head: set "
                    "Tensors::sinks to [headsQ] floats (on the device for a "
                    "GPU plan; on the host, or give Problem::sinks)");
+  if (const char *why = dropoutProblem(s, t.dropout))
+    return invalid(why);
   if (s.needsBlockTable && !t.blockTable)
     return invalid(
         "a paged plan reads its block table: set Tensors::blockTable to the "

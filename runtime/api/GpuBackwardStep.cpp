@@ -1,5 +1,6 @@
 //===- GpuBackwardStep.cpp - A backward plan's launches on a GPU ----------===//
 #include "runtime/api/GpuBackwardStep.h"
+#include "runtime/api/TensorLayouts.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -38,6 +39,7 @@ llvm::Error GpuBackwardStep::run(const api::BackwardTensors &t) const {
   p.lse = const_cast<float *>(t.lse);
   p.cuSeqlensQ = t.cuSeqlensQ, p.cuSeqlensK = t.cuSeqlensK;
   p.alibiSlopes = t.alibiSlopes;
+  setDropout(p, t.dropout);
   p.dO = t.dO, p.dQ = t.dQ, p.dK = t.dK, p.dV = t.dV;
   auto *base = static_cast<char *>(t.workspace);
   p.dPsum = reinterpret_cast<float *>(base);

@@ -15,6 +15,7 @@ KernelArgs HostBackwardStep::bind(const HostBinding &binding,
   forward.lse = const_cast<float *>(t.lse);
   forward.cuSeqlensQ = t.cuSeqlensQ, forward.cuSeqlensK = t.cuSeqlensK;
   forward.alibiSlopes = t.alibiSlopes;
+  forward.dropout = t.dropout;
   KernelArgs p = binding.bind(forward);
   p.dO = t.dO, p.dQ = t.dQ, p.dK = t.dK, p.dV = t.dV;
   p.dOStrides = p.oStrides, p.dQStrides = p.qStrides;

@@ -72,6 +72,7 @@ struct PlanState {
   /// A sink plan on a GPU, or on the host without Problem::sinks.
   bool needsSinks = false;
   bool needsBias = false; ///< bias=elementwise: Tensors::bias
+  bool dropout = false;   ///< Problem::dropout: Tensors::dropout applies
   bool needsBlockTable =
       false; ///< paged K/V: Tensors/AppendTensors::blockTable
   /// A GPU plan with paged K/V (Tensors::seqlensK), or a GPU append
@@ -80,6 +81,18 @@ struct PlanState {
   bool needsQ = false;    ///< an append that rotates Q: q and qOut
   bool fp8Inputs = false; ///< Tensors::descale* apply (else they must be 1)
 };
+
+/// Why \p d cannot run with \p s (\p field names it in the message), or
+/// null: p in [0, 1) for a dropout plan, 0 for any other.
+inline const char *dropoutProblem(const PlanState &s, const Dropout &d) {
+  if (!s.dropout && d.p != 0)
+    return "dropout.p is set but the plan has no dropout: plan the problem "
+           "with Problem::dropout = true, or leave p at 0";
+  if (s.dropout && !(d.p >= 0 && d.p < 1))
+    return "dropout.p must be in [0, 1): the probability of dropping a "
+           "probability (0 keeps every one)";
+  return nullptr;
+}
 
 /// The one way in and out of a Plan's state.
 struct PlanAccess {

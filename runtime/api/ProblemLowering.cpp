@@ -154,6 +154,15 @@ static void checkScores(const api::Problem &p, ErrorList &errors) {
     errors.add(ErrorKind::Usage,
                "sinks are given but sink is false: set sink = true");
   checkBias(p, errors);
+  if (p.dropout &&
+      (p.dtype == api::DType::F8E4M3 || p.dtype == api::DType::F8E5M2))
+    errors.add(ErrorKind::Unsupported,
+               "dropout is not implemented with fp8 inputs: dropout is for "
+               "training; use fp32, fp16 or bf16");
+  if (p.dropout && p.pagesKv.enabled())
+    errors.add(ErrorKind::Unsupported,
+               "dropout is not implemented with paged K/V (pagesKv): paged "
+               "kernels are inference kernels; use dense K and V");
 }
 
 static std::vector<int64_t> lengthsOf(const std::vector<int32_t> &cu) {
@@ -175,6 +184,7 @@ static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   s.bias = p.alibi ? Bias::Alibi : p.bias ? Bias::Elementwise : Bias::None;
   s.softcap = p.softcap > 0;
   s.sink = p.sink;
+  s.dropout = p.dropout;
   s.lse = p.wantLse;
   s.varlen = !p.cuSeqlensQ.empty();
   s.target = target;

@@ -63,6 +63,11 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
                      std::vector<std::string> &notes) {
   if (!single.decodeShaped)
     return std::nullopt;
+  if (l.features.dropout) {
+    notes.push_back("decode-shaped, but split-KV is an inference kernel and "
+                    "takes no dropout: single pass");
+    return std::nullopt;
+  }
   bool host = findArch(l.features.target)->backend == Backend::Host;
   if (workers == 0) {
     notes.push_back("decode-shaped, but split-KV is sized by the GPU's SM "

@@ -10,6 +10,7 @@
 
 #include "fmhajit/Problem.h"
 #include "ir/KernelAbi.h"
+#include "runtime/numerics/Dropout.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
@@ -46,6 +47,15 @@ unsigned rowAlignment(const TensorStrides &strides, unsigned elementBytes,
 /// "BSHD", "BHSD" or "strided(b,s,h)".
 std::string layoutName(const api::TensorLayout &layout);
 
+/// \p args with dropout's run-time arguments (p already checked to be in
+/// [0, 1)): the Philox seed and offset, the threshold and 1 / (1 - p).
+inline void setDropout(KernelArgs &args, const api::Dropout &d) {
+  args.dropoutSeed = int64_t(d.seed);
+  args.dropoutOffset = int32_t(d.offset);
+  args.dropoutThreshold = int32_t(dropoutThreshold(d.p));
+  args.dropoutScale = dropoutScale(d.p);
+}
+
 /// \p args with the caller's Q, K, V, O, LSE and bias pointers from \p t, and
 /// its fp8 descale factors: Q's and K's fold into the softmax scale, V's
 /// scales O (fp8 kernels only read vScale).
@@ -58,6 +68,7 @@ inline KernelArgs withTensorPointers(KernelArgs args, const api::Tensors &t) {
   args.bias = t.bias;
   args.scale *= t.descaleQ * t.descaleK;
   args.vScale = t.descaleV;
+  setDropout(args, t.dropout);
   return args;
 }
 

@@ -70,6 +70,12 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   p.softcap = problem.softcap;
   p.windowLeft = static_cast<int32_t>(problem.windowLeft);
   p.windowRight = static_cast<int32_t>(problem.windowRight);
+  // Dropout's run-time arguments (problem.validate checked p); the API
+  // binds each call's (TensorLayouts.h, setDropout).
+  p.dropoutSeed = int64_t(problem.dropout.seed);
+  p.dropoutOffset = int32_t(problem.dropout.offset);
+  p.dropoutThreshold = int32_t(dropoutThreshold(problem.dropout.p));
+  p.dropoutScale = dropoutScale(problem.dropout.p);
   return p;
 }
 

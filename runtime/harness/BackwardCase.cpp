@@ -98,7 +98,7 @@ static llvm::Expected<KernelSpec> companionSpec(const KernelSpec &spec,
   } else {
     s.mask = Mask::None;
     s.bias = Bias::None;
-    s.softcap = false;
+    s.softcap = s.dropout = false;
   }
   return validateSpec(s);
 }

@@ -40,6 +40,7 @@ struct ForwardCase::State {
   /// fp8: Q, K and V hold q / descale; distinct factors, so a kernel that
   /// swaps or drops one fails the check.
   float descaleQ = 1, descaleK = 1, descaleV = 1;
+  api::Dropout dropout; ///< Problem::dropout: p, seed, offset of each run
 
   bool paged() const { return l.pagedCache.has_value(); }
   std::vector<int64_t> keyLengths() const {
@@ -120,7 +121,16 @@ llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
   fillInputs(*state);
   makeSinks(state->l, seed + 4);
   makeBias(*state, seed + 5);
-  return ForwardCase(std::move(state));
+  ForwardCase run(std::move(state));
+  if (run.s->l.features.dropout) // seeds far apart in all 64 bits
+    run.setDropout(
+        {0.25f, (seed + 6) * 0x9E3779B97F4A7C15ull, uint32_t(seed + 7)});
+  return std::move(run);
+}
+
+void ForwardCase::setDropout(const api::Dropout &dropout) {
+  s->dropout = dropout;
+  s->l.problem.dropout = {dropout.p, dropout.seed, dropout.offset};
 }
 
 ForwardCase::ForwardCase(std::unique_ptr<State> state) : s(std::move(state)) {}
@@ -151,6 +161,7 @@ static api::Tensors hostTensors(ForwardCase::State &s) {
   api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(),
                  s.o.data.data(), s.lse.empty() ? nullptr : s.lse.data()};
   passDescales(s, t);
+  t.dropout = s.dropout;
   t.sinks = s.l.sinks.empty() ? nullptr : s.l.sinks.data();
   t.bias = s.bias.empty() ? nullptr : s.bias.data();
   if (s.paged()) {
@@ -188,6 +199,7 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
   t.bias = gpu.upload<const float>(s.bias.data(), s.bias.size() * 4, "bias");
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
   passDescales(s, t);
+  t.dropout = s.dropout;
   if (!gpu.error().empty())
     return makeError(ErrorKind::Driver, gpu.error());
   return t;

@@ -31,7 +31,8 @@ public:
   /// from \p seed (Q, K, V from seed, seed + 1, seed + 2; the block table
   /// from seed + 3; under sink, the sinks the problem does not give from
   /// seed + 4; under bias, the bias from seed + 5, one element in eight
-  /// -inf).
+  /// -inf; under dropout, p = 0.25 and a seed and offset from seed, which
+  /// setDropout() may change).
   static llvm::Expected<ForwardCase>
   make(const api::Problem &problem, const std::string &target, uint64_t seed);
   ForwardCase(ForwardCase &&);
@@ -50,6 +51,10 @@ public:
   /// meaning (make() picks 0.5, 0.25 and 2 for fp8, 1 otherwise; the API
   /// refuses factors other than 1 for other dtypes).
   void setDescales(float q, float k, float v);
+
+  /// Dropout's run-time arguments for run() and check() (a problem with
+  /// Problem::dropout).
+  void setDropout(const api::Dropout &dropout);
 
   /// The float64 reference's verdict on the last run().
   CompareResult check() const;

@@ -44,6 +44,7 @@ llvm::Error GpuBackwardCase::upload(const api::Problem &problem) {
     tensors.alibiSlopes =
         device.upload<float>(slopes.data(), 4 * slopes.size(), "slopes");
   }
+  tensors.dropout = {p.dropout.p, p.dropout.seed, p.dropout.offset};
   tensors.dQ = device.allocate(dQ.sizeInBytes(), "dQ");
   tensors.dK = device.allocate(dK.sizeInBytes(), "dK");
   tensors.dV = device.allocate(dV.sizeInBytes(), "dV");
@@ -66,6 +67,7 @@ llvm::Error GpuBackwardCase::runForward(const api::Problem &problem) {
   t.lse = const_cast<float *>(tensors.lse);
   t.cuSeqlensQ = tensors.cuSeqlensQ, t.cuSeqlensK = tensors.cuSeqlensK;
   t.alibiSlopes = tensors.alibiSlopes;
+  t.dropout = tensors.dropout;
   t.workspace =
       device.allocate(std::max<int64_t>(plan->workspaceBytes(), 4), "fwd ws");
   api::Status status = api::run(*plan, t);

@@ -10,6 +10,9 @@
 // j of the key, Sq/Sk the lengths of that sequence, diag = i + Sk - Sq):
 //   s = scale * q.k;  softcap: s = c * tanh(s / c);
 //   alibi: s -= slope_h * |diag - j|;  bias=elementwise: s += bias[b,h,i,j]
+//   dropout: P_ij is kept with probability 1 - p and scaled by 1 / (1 - p),
+//   else 0, after the softmax (the LSE is the softmax's before dropout);
+//   the keep-mask is Philox of (b, h, i, j), seed and offset (Dropout.h)
 //   sink: sink_h joins the softmax's denominator (and the LSE) as a logit
 //   with no value row; a row that sees no key gets o = 0, lse = sink_h
 //   causal: j <= i;  causal_br: j <= diag;
@@ -19,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/numerics/Dropout.h"
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
@@ -51,6 +55,8 @@ struct AttentionProblem {
   /// (broadcast dims expanded), for the reference and bundles. Empty: the
   /// kernel reads it from the tensors at run time.
   std::vector<float> bias;
+  /// dropout=1: p, the seed and the offset (Dropout.h); p = 0 elsewhere.
+  DropoutParams dropout;
   /// The variant's C++ source (spec key variant), for run bundles.
   std::string variantSource;
 

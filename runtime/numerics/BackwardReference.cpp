@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace fmhajit;
 
@@ -18,7 +19,8 @@ struct GradTask {
   ReferenceGrads &out;
   double scale;
   std::vector<float> slopes;
-  std::vector<int32_t> cuQ, cuK; ///< varlen only
+  std::vector<int32_t> cuQ, cuK;      ///< varlen only
+  std::optional<DropoutMask> dropout; ///< dropout=1 only
 
   /// The packed row of query (key) \p i of sequence \p b.
   int64_t qIndex(int64_t b, int64_t i) const {
@@ -73,11 +75,14 @@ void GradTask::queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const {
   for (int64_t j = 0; j < sk; ++j)
     sum += std::exp(s[j] - rowMax);
   double lse = rowMax + std::log(sum);
-  std::vector<double> prob(sk), o(p.dv, 0.0);
+  // kept[j]: dropout's Z_j / (1 - p) (1 without dropout); O uses P * kept.
+  std::vector<double> prob(sk), kept(sk, 1.0), o(p.dv, 0.0);
   for (int64_t j = 0; j < sk; ++j) {
     prob[j] = std::exp(s[j] - lse);
+    if (dropout)
+      kept[j] = dropout->keeps(b, h, i, j) ? dropout->scale() : 0.0;
     for (int64_t c = 0; c < p.dv; ++c)
-      o[c] += prob[j] * vRow(b, j, hk)[c];
+      o[c] += prob[j] * kept[j] * vRow(b, j, hk)[c];
   }
   const float *g = dORow(b, i, h);
   double dsum = 0;
@@ -87,7 +92,7 @@ void GradTask::queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const {
   for (int64_t j = 0; j < sk; ++j) {
     if (prob[j] == 0)
       continue;
-    double dp = dot(g, vRow(b, j, hk), p.dv);
+    double dp = kept[j] * dot(g, vRow(b, j, hk), p.dv);
     double ds = prob[j] * (dp - dsum);
     if (spec.softcap) {
       double t = std::tanh(u[j] / p.softcap);
@@ -100,7 +105,7 @@ void GradTask::queryRow(int64_t b, int64_t h, int64_t hk, int64_t i) const {
       dk[c] += scale * ds * qRow(b, i, h)[c];
     }
     for (int64_t c = 0; c < p.dv; ++c)
-      dv[c] += prob[j] * g[c];
+      dv[c] += prob[j] * kept[j] * g[c];
   }
 }
 
@@ -137,7 +142,10 @@ ReferenceGrads fmhajit::referenceBackward(const KernelSpec &spec,
                 spec.bias == Bias::Alibi ? problem.resolvedAlibiSlopes()
                                          : std::vector<float>(),
                 problem.cuSeqlensQ(),
-                problem.cuSeqlensK()};
+                problem.cuSeqlensK(),
+                std::nullopt};
+  if (spec.dropout)
+    task.dropout.emplace(problem.dropout, problem.headsQ);
   llvm::parallelFor(0, problem.batch * problem.headsKv, [&](size_t item) {
     int64_t b = static_cast<int64_t>(item) / problem.headsKv;
     task.run(b, static_cast<int64_t>(item) % problem.headsKv);

@@ -8,6 +8,9 @@
 //   P = exp(s - lse);  D_i = sum_c dO_ic O_ic;  dP = dO V^T
 //   dS = P * (dP - D);  dU = dS * (1 - tanh^2(u / c)) under softcap, with
 //   u = scale * q.k;  dQ = scale dU K;  dK = scale dU^T Q;  dV = P^T dO
+// Under dropout=1 (Z the keep-mask, Dropout.h, and z = Z / (1 - p)):
+// O = (P * z) V, dV = (P * z)^T dO, dP = z * (dO V^T), and D = rowsum(dO O)
+// = sum_j P_j dP_j as before, so dS = P * (dP - D) keeps its form.
 // dK and dV sum over the query heads of a K/V head's group. A query row
 // that sees no key has P = 0: its dQ is 0 and it adds nothing.
 //

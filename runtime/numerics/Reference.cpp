@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace fmhajit;
 
@@ -26,6 +27,7 @@ struct ReferenceTask {
   std::vector<float> sinks;      ///< sink=1 only
   std::vector<int32_t> cuQ, cuK; ///< varlen only
   const ReferenceVariant &variant;
+  std::optional<DropoutMask> dropout; ///< dropout=1 only
 
   SequenceRows rowsOf(int64_t b) const;
   double score(int64_t qRow, int64_t kRow, int64_t h, int64_t hKv) const;
@@ -113,7 +115,9 @@ void ReferenceTask::run(int64_t b, int64_t h) const {
     double sum = sink == kNegInf ? 0.0 : std::exp(sink - rowMax);
     for (int64_t j = 0; j < rows.sk; ++j) {
       double w = std::exp(s[j] - rowMax); // 0 for masked keys
-      sum += w;
+      sum += w; // the LSE is the softmax's before dropout
+      if (dropout)
+        w = dropout->keeps(b, h, i, j) ? w * dropout->scale() : 0.0;
       const float *vv = &v[((rows.firstK + j) * p.headsKv + hKv) * p.dv];
       for (int64_t c = 0; c < p.dv; ++c)
         out[c] += w * vv[c];
@@ -159,7 +163,10 @@ ReferenceOutput fmhajit::referenceForward(const KernelSpec &spec,
                      spec.sink ? problem.sinks : std::vector<float>(),
                      problem.cuSeqlensQ(),
                      problem.cuSeqlensK(),
-                     variant};
+                     variant,
+                     std::nullopt};
+  if (spec.dropout)
+    task.dropout.emplace(problem.dropout, problem.headsQ);
   // Each (b, h) task writes its own rows of O and LSE, so no locking.
   llvm::parallelFor(0, problem.batch * problem.headsQ, [&](size_t item) {
     int64_t b = static_cast<int64_t>(item) / problem.headsQ;

@@ -210,6 +210,19 @@ static void checkBias(const AttentionProblem &p, const KernelSpec &spec,
                  ": give them packed [batch, headsQ, seqlenQ, seqlenK]");
 }
 
+// p is a run-time argument of a dropout=1 kernel: [0, 1), and 0 elsewhere.
+static void checkDropout(const AttentionProblem &p, const KernelSpec &spec,
+                         ErrorList &errs) {
+  float prob = p.dropout.p;
+  if (!spec.dropout && prob != 0)
+    errs.add(ErrorKind::Usage,
+             "dropout p " + show(prob) + " needs a spec with dropout=1");
+  else if (spec.dropout && !(prob >= 0 && prob < 1))
+    errs.add(ErrorKind::Usage,
+             "dropout p " + show(prob) +
+                 " must be in [0, 1): the probability of dropping");
+}
+
 llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   ErrorList errs;
   checkHeads(*this, errs);
@@ -224,6 +237,7 @@ llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   checkAlibi(*this, spec, errs);
   checkSinks(*this, spec, errs);
   checkBias(*this, spec, errs);
+  checkDropout(*this, spec, errs);
   // Sizes are only meaningful once every length and head count is sane.
   if (errs.empty())
     checkRowRange(*this, errs);

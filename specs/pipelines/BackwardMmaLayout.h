@@ -45,8 +45,9 @@ public:
 
   explicit BackwardMmaLayout(const KernelSpec &spec);
 
-  /// The backward's default tile on pipeline mma (bm = bn = 64, 4 warps).
-  static const TileConfig &defaultTile();
+  /// The backward's default tile on pipeline mma (bm = bn = 64, 4 warps;
+  /// under dropout=1 bm = 32, which has registers for the Philox draws).
+  static const TileConfig &defaultTile(bool dropout = false);
 
   /// 16-row m-tiles a warp owns: of keys for dK and dV, of queries for S.
   unsigned tilesPerWarp;

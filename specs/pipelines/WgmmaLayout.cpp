@@ -125,6 +125,14 @@ void WgmmaLayout::check(ErrorList &errors) const {
                  "pipeline wgmma's ring (stages>=2) holds the forward "
                  "attention loop's K/V tiles; family=" +
                      keyOf(spec.family) + " has none: use stages=1");
+  // dropout=1's Philox (ir/Dropout.h) needs registers beside S and O: with
+  // 128 keys a tile spilled on sm_90a (d = 64 on 3 warpgroups 224 bytes,
+  // d = 128 under a window 144, d = 256 causal 104); with 64 none did.
+  if (spec.dropout && spec.bn > kMaxDropoutN)
+    addTileError(errors, "bn", spec.bn,
+                 "pipeline wgmma with dropout=1 keeps its Philox draws in "
+                 "registers beside S and O: use bn up to " +
+                     Twine(kMaxDropoutN));
   if (usesTensorMaps(spec))
     checkTensorMapLoads(errors);
   if (transposesValues())

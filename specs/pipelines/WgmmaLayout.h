@@ -73,6 +73,8 @@ public:
   /// The deepest TMA ring: four K and V slots already fill shared memory
   /// at d = 64.
   static constexpr unsigned kMaxStages = 4;
+  /// The widest key tile dropout=1 takes (docs/families.md#dropout).
+  static constexpr unsigned kMaxDropoutN = 64;
 
   WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch);
 

@@ -73,14 +73,19 @@ api::Problem problemOf(api::DType dtype, int64_t d, api::Mask mask) {
   return p;
 }
 
-/// Forward, then backward, through the API; the reference's verdict.
-void expectGradientsMatch(const api::Problem &problem, uint64_t seed = 1) {
+/// Forward, then backward, through the API (both with \p dropout); the
+/// reference's verdict.
+void expectGradientsMatch(const api::Problem &problem, uint64_t seed = 1,
+                          api::Dropout dropout = {}) {
   auto l = lowerProblem(problem, "host");
   ASSERT_TRUE(bool(l)) << llvm::toString(l.takeError());
+  l->problem.dropout = {dropout.p, dropout.seed, dropout.offset};
   BackwardBuffers buf(*l, seed);
   std::optional<api::Plan> forward = planChecked(problem);
   ASSERT_TRUE(forward);
-  ASSERT_TRUE(api::run(*forward, buf.forward()).ok());
+  api::Tensors forwardTensors = buf.forward();
+  forwardTensors.dropout = dropout;
+  ASSERT_TRUE(api::run(*forward, forwardTensors).ok());
   api::Options options;
   options.cacheDir = apiCacheDir();
   api::Result<api::Plan> plan = api::planBackward(problem, options);
@@ -89,7 +94,9 @@ void expectGradientsMatch(const api::Problem &problem, uint64_t seed = 1) {
   EXPECT_EQ(plan->steps()[0].role, "bwd_dot_do_o");
   EXPECT_EQ(plan->steps()[1].role, "bwd_dq_dk_dv");
   buf.poisonGradients();
-  api::Status status = api::backward(*plan, buf.backward());
+  api::BackwardTensors backwardTensors = buf.backward();
+  backwardTensors.dropout = dropout;
+  api::Status status = api::backward(*plan, backwardTensors);
   ASSERT_TRUE(status.ok()) << status.toString();
   ReferenceGrads ref =
       referenceBackward(l->features, l->problem, buf.q.packed(), buf.k.packed(),
@@ -128,6 +135,37 @@ TEST(ApiBackward, VarlenWindow) {
   p.batch = 3;
   p.windowLeft = 30, p.windowRight = 4;
   expectGradientsMatch(p, 5);
+}
+
+// Dropout (docs/families.md#dropout): the forward's keep-mask regenerated
+// by the backward. p = 0.3 drops about a third of P, so a mask that
+// differs from the reference's (another counter, seed or word) moves dV
+// and dQ far past the tolerance.
+TEST(ApiBackward, DropoutGqaCausalSoftcap) {
+  api::Problem p = problemOf(api::DType::F32, 64, api::Mask::Causal);
+  p.batch = 2, p.headsQ = 4, p.headsKv = 2, p.seqlenQ = 97, p.seqlenK = 130;
+  p.softcap = 4.0f;
+  p.dropout = true;
+  expectGradientsMatch(p, 11, {0.3f, 0x1234567890abcdefull, 9});
+}
+
+TEST(ApiBackward, DropoutVarlenBf16) {
+  api::Problem p = problemOf(api::DType::BF16, 128, api::Mask::None);
+  p.headsQ = 2, p.headsKv = 1;
+  p.cuSeqlensQ = {0, 40, 41, 141};
+  p.cuSeqlensK = {0, 70, 75, 175};
+  p.batch = 3;
+  p.dropout = true;
+  expectGradientsMatch(p, 13, {0.1f, 42, 0});
+}
+
+// p = 0 keeps every probability: the same gradients as no dropout.
+TEST(ApiBackward, DropoutWithZeroProbability) {
+  api::Problem p = problemOf(api::DType::F16, 64, api::Mask::Window);
+  p.headsQ = 2, p.seqlenQ = 50, p.seqlenK = 80;
+  p.windowLeft = 10, p.windowRight = 3;
+  p.dropout = true;
+  expectGradientsMatch(p, 17, {0.0f, 5, 5});
 }
 
 // Twice on the same inputs, and once with a workspace of the caller's:

@@ -107,7 +107,21 @@ std::vector<GpuCase> gpuCases() {
   biasBatch.softcap = 30;
   biasBatch.bias = biasBatch.wantLse = true;
   biasBatch.biasStrides = api::BiasStrides{0, 200 * 260, 260, 1};
+  // Dropout (the harness's p = 0.25, seed and offset): the kernels' Philox
+  // mask must be the reference's for O to match. The wgmma tile with
+  // bn = 64 (validation's pick), mma under varlen, simt in fp32.
+  Problem dropout = bshd;
+  dropout.dropout = true;
+  Problem dropoutVarlen = varlen;
+  dropoutVarlen.dropout = true;
+  Problem dropoutSimt = gpuProblem(1, 4, 1, 50, 70, 64, DType::F32);
+  dropoutSimt.mask = Mask::Window;
+  dropoutSimt.windowLeft = 8, dropoutSimt.windowRight = 2;
+  dropoutSimt.dropout = dropoutSimt.wantLse = true;
   return {{"BshdGqaCausalLse", bshd, "mma_sm"},
+          {"DropoutCausalLse", dropout, "mma_sm"},
+          {"DropoutVarlen", dropoutVarlen, "mma_sm"},
+          {"DropoutSimtWindow", dropoutSimt, "_simt_"},
           {"Bhsd", bhsd, "mma_sm"},
           {"MisalignedKvIsSimt", odd, "_simt_"},
           {"Fp32Window", fp32, "_simt_"},

@@ -60,13 +60,21 @@ static llvm::Expected<KernelSpec> gpuSpec(const RunRequest &req) {
   return validateSpec(wanted);
 }
 
+/// The backward's problem, with the run's dropout arguments.
+static AttentionProblem problemOf(const KernelSpec &spec,
+                                  const RunRequest &req) {
+  AttentionProblem a = harness::backwardProblem(spec, req.problem);
+  if (req.dropout)
+    a.dropout = {req.dropout->p, req.dropout->seed, req.dropout->offset};
+  return a;
+}
+
 static int runBackwardOnGpu(const RunRequest &req) {
   auto spec = gpuSpec(req);
   if (!spec)
     return reportErrors(spec.takeError());
-  auto c = harness::GpuBackwardCase::make(
-      *spec, req.problem, harness::backwardProblem(*spec, req.problem),
-      req.seed);
+  auto c = harness::GpuBackwardCase::make(*spec, req.problem,
+                                          problemOf(*spec, req), req.seed);
   if (!c)
     return reportErrors(c.takeError());
   for (const api::PlanStep &step : (*c)->plan().steps())
@@ -105,9 +113,8 @@ int fmhajit::runBackward(const RunRequest &req) {
   if (!cache)
     return reportErrors(cache.takeError());
   unsigned threads = req.options.threads;
-  auto c = harness::BackwardCase::make(
-      *spec, harness::backwardProblem(*spec, req.problem), req.seed, *cache,
-      threads);
+  auto c = harness::BackwardCase::make(*spec, problemOf(*spec, req), req.seed,
+                                       *cache, threads);
   if (!c)
     return reportErrors(c.takeError());
   line("forward", encodeName((*c)->forwardSpec()) + " (for O and LSE)");

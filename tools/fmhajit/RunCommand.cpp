@@ -171,6 +171,12 @@ static int runForward(const RunRequest &req) {
     return reportErrors(c.takeError());
   if (req.descales)
     c->setDescales((*req.descales)[0], (*req.descales)[1], (*req.descales)[2]);
+  if (req.dropout) {
+    c->setDropout(*req.dropout);
+    r.line("dropout", fmt("p %g", req.dropout->p) + ", seed " +
+                          std::to_string(req.dropout->seed) + ", offset " +
+                          std::to_string(req.dropout->offset));
+  }
   printKernels(r, req, *plan);
   if (req.problem.pagesKv.enabled())
     r.line("cache", llvm::Twine(req.problem.pagesKv.numPages) + " pages of " +

@@ -34,6 +34,15 @@ const OptionSpec kRunOnlyFlags[] = {
     {"rotary", true, "append_kv: rotary form interleaved|half|none"},
     {"rotary-dim", true, "append_kv: leading elements rotated (default d)"},
     {"rotate-q", false, "append_kv: rotate Q too"},
+    {"dropout-p", true,
+     "dropout=1: the probability of dropping each attention probability, "
+     "in [0, 1) (default 0.1)"},
+    {"dropout-seed", true,
+     "dropout=1: the Philox seed of the keep-mask, 0 to 2^63-1 (default "
+     "--seed)"},
+    {"dropout-offset", true,
+     "dropout=1: the Philox offset (a stream of the seed), 0 to 2^32-1 "
+     "(default 0)"},
     {"bias-broadcast", true,
      "bias=elementwise: the bias's shape full [B,H,Sq,Sk] (default), "
      "batch [1,H,Sq,Sk], heads [B,1,Sq,Sk] or keys [B,1,1,Sk] (key padding)"},
@@ -98,6 +107,7 @@ static void applySpecFeatures(const KernelSpec &spec, api::Problem &p) {
   p.sink = spec.sink; // the harness draws the sinks (ForwardCase::make)
   p.bias = spec.bias == Bias::Elementwise; // and the bias
   p.wantLse = spec.lse;
+  p.dropout = spec.dropout; // p, seed and offset: RunRequest::dropout
   if (spec.softcap && p.softcap == 0)
     p.softcap = kDefaultSoftcap;
 }
@@ -308,6 +318,48 @@ static llvm::Error readBiasBroadcast(const Args &args, RunRequest &r) {
   return llvm::Error::success();
 }
 
+/// FlashAttention's usual attention dropout.
+constexpr double kDefaultDropoutP = 0.1;
+
+// --dropout-p/-seed/-offset: dropout's run-time arguments, for a dropout=1
+// spec only.
+static llvm::Error readDropout(const Args &args, RunRequest &r) {
+  bool given = args.has("dropout-p") || args.has("dropout-seed") ||
+               args.has("dropout-offset");
+  if (!r.spec.dropout) {
+    if (given)
+      r.specMismatches.push_back(
+          "--dropout-p, --dropout-seed and --dropout-offset need a spec with "
+          "dropout=1");
+    return llvm::Error::success();
+  }
+  if (r.saveDir)
+    return makeError(ErrorKind::Unsupported,
+                     "--save with dropout=1: run bundles do not record the "
+                     "dropout mask's seed yet; run without --save");
+  api::Dropout d{float(kDefaultDropoutP), r.seed, 0};
+  if (std::optional<std::string> text = args.get("dropout-p")) {
+    double p = -1;
+    if (llvm::StringRef(*text).trim().getAsDouble(p) || !(p >= 0 && p < 1))
+      return makeError(ErrorKind::Usage,
+                       "--dropout-p " + *text +
+                           ": expected a probability in [0, 1), e.g. 0.1");
+    d.p = std::min(float(p), std::nextafter(1.0f, 0.0f)); // < 1 in float too
+  }
+  auto seed = args.getInt("dropout-seed", 0, INT64_MAX);
+  if (!seed)
+    return seed.takeError();
+  if (*seed)
+    d.seed = uint64_t(**seed);
+  auto offset = args.getInt("dropout-offset", 0, UINT32_MAX);
+  if (!offset)
+    return offset.takeError();
+  if (*offset)
+    d.offset = uint32_t(**offset);
+  r.dropout = d;
+  return llvm::Error::success();
+}
+
 llvm::Expected<RunRequest>
 fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
   auto args = Args::parse(argv, runFlags());
@@ -339,6 +391,8 @@ fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
   checkAgainstSpec(*args, *spec, r);
   applySpecFeatures(*spec, r.problem);
   if (llvm::Error err = readBiasBroadcast(*args, r))
+    return std::move(err);
+  if (llvm::Error err = readDropout(*args, r))
     return std::move(err);
   if (llvm::Error err = readFamily(*args, r))
     return std::move(err);

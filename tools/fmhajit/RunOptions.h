@@ -34,6 +34,9 @@ struct RunRequest {
   /// --descale: fp8 inputs' descale factors Q, K, V (else the harness's).
   std::optional<std::array<float, 3>> descales;
   std::optional<std::string> saveDir;
+  /// dropout=1: p, seed and offset of the run (--dropout-p, --dropout-seed,
+  /// --dropout-offset, or their defaults); unset without dropout.
+  std::optional<api::Dropout> dropout;
   /// Flags the spec's features rule out: reported with the API's
   /// refusals, each one line (exit 1).
   std::vector<std::string> specMismatches;
