@@ -236,10 +236,7 @@ void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
         for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
           row.push_back(b.CreateLoad(
               b.getFloatTy(), slot(tile.storage, accIndex(tile, i, j, e))));
-      // A tree, not a chain: a consumer warp runs its softmax mostly alone
-      // on its scheduler, so a chain's latency (one add or max after
-      // another, 2 * bn / 8 deep) was exposed; the tree is log2 of that.
-      while (row.size() > 1) {
+      while (reducesInTree && row.size() > 1) {
         SmallVector<Value *, 64> next;
         for (unsigned k = 0; k + 1 < row.size(); k += 2)
           next.push_back(combine(row[k], row[k + 1]));
@@ -247,6 +244,8 @@ void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
           next.push_back(row.back());
         row = std::move(next);
       }
+      for (unsigned k = 1; k < row.size(); ++k) // the chain
+        row[0] = combine(row[0], row[k]);
       Value *v = row.empty() ? f32(isMax ? -INFINITY : 0.0f) : row.front();
       for (unsigned mask : {1u, 2u}) // the four threads of a quad share a row
         v = combine(v, b.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_bfly_f32, {},

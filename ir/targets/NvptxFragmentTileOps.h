@@ -144,6 +144,11 @@ protected:
   llvm::Value *warpCol0 = nullptr;
   /// The products read shared tiles through the async proxy (wgmma).
   bool tensorCoresReadShared = false;
+  /// Row maxima and sums reduce in a tree (wgmma: a consumer warp runs its
+  /// softmax mostly alone on its scheduler, so a chain's latency shows)
+  /// rather than a chain (mma on sm_80: the tree's extra live values made
+  /// 255-register kernels spill).
+  bool reducesInTree = false;
 
 private:
   /// Shared tiles with copies in flight, oldest first.

@@ -45,6 +45,7 @@ public:
       : NvptxFragmentTileOps(b, target, /*mTiles=*/1, layout.bytes()),
         layout(layout) {
     tensorCoresReadShared = true;
+    reducesInTree = true;
     if (usesTensorMaps(spec))
       ring.emplace(b, target, this->layout, smem);
     // Tiles sit on swizzle-atom boundaries of the shared window.
