@@ -23,13 +23,12 @@
 
 using namespace fmhajit;
 using namespace fmhajit::e2e;
-using api::DType;
 
 namespace {
 
 struct GpuMaskCase {
   std::string label;
-  DType dtype;
+  api::DType dtype;
   int64_t headDim; ///< >= every sequence's keys: V rows are one-hot
   int64_t headsQ, headsKv;
   std::vector<int32_t> lengthsQ, lengthsK; ///< more than one: varlen
@@ -40,11 +39,11 @@ struct GpuMaskCase {
 void PrintTo(const GpuMaskCase &c, std::ostream *os) { *os << c.label; }
 
 /// The 16-bit pattern of \p f in \p type.
-uint16_t bitsOf(float f, DType type) {
-  return type == DType::F16 ? floatToFp16(f) : floatToBf16(f);
+uint16_t bitsOf(float f, api::DType type) {
+  return type == api::DType::F16 ? floatToFp16(f) : floatToBf16(f);
 }
-float valueOf(uint16_t bits, DType type) {
-  return type == DType::F16 ? fp16ToFloat(bits) : bf16ToFloat(bits);
+float valueOf(uint16_t bits, api::DType type) {
+  return type == api::DType::F16 ? fp16ToFloat(bits) : bf16ToFloat(bits);
 }
 
 std::vector<int32_t> cumulative(const std::vector<int32_t> &lengths) {
@@ -72,11 +71,10 @@ api::Problem problemOf(const GpuMaskCase &c) {
 /// The spec that pins \p c's pipeline.
 std::string kernelOf(const GpuMaskCase &c) {
   return std::string("family=fwd,dtype=") +
-         (c.dtype == DType::F16 ? "fp16" : "bf16") +
+         (c.dtype == api::DType::F16 ? "fp16" : "bf16") +
          ",d=" + std::to_string(c.headDim) + ",dropout=1" +
          (c.mask == api::Mask::Causal ? ",mask=causal" : "") +
-         (c.lengthsQ.size() > 1 ? ",varlen=1" : "") +
-         ",pipeline=" + c.pipeline;
+         (c.lengthsQ.size() > 1 ? ",varlen=1" : "") + ",pipeline=" + c.pipeline;
 }
 
 GpuBuffer upload(CudaDriver &driver, const void *data, size_t bytes,
@@ -111,8 +109,7 @@ TEST_P(CudaDropoutMask, IsPhiloxOfThePositionExactly) {
   ASSERT_TRUE(plan.ok()) << plan.status().toString();
   const std::string &kernel = plan->steps()[0].kernel;
   ASSERT_NE(kernel.find("_do_"), std::string::npos) << kernel;
-  ASSERT_NE(kernel.find("_" + c.pipeline + "_sm"), std::string::npos)
-      << kernel;
+  ASSERT_NE(kernel.find("_" + c.pipeline + "_sm"), std::string::npos) << kernel;
 
   // One sequence (dense, batch 1) or several (varlen), packed alike.
   const std::vector<int32_t> &lengthsQ = c.lengthsQ, &lengthsK = c.lengthsK;
@@ -128,14 +125,16 @@ TEST_P(CudaDropoutMask, IsPhiloxOfThePositionExactly) {
       for (int64_t h = 0; h < c.headsKv; ++h)
         v[((cuK[b] + j) * c.headsKv + h) * d + j] = bitsOf(1.0f, c.dtype);
 
-  GpuBuffer qd = upload(**driver, q.data(), 2 * q.size(), "q");
-  GpuBuffer kd = upload(**driver, k.data(), 2 * k.size(), "k");
-  GpuBuffer vd = upload(**driver, v.data(), 2 * v.size(), "v");
-  GpuBuffer od = upload(**driver, o.data(), 2 * o.size(), "o");
-  GpuBuffer cuQd = upload(**driver, cuQ.data(), 4 * cuQ.size(), "cu_q");
-  GpuBuffer cuKd = upload(**driver, cuK.data(), 4 * cuK.size(), "cu_k");
+  GpuBuffer qd = upload(*driver, q.data(), 2 * q.size(), "q");
+  GpuBuffer kd = upload(*driver, k.data(), 2 * k.size(), "k");
+  GpuBuffer vd = upload(*driver, v.data(), 2 * v.size(), "v");
+  GpuBuffer od = upload(*driver, o.data(), 2 * o.size(), "o");
+  GpuBuffer cuQd = upload(*driver, cuQ.data(), 4 * cuQ.size(), "cu_q");
+  GpuBuffer cuKd = upload(*driver, cuK.data(), 4 * cuK.size(), "cu_k");
   DropoutParams params{0.3f, 0xfeedface12345678ull, 77};
-  api::Tensors t{qd.pointer(), kd.pointer(), vd.pointer(), od.pointer()};
+  api::Tensors t;
+  t.q = qd.pointer(), t.k = kd.pointer(), t.v = vd.pointer();
+  t.o = od.pointer();
   if (!p.cuSeqlensQ.empty()) {
     t.cuSeqlensQ = static_cast<const int32_t *>(cuQd.pointer());
     t.cuSeqlensK = static_cast<const int32_t *>(cuKd.pointer());
@@ -147,14 +146,15 @@ TEST_P(CudaDropoutMask, IsPhiloxOfThePositionExactly) {
   ASSERT_FALSE(bool(copied)) << llvm::toString(std::move(copied));
 
   DropoutMask mask(params, c.headsQ);
-  double tolerance = c.dtype == DType::F16 ? 2e-3 : 1e-2;
+  double tolerance = c.dtype == api::DType::F16 ? 2e-3 : 1e-2;
   int64_t kept = 0, seen = 0, wrong = 0;
   for (size_t b = 0; b < lengthsQ.size(); ++b) {
     int64_t sq = lengthsQ[b], sk = lengthsK[b];
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t h = 0; h < c.headsQ; ++h) {
         // Mask::Causal is top-left: query i sees keys 0..i.
-        int64_t visible = c.mask == api::Mask::Causal ? std::min(i + 1, sk) : sk;
+        int64_t visible =
+            c.mask == api::Mask::Causal ? std::min(i + 1, sk) : sk;
         const uint16_t *row = &o[((cuQ[b] + i) * c.headsQ + h) * d];
         for (int64_t j = 0; j < d; ++j) {
           bool keep = j < visible && mask.keeps(int64_t(b), h, i, j);
@@ -166,8 +166,8 @@ TEST_P(CudaDropoutMask, IsPhiloxOfThePositionExactly) {
         }
       }
   }
-  EXPECT_EQ(wrong, 0) << "elements of O whose keep bit differs, of "
-                      << o.size() << " (" << kernel << ")";
+  EXPECT_EQ(wrong, 0) << "elements of O whose keep bit differs, of " << o.size()
+                      << " (" << kernel << ")";
   double sd = std::sqrt(seen * 0.3 * 0.7);
   EXPECT_LE(std::abs(kept - 0.7 * seen), 6 * sd) << kept << " of " << seen;
 }
@@ -178,14 +178,42 @@ std::vector<GpuMaskCase> gpuMaskCases() {
   for (std::string pipeline : {"wgmma", "mma"}) {
     std::string tag = pipeline == "wgmma" ? "Wgmma" : "Mma";
     // Two query tiles and two key tiles of 64 (bn <= 64 under dropout), GQA.
-    cases.push_back({tag + "GqaTwoKeyTilesFp16", DType::F16, 128, 4, 2, {200},
-                     {128}, Mask::None, pipeline});
-    cases.push_back({tag + "CausalBf16", DType::BF16, 128, 2, 2, {128}, {128},
-                     Mask::Causal, pipeline});
-    cases.push_back({tag + "D64Bf16", DType::BF16, 64, 8, 1, {300}, {64},
-                     Mask::None, pipeline});
-    cases.push_back({tag + "VarlenFp16", DType::F16, 128, 2, 1,
-                     {1, 150, 30}, {128, 3, 69}, Mask::None, pipeline});
+    cases.push_back({tag + "GqaTwoKeyTilesFp16",
+                     api::DType::F16,
+                     128,
+                     4,
+                     2,
+                     {200},
+                     {128},
+                     Mask::None,
+                     pipeline});
+    cases.push_back({tag + "CausalBf16",
+                     api::DType::BF16,
+                     128,
+                     2,
+                     2,
+                     {128},
+                     {128},
+                     Mask::Causal,
+                     pipeline});
+    cases.push_back({tag + "D64Bf16",
+                     api::DType::BF16,
+                     64,
+                     8,
+                     1,
+                     {300},
+                     {64},
+                     Mask::None,
+                     pipeline});
+    cases.push_back({tag + "VarlenFp16",
+                     api::DType::F16,
+                     128,
+                     2,
+                     1,
+                     {1, 150, 30},
+                     {128, 3, 69},
+                     Mask::None,
+                     pipeline});
   }
   return cases;
 }
