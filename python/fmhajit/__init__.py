@@ -13,6 +13,7 @@ and every call after that only runs the plan. docs/python.md has the rest.
 """
 
 import json as _json
+import numbers as _numbers
 import sys as _sys
 
 import numpy as _np
@@ -34,7 +35,8 @@ __all__ = [
 def attention(q, k, v, *, causal=False, window=None, softcap=None,
               alibi_slopes=None, scale=None, return_lse=False,
               cu_seqlens_q=None, cu_seqlens_k=None, out=None, lse=None,
-              threads=None, target=None, kernel=None, cache_dir=None):
+              threads=None, target=None, kernel=None, cache_dir=None,
+              dropout_p=0.0, dropout_seed=None, dropout_offset=0):
     """softmax(scale * q k^T + modifiers) v, FlashAttention's conventions.
 
     q [batch, seqlen_q, heads_q, d], k [batch, seqlen_k, heads_kv, d], v
@@ -46,7 +48,19 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     [..., heads_q, dv] in q's dtype (or writes the given out=, which may be
     float32 for fp16/bf16 inputs), and with return_lse also the float32
     log-sum-exp [batch, heads_q, seqlen_q] ([heads_q, total_q] varlen).
+
+    dropout_p > 0 drops each attention probability with that probability
+    (kept ones scaled by 1 / (1 - p); the lse is the softmax's before
+    dropout). The keep-mask is Philox4x32-10 of each element's position
+    under dropout_seed (0 to 2^63-1; None draws one per call from the
+    arrays' library's generator: torch.randint for tensors, NumPy's
+    np.random otherwise) and dropout_offset (0 to 2^32-1, one of 2^32
+    streams of a seed). dropout_p = 0 runs the kernel without dropout.
     """
+    dropout = None
+    if dropout_p:
+        dropout = _dropout(dropout_p, dropout_seed, dropout_offset,
+                           _torch_module_of(q))
     if type(q) is _np.ndarray and q.dtype in _NUMPY_DIRECT:
         # The common case, kept short: a call on a cached plan must cost
         # little more than the C++ run (bench/python/overhead.py).
@@ -61,14 +75,15 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
                                    cu_seqlens_k, alibi_slopes)
         keywords = _keywords(causal, window, softcap, scale, alibi_slopes,
                              threads, target, kernel, cache_dir, _NO_STREAMS)
-        _fmhajit.attention(q, k, v, arrays, keywords, None)
+        _fmhajit.attention(q, k, v, arrays, keywords, None, dropout)
         return (out, lse) if return_lse else out
     glue = _torch_glue_for(q)
     if glue is not None:
         if glue.use_op(q, k, v):
             return glue.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
-                return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel)
+                return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel,
+                dropout)
         tensor = glue.torch.Tensor
         if (type(k) is tensor and type(v) is tensor and type(q) is tensor
                 and (out is None or type(out) is tensor)
@@ -77,10 +92,48 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
                 and alibi_slopes is None):
             return _torch_attention(glue.torch, q, k, v, causal, window, softcap,
                                     scale, return_lse, out, lse, threads, target,
-                                    kernel, cache_dir)
+                                    kernel, cache_dir, dropout)
     return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
-                      threads, target, kernel, cache_dir)
+                      threads, target, kernel, cache_dir, dropout)
+
+
+# The largest seed: the CLI's --dropout-seed's, and what a torch.library
+# int (int64) carries.
+_MAX_DROPOUT_SEED = (1 << 63) - 1
+
+
+def _torch_module_of(q):
+    """torch when q is a tensor (its seeds come from torch's generator)."""
+    glue = _torch_glue_for(q)
+    return None if glue is None else glue.torch
+
+
+def _dropout(p, seed, offset, torch):
+    """(p, seed, offset) of a call with dropout_p != 0: the seed drawn when
+    None (from torch's generator for tensors, else NumPy's global one, so
+    torch.manual_seed or np.random.seed repeats it). The API checks p."""
+    if isinstance(p, bool) or not isinstance(p, _numbers.Real):
+        raise TypeError(f"dropout_p: expected a number in [0, 1); got "
+                        f"{type(p).__name__}")
+    if seed is None:
+        if torch is not None:
+            seed = int(torch.randint(0, _MAX_DROPOUT_SEED, (), dtype=torch.int64))
+        else:
+            seed = int(_np.random.randint(0, _MAX_DROPOUT_SEED, dtype=_np.int64))
+    elif isinstance(seed, bool) or not isinstance(seed, _numbers.Integral):
+        raise TypeError(f"dropout_seed: expected an int or None; got "
+                        f"{type(seed).__name__}")
+    elif not 0 <= seed <= _MAX_DROPOUT_SEED:
+        raise ValueError(f"dropout_seed {seed}: give a seed from 0 to 2^63-1, "
+                         f"or None for a random one")
+    if isinstance(offset, bool) or not isinstance(offset, _numbers.Integral):
+        raise TypeError(f"dropout_offset: expected an int; got "
+                        f"{type(offset).__name__}")
+    if not 0 <= offset <= 0xFFFFFFFF:
+        raise ValueError(f"dropout_offset {offset}: give an offset from 0 to "
+                         f"2^32-1 (one of the seed's streams)")
+    return float(p), int(seed), int(offset)
 
 
 def _torch_glue_for(q):
@@ -97,7 +150,7 @@ def _torch_glue_for(q):
 
 def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                return_lse, cu_seqlens_q, cu_seqlens_k, out, lse, threads,
-               target, kernel, cache_dir):
+               target, kernel, cache_dir, dropout):
     # ml_dtypes' bfloat16 cannot leave NumPy through DLPack: run its bits.
     ml_bf16 = q.dtype if _arrays.is_bf16_numpy(q) else None
     if ml_bf16 is not None:
@@ -115,14 +168,15 @@ def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
         # DLPack refuses tensors with grad (and reading tensors directly
         # leaves them to it).
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
-    _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace)
+    _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace, dropout)
     if ml_bf16 is not None:
         out = out.view(ml_bf16)
     return (out, lse) if return_lse else out
 
 
 def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
-                     return_lse, out, lse, threads, target, kernel, cache_dir):
+                     return_lse, out, lse, threads, target, kernel, cache_dir,
+                     dropout):
     """_attention for plain tensors (torch.Tensor itself) without cu_seqlens
     or ALiBi slopes, as a TorchKind would run it with less on the way: a
     call on a cached plan must cost little more than the C++ run
@@ -144,15 +198,16 @@ def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
     if q.requires_grad or k.requires_grad or v.requires_grad:
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
     _fmhajit.attention(q, k, v, (out, lse, None, None, None, None, None, None),
-                       keywords, workspace)
+                       keywords, workspace, dropout)
     return (out, lse) if return_lse else out
 
 
 def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
               alibi_slopes, scale, cu_seqlens_q, cu_seqlens_k, threads, target,
-              kernel):
+              kernel, dropout=None):
     """(dq, dk, dv) of out = attention(q, k, v) for PyTorch tensors, through
-    the backward plan; every gradient in out's dtype, laid out packed."""
+    the backward plan; every gradient in out's dtype, laid out packed.
+    dropout: the forward's (p, seed, offset), or None."""
     q, k, v, out, grad_out = (x.detach().contiguous() for x in (q, k, v, out, grad_out))
     lse = lse.detach()  # an output of the op: it may require grad, and DLPack refuses that
     kind = _arrays.kind_of(q)
@@ -161,7 +216,7 @@ def _backward(q, k, v, out, lse, grad_out, causal, window, softcap,
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
                          target, kernel, None, kind.streams_for(q, k, v, out))
     _fmhajit.backward(q, k, v, arrays, (grad_out, dq, dk, dv), keywords,
-                      kind.workspace)
+                      kind.workspace, dropout)
     return dq, dk, dv
 
 
@@ -244,22 +299,25 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
          alibi_slopes=None, scale=None, return_lse=False, cu_seqlens_q=None,
          cu_seqlens_k=None, threads=None, target=None, kernel=None,
          cache_dir=None, device=None, load=False, autotune=False,
-         backward=False):
+         backward=False, dropout_p=0.0):
     """The plan attention() would run for these arrays, as a dict: target,
     device, steps (kernel, role, grid, why, and how each was loaded),
     decisions (the dispatcher's rules), workspace_bytes, describe (the text
     of `fmhajit plan`). Only the shapes, dtypes and strides of the arrays are
     read. device="cuda" (with target="sm_90a", say) plans for a GPU from host
     arrays; load=True compiles the kernels; backward=True plans the
-    gradients instead."""
+    gradients instead. dropout_p != 0 plans with dropout (its value, the
+    seed and the offset are run-time arguments: they do not change a
+    plan)."""
     kind = _arrays.kind_of(q)
     out = kind.empty(_out_shape(q, v), q)
     lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, True) if return_lse else None
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
                          target, kernel, cache_dir, kind.streams_for(q, k, v, out))
+    dropout = _dropout(dropout_p, 0, 0, None) if dropout_p else None
     return _fmhajit.plan(q, k, v, arrays, keywords, device, load, autotune,
-                         backward)
+                         backward, dropout)
 
 
 def _spec_text(spec):

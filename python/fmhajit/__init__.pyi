@@ -4,6 +4,9 @@ from typing import Any, Literal, Optional, Sequence, Tuple, TypeVar, Union, over
 _Array = TypeVar("_Array")  # a NumPy array or torch.Tensor; results match q
 _Vector = Union[Sequence[int], Sequence[float], Any]
 _Spec = Union[str, dict]
+# attention's dropout: dropout_p in [0, 1) (0: no dropout), dropout_seed
+# 0 to 2^63-1 (None: drawn per call from torch's or NumPy's generator),
+# dropout_offset 0 to 2^32-1 (docs/python.md, "Dropout").
 
 __version__: str
 
@@ -15,7 +18,8 @@ def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               cu_seqlens_k: Optional[_Vector] = ..., out: Optional[_Array] = ...,
               lse: Optional[_Array] = ..., threads: Optional[int] = ...,
               target: Optional[str] = ..., kernel: Optional[str] = ...,
-              cache_dir: Optional[str] = ...) -> _Array: ...
+              cache_dir: Optional[str] = ..., dropout_p: float = ...,
+              dropout_seed: Optional[int] = ..., dropout_offset: int = ...) -> _Array: ...
 @overload
 def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
@@ -24,7 +28,8 @@ def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               cu_seqlens_k: Optional[_Vector] = ..., out: Optional[_Array] = ...,
               lse: Optional[_Array] = ..., threads: Optional[int] = ...,
               target: Optional[str] = ..., kernel: Optional[str] = ...,
-              cache_dir: Optional[str] = ...) -> Tuple[_Array, _Array]: ...
+              cache_dir: Optional[str] = ..., dropout_p: float = ...,
+              dropout_seed: Optional[int] = ..., dropout_offset: int = ...) -> Tuple[_Array, _Array]: ...
 
 def plan(q: Any, k: Any, v: Any, *, causal: bool = ...,
          window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
@@ -33,7 +38,8 @@ def plan(q: Any, k: Any, v: Any, *, causal: bool = ...,
          cu_seqlens_k: Optional[_Vector] = ..., threads: Optional[int] = ...,
          target: Optional[str] = ..., kernel: Optional[str] = ...,
          cache_dir: Optional[str] = ..., device: Optional[Literal["host", "cpu", "cuda"]] = ...,
-         load: bool = ..., autotune: bool = ..., backward: bool = ...) -> dict[str, Any]: ...
+         load: bool = ..., autotune: bool = ..., backward: bool = ...,
+         dropout_p: float = ...) -> dict[str, Any]: ...
 
 def validate(spec: _Spec) -> dict[str, Any]: ...
 def name(spec: _Spec) -> str: ...

@@ -48,17 +48,26 @@ def _lse_shape(q, varlen):
 def _forward(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor],
              cu_seqlens_k: Optional[Tensor], alibi_slopes: Optional[Tensor],
              causal: bool, window_left: int, window_right: int, softcap: float,
-             scale: float, threads: int, target: str,
-             kernel: str) -> tuple[Tensor, Tensor]:
-    """(out, lse): the forward, always with the LSE that the backward reads."""
+             scale: float, threads: int, target: str, kernel: str,
+             dropout_p: float, dropout_seed: int,
+             dropout_offset: int) -> tuple[Tensor, Tensor]:
+    """(out, lse): the forward, always with the LSE that the backward reads.
+    The dropout seed is an argument (drawn before the op when the caller
+    gave none), so the backward gets the forward's."""
     from . import _attention
     return _attention(q, k, v, causal, _window(window_left, window_right), softcap,
                       alibi_slopes, scale, True, cu_seqlens_q, cu_seqlens_k, None,
-                      None, threads, target, kernel, None)
+                      None, threads, target, kernel, None,
+                      _dropout_tuple(dropout_p, dropout_seed, dropout_offset))
+
+
+def _dropout_tuple(p, seed, offset):
+    return (p, seed, offset) if p else None
 
 
 def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, causal, window_left,
-          window_right, softcap, scale, threads, target, kernel):
+          window_right, softcap, scale, threads, target, kernel, dropout_p,
+          dropout_seed, dropout_offset):
     out = q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
     lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32)
     return out, lse
@@ -77,11 +86,13 @@ def _backward(ctx, grad_out, grad_lse):
             "fmhajit's backward takes the gradient of out only; the loss "
             "depends on the returned lse, which has none")
     q, k, v, out, lse, cu_q, cu_k, slopes = ctx.saved_tensors
-    causal, left, right, softcap, scale, threads, target, kernel = ctx.keywords
+    (causal, left, right, softcap, scale, threads, target, kernel, dropout_p,
+     dropout_seed, dropout_offset) = ctx.keywords
     from . import _backward as run_backward
     grads = run_backward(q, k, v, out, lse, grad_out, causal, _window(left, right),
-                         softcap, slopes, scale, cu_q, cu_k, threads, target, kernel)
-    return tuple(grads) + (None,) * 11
+                         softcap, slopes, scale, cu_q, cu_k, threads, target, kernel,
+                         _dropout_tuple(dropout_p, dropout_seed, dropout_offset))
+    return tuple(grads) + (None,) * 14
 
 
 if HAS_OP:
@@ -92,16 +103,18 @@ if HAS_OP:
 
 def attention_op_call(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, threads, target,
-                      kernel):
-    """fmhajit.attention's arguments -> the op's."""
+                      kernel, dropout):
+    """fmhajit.attention's arguments -> the op's; dropout is the resolved
+    (p, seed, offset) or None."""
     left, right = (-1, -1) if window is None else (int(w) for w in window)
     slopes = None
     if alibi_slopes is not None:
         slopes = torch.as_tensor(alibi_slopes, dtype=torch.float32, device=q.device)
     cu_q, cu_k = (None if c is None else torch.as_tensor(c, dtype=torch.int32, device=q.device)
                   for c in (cu_seqlens_q, cu_seqlens_k))
+    p, seed, offset = dropout or (0.0, 0, 0)
     out, lse = torch.ops.fmhajit.attention(
         q, k, v, cu_q, cu_k, slopes, bool(causal), left, right,
         float(softcap or 0.0), float(scale or 0.0), int(threads or 0),
-        target or "", kernel or "")
+        target or "", kernel or "", p, seed, offset)
     return (out, lse) if return_lse else out

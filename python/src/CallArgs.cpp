@@ -233,6 +233,7 @@ static void setScores(api::Problem &p, const CallArrays &a,
   p.softcap = kw.softcap;
   p.scale = kw.scale;
   p.alibi = kw.alibi;
+  p.dropout = kw.dropout.has_value();
   if (a.alibiSlopes) {
     checkHost(*a.alibiSlopes);
     checkVector(*a.alibiSlopes, ElementType::F32, "float32", p.headsQ);
@@ -291,12 +292,14 @@ static const void *dataOr(const std::optional<ArrayView> &a) {
 }
 
 // What a forward's and a backward's tensors share: the device copies of
-// cu_seqlens and the slopes, and the stream.
+// cu_seqlens and the slopes, dropout's arguments and the stream.
 template <typename T>
 static void setShared(T &t, const CallArrays &a, const CallKeywords &kw) {
   t.cuSeqlensQ = static_cast<const int32_t *>(dataOr(a.cuSeqlensQDevice));
   t.cuSeqlensK = static_cast<const int32_t *>(dataOr(a.cuSeqlensKDevice));
   t.alibiSlopes = static_cast<const float *>(dataOr(a.alibiSlopesDevice));
+  if (kw.dropout)
+    t.dropout = *kw.dropout;
   if (kw.stream)
     t.stream = reinterpret_cast<void *>(*kw.stream);
 }

@@ -31,6 +31,8 @@ struct CallKeywords {
   int64_t windowLeft = -1, windowRight = -1;
   float softcap = 0, scale = 0;
   bool alibi = false;
+  /// Dropout's p, seed and offset (Problem::dropout); none: no dropout.
+  std::optional<api::Dropout> dropout;
   std::optional<intptr_t> stream; ///< CUDA: the caller's current stream
   /// The stream passed to each array's __dlpack__ (importArray), so that
   /// its producer orders its work before the call's; -1 where the arrays'

@@ -4,6 +4,7 @@
 #include "python/src/CallArgs.h"
 #include "python/src/PlanCache.h"
 #include "python/src/StatusError.h"
+#include <cmath>
 #include <pybind11/stl.h>
 
 namespace py = pybind11;
@@ -60,6 +61,24 @@ static CallKeywords readKeywords(py::tuple t) {
   if (!t[11].is_none())
     kw.exportStream = t[11].cast<intptr_t>();
   return kw;
+}
+
+// (p, seed, offset) or None. The Python layer has checked the seed's and
+// the offset's ranges; p goes to the API as the float the kernels get,
+// which checks it is in [0, 1) (a p just below 1 that rounds to 1 in float
+// becomes the float below 1, as `fmhajit run --dropout-p` does).
+static std::optional<api::Dropout> readDropout(py::handle t) {
+  if (t.is_none())
+    return std::nullopt;
+  auto values = t.cast<py::tuple>();
+  if (values.size() != 3)
+    throw py::type_error("internal: dropout needs (p, seed, offset)");
+  double p = values[0].cast<double>();
+  auto pf = float(p);
+  if (p < 1 && pf == 1.0f)
+    pf = std::nextafter(1.0f, 0.0f);
+  return api::Dropout{pf, values[1].cast<uint64_t>(),
+                      values[2].cast<uint32_t>()};
 }
 
 static std::optional<ArrayView> optionalArray(py::handle array,
@@ -145,8 +164,9 @@ static void launch(const api::Plan &plan, T tensors, Call call,
 
 void python::runAttention(py::handle q, py::handle k, py::handle v,
                           py::tuple arrays, py::tuple keywords,
-                          py::object workspace) {
+                          py::object workspace, py::object dropout) {
   CallKeywords kw = readKeywords(keywords);
+  kw.dropout = readDropout(dropout);
   CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
   if (!a.out)
     throw py::value_error("out: attention needs an output array");
@@ -157,8 +177,9 @@ void python::runAttention(py::handle q, py::handle k, py::handle v,
 
 void python::runBackward(py::handle q, py::handle k, py::handle v,
                          py::tuple arrays, py::tuple grads, py::tuple keywords,
-                         py::object workspace) {
+                         py::object workspace, py::object dropout) {
   CallKeywords kw = readKeywords(keywords);
+  kw.dropout = readDropout(dropout);
   CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
   if (!a.out || !a.lse)
     throw py::value_error("backward needs the forward's out and lse");
@@ -226,8 +247,9 @@ static std::optional<api::Device> deviceNamed(py::object name) {
 py::dict python::describePlan(py::handle q, py::handle k, py::handle v,
                               py::tuple arrays, py::tuple keywords,
                               py::object device, bool load, bool autotune,
-                              bool backward) {
+                              bool backward, py::object dropout) {
   CallKeywords kw = readKeywords(keywords);
+  kw.dropout = readDropout(dropout);
   kw.device = deviceNamed(device);
   kw.options.load = load;
   kw.options.autotune = autotune;

@@ -13,6 +13,10 @@
 // export_stream (given to __dlpack__) are None or a CUDA stream as an int.
 // The arrays may be None where the Python layer has nothing to pass.
 //
+// dropout, apart from the keywords (the Python layer memoizes those, and a
+// seed changes with every call), is None or (p, seed, offset): the problem
+// then has Problem::dropout and each run gets Tensors::dropout.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -25,21 +29,24 @@ namespace fmhajit::python {
 /// device memory for a CUDA plan that needs a workspace.
 void runAttention(pybind11::handle q, pybind11::handle k, pybind11::handle v,
                   pybind11::tuple arrays, pybind11::tuple keywords,
-                  pybind11::object workspace);
+                  pybind11::object workspace, pybind11::object dropout);
 
 /// The gradients of such a call: \p arrays must hold out and lse as the
 /// forward wrote them; \p grads is (dO, dQ, dK, dV), dQ..dV written.
 void runBackward(pybind11::handle q, pybind11::handle k, pybind11::handle v,
                  pybind11::tuple arrays, pybind11::tuple grads,
-                 pybind11::tuple keywords, pybind11::object workspace);
+                 pybind11::tuple keywords, pybind11::object workspace,
+                 pybind11::object dropout);
 
 /// The plan of such a call as a dict (describe, steps, decisions...).
 /// \p device ("host", "cuda" or None: the arrays') and \p load, \p autotune
-/// go to the Options; \p backward plans the backward pass instead.
+/// go to the Options; \p backward plans the backward pass instead; a
+/// \p dropout tuple plans with dropout (its values do not change a plan).
 pybind11::dict describePlan(pybind11::handle q, pybind11::handle k,
                             pybind11::handle v, pybind11::tuple arrays,
                             pybind11::tuple keywords, pybind11::object device,
-                            bool load, bool autotune, bool backward);
+                            bool load, bool autotune, bool backward,
+                            pybind11::object dropout);
 
 /// How many plans the process keeps, and forgetting them.
 size_t cachedPlans();

@@ -203,7 +203,7 @@ llvm::Error BackwardCase::save(const std::string &dir) const {
   for (const char *key :
        {"spec", "name", "dtype", "mask", "heads_q", "heads_kv", "scale",
         "softcap", "window_left", "window_right", "alibi_slopes",
-        "cu_seqlens_q", "cu_seqlens_k"})
+        "cu_seqlens_q", "cu_seqlens_k", "dropout"})
     meta.emplace_back(key, *common.get(key));
   meta.emplace_back("out", keyOf(grad.spec().outType()));
   meta.emplace_back("batch", p.batch);

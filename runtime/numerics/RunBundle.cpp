@@ -26,6 +26,16 @@ static Value listOrNull(const std::vector<T> &values, bool present) {
   return list;
 }
 
+// dropout=1: the run-time arguments that made the mask (Dropout.h), p as
+// the float the kernels were given, widened exactly; null without dropout.
+static Value dropoutJson(const KernelSpec &spec, const DropoutParams &d) {
+  if (!spec.dropout)
+    return nullptr;
+  return llvm::json::Object{{"p", static_cast<double>(d.p)},
+                            {"seed", d.seed},
+                            {"offset", static_cast<int64_t>(d.offset)}};
+}
+
 llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
                                         const AttentionProblem &problem) {
   bool window = spec.mask == Mask::Window;
@@ -48,15 +58,17 @@ llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
       {"cu_seqlens_k", listOrNull(problem.cuSeqlensK(), spec.varlen)},
       {"variant",
        spec.variant.empty() ? Value(nullptr) : Value(problem.variantSource)},
+      {"dropout", dropoutJson(spec, problem.dropout)},
   };
 }
 
 // The order, for people reading the file; llvm::json::Object itself
 // would print its keys sorted.
 static const char *const kMetadataKeys[] = {
-    "spec",         "name",  "dtype",        "mask",         "heads_q",
-    "heads_kv",     "scale", "softcap",      "window_left",  "window_right",
-    "alibi_slopes", "sinks", "cu_seqlens_q", "cu_seqlens_k", "variant"};
+    "spec",         "name",         "dtype",        "mask",
+    "heads_q",      "heads_kv",     "scale",        "softcap",
+    "window_left",  "window_right", "alibi_slopes", "sinks",
+    "cu_seqlens_q", "cu_seqlens_k", "variant",      "dropout"};
 
 using MetaEntries = llvm::ArrayRef<std::pair<std::string, Value>>;
 

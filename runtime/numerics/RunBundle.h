@@ -12,7 +12,12 @@
 //    "scale": 0.088388346, "softcap": 0, "window_left": 64,
 //    "window_right": 0, "alibi_slopes": null, "sinks": null,
 //    "cu_seqlens_q": [0, 5, 12],
-//    "cu_seqlens_k": [0, 7, 20]}
+//    "cu_seqlens_k": [0, 7, 20], "variant": null,
+//    "dropout": {"p": 0.1, "seed": 42, "offset": 0}}
+//
+// dropout is null without dropout=1; with it, p (the float the kernels got),
+// the Philox seed and the offset, from which the keep-mask follows
+// (Dropout.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

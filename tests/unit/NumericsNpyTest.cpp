@@ -161,7 +161,7 @@ TEST(RunBundle, VarlenAlibiLse) {
   EXPECT_EQ(lse->data.front(), 5.0f);
 
   llvm::json::Object m = readMeta(dir.file("out/run/meta.json"));
-  EXPECT_EQ(m.size(), 15u);
+  EXPECT_EQ(m.size(), 16u);
   EXPECT_EQ(*m.get("sinks"), nullptr); // no sink=1
   EXPECT_EQ(*m.getString("name"), "fmha_fwd_fp32_d64_window_alibi_sc_lse_vl"
                                   "_m192n64w1s1_vector_host");
@@ -191,9 +191,9 @@ TEST(RunBundle, PlainSpecHasNullsAndNoLse) {
   ASSERT_FALSE(writeRunBundle(dir.file("run"), spec, p, data.tensors(false)));
   EXPECT_FALSE(llvm::sys::fs::exists(dir.file("run/lse.npy")));
   llvm::json::Object m = readMeta(dir.file("run/meta.json"));
-  EXPECT_EQ(m.size(), 15u);
-  for (const char *key :
-       {"alibi_slopes", "sinks", "cu_seqlens_q", "cu_seqlens_k", "variant"})
+  EXPECT_EQ(m.size(), 16u);
+  for (const char *key : {"alibi_slopes", "sinks", "cu_seqlens_q",
+                          "cu_seqlens_k", "variant", "dropout"})
     EXPECT_EQ(*m.get(key), nullptr) << key;
   EXPECT_EQ(*m.getNumber("softcap"), 0.0);
   EXPECT_EQ(*m.getInteger("window_left"), -1);
@@ -201,6 +201,24 @@ TEST(RunBundle, PlainSpecHasNullsAndNoLse) {
   ASSERT_TRUE(bool(o));
   EXPECT_EQ(o->shape, (std::vector<int64_t>{2, 3, 1, 32}));
   EXPECT_EQ(o->data.front(), 4.0f);
+}
+
+// dropout=1: the bundle says how its mask was made, p as the float the
+// kernel got and a seed above 2^53 exactly (a double would round it).
+TEST(RunBundle, DropoutRecordsPSeedAndOffset) {
+  KernelSpec spec = resolvedSpec("family=fwd,dtype=fp32,d=32,dropout=1");
+  AttentionProblem p = AttentionProblem::forSpec(spec);
+  p.dropout = {0.1f, (uint64_t(1) << 60) + 3, 4294967295u};
+  TempDir dir;
+  Bundle data(p);
+  ASSERT_FALSE(writeRunBundle(dir.file("run"), spec, p, data.tensors(false)));
+  llvm::json::Object m = readMeta(dir.file("run/meta.json"));
+  const llvm::json::Object *d = m.getObject("dropout");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->size(), 3u);
+  EXPECT_EQ(*d->getNumber("p"), double(0.1f));
+  EXPECT_EQ(d->get("seed")->getAsUINT64(), (uint64_t(1) << 60) + 3);
+  EXPECT_EQ(*d->getInteger("offset"), 4294967295);
 }
 
 TEST(RunBundle, UnwritableDirectoryIsAnIoError) {

@@ -20,6 +20,10 @@ static const OptionSpec kPlanOnlyFlags[] = {
      "none|causal|causal_br|window (default none; --window implies window)"},
     {"alibi", false, "ALiBi bias"},
     {"lse", false, "also write the log-sum-exp of each row"},
+    {"dropout-p", true,
+     "dropout on the probabilities when P > 0 (dropout=1 kernels, one "
+     "pass); run's --dropout-p: P, the seed and the offset are run-time "
+     "arguments, so only whether P is 0 changes the plan"},
     {"layout", true, "bshd|bhsd (default bshd)"},
     {"autotune", false,
      "time the candidates and keep the fastest (loads them)"},
@@ -112,6 +116,21 @@ static void readFeatures(const Args &args, api::Problem &p, ErrorList &errors) {
     errors.add(ErrorKind::Usage, "--layout " + layout + ": use bshd or bhsd");
 }
 
+// --dropout-p: as run's (RunOptions.cpp), in [0, 1); P > 0 plans with
+// dropout, 0 without.
+static void readDropout(const Args &args, api::Problem &p, ErrorList &errors) {
+  std::optional<std::string> text = args.get("dropout-p");
+  if (!text)
+    return;
+  double value = -1;
+  if (StringRef(*text).trim().getAsDouble(value) || !(value >= 0 && value < 1))
+    errors.add(ErrorKind::Usage,
+               "--dropout-p " + *text +
+                   ": expected a probability in [0, 1), e.g. 0.1");
+  else
+    p.dropout = value > 0;
+}
+
 static void readTuning(const Args &args, PlanRequest &r) {
   r.options.autotune = args.has("autotune");
   // Only choosing works for any target; running, and so timing, needs the
@@ -134,6 +153,7 @@ fmhajit::parsePlanOptions(llvm::ArrayRef<const char *> argv) {
   readHeadDims(*args, r.problem, errors);
   readPaged(*args, r.problem, errors);
   readFeatures(*args, r.problem, errors);
+  readDropout(*args, r.problem, errors);
   readPlacement(*args, r.problem, r.options, errors);
   readTuning(*args, r);
   r.backward = args->has("backward");

@@ -333,10 +333,6 @@ static llvm::Error readDropout(const Args &args, RunRequest &r) {
           "dropout=1");
     return llvm::Error::success();
   }
-  if (r.saveDir)
-    return makeError(ErrorKind::Unsupported,
-                     "--save with dropout=1: run bundles do not record the "
-                     "dropout mask's seed yet; run without --save");
   api::Dropout d{float(kDefaultDropoutP), r.seed, 0};
   if (std::optional<std::string> text = args.get("dropout-p")) {
     double p = -1;

@@ -3,8 +3,10 @@
 
 Reads q.npy, k.npy, v.npy, o.npy (and lse.npy and bias.npy when present) and
 meta.json, evaluates softmax(score) V in float64 with the mask, softcap, ALiBi,
-elementwise bias, sink and GQA
-rules of runtime/numerics/AttentionProblem.h, and compares with the saved outputs at
+elementwise bias, sink, dropout and GQA
+rules of runtime/numerics/AttentionProblem.h (dropout's keep-mask from
+meta.json's p, seed and offset through Philox4x32-10, written here from
+docs/families.md#dropout), and compares with the saved outputs at
 the tolerance of the output dtype (runtime/numerics/Tolerance.cpp). Pure Python, so
 it needs no NumPy: the bundle's promise is that any tool can do this.
 
@@ -20,6 +22,46 @@ import sys
 # (relative L2, max abs / max |ref|, lse relative), as in Tolerance.cpp.
 TOLERANCES = {"fp32": (2e-5, 1e-4, 1e-5), "fp16": (2e-3, 4e-3, 1e-5),
               "bf16": (1e-2, 2e-2, 1e-5)}
+
+
+MASK32 = 0xFFFFFFFF
+
+
+def philox4x32_10(counter, key):
+    """Random123's philox4x32_R(10, counter, key) on Python ints."""
+    c0, c1, c2, c3 = counter
+    k0, k1 = key
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+        c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ k0, p1 & MASK32,
+                          (p0 >> 32) ^ c3 ^ k1, p0 & MASK32)
+        k0, k1 = (k0 + 0x9E3779B9) & MASK32, (k1 + 0xBB67AE85) & MASK32
+    return c0, c1, c2, c3
+
+
+# One of Random123's known-answer vectors (tests/unit/DropoutTest.cpp's).
+assert philox4x32_10((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344),
+                     (0xa4093822, 0x299f31d0)) == (0xd16cfe09, 0x94fdcceb,
+                                                   0x5001e420, 0x24126ea1)
+
+
+class Dropout:
+    """The keep-mask of meta.json's "dropout": P_ij kept (and scaled by
+    1 / (1 - p)) iff Philox((j / 4, i, b * heads_q + h, offset), seed)[j % 4]
+    >= min(floor(p * 2^32), 2^32 - 1); p is the float32 the kernel got."""
+
+    def __init__(self, dropout, heads_q):
+        self.heads_q, self.offset = heads_q, dropout["offset"]
+        seed = dropout["seed"]
+        self.key = (seed & MASK32, seed >> 32)
+        self.threshold = min(math.floor(dropout["p"] * 2.0 ** 32), MASK32)
+        self.scale = 1.0 / (1.0 - dropout["p"])
+
+    def factor(self, b, h, i, j):
+        """keep / (1 - p) for P_ij of query head h in sequence b."""
+        counter = (j >> 2, i, b * self.heads_q + h, self.offset)
+        r = philox4x32_10(counter, self.key)[j & 3]
+        return self.scale if r >= self.threshold else 0.0
 
 
 def read_npy(path):
@@ -97,7 +139,10 @@ def attention_row(meta, t, i, h, b, seq, dims):
     total = math.fsum([w for _, w in weights] +
                       ([math.exp(sink - top)] if sink is not None else []))
     out = [0.0] * dv
+    dropout = t.get("dropout")
     for j, w in weights:
+        if dropout is not None:  # after the sum: the LSE is dropout's input
+            w *= dropout.factor(b, h, i, j)
         vrow = v[((first_k + j) * hkv + hk) * dv:][:dv]
         for c in range(dv):
             out[c] += w * vrow[c]
@@ -116,6 +161,8 @@ def main(bundle):
     if os.path.exists(os.path.join(bundle, "bias.npy")):
         shapes["bias"], t["bias"] = read_npy(os.path.join(bundle, "bias.npy"))
     hq, hkv = meta["heads_q"], meta["heads_kv"]
+    if meta.get("dropout") is not None:
+        t["dropout"] = Dropout(meta["dropout"], hq)
     dims = (hq, hkv, shapes["q"][-1], shapes["v"][-1])
     varlen = meta["cu_seqlens_q"] is not None
     total_q = shapes["q"][0] if varlen else shapes["q"][0] * shapes["q"][1]
