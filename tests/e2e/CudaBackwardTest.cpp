@@ -170,6 +170,33 @@ const BwdCase kCases[] = {
      0,
      {0, 17, 150, 300},
      {0, 40, 150, 333}},
+    // The split-key tile at a long causal shape (issue 16: it hung on an
+    // H100 at bf16 d=64 causal, B=4 H=32 S=4096, and ran the small cases
+    // above): 32 query tiles per key tile, tiles fully above and below the
+    // diagonal for each key group, and key groups whose keys a query tile
+    // cannot see. The same under causal_br, window, deterministic=1 and
+    // varlen.
+    {"bf16_d64_split_keys_causal_s2048", "bm=64,bn=128,warps=8,mask=causal",
+     api::DType::BF16, 64, 1, 2, 2, 2048, 2048},
+    {"bf16_d64_split_keys_causalbr_s2048",
+     "bm=64,bn=128,warps=8,mask=causal_br", api::DType::BF16, 64, 1, 2, 2, 1984,
+     2048},
+    {"bf16_d64_split_keys_window_s2048", "bm=64,bn=128,warps=8,mask=window",
+     api::DType::BF16, 64, 1, 2, 2, 2048, 2048},
+    {"bf16_d64_split_keys_deterministic_causal_s2048",
+     "bm=64,bn=128,warps=8,deterministic=1,mask=causal", api::DType::BF16, 64,
+     1, 2, 2, 2048, 2048},
+    {"bf16_d64_split_keys_varlen_causal_s2048",
+     "bm=64,bn=128,warps=8,varlen=1,mask=causal",
+     api::DType::BF16,
+     64,
+     2,
+     2,
+     2,
+     0,
+     0,
+     {0, 2048, 3500},
+     {0, 2048, 3500}},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, CudaBackward, ::testing::ValuesIn(kCases),
                          [](const auto &info) { return info.param.name; });
