@@ -91,7 +91,8 @@ public:
         elem(elementType(b.getContext(), spec.dtype)) {
     assert(instr->m == layout.m && instr->k == layout.k &&
            "the instruction is the one the table's shape names");
-    smem = target.sharedMemory(b, ldsBytes);
+    if (ldsBytes) // the backward's bwd_dot_do_o and bwd_convert_dq use none
+      smem = target.sharedMemory(b, ldsBytes);
     llvm::Value *tid = target.threadId(b);
     lane = b.CreateAnd(tid, b.getInt32(target.waveSize() - 1));
     col = b.CreateAnd(lane, b.getInt32(m - 1));
@@ -248,5 +249,11 @@ std::unique_ptr<TileOps>
 createAmdgpuMatrixTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
                           std::unique_ptr<AmdgpuMatrixInstr> instr);
 
+
+/// The backward's tile ops (AmdgpuBackwardTileOps.cpp) over \p instr,
+/// placed by AmdgpuBackwardLayout (specs/pipelines).
+std::unique_ptr<TileOps>
+createAmdgpuBackwardTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
+                            std::unique_ptr<AmdgpuMatrixInstr> instr);
 
 } // namespace fmhajit
