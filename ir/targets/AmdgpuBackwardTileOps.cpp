@@ -26,8 +26,8 @@
 //    into accumulator-shaped registers and use no LDS.
 //
 //===----------------------------------------------------------------------===//
-#include "ir/targets/AmdgpuMatrixTileOps.h"
 #include "ir/Loops.h"
+#include "ir/targets/AmdgpuMatrixTileOps.h"
 #include "specs/pipelines/AmdgpuBackwardLayout.h"
 
 using namespace fmhajit;
@@ -114,8 +114,7 @@ Tile AmdgpuBackwardTileOps::makeTile(TileRole role, unsigned rows,
     return {role, rows, cols, shared(queryTiles++ ? bwd.dO : bwd.query)};
   case TileRole::QueryRows:
     assert(queryRowTiles < 2 && "Q^T and dO^T");
-    return {role, rows, cols,
-            shared(queryRowTiles++ ? bwd.dOT : bwd.queryT)};
+    return {role, rows, cols, shared(queryRowTiles++ ? bwd.dOT : bwd.queryT)};
   case TileRole::KeyT: {
     assert(keyTiles < 2 && "K^T and V^T");
     Tile t{role, rows, cols, shared(keyTiles++ ? bwd.values : bwd.keys)};
@@ -187,8 +186,8 @@ void AmdgpuBackwardTileOps::loadAccumulators(Tile &t, const GlobalRows &src,
         c = b.CreateSelect(within, c, b.getInt32(0));
       }
       Value *x = b.CreateLoad(
-          srcElem,
-          b.CreateInBoundsGEP(srcElem, rowPtr, b.CreateZExt(c, b.getInt64Ty())));
+          srcElem, b.CreateInBoundsGEP(srcElem, rowPtr,
+                                       b.CreateZExt(c, b.getInt64Ty())));
       if (!srcElem->isFloatTy())
         x = b.CreateFPExt(x, b.getFloatTy());
       b.CreateStore(b.CreateSelect(keep, x, f32(0)),
@@ -258,14 +257,14 @@ void AmdgpuBackwardTileOps::store(const Tile &t, const GlobalRows &dst,
       emitIf(b, b.CreateICmpSLT(key, valid), "store.key", [&] {
         Value *rowPtr = dst.rowPointer(b, b.CreateZExt(key, b.getInt64Ty()));
         for (unsigned c = 0; c < colBlocks; ++c) {
-          Value *x = b.CreateLoad(
-              b.getFloatTy(), slot(t.storage, gradIndex(t.cols, i, c, r)));
+          Value *x = b.CreateLoad(b.getFloatTy(),
+                                  slot(t.storage, gradIndex(t.cols, i, c, r)));
           if (!outElem->isFloatTy())
             x = b.CreateFPTrunc(x, outElem);
           Value *column = b.CreateAdd(b.getInt32(c * m), col);
-          b.CreateStore(x, b.CreateInBoundsGEP(
-                               outElem, rowPtr,
-                               b.CreateZExt(column, b.getInt64Ty())));
+          b.CreateStore(
+              x, b.CreateInBoundsGEP(outElem, rowPtr,
+                                     b.CreateZExt(column, b.getInt64Ty())));
         }
       });
     }
@@ -287,8 +286,8 @@ Tile AmdgpuBackwardTileOps::transposed(const Tile &t) {
   unsigned pitch = pitchOf(copy);
   forEachAcc(t.cols, [&](unsigned i, unsigned j, unsigned r) {
     Value *x = b.CreateLoad(b.getFloatTy(), slot(t.storage, accIndex(i, j, r)));
-    Value *index = b.CreateAdd(
-        b.CreateMul(accColumn(i, r), b.getInt32(pitch)), queryRow(j));
+    Value *index = b.CreateAdd(b.CreateMul(accColumn(i, r), b.getInt32(pitch)),
+                               queryRow(j));
     b.CreateStore(toBits(x), b.CreateInBoundsGEP(b.getInt16Ty(), copy, index));
   });
   copiesPending = true; // every wave reads every other's queries

@@ -63,7 +63,6 @@ Value *fmhajit::loadI16s(IRBuilderBase &b, Value *p, unsigned count) {
                              Align(std::min(16u, 2 * count)));
 }
 
-
 // Consecutive loads share one barrier: nothing read LDS since the first.
 void AmdgpuMatrixTileOps::beginSharedLoad() {
   BasicBlock *here = b.GetInsertBlock();
@@ -159,25 +158,24 @@ void AmdgpuMatrixTileOps::copyTransposed(Value *dst, unsigned keys,
                                          unsigned width, const GlobalRows &src,
                                          Value *valid) {
   unsigned pairs = keys / 2, pitch = pitchOf(dst);
-  emitFor(b, target.threadId(b), b.getInt32(pairs * (width / 8)),
-          b.getInt32(target.numThreads()), "copy.t", [&](Value *i) {
-            Value *key = b.CreateShl(b.CreateURem(i, b.getInt32(pairs)), 1);
-            Value *c =
-                b.CreateMul(b.CreateUDiv(i, b.getInt32(pairs)), b.getInt32(8));
-            Value *first = loadChunk(src, key, c, valid);
-            Value *second =
-                loadChunk(src, b.CreateAdd(key, b.getInt32(1)), c, valid);
-            for (unsigned e = 0; e < 8; ++e) {
-              Value *pair = b.CreateShuffleVector(
-                  first, second, ArrayRef<int>{int(e), int(8 + e)});
-              Value *row = b.CreateAdd(c, b.getInt32(e));
-              Value *index =
-                  b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), key);
-              b.CreateAlignedStore(
-                  pair, b.CreateInBoundsGEP(b.getInt16Ty(), dst, index),
-                  Align(4));
-            }
-          });
+  emitFor(
+      b, target.threadId(b), b.getInt32(pairs * (width / 8)),
+      b.getInt32(target.numThreads()), "copy.t", [&](Value *i) {
+        Value *key = b.CreateShl(b.CreateURem(i, b.getInt32(pairs)), 1);
+        Value *c =
+            b.CreateMul(b.CreateUDiv(i, b.getInt32(pairs)), b.getInt32(8));
+        Value *first = loadChunk(src, key, c, valid);
+        Value *second =
+            loadChunk(src, b.CreateAdd(key, b.getInt32(1)), c, valid);
+        for (unsigned e = 0; e < 8; ++e) {
+          Value *pair = b.CreateShuffleVector(
+              first, second, ArrayRef<int>{int(e), int(8 + e)});
+          Value *row = b.CreateAdd(c, b.getInt32(e));
+          Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), key);
+          b.CreateAlignedStore(
+              pair, b.CreateInBoundsGEP(b.getInt16Ty(), dst, index), Align(4));
+        }
+      });
 }
 
 void AmdgpuMatrixTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
@@ -363,9 +361,9 @@ void AmdgpuMatrixTileOps::store(const RowVec &r, const GlobalRows &dst,
 std::unique_ptr<TileOps>
 fmhajit::createAmdgpuMatrixTileOps(IRBuilderBase &b, GpuTargetInfo &target,
                                    std::unique_ptr<AmdgpuMatrixInstr> instr) {
-  unsigned bytes =
-      AmdgpuMatrixLayout(target.kernelSpec(), *findArch(target.kernelSpec().target))
-          .bytes();
+  unsigned bytes = AmdgpuMatrixLayout(target.kernelSpec(),
+                                      *findArch(target.kernelSpec().target))
+                       .bytes();
   return std::make_unique<AmdgpuMatrixTileOps>(b, target, std::move(instr),
                                                bytes);
 }

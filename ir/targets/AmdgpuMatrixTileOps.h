@@ -19,9 +19,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ir/TileOps.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
 #include "specs/ArchTable.h"
 #include "specs/pipelines/AmdgpuMatrixLayout.h"
@@ -97,7 +97,8 @@ public:
     lane = b.CreateAnd(tid, b.getInt32(target.waveSize() - 1));
     col = b.CreateAnd(lane, b.getInt32(m - 1));
     h = b.CreateLShr(lane, b.getInt32(llvm::Log2_32(m)));
-    llvm::Value *wave = b.CreateLShr(tid, b.getInt32(llvm::Log2_32(target.waveSize())));
+    llvm::Value *wave =
+        b.CreateLShr(tid, b.getInt32(llvm::Log2_32(target.waveSize())));
     q0 = b.CreateMul(wave, b.getInt32(nTiles * m));
   }
 
@@ -144,9 +145,11 @@ public:
   void map(Tile &t, ElementFn fn) override;
   void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
   void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
-  void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in, RowFn fn) override;
+  void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in,
+               RowFn fn) override;
   void store(const Tile &t, const GlobalRows &dst, llvm::Value *valid) override;
-  void store(const RowVec &r, const GlobalRows &dst, llvm::Value *valid) override;
+  void store(const RowVec &r, const GlobalRows &dst,
+             llvm::Value *valid) override;
 
 protected:
   llvm::Value *f32(float v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
@@ -196,8 +199,10 @@ protected:
   }
   /// The lane's operand of k-step \p s from LDS rows of \p pitch elements:
   /// row \p row, elements s*k + k0(h) onwards.
-  llvm::Value *sharedOperand(llvm::Value *tile, unsigned pitch, llvm::Value *row, unsigned s) {
-    llvm::Value *c = b.CreateAdd(b.getInt32(s * instr->k), instr->operandK0(b, h));
+  llvm::Value *sharedOperand(llvm::Value *tile, unsigned pitch,
+                             llvm::Value *row, unsigned s) {
+    llvm::Value *c =
+        b.CreateAdd(b.getInt32(s * instr->k), instr->operandK0(b, h));
     llvm::Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), c);
     return loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), tile, index),
                     instr->kPerLane);
@@ -223,7 +228,8 @@ protected:
                       const GlobalRows &src, llvm::Value *valid);
   /// Where a load into LDS starts and ends (see load).
   void endSharedLoad();
-  llvm::Value *loadChunk(const GlobalRows &src, llvm::Value *row, llvm::Value *c, llvm::Value *valid);
+  llvm::Value *loadChunk(const GlobalRows &src, llvm::Value *row,
+                         llvm::Value *c, llvm::Value *valid);
   void scoresProduct(Tile &acc, const Tile &q, const Tile &kT);
   void outputProduct(Tile &acc, const Tile &p, const Tile &v);
 
@@ -237,7 +243,7 @@ protected:
   llvm::Value *smem = nullptr, *lane, *col, *h, *q0;
   bool copiesPending = false; ///< LDS copies no barrier has published yet
   llvm::BasicBlock *loadEndBlock = nullptr; ///< where the last load ended ...
-  size_t loadEndSize = 0;             ///< ... and how long that block was
+  size_t loadEndSize = 0;                   ///< ... and how long that block was
   llvm::DenseMap<llvm::Value *, llvm::Value *>
       queryScale; ///< Query storage -> its deferred scale
   llvm::DenseMap<llvm::Value *, unsigned> pitches; ///< LDS tile -> pitch
@@ -248,7 +254,6 @@ protected:
 std::unique_ptr<TileOps>
 createAmdgpuMatrixTileOps(llvm::IRBuilderBase &b, GpuTargetInfo &target,
                           std::unique_ptr<AmdgpuMatrixInstr> instr);
-
 
 /// The backward's tile ops (AmdgpuBackwardTileOps.cpp) over \p instr,
 /// placed by AmdgpuBackwardLayout (specs/pipelines).

@@ -44,8 +44,7 @@ AmdgpuBackwardLayout::defaultTiles(Pipeline pipeline) {
 unsigned AmdgpuBackwardLayout::accumulatorsPerLane() const {
   unsigned queries = queryTilesPerWave * m, scores = spec.softcap ? 3 : 2;
   unsigned keysOfWave = keyBlocksPerWave * m, dv = spec.headDimV();
-  return (queries * (scores * spec.bn + spec.d) +
-          keysOfWave * (spec.d + dv)) /
+  return (queries * (scores * spec.bn + spec.d) + keysOfWave * (spec.d + dv)) /
          arch.waveSize;
 }
 
@@ -76,19 +75,19 @@ void AmdgpuBackwardLayout::check(ErrorList &errors) const {
                      "-key blocks of dK and dV: use a multiple of " +
                      Twine(perWave) + " for warps=" + Twine(spec.warps));
   for (auto [key, dim] : {std::pair{"d", spec.d}, {"dv", spec.headDimV()}})
-    if (dim % m || dim > kMaxHeadDim)
+    if ((dim % m || dim > kMaxHeadDim) && (key[1] != 'v' || dim != spec.d))
       addTileError(errors, key, dim,
                    "the backward on pipeline " + pipeline +
                        " keeps dK and dV in registers, a lane per column: "
                        "use a multiple of " +
                        Twine(m) + " up to " + Twine(kMaxHeadDim));
   if (accumulatorsPerLane() > AmdgpuMatrixLayout::kMaxAccumulatorsPerLane)
-    addTileError(errors, "bm", spec.bm,
-                 "the backward on pipeline " + pipeline +
-                     " keeps S, dP, dQ, dK and dV in registers: bm=" +
-                     Twine(spec.bm) + ",bn=" + Twine(spec.bn) +
-                     ",warps=" + Twine(spec.warps) + " needs " +
-                     Twine(accumulatorsPerLane()) + " a lane, at most " +
-                     Twine(AmdgpuMatrixLayout::kMaxAccumulatorsPerLane) +
-                     " fit: use a smaller bm or bn, or more warps");
+    addTileError(
+        errors, "bm", spec.bm,
+        "the backward on pipeline " + pipeline +
+            " keeps S, dP, dQ, dK and dV in registers: bm=" + Twine(spec.bm) +
+            ",bn=" + Twine(spec.bn) + ",warps=" + Twine(spec.warps) +
+            " needs " + Twine(accumulatorsPerLane()) + " a lane, at most " +
+            Twine(AmdgpuMatrixLayout::kMaxAccumulatorsPerLane) +
+            " fit: use a smaller bm or bn, or more warps");
 }
