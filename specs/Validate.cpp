@@ -2,6 +2,7 @@
 #include "specs/Validate.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
+#include "specs/pipelines/AmdgpuBackwardLayout.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -200,6 +201,13 @@ bool Validator::resolvePipeline() {
   if (s.pipeline == Pipeline::Auto && isBackwardFamily(s.family) &&
       arch.backend == Backend::Nvptx && arch.pipeline(Pipeline::Mma))
     s.pipeline = Pipeline::Mma;
+  // On AMDGPU, for mfma or wmma (AmdgpuBackwardLayout.h), whichever the
+  // target has.
+  if (s.pipeline == Pipeline::Auto && isBackwardFamily(s.family) &&
+      arch.backend == Backend::Amdgpu)
+    for (Pipeline p : {Pipeline::Mfma, Pipeline::Wmma})
+      if (arch.pipeline(p))
+        s.pipeline = p;
   if (s.pipeline == Pipeline::Auto) {
     std::optional<Pipeline> first;
     for (Pipeline p : arch.autoOrder) {
@@ -260,6 +268,9 @@ void Validator::resolveTile() {
   if (isBackwardFamily(s.family) && arch.backend == Backend::Nvptx &&
       s.pipeline == Pipeline::Mma)
     rows = {&BackwardMmaLayout::defaultTile(s.dropout)};
+  if (isBackwardFamily(s.family) && arch.backend == Backend::Amdgpu &&
+      (s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma))
+    rows = AmdgpuBackwardLayout::defaultTiles(s.pipeline);
   auto taken = [&](const TileConfig *t) {
     fill(t);
     KernelSpec trial = s;

@@ -63,152 +63,6 @@ Value *fmhajit::loadI16s(IRBuilderBase &b, Value *p, unsigned count) {
                              Align(std::min(16u, 2 * count)));
 }
 
-namespace {
-class AmdgpuMatrixTileOps : public TileOps {
-public:
-  AmdgpuMatrixTileOps(IRBuilderBase &b, GpuTargetInfo &target,
-                      std::unique_ptr<AmdgpuMatrixInstr> instruction)
-      : b(b), target(target), spec(target.kernelSpec()),
-        layout(spec, *findArch(spec.target)), instr(std::move(instruction)),
-        m(instr->m), nTiles(layout.queryTilesPerWave),
-        elem(elementType(b.getContext(), spec.dtype)) {
-    assert(instr->m == layout.m && instr->k == layout.k &&
-           "the instruction is the one the table's shape names");
-    smem = target.sharedMemory(b, layout.bytes());
-    Value *tid = target.threadId(b);
-    lane = b.CreateAnd(tid, b.getInt32(target.waveSize() - 1));
-    col = b.CreateAnd(lane, b.getInt32(m - 1));
-    h = b.CreateLShr(lane, b.getInt32(Log2_32(m)));
-    Value *wave = b.CreateLShr(tid, b.getInt32(Log2_32(target.waveSize())));
-    q0 = b.CreateMul(wave, b.getInt32(nTiles * m));
-  }
-
-  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
-                const Twine &name) override {
-    switch (role) {
-    case TileRole::Query:
-      if (layout.queryInShared)
-        return {role, rows, cols, shared(layout.query)};
-      return {
-          role, rows, cols,
-          entryAlloca(b, operandType(), name, 16, nTiles * (cols / instr->k))};
-    case TileRole::KeyT: // K rows: cols (keys) x rows (d)
-      return {role, rows, cols, shared(layout.keys)};
-    case TileRole::Value: // V^T rows: cols (dv) x rows (keys)
-      return {role, rows, cols, shared(layout.valuesT)};
-    case TileRole::Scores:
-    case TileRole::Output:
-      return {role, rows, cols,
-              entryAlloca(b, b.getFloatTy(), name, 4, accCount(cols))};
-    case TileRole::Probabilities:
-      break;
-    }
-    llvm_unreachable("unknown tile role");
-  }
-  RowVec makeRowVec(unsigned rows, const Twine &name) override {
-    return {rows, entryAlloca(b, b.getFloatTy(), name, 4, nTiles)};
-  }
-
-  void fill(Tile &t, float value) override {
-    assert((t.role == TileRole::Scores || t.role == TileRole::Output) &&
-           "fill accumulators");
-    for (unsigned e = 0; e < accCount(t.cols); ++e)
-      b.CreateStore(f32(value), slot(t.storage, e));
-  }
-  void fill(RowVec &r, float value) override {
-    for (unsigned j = 0; j < nTiles; ++j)
-      b.CreateStore(f32(value), slot(r.storage, j));
-  }
-
-  void load(Tile &t, const GlobalRows &src, Value *valid,
-            Value *scale) override;
-  void mma(Tile &acc, const Tile &a, const Tile &bt) override;
-  void map(Tile &t, ElementFn fn) override;
-  void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) override;
-  void reduceRows(const Tile &t, RowVec &out, bool isMax) override;
-  void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
-  void store(const Tile &t, const GlobalRows &dst, Value *valid) override;
-  void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
-
-private:
-  Value *f32(float v) { return ConstantFP::get(b.getFloatTy(), v); }
-  Type *operandType() {
-    return FixedVectorType::get(b.getInt16Ty(), instr->kPerLane);
-  }
-  /// Element \p i of a register array (an alloca SROA turns into registers).
-  Value *slot(Value *base, unsigned i) {
-    return b.CreateConstInBoundsGEP1_32(
-        cast<AllocaInst>(base)->getAllocatedType(), base, i);
-  }
-  Value *shared(const SharedTile &tile) {
-    return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, tile.offset);
-  }
-  /// Blocks of m rows covering \p n accumulator rows (keys or dv).
-  unsigned blocks(unsigned n) const { return divideCeil(n, m); }
-  unsigned accCount(unsigned n) const {
-    return blocks(n) * nTiles * instr->accPerLane;
-  }
-  unsigned accIndex(unsigned i, unsigned j, unsigned r) const {
-    return (i * nTiles + j) * instr->accPerLane + r;
-  }
-  /// The lane's query in query tile \p j, relative to the tile's first row.
-  Value *queryRow(unsigned j) {
-    return b.CreateAdd(q0, b.CreateAdd(col, b.getInt32(j * m)));
-  }
-  /// The logical column (key or dv) of accumulator element (i, r).
-  Value *accColumn(unsigned i, unsigned r) {
-    return b.CreateAdd(b.getInt32(i * m), instr->accRow(b, h, r));
-  }
-  /// Calls fn(i, j, r) for every accumulator element of a tile of \p n rows.
-  void forEachAcc(unsigned n,
-                  function_ref<void(unsigned, unsigned, unsigned)> fn) {
-    for (unsigned i = 0; i < blocks(n); ++i)
-      for (unsigned j = 0; j < nTiles; ++j)
-        for (unsigned r = 0; r < instr->accPerLane; ++r)
-          fn(i, j, r);
-  }
-  /// The lane's operand of k-step \p s from LDS rows of \p pitch elements:
-  /// row \p row, elements s*k + k0(h) onwards.
-  Value *sharedOperand(Value *tile, unsigned pitch, Value *row, unsigned s) {
-    Value *c = b.CreateAdd(b.getInt32(s * instr->k), instr->operandK0(b, h));
-    Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), c);
-    return loadI16s(b, b.CreateInBoundsGEP(b.getInt16Ty(), tile, index),
-                    instr->kPerLane);
-  }
-  Value *queryOperand(const Tile &q, unsigned j, unsigned s) {
-    if (layout.queryInShared)
-      return sharedOperand(q.storage, layout.query.pitch, queryRow(j), s);
-    return b.CreateLoad(operandType(),
-                        slot(q.storage, j * (q.cols / instr->k) + s));
-  }
-  Value *toBits(Value *x) {
-    return b.CreateBitCast(b.CreateFPTrunc(x, elem), b.getInt16Ty());
-  }
-
-  void beginSharedLoad();
-  void loadQueryFragments(Tile &t, const GlobalRows &src, Value *valid);
-  void copyRows(Tile &t, const GlobalRows &src, Value *valid);
-  void copyTransposed(Tile &t, const GlobalRows &src, Value *valid);
-  Value *loadChunk(const GlobalRows &src, Value *row, Value *c, Value *valid);
-  void scoresProduct(Tile &acc, const Tile &q, const Tile &kT);
-  void outputProduct(Tile &acc, const Tile &p, const Tile &v);
-
-  IRBuilderBase &b;
-  GpuTargetInfo &target;
-  const KernelSpec &spec;
-  AmdgpuMatrixLayout layout;
-  std::unique_ptr<AmdgpuMatrixInstr> instr;
-  unsigned m, nTiles;
-  Type *elem;
-  Value *smem = nullptr, *lane, *col, *h, *q0;
-  bool copiesPending = false; ///< LDS copies no barrier has published yet
-  BasicBlock *loadEndBlock = nullptr; ///< where the last load ended ...
-  size_t loadEndSize = 0;             ///< ... and how long that block was
-  DenseMap<Value *, Value *>
-      queryScale; ///< Query storage -> its deferred scale
-};
-} // namespace
-
 // Consecutive loads share one barrier: nothing read LDS since the first.
 void AmdgpuMatrixTileOps::beginSharedLoad() {
   BasicBlock *here = b.GetInsertBlock();
@@ -228,9 +82,15 @@ void AmdgpuMatrixTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
   }
   beginSharedLoad();
   if (t.role == TileRole::Value)
-    copyTransposed(t, src, valid);
+    copyTransposed(t.storage, t.rows, t.cols, src, valid);
+  else if (t.role == TileRole::KeyT)
+    copyRows(t.storage, t.cols, t.rows, src, valid);
   else
-    copyRows(t, src, valid);
+    copyRows(t.storage, t.rows, t.cols, src, valid);
+  endSharedLoad();
+}
+
+void AmdgpuMatrixTileOps::endSharedLoad() {
   copiesPending = true;
   loadEndBlock = b.GetInsertBlock();
   loadEndSize = loadEndBlock->size();
@@ -277,12 +137,9 @@ Value *AmdgpuMatrixTileOps::loadChunk(const GlobalRows &src, Value *row,
 
 // Rows of K (or Q) into [rows][width + 8]; thread t copies chunks t,
 // t + threads, ..., each 16 bytes of one row.
-void AmdgpuMatrixTileOps::copyRows(Tile &t, const GlobalRows &src,
-                                   Value *valid) {
-  bool isKey = t.role == TileRole::KeyT;
-  unsigned rows = isKey ? t.cols : t.rows, width = isKey ? t.rows : t.cols;
-  unsigned chunks = width / 8,
-           pitch = isKey ? layout.keys.pitch : layout.query.pitch;
+void AmdgpuMatrixTileOps::copyRows(Value *dst, unsigned rows, unsigned width,
+                                   const GlobalRows &src, Value *valid) {
+  unsigned chunks = width / 8, pitch = pitchOf(dst);
   emitFor(b, target.threadId(b), b.getInt32(rows * chunks),
           b.getInt32(target.numThreads()), "copy", [&](Value *i) {
             Value *row = b.CreateUDiv(i, b.getInt32(chunks));
@@ -291,35 +148,34 @@ void AmdgpuMatrixTileOps::copyRows(Tile &t, const GlobalRows &src,
             Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), c);
             b.CreateAlignedStore(
                 loadChunk(src, row, c, valid),
-                b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index),
-                Align(16));
+                b.CreateInBoundsGEP(b.getInt16Ty(), dst, index), Align(16));
           });
 }
 
 // V rows into V^T [dv][keys + 8]. Thread t takes key pairs first, so that
 // the lanes of a wave write consecutive words of each V^T row.
-void AmdgpuMatrixTileOps::copyTransposed(Tile &t, const GlobalRows &src,
+void AmdgpuMatrixTileOps::copyTransposed(Value *dst, unsigned keys,
+                                         unsigned width, const GlobalRows &src,
                                          Value *valid) {
-  unsigned keys = t.rows, width = t.cols, pairs = keys / 2;
-  emitFor(b, target.threadId(b), b.getInt32(pairs * (width / 8)),
-          b.getInt32(target.numThreads()), "copy.t", [&](Value *i) {
-            Value *key = b.CreateShl(b.CreateURem(i, b.getInt32(pairs)), 1);
-            Value *c =
-                b.CreateMul(b.CreateUDiv(i, b.getInt32(pairs)), b.getInt32(8));
-            Value *first = loadChunk(src, key, c, valid);
-            Value *second =
-                loadChunk(src, b.CreateAdd(key, b.getInt32(1)), c, valid);
-            for (unsigned e = 0; e < 8; ++e) {
-              Value *pair = b.CreateShuffleVector(
-                  first, second, ArrayRef<int>{int(e), int(8 + e)});
-              Value *row = b.CreateAdd(c, b.getInt32(e));
-              Value *index = b.CreateAdd(
-                  b.CreateMul(row, b.getInt32(layout.valuesT.pitch)), key);
-              b.CreateAlignedStore(
-                  pair, b.CreateInBoundsGEP(b.getInt16Ty(), t.storage, index),
-                  Align(4));
-            }
-          });
+  unsigned pairs = keys / 2, pitch = pitchOf(dst);
+  emitFor(
+      b, target.threadId(b), b.getInt32(pairs * (width / 8)),
+      b.getInt32(target.numThreads()), "copy.t", [&](Value *i) {
+        Value *key = b.CreateShl(b.CreateURem(i, b.getInt32(pairs)), 1);
+        Value *c =
+            b.CreateMul(b.CreateUDiv(i, b.getInt32(pairs)), b.getInt32(8));
+        Value *first = loadChunk(src, key, c, valid);
+        Value *second =
+            loadChunk(src, b.CreateAdd(key, b.getInt32(1)), c, valid);
+        for (unsigned e = 0; e < 8; ++e) {
+          Value *pair = b.CreateShuffleVector(
+              first, second, ArrayRef<int>{int(e), int(8 + e)});
+          Value *row = b.CreateAdd(c, b.getInt32(e));
+          Value *index = b.CreateAdd(b.CreateMul(row, b.getInt32(pitch)), key);
+          b.CreateAlignedStore(
+              pair, b.CreateInBoundsGEP(b.getInt16Ty(), dst, index), Align(4));
+        }
+      });
 }
 
 void AmdgpuMatrixTileOps::mma(Tile &acc, const Tile &a, const Tile &bt) {
@@ -345,7 +201,7 @@ void AmdgpuMatrixTileOps::scoresProduct(Tile &acc, const Tile &q,
       qB.push_back(queryOperand(q, j, s));
     for (unsigned i = 0; i < keyBlocks; ++i) {
       Value *key = b.CreateAdd(b.getInt32(i * m), col);
-      Value *a = sharedOperand(kT.storage, layout.keys.pitch, key, s);
+      Value *a = sharedOperand(kT.storage, pitchOf(kT.storage), key, s);
       for (unsigned j = 0; j < nTiles; ++j)
         sums[i * nTiles + j] =
             instr->multiply(b, a, qB[j], sums[i * nTiles + j]);
@@ -368,7 +224,7 @@ void AmdgpuMatrixTileOps::outputProduct(Tile &acc, const Tile &p,
                                         const Tile &v) {
   unsigned keyBlocks = p.cols / m, steps = m / instr->k,
            dvBlocks = blocks(acc.cols);
-  unsigned pitch = layout.valuesT.pitch;
+  unsigned pitch = pitchOf(v.storage);
   auto *accType = FixedVectorType::get(b.getFloatTy(), instr->accPerLane);
   SmallVector<Value *, 64> sums(dvBlocks * nTiles, PoisonValue::get(accType));
   forEachAcc(acc.cols, [&](unsigned i, unsigned j, unsigned r) {
@@ -505,5 +361,9 @@ void AmdgpuMatrixTileOps::store(const RowVec &r, const GlobalRows &dst,
 std::unique_ptr<TileOps>
 fmhajit::createAmdgpuMatrixTileOps(IRBuilderBase &b, GpuTargetInfo &target,
                                    std::unique_ptr<AmdgpuMatrixInstr> instr) {
-  return std::make_unique<AmdgpuMatrixTileOps>(b, target, std::move(instr));
+  unsigned bytes = AmdgpuMatrixLayout(target.kernelSpec(),
+                                      *findArch(target.kernelSpec().target))
+                       .bytes();
+  return std::make_unique<AmdgpuMatrixTileOps>(b, target, std::move(instr),
+                                               bytes);
 }

@@ -19,6 +19,7 @@
 #include "ir/targets/AmdgpuMatrixTileOps.h"
 #include "ir/targets/AmdgpuTarget.h"
 #include "specs/ArchTable.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 #include "llvm/IR/IntrinsicsAMDGPU.h"
 
 using namespace fmhajit;
@@ -95,6 +96,9 @@ std::unique_ptr<AmdgpuMatrixInstr> mfmaFor(LLVMContext &ctx,
 // and O^T accumulators.
 std::unique_ptr<TileOps>
 fmhajit::createAmdgpuMfmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
-  return createAmdgpuMatrixTileOps(
-      b, target, mfmaFor(b.getContext(), target.kernelSpec()));
+  std::unique_ptr<AmdgpuMatrixInstr> instr =
+      mfmaFor(b.getContext(), target.kernelSpec());
+  if (isBackwardFamily(target.kernelSpec().family))
+    return createAmdgpuBackwardTileOps(b, target, std::move(instr));
+  return createAmdgpuMatrixTileOps(b, target, std::move(instr));
 }

@@ -24,6 +24,7 @@
 #include "ir/targets/AmdgpuMatrixTileOps.h"
 #include "ir/targets/AmdgpuTarget.h"
 #include "specs/ArchTable.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 #include "llvm/IR/IntrinsicsAMDGPU.h"
 
 using namespace fmhajit;
@@ -100,6 +101,8 @@ std::unique_ptr<TileOps>
 fmhajit::createAmdgpuWmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
   const KernelSpec &spec = target.kernelSpec();
   bool gfx12 = StringRef(findArch(spec.target)->cpu).starts_with("gfx12");
-  return createAmdgpuMatrixTileOps(
-      b, target, std::make_unique<WmmaInstr>(gfx12, spec.dtype == DType::F16));
+  auto instr = std::make_unique<WmmaInstr>(gfx12, spec.dtype == DType::F16);
+  if (isBackwardFamily(spec.family))
+    return createAmdgpuBackwardTileOps(b, target, std::move(instr));
+  return createAmdgpuMatrixTileOps(b, target, std::move(instr));
 }

@@ -1,6 +1,7 @@
 //===- TileRules.cpp - Ask the spec's pipeline about its tile -------------===//
 #include "specs/pipelines/TileRules.h"
 #include "specs/Keys.h"
+#include "specs/pipelines/AmdgpuBackwardLayout.h"
 #include "specs/pipelines/AmdgpuMatrixLayout.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/MmaLayout.h"
@@ -39,14 +40,25 @@ void fmhajit::checkHeadDimMultiple(const KernelSpec &spec, unsigned multiple,
 void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch,
                              ErrorList &errors) {
   ErrorList broken;
-  // The GPU backward is written for mma.sync alone (BackwardMmaLayout.h).
-  bool gpuBackward =
-      isBackwardFamily(s.family) && arch.backend == Backend::Nvptx;
-  if (gpuBackward && s.pipeline != Pipeline::Mma)
+  // The GPU backward is written for mma.sync (BackwardMmaLayout.h) and
+  // AMD's matrix instructions (AmdgpuBackwardLayout.h) alone.
+  bool backward = isBackwardFamily(s.family);
+  bool nvptxBackward = backward && arch.backend == Backend::Nvptx;
+  bool amdgpuBackward = backward && arch.backend == Backend::Amdgpu;
+  bool amdgpuMatrix =
+      s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma;
+  if (nvptxBackward && s.pipeline != Pipeline::Mma)
     addTileError(broken, "pipeline", keyOf(s.pipeline),
                  "the backward on " + arch.name + " runs on pipeline mma");
-  else if (gpuBackward)
+  else if (nvptxBackward)
     BackwardMmaLayout(s).check(broken);
+  else if (amdgpuBackward && !amdgpuMatrix)
+    addTileError(broken, "pipeline", keyOf(s.pipeline),
+                 "the backward on " + arch.name + " runs on pipeline " +
+                     (arch.pipeline(Pipeline::Mfma) ? "mfma" : "wmma") +
+                     " (fp16, bf16)");
+  else if (amdgpuBackward)
+    AmdgpuBackwardLayout(s, arch).check(broken);
   else
     switch (s.pipeline) {
     case Pipeline::Vector:
@@ -118,6 +130,8 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s,
     return MmaLayout(s, arch).bytes();
   case Pipeline::Mfma:
   case Pipeline::Wmma:
+    if (isBackwardFamily(s.family))
+      return AmdgpuBackwardLayout(s, arch).bytes();
     return AmdgpuMatrixLayout(s, arch).bytes();
   case Pipeline::Wgmma:
     return WgmmaLayout(s, arch).bytes();

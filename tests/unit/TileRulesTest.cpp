@@ -9,6 +9,7 @@
 #include "specs/pipelines/TileRules.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "specs/pipelines/AmdgpuBackwardLayout.h"
 #include "specs/pipelines/AmdgpuMatrixLayout.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/MmaLayout.h"
@@ -67,6 +68,61 @@ TEST(BackwardMmaLayout, SplitsKeysAmongWarpsThatShareQueries) {
         2 * (2 * s.bm * 136 + 2 * s.bn * 136 + 2 * s.bm * (s.bn + 8));
     EXPECT_EQ(layout.bytes(), bytes) << r.tile;
     EXPECT_EQ(tileFootprintBytes(s, *findArch("sm_90a")), bytes) << r.tile;
+  }
+}
+
+// The AMD backward's default tile per head dim and target: the first of
+// AmdgpuBackwardLayout::defaultTiles whose LDS fits (64 KB on gfx90a,
+// gfx942 and gfx1201, 160 KB on gfx950), and its LDS tiles' placement.
+TEST(AmdgpuBackwardLayout, DefaultTileIsTheFirstThatFits) {
+  struct Row {
+    const char *spec;
+    unsigned bm, bn, warps, queryTiles, keyBlocks, bytes;
+  };
+  for (Row r : {Row{"d=64,target=gfx90a", 64, 64, 2, 1, 1, 64512},
+                Row{"d=96,target=gfx942", 32, 32, 1, 1, 1, 41472},
+                Row{"d=128,target=gfx942", 32, 32, 1, 1, 1, 53248},
+                Row{"d=128,target=gfx950", 64, 64, 2, 1, 1, 108544},
+                Row{"d=64,target=gfx1201", 32, 32, 2, 1, 1, 38912},
+                Row{"d=128,target=gfx1201", 16, 16, 1, 1, 1, 37376}}) {
+    KernelSpec s = resolvedSpec(std::string("family=bwd_dq_dk_dv,") + r.spec);
+    const ArchInfo &arch = *findArch(s.target);
+    AmdgpuBackwardLayout layout(s, arch);
+    EXPECT_EQ(s.bm, r.bm) << r.spec;
+    EXPECT_EQ(s.bn, r.bn) << r.spec;
+    EXPECT_EQ(s.warps, r.warps) << r.spec;
+    EXPECT_EQ(layout.queryTilesPerWave, r.queryTiles) << r.spec;
+    EXPECT_EQ(layout.keyBlocksPerWave, r.keyBlocks) << r.spec;
+    // [Q | dO (wmma)] | K | V | K^T | Q^T | dO^T | P^T | dS^T, padded by 8
+    unsigned d = s.d, rows = layout.queryInShared ? 2 * s.bm * (d + 8) : 0;
+    unsigned bytes = 2 * (rows + 2 * s.bn * (d + 8) + d * (s.bn + 8) +
+                          2 * d * (s.bm + 8) + 2 * s.bn * (s.bm + 8));
+    EXPECT_EQ(layout.bytes(), bytes) << r.spec;
+    EXPECT_EQ(layout.bytes(), r.bytes) << r.spec;
+    EXPECT_EQ(tileFootprintBytes(s, arch), r.bytes) << r.spec;
+    EXPECT_EQ(layout.gradsT.end(), r.bytes) << r.spec;
+    ErrorList errors;
+    layout.check(errors);
+    EXPECT_TRUE(errors.empty()) << r.spec;
+  }
+}
+
+// A lane per column of dK, dV and dQ: head dims in whole m-blocks up to
+// 128; bn in whole key blocks per wave; the accumulators within 256 a lane.
+TEST(AmdgpuBackwardLayout, RefusesWhatDoesNotDivide) {
+  struct Row {
+    unsigned d, bm, bn, warps;
+    const char *target, *key;
+  };
+  for (Row r : {Row{80, 32, 32, 1, "gfx942", "d=80"},
+                Row{256, 32, 32, 1, "gfx950", "d=256"},
+                Row{64, 64, 32, 2, "gfx942", "bn=32"},
+                Row{128, 128, 128, 2, "gfx950", "bm=128"}}) {
+    KernelSpec s = resolvedSpec(
+        std::string("family=bwd_dq_dk_dv,dtype=bf16,d=64,target=") + r.target);
+    s.d = s.dv = r.d, s.bm = r.bm, s.bn = r.bn, s.warps = r.warps;
+    std::string text = llvm::join(ruleProblems(s, *findArch(s.target)), "\n");
+    EXPECT_NE(text.find(r.key), std::string::npos) << r.key << ": " << text;
   }
 }
 
