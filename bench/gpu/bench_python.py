@@ -52,7 +52,7 @@ def tiny_calls():
     return {
         "fmhajit.attention": lambda: fmhajit.attention(q, k, v),
         "fmhajit.attention(out=)": lambda: fmhajit.attention(q, k, v, out=out),
-        "compiled half": lambda: _fmhajit.attention(q, k, v, arrays, keywords, None),
+        "compiled half": lambda: _fmhajit.attention(q, k, v, arrays, keywords, None, None),
         "F.sdpa": lambda: F.scaled_dot_product_attention(qt, kt, vt),
     }
 

@@ -55,7 +55,7 @@ def paths(fmhajit):
     return {
         "attention": lambda: fmhajit.attention(q, k, v, threads=1),
         "attention+out": lambda: fmhajit.attention(q, k, v, threads=1, out=out),
-        "core": lambda: core(q, k, v, arrays, keywords, None),
+        "core": lambda: core(q, k, v, arrays, keywords, None, None),
     }
 
 
