@@ -36,7 +36,8 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
               alibi_slopes=None, scale=None, return_lse=False,
               cu_seqlens_q=None, cu_seqlens_k=None, out=None, lse=None,
               threads=None, target=None, kernel=None, cache_dir=None,
-              dropout_p=0.0, dropout_seed=None, dropout_offset=0):
+              dropout_p=0.0, dropout_seed=None, dropout_offset=0, sinks=None,
+              attn_bias=None):
     """softmax(scale * q k^T + modifiers) v, FlashAttention's conventions.
 
     q [batch, seqlen_q, heads_q, d], k [batch, seqlen_k, heads_kv, d], v
@@ -48,6 +49,15 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     [..., heads_q, dv] in q's dtype (or writes the given out=, which may be
     float32 for fp16/bf16 inputs), and with return_lse also the float32
     log-sum-exp [batch, heads_q, seqlen_q] ([heads_q, total_q] varlen).
+
+    sinks: float32 [heads_q], one learnable logit per query head that joins
+    the softmax's denominator and the lse with no value row (gpt-oss); -inf
+    is a head without a sink. attn_bias: a float32 bias added to the scores
+    after the softcap, before the mask (SDPA's float attn_mask), of any
+    shape that broadcasts to [batch, heads_q, seqlen_q, seqlen_k] as NumPy
+    broadcasts: [1, 1, Sq, Sk], [B, 1, 1, Sk] key padding (-inf on padded
+    keys), the full shape. Both on q's device; not with varlen or ALiBi
+    (the bias), and without gradients (the backward has none yet).
 
     dropout_p > 0 drops each attention probability with that probability
     (kept ones scaled by 1 / (1 - p); the lse is the softmax's before
@@ -68,34 +78,37 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
             out = _np.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
         if return_lse and lse is None:
             lse = _np.empty(_lse_shape(q, cu_seqlens_q is not None), _np.float32)
-        if cu_seqlens_q is None and cu_seqlens_k is None and alibi_slopes is None:
-            arrays = (out, lse, None, None, None, None, None, None)
+        if (cu_seqlens_q is None and cu_seqlens_k is None and alibi_slopes is None
+                and sinks is None and attn_bias is None):
+            arrays = (out, lse, None, None, None, None, None, None, None, None)
         else:
             arrays = _arrays_tuple(_arrays.NumpyKind(q), out, lse, cu_seqlens_q,
-                                   cu_seqlens_k, alibi_slopes)
+                                   cu_seqlens_k, alibi_slopes, sinks, attn_bias)
         keywords = _keywords(causal, window, softcap, scale, alibi_slopes,
                              threads, target, kernel, cache_dir, _NO_STREAMS)
         _fmhajit.attention(q, k, v, arrays, keywords, None, dropout)
         return (out, lse) if return_lse else out
     glue = _torch_glue_for(q)
     if glue is not None:
-        if glue.use_op(q, k, v):
+        if glue.use_op(q, k, v, sinks, attn_bias):
             return glue.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
                 return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel,
-                dropout)
+                dropout, sinks, attn_bias)
         tensor = glue.torch.Tensor
         if (type(k) is tensor and type(v) is tensor and type(q) is tensor
                 and (out is None or type(out) is tensor)
                 and (lse is None or type(lse) is tensor)
                 and cu_seqlens_q is None and cu_seqlens_k is None
-                and alibi_slopes is None):
+                and alibi_slopes is None and sinks is None
+                and attn_bias is None):
             return _torch_attention(glue.torch, q, k, v, causal, window, softcap,
                                     scale, return_lse, out, lse, threads, target,
                                     kernel, cache_dir, dropout)
     return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
-                      threads, target, kernel, cache_dir, dropout)
+                      threads, target, kernel, cache_dir, dropout, sinks,
+                      attn_bias)
 
 
 # The largest seed: the CLI's --dropout-seed's, and what a torch.library
@@ -150,7 +163,7 @@ def _torch_glue_for(q):
 
 def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                return_lse, cu_seqlens_q, cu_seqlens_k, out, lse, threads,
-               target, kernel, cache_dir, dropout):
+               target, kernel, cache_dir, dropout, sinks=None, attn_bias=None):
     # ml_dtypes' bfloat16 cannot leave NumPy through DLPack: run its bits.
     ml_bf16 = q.dtype if _arrays.is_bf16_numpy(q) else None
     if ml_bf16 is not None:
@@ -160,14 +173,16 @@ def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
         out = kind.empty(_out_shape(q, v), q)
     if return_lse and lse is None:
         lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, float32=True)
-    arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
-    keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
-                         target, kernel, cache_dir, kind.streams_for(q, k, v, out))
-    if isinstance(kind, _arrays.TorchKind) and (
-            q.requires_grad or k.requires_grad or v.requires_grad):
+    if isinstance(kind, _arrays.TorchKind):
         # DLPack refuses tensors with grad (and reading tensors directly
         # leaves them to it).
-        q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
+        q, k, v, attn_bias = (x.detach() if getattr(x, "requires_grad", False) else x
+                              for x in (q, k, v, attn_bias))
+    arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes,
+                           sinks, attn_bias)
+    operands = (q, k, v, out) if attn_bias is None else (q, k, v, out, attn_bias)
+    keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
+                         target, kernel, cache_dir, kind.streams_for(*operands))
     _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace, dropout)
     if ml_bf16 is not None:
         out = out.view(ml_bf16)
@@ -197,8 +212,8 @@ def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
                          kernel, cache_dir, streams)
     if q.requires_grad or k.requires_grad or v.requires_grad:
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
-    _fmhajit.attention(q, k, v, (out, lse, None, None, None, None, None, None),
-                       keywords, workspace, dropout)
+    _fmhajit.attention(q, k, v, (out, lse) + (None,) * 8, keywords, workspace,
+                       dropout)
     return (out, lse) if return_lse else out
 
 
@@ -233,8 +248,12 @@ def _lse_shape(q, varlen):
     return (q.shape[0], q.shape[2], q.shape[1])
 
 
-def _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes):
-    """The optional arrays, in the order python/src/Calls.h gives."""
+def _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes,
+                  sinks=None, attn_bias=None):
+    """The optional arrays, in the order python/src/Calls.h gives. sinks
+    become float32 on q's device (like alibi_slopes, from a list too);
+    attn_bias goes as it is (fp32 required: a silent copy of a large bias
+    would hide its cost)."""
     cu_q = cu_k = slopes = (None, None)
     if cu_seqlens_q is not None:
         cu_q = kind.host_vector(cu_seqlens_q, _np.int32)
@@ -242,7 +261,10 @@ def _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes):
         cu_k = kind.host_vector(cu_seqlens_k, _np.int32)
     if alibi_slopes is not None:
         slopes = kind.host_vector(alibi_slopes, _np.float32)
-    return (out, lse, cu_q[0], cu_k[0], cu_q[1], cu_k[1], slopes[0], slopes[1])
+    if sinks is not None:
+        sinks = kind.device_vector(sinks)
+    return (out, lse, cu_q[0], cu_k[0], cu_q[1], cu_k[1], slopes[0], slopes[1],
+            sinks, attn_bias)
 
 
 def _mask(causal, window):
@@ -299,7 +321,7 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
          alibi_slopes=None, scale=None, return_lse=False, cu_seqlens_q=None,
          cu_seqlens_k=None, threads=None, target=None, kernel=None,
          cache_dir=None, device=None, load=False, autotune=False,
-         backward=False, dropout_p=0.0):
+         backward=False, dropout_p=0.0, sinks=None, attn_bias=None):
     """The plan attention() would run for these arrays, as a dict: target,
     device, steps (kernel, role, grid, why, and how each was loaded),
     decisions (the dispatcher's rules), workspace_bytes, describe (the text
@@ -308,11 +330,13 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
     arrays; load=True compiles the kernels; backward=True plans the
     gradients instead. dropout_p != 0 plans with dropout (its value, the
     seed and the offset are run-time arguments: they do not change a
-    plan)."""
+    plan); so do sinks (their values) and attn_bias (its shape and strides
+    matter, not its values)."""
     kind = _arrays.kind_of(q)
     out = kind.empty(_out_shape(q, v), q)
     lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, True) if return_lse else None
-    arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes)
+    arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes,
+                           sinks, attn_bias)
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
                          target, kernel, cache_dir, kind.streams_for(q, k, v, out))
     dropout = _dropout(dropout_p, 0, 0, None) if dropout_p else None

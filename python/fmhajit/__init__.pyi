@@ -7,6 +7,9 @@ _Spec = Union[str, dict]
 # attention's dropout: dropout_p in [0, 1) (0: no dropout), dropout_seed
 # 0 to 2^63-1 (None: drawn per call from torch's or NumPy's generator),
 # dropout_offset 0 to 2^32-1 (docs/python.md, "Dropout").
+# sinks: float32 [heads_q] on q's device (a list too); attn_bias: a float32
+# array broadcastable to [batch, heads_q, seqlen_q, seqlen_k], on q's device
+# (docs/python.md, "Sinks and an elementwise bias").
 
 __version__: str
 
@@ -19,7 +22,8 @@ def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               lse: Optional[_Array] = ..., threads: Optional[int] = ...,
               target: Optional[str] = ..., kernel: Optional[str] = ...,
               cache_dir: Optional[str] = ..., dropout_p: float = ...,
-              dropout_seed: Optional[int] = ..., dropout_offset: int = ...) -> _Array: ...
+              dropout_seed: Optional[int] = ..., dropout_offset: int = ...,
+              sinks: Optional[_Vector] = ..., attn_bias: Optional[Any] = ...) -> _Array: ...
 @overload
 def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
@@ -29,7 +33,8 @@ def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               lse: Optional[_Array] = ..., threads: Optional[int] = ...,
               target: Optional[str] = ..., kernel: Optional[str] = ...,
               cache_dir: Optional[str] = ..., dropout_p: float = ...,
-              dropout_seed: Optional[int] = ..., dropout_offset: int = ...) -> Tuple[_Array, _Array]: ...
+              dropout_seed: Optional[int] = ..., dropout_offset: int = ...,
+              sinks: Optional[_Vector] = ..., attn_bias: Optional[Any] = ...) -> Tuple[_Array, _Array]: ...
 
 def plan(q: Any, k: Any, v: Any, *, causal: bool = ...,
          window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
@@ -39,7 +44,8 @@ def plan(q: Any, k: Any, v: Any, *, causal: bool = ...,
          target: Optional[str] = ..., kernel: Optional[str] = ...,
          cache_dir: Optional[str] = ..., device: Optional[Literal["host", "cpu", "cuda"]] = ...,
          load: bool = ..., autotune: bool = ..., backward: bool = ...,
-         dropout_p: float = ...) -> dict[str, Any]: ...
+         dropout_p: float = ..., sinks: Optional[_Vector] = ...,
+         attn_bias: Optional[Any] = ...) -> dict[str, Any]: ...
 
 def validate(spec: _Spec) -> dict[str, Any]: ...
 def name(spec: _Spec) -> str: ...

@@ -74,6 +74,11 @@ class NumpyKind:
         check_integral(values.dtype.kind in "iub", dtype, values.dtype)
         return np.ascontiguousarray(values, dtype=dtype), None
 
+    @staticmethod
+    def device_vector(values):
+        """float32 values the kernels read (sinks), packed."""
+        return np.ascontiguousarray(values, dtype=np.float32)
+
 
 _raw_stream = None  # torch's current CUDA stream of a device index, as an int
 
@@ -152,6 +157,13 @@ class TorchKind:
         if not self.cuda:
             return host, None
         return host, t.to(self.device).contiguous()
+
+    def device_vector(self, values):
+        """float32 values the kernels read (sinks), packed on the kind's
+        device: a tensor already so is passed as it is."""
+        torch = self.torch
+        t = torch.as_tensor(values, dtype=torch.float32, device=self.device)
+        return t.detach().contiguous()
 
 
 def kind_of(q):

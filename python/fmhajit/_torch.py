@@ -23,11 +23,12 @@ def _compiling():
     return compiler is not None and compiler.is_compiling()
 
 
-def use_op(q, k, v):
+def use_op(q, k, v, sinks=None, attn_bias=None):
     """Whether this call goes through the op: inside torch.compile, or when
-    a gradient is wanted."""
-    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad
-                                        or v.requires_grad)
+    a gradient is wanted (of sinks or attn_bias too: the op's backward then
+    says it has none, where the eager path would leave them without)."""
+    grad = torch.is_grad_enabled() and any(
+        getattr(x, "requires_grad", False) for x in (q, k, v, sinks, attn_bias))
     if not HAS_OP:
         if grad:
             raise NotImplementedError(
@@ -47,7 +48,7 @@ def _lse_shape(q, varlen):
 
 def _forward(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor],
              cu_seqlens_k: Optional[Tensor], alibi_slopes: Optional[Tensor],
-             causal: bool, window_left: int, window_right: int, softcap: float,
+             sinks: Optional[Tensor], attn_bias: Optional[Tensor], causal: bool, window_left: int, window_right: int, softcap: float,
              scale: float, threads: int, target: str, kernel: str,
              dropout_p: float, dropout_seed: int,
              dropout_offset: int) -> tuple[Tensor, Tensor]:
@@ -58,14 +59,16 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor],
     return _attention(q, k, v, causal, _window(window_left, window_right), softcap,
                       alibi_slopes, scale, True, cu_seqlens_q, cu_seqlens_k, None,
                       None, threads, target, kernel, None,
-                      _dropout_tuple(dropout_p, dropout_seed, dropout_offset))
+                      _dropout_tuple(dropout_p, dropout_seed, dropout_offset),
+                      sinks, attn_bias)
 
 
 def _dropout_tuple(p, seed, offset):
     return (p, seed, offset) if p else None
 
 
-def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, causal, window_left,
+def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, attn_bias,
+          causal, window_left,
           window_right, softcap, scale, threads, target, kernel, dropout_p,
           dropout_seed, dropout_offset):
     out = q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
@@ -74,9 +77,13 @@ def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, causal, window_left
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, cu_q, cu_k, slopes, *keywords = inputs
+    q, k, v, cu_q, cu_k, slopes, sinks, attn_bias, *keywords = inputs
     ctx.save_for_backward(q, k, v, *output, cu_q, cu_k, slopes)
     ctx.keywords = keywords
+    # The backward has no gradients for them, nor runs with them (C++:
+    # planBackward refuses Problem::sink and Problem::bias).
+    ctx.unsupported = [name for name, x in (("sinks", sinks), ("attn_bias", attn_bias))
+                       if x is not None]
     ctx.set_materialize_grads(False)  # an unused LSE's gradient stays None
 
 
@@ -85,6 +92,12 @@ def _backward(ctx, grad_out, grad_lse):
         raise NotImplementedError(
             "fmhajit's backward takes the gradient of out only; the loss "
             "depends on the returned lse, which has none")
+    if ctx.unsupported:
+        raise NotImplementedError(
+            f"fmhajit's backward does not support {' and '.join(ctx.unsupported)} "
+            f"yet (it has no gradient of the sinks or the bias, and its kernels "
+            f"do not read them): run this forward under torch.no_grad(), "
+            f"or without {' and '.join(ctx.unsupported)}")
     q, k, v, out, lse, cu_q, cu_k, slopes = ctx.saved_tensors
     (causal, left, right, softcap, scale, threads, target, kernel, dropout_p,
      dropout_seed, dropout_offset) = ctx.keywords
@@ -92,7 +105,7 @@ def _backward(ctx, grad_out, grad_lse):
     grads = run_backward(q, k, v, out, lse, grad_out, causal, _window(left, right),
                          softcap, slopes, scale, cu_q, cu_k, threads, target, kernel,
                          _dropout_tuple(dropout_p, dropout_seed, dropout_offset))
-    return tuple(grads) + (None,) * 14
+    return tuple(grads) + (None,) * 16
 
 
 if HAS_OP:
@@ -103,18 +116,25 @@ if HAS_OP:
 
 def attention_op_call(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, threads, target,
-                      kernel, dropout):
+                      kernel, dropout, sinks=None, attn_bias=None):
     """fmhajit.attention's arguments -> the op's; dropout is the resolved
-    (p, seed, offset) or None."""
+    (p, seed, offset) or None. sinks become float32 on q's device (a
+    tensor so made stays the caller's, with its autograd); attn_bias must
+    be a tensor or become one on q's device (its dtype is checked by the
+    op, as fmhajit.attention's)."""
     left, right = (-1, -1) if window is None else (int(w) for w in window)
     slopes = None
     if alibi_slopes is not None:
         slopes = torch.as_tensor(alibi_slopes, dtype=torch.float32, device=q.device)
     cu_q, cu_k = (None if c is None else torch.as_tensor(c, dtype=torch.int32, device=q.device)
                   for c in (cu_seqlens_q, cu_seqlens_k))
+    if sinks is not None:
+        sinks = torch.as_tensor(sinks, dtype=torch.float32, device=q.device)
+    if attn_bias is not None:
+        attn_bias = torch.as_tensor(attn_bias, device=q.device)
     p, seed, offset = dropout or (0.0, 0, 0)
     out, lse = torch.ops.fmhajit.attention(
-        q, k, v, cu_q, cu_k, slopes, bool(causal), left, right,
+        q, k, v, cu_q, cu_k, slopes, sinks, attn_bias, bool(causal), left, right,
         float(softcap or 0.0), float(scale or 0.0), int(threads or 0),
         target or "", kernel or "", p, seed, offset)
     return (out, lse) if return_lse else out

@@ -2,6 +2,8 @@
 //-----------===//
 #include "python/src/CallArgs.h"
 #include <algorithm>
+#include <array>
+#include <vector>
 
 namespace py = pybind11;
 using namespace fmhajit;
@@ -113,8 +115,12 @@ static bool overlap(const ArrayView &a, const ArrayView &b) {
 // The kernels read Q, K and V while they write O and the LSE: outputs in
 // the inputs' memory would read back what they wrote.
 static void checkOutputsApart(const CallArrays &a) {
+  std::vector<const ArrayView *> inputs{&a.q, &a.k, &a.v};
+  for (const std::optional<ArrayView> *extra : {&a.sinks, &a.bias})
+    if (*extra)
+      inputs.push_back(&**extra);
   for (const std::optional<ArrayView> *output : {&a.out, &a.lse})
-    for (const ArrayView *input : {&a.q, &a.k, &a.v})
+    for (const ArrayView *input : inputs)
       if (*output && overlap(**output, *input))
         fail((*output)->what + " overlaps " + input->what +
              " in memory: give it memory of its own");
@@ -225,6 +231,51 @@ static void setShapes(api::Problem &p, const CallArrays &a, bool varlen) {
     p.o = layoutOf(*a.out, varlen);
 }
 
+// attn_bias: fp32 on q's device, broadcast to [batch, heads_q, seqlen_q,
+// seqlen_k] as NumPy broadcasts (dims aligned on the right, a dim of 1
+// repeats): each dim of 1, or missing, gets stride 0 (BiasStrides).
+static api::BiasStrides biasStridesOf(const ArrayView &b,
+                                      const api::Problem &p) {
+  if (b.type != ElementType::F32)
+    throw py::type_error(b.what + ": dtype " + b.typeName +
+                         " is not supported; the bias is float32 whatever "
+                         "q's dtype (torch: bias.float())");
+  std::array<int64_t, 4> full{p.batch, p.headsQ, p.seqlenQ, p.seqlenK};
+  std::array<int64_t, 4> strides{};
+  int lead = 4 - b.ndim;
+  for (int d = 0; d < b.ndim; ++d) {
+    if (b.shape[d] == 1)
+      continue; // broadcast: stride 0
+    if (b.shape[d] != full[lead + d])
+      fail(b.what + ": shape " + shapeText(b) +
+           " does not broadcast to [batch, heads_q, seqlen_q, seqlen_k] = (" +
+           std::to_string(full[0]) + ", " + std::to_string(full[1]) + ", " +
+           std::to_string(full[2]) + ", " + std::to_string(full[3]) +
+           "): each dim must be that size or 1");
+    if (b.strides[d] < 0)
+      fail(b.what + ": negative strides are not supported; pass a copy");
+    strides[lead + d] = b.strides[d];
+  }
+  return {strides[0], strides[1], strides[2], strides[3]};
+}
+
+// Sinks and the bias, read by the kernels at run time: the plan depends
+// on their presence (and the bias's strides), not on their values. Under
+// varlen the bias has no shape to broadcast to; the API refuses it.
+static void setSinksAndBias(api::Problem &p, const CallArrays &a, bool varlen) {
+  if (a.sinks) {
+    checkVector(*a.sinks, ElementType::F32, "float32", p.headsQ);
+    checkSameDevice(*a.sinks, a.q);
+    p.sink = true;
+  }
+  if (a.bias) {
+    checkSameDevice(*a.bias, a.q);
+    p.bias = true;
+    if (!varlen)
+      p.biasStrides = biasStridesOf(*a.bias, p);
+  }
+}
+
 static void setScores(api::Problem &p, const CallArrays &a,
                       const CallKeywords &kw) {
   p.mask = kw.mask;
@@ -275,6 +326,7 @@ api::Problem python::problemFor(const CallArrays &a, const CallKeywords &kw) {
   checkOutputsApart(a);
   p.wantLse = a.lse.has_value();
   setScores(p, a, kw);
+  setSinksAndBias(p, a, varlen);
   p.device = a.q.onCuda ? api::Device::Cuda : api::Device::Host;
   if (kw.device)
     p.device = *kw.device;
@@ -307,6 +359,8 @@ static void setShared(T &t, const CallArrays &a, const CallKeywords &kw) {
 api::Tensors python::tensorsFor(const CallArrays &a, const CallKeywords &kw) {
   api::Tensors t{a.q.data, a.k.data, a.v.data, a.out->data};
   t.lse = a.lse ? static_cast<float *>(a.lse->data) : nullptr;
+  t.sinks = static_cast<const float *>(dataOr(a.sinks));
+  t.bias = static_cast<const float *>(dataOr(a.bias));
   setShared(t, a, kw);
   return t;
 }

@@ -11,6 +11,9 @@
 //   v   [batch, seqlen_k, heads_kv, dv]       [total_k, heads_kv, dv]
 //   out [batch, seqlen_q, heads_q, dv]        [total_q, heads_q, dv]
 //   lse [batch, heads_q, seqlen_q] fp32       [heads_q, total_q]
+//   sinks     [heads_q] fp32, on q's device (Tensors::sinks)
+//   attn_bias fp32, broadcastable to [batch, heads_q, seqlen_q, seqlen_k]
+//             as NumPy broadcasts (Tensors::bias at BiasStrides)
 //
 // Any strides with a contiguous last dim are passed as
 // TensorLayout::strided, so slices and transposed views need no copy.
@@ -54,6 +57,9 @@ struct CallArrays {
   std::optional<ArrayView> cuSeqlensQDevice, cuSeqlensKDevice;
   /// Host fp32 slopes [heads_q], and on CUDA their device copy.
   std::optional<ArrayView> alibiSlopes, alibiSlopesDevice;
+  /// Attention sinks [heads_q] fp32 and the elementwise bias, both on q's
+  /// device: the kernels read them at run time (the plan keeps no copy).
+  std::optional<ArrayView> sinks, bias;
 };
 
 /// The gradients of a backward call: dO like out, dQ, dK, dV like q, k, v

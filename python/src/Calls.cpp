@@ -92,8 +92,8 @@ static std::optional<ArrayView> optionalArray(py::handle array,
 // The arrays tuple, in Calls.h's order.
 static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
                              py::tuple t, std::optional<intptr_t> stream) {
-  if (t.size() != 8)
-    throw py::type_error("internal: the arrays tuple needs 8 entries");
+  if (t.size() != 10)
+    throw py::type_error("internal: the arrays tuple needs 10 entries");
   CallArrays a;
   a.q = importArray(q, "q", stream);
   a.k = importArray(k, "k", stream);
@@ -106,6 +106,8 @@ static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
   a.cuSeqlensKDevice = optionalArray(t[5], "cu_seqlens_k (device)", stream);
   a.alibiSlopes = optionalArray(t[6], "alibi_slopes", stream);
   a.alibiSlopesDevice = optionalArray(t[7], "alibi_slopes (device)", stream);
+  a.sinks = optionalArray(t[8], "sinks", stream);
+  a.bias = optionalArray(t[9], "attn_bias", stream);
   return a;
 }
 

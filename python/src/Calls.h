@@ -5,13 +5,15 @@
 // costs far less to build and read than keyword arguments:
 //
 //   arrays   (out, lse, cu_seqlens_q, cu_seqlens_k, cu_seqlens_q_device,
-//             cu_seqlens_k_device, alibi_slopes, alibi_slopes_device)
+//             cu_seqlens_k_device, alibi_slopes, alibi_slopes_device,
+//             sinks, attn_bias)
 //   keywords (mask, window_left, window_right, softcap, scale, alibi,
 //             threads, target, kernel, cache_dir, stream, export_stream)
 //
 // mask is "none", "causal", "causal_br" or "window"; stream (the API's) and
 // export_stream (given to __dlpack__) are None or a CUDA stream as an int.
 // The arrays may be None where the Python layer has nothing to pass.
+// sinks and attn_bias are on q's device (the kernels read them).
 //
 // dropout, apart from the keywords (the Python layer memoizes those, and a
 // seed changes with every call), is None or (p, seed, offset): the problem

@@ -46,7 +46,9 @@ std::string python::planKey(const api::Problem &p, const api::Options &o) {
   w.add(p.q).add(p.k).add(p.v).add(p.o);
   w.add(p.mask).add(p.windowLeft).add(p.windowRight).add(p.softcap);
   w.add(p.alibi).add(p.alibiSlopes).add(p.scale).add(p.wantLse);
-  w.add(p.dropout);
+  w.add(p.dropout).add(p.sink).add(p.sinks).add(p.bias);
+  w.add(p.biasStrides.has_value());
+  w.add(p.biasStrides.value_or(api::BiasStrides{}));
   w.add(p.device);
   w.add(o.target).add(o.threads).add(o.load).add(o.autotune).add(o.cacheDir);
   w.add(o.kernel).add(o.numSplits).add(o.deterministic);

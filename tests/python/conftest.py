@@ -36,9 +36,13 @@ def as_float64(x, dtype):
     return x.astype(np.float64)
 
 
-def reference_sequence(q, k, v, causal, window, softcap, slopes, scale):
+def reference_sequence(q, k, v, causal, window, softcap, slopes, scale,
+                       sinks=None, bias=None):
     """One sequence: q [Sq, Hq, d], k [Sk, Hkv, d], v [Sk, Hkv, dv], all
-    float64. Returns out [Sq, Hq, dv] and lse [Hq, Sq]."""
+    float64; sinks [Hq] (a logit per query head in the softmax's
+    denominator, with no value row) and bias [Hq, Sq, Sk] (added after the
+    softcap, before the mask) or None. Returns out [Sq, Hq, dv] and lse
+    [Hq, Sq]."""
     sq, hq, _ = q.shape
     sk, hkv, _ = k.shape
     group = hq // hkv
@@ -51,6 +55,8 @@ def reference_sequence(q, k, v, causal, window, softcap, slopes, scale):
     j = np.arange(sk)[None, :]
     if slopes is not None:
         s = s - np.asarray(slopes, np.float64)[:, None, None] * np.abs(diag - j)
+    if bias is not None:
+        s = s + bias
     keep = np.ones((sq, sk), bool)
     if causal:
         keep &= j <= diag
@@ -62,19 +68,30 @@ def reference_sequence(q, k, v, causal, window, softcap, slopes, scale):
             keep &= j <= diag + right
     s = np.where(keep[None], s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
+    sink = np.full((hq, 1, 1), -np.inf)
+    if sinks is not None:
+        sink = np.asarray(sinks, np.float64).reshape(hq, 1, 1)
+        m = np.maximum(m, sink)
     p = np.exp(s - m)
-    lse = (np.log(p.sum(axis=-1)) + m[..., 0])
-    out = np.einsum("hij,jhd->ihd", p / p.sum(axis=-1, keepdims=True), vv)
+    total = p.sum(axis=-1, keepdims=True) + np.exp(sink - m)
+    lse = np.log(total[..., 0]) + m[..., 0]
+    out = np.einsum("hij,jhd->ihd", p / total, vv)
     return out, lse
 
 
 def reference(q, k, v, causal=False, window=None, softcap=0.0, slopes=None,
-              scale=None, cu_q=None, cu_k=None):
-    """float64 attention of float64 arrays in fmhajit's layouts."""
+              scale=None, cu_q=None, cu_k=None, sinks=None, bias=None):
+    """float64 attention of float64 arrays in fmhajit's layouts; bias is
+    broadcast to [batch, heads_q, seqlen_q, seqlen_k] as NumPy does."""
     scale = scale if scale is not None else 1.0 / np.sqrt(q.shape[-1])
-    args = (causal, window, softcap, slopes, scale)
+    args = (causal, window, softcap, slopes, scale, sinks)
     if cu_q is None:
-        parts = [reference_sequence(q[b], k[b], v[b], *args) for b in range(q.shape[0])]
+        if bias is not None:
+            full = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
+            bias = np.broadcast_to(np.asarray(bias, np.float64), full)
+        parts = [reference_sequence(q[b], k[b], v[b], *args,
+                                    None if bias is None else bias[b])
+                 for b in range(q.shape[0])]
         return np.stack([p[0] for p in parts]), np.stack([p[1] for p in parts])
     outs, lses = [], []
     for b in range(len(cu_q) - 1):

@@ -277,3 +277,90 @@ def test_cuda_gradients():
     for got, want in zip((q.grad, k.grad, v.grad), leaves):
         err = (got.double() - want.grad).norm() / want.grad.norm()
         assert err <= tol["rel_l2"], f"rel_l2 {err:.3g}"
+
+
+def key_padding_bias(batch, sk, device, seed=0):
+    """[batch, 1, 1, sk] float32: 0 on each sequence's keys, -inf after."""
+    lengths = torch.randint(sk // 2, sk, (batch,), generator=torch.Generator().manual_seed(seed))
+    pad = torch.arange(sk)[None] >= lengths[:, None]
+    bias = torch.zeros(batch, sk).masked_fill(pad, float("-inf"))
+    return bias.reshape(batch, 1, 1, sk).to(device)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+def test_sinks_and_bias_tensors(dtype, device):
+    """sinks= and attn_bias= as tensors on q's device: a key-padding bias
+    expanded to the full shape (strides of 0, no copy) plus a relative
+    bias shared over the batch, with GQA and causal."""
+    q = randn(2, 40, 4, 64, dtype=dtype, device=device, seed=1)
+    k, v = (randn(2, 52, 2, 64, dtype=dtype, device=device, seed=s) for s in (2, 3))
+    bias = key_padding_bias(2, 52, device).expand(2, 4, 40, 52)
+    bias = bias + randn(1, 4, 40, 52, device=device, seed=4)  # a new [2, 4, 40, 52]
+    sinks = torch.tensor([float("-inf"), 0.5, 2.0, -1.0], device=device)
+    out, lse = fmhajit.attention(q, k, v, causal=True, sinks=sinks, attn_bias=bias,
+                                 return_lse=True)
+    assert isinstance(out, torch.Tensor) and out.device == q.device
+    ref, ref_lse = reference(f64(q), f64(k), f64(v), causal=True, sinks=f64(sinks),
+                             bias=f64(bias))
+    assert_close(f64(out), ref, dtype, lse=f64(lse), ref_lse=ref_lse)
+    padding = key_padding_bias(2, 52, device).expand(2, 4, 40, 52)  # strides (52, 0, 0, 1)
+    out = fmhajit.attention(q, k, v, sinks=[1.0, 1.0, 1.0, 1.0], attn_bias=padding)
+    ref = reference(f64(q), f64(k), f64(v), sinks=[1.0] * 4, bias=f64(padding))[0]
+    assert_close(f64(out), ref, dtype)
+
+
+def test_bias_tensor_refusals():
+    q = randn(1, 16, 2, 64, seed=1)
+    with pytest.raises(TypeError, match="attn_bias: dtype float16 is not supported"):
+        fmhajit.attention(q, q, q, attn_bias=torch.zeros(1, 1, 16, 16, dtype=torch.float16))
+    with pytest.raises(ValueError, match=r"attn_bias: shape \(3, 16, 16\) does not broadcast"):
+        fmhajit.attention(q, q, q, attn_bias=torch.zeros(3, 16, 16))
+
+
+def test_no_grad_runs_with_sinks_and_bias():
+    """Inputs that require grad run under torch.no_grad (inference)."""
+    q = randn(1, 16, 2, 64, seed=1).requires_grad_()
+    sinks = torch.zeros(2, requires_grad=True)
+    with torch.no_grad():
+        out = fmhajit.attention(q, q, q, sinks=sinks, attn_bias=torch.zeros(16))
+    ref = reference(*(f64(q),) * 3, sinks=[0.0, 0.0])[0]
+    assert_close(f64(out), ref, "fp32")
+
+
+@needs_op
+@pytest.mark.parametrize("wanted", ["q", "sinks", "attn_bias"])
+def test_gradients_with_sinks_or_bias_are_refused(wanted):
+    """The backward has no gradient of the sinks or the bias, nor runs
+    with them: asking for any gradient through such a call says so."""
+    q = randn(1, 16, 2, 64, seed=1).requires_grad_(wanted == "q")
+    sinks = torch.zeros(2, requires_grad=wanted == "sinks")
+    bias = torch.zeros(1, 1, 16, 16, requires_grad=wanted == "attn_bias")
+    out = fmhajit.attention(q, q, q, sinks=sinks, attn_bias=bias)
+    assert out.requires_grad
+    with pytest.raises(NotImplementedError, match="backward does not support sinks and "
+                                                  "attn_bias yet"):
+        out.sum().backward()
+
+
+@pytest.mark.skipif(hasattr(torch.library, "custom_op"), reason="PyTorch >= 2.4 has the op")
+@pytest.mark.parametrize("wanted", ["sinks", "attn_bias"])
+def test_old_torch_refuses_gradients_of_sinks_and_bias(wanted):
+    """Without the op, a sink or bias that requires grad is refused rather
+    than left without a gradient."""
+    q = randn(1, 8, 2, 64, seed=1)
+    extra = {"sinks": torch.zeros(2), "attn_bias": torch.zeros(8, 8)}[wanted].requires_grad_()
+    with pytest.raises(NotImplementedError, match="need PyTorch 2.4 or newer"):
+        fmhajit.attention(q, q, q, **{wanted: extra})
+
+
+@needs_op
+def test_compile_with_sinks_and_bias_cpu():
+    """The op's schema and fake implementation take sinks and attn_bias."""
+    def block(x, sinks, bias):
+        return fmhajit.attention(x, x * 0.5, x + 1, causal=True, sinks=sinks, attn_bias=bias)
+
+    x = randn(2, 16, 2, 64, seed=3)
+    sinks, bias = torch.tensor([0.5, -1.0]), randn(1, 1, 16, 16, seed=4)
+    compiled = torch.compile(block, backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x, sinks, bias), block(x, sinks, bias))
