@@ -48,7 +48,7 @@ def tiny_calls():
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
     stream = torch.cuda.current_stream().cuda_stream
     keywords = ("none", -1, -1, 0.0, 0.0, False, 0, "", "", "", stream, -1)
-    arrays = (out,) + (None,) * 7
+    arrays = (out,) + (None,) * 9
     return {
         "fmhajit.attention": lambda: fmhajit.attention(q, k, v),
         "fmhajit.attention(out=)": lambda: fmhajit.attention(q, k, v, out=out),

@@ -49,7 +49,7 @@ def paths(fmhajit):
     k = np.random.default_rng(1).standard_normal((1, 16, 1, 64)).astype(np.float32)
     v = np.random.default_rng(2).standard_normal((1, 16, 1, 64)).astype(np.float32)
     out = np.empty_like(q)
-    arrays = (out,) + (None,) * 7
+    arrays = (out,) + (None,) * 9
     keywords = ("none", -1, -1, 0.0, 0.0, False, 1, "", "", "", None, None)
     core = fmhajit._fmhajit.attention
     return {
