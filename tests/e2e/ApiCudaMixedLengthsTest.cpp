@@ -19,10 +19,6 @@ using api::Problem;
 
 namespace {
 
-#define REQUIRE_GPU()                                                          \
-  if (std::string why = noGpuReason(); !why.empty())                           \
-  GTEST_SKIP() << why
-
 Problem onGpu(Problem p) {
   p.device = api::Device::Cuda;
   return p;

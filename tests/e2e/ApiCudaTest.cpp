@@ -24,10 +24,6 @@ using api::TensorLayout;
 
 namespace {
 
-#define REQUIRE_GPU()                                                          \
-  if (std::string why = noGpuReason(); !why.empty())                           \
-  GTEST_SKIP() << why
-
 Problem gpuProblem(int64_t batch, int64_t headsQ, int64_t headsKv, int64_t sq,
                    int64_t sk, int64_t d, DType dtype) {
   Problem p;

@@ -33,6 +33,11 @@ std::vector<float> uniformValues(size_t n, unsigned seed);
 /// Device::Cuda can be made.
 std::string noGpuReason();
 
+/// Skips the running GPU test where noGpuReason() gives a reason.
+#define REQUIRE_GPU()                                                          \
+  if (std::string why = fmhajit::e2e::noGpuReason(); !why.empty())             \
+  GTEST_SKIP() << why
+
 /// The text of examples/variants/\p file, from the checkout the build came
 /// from or FMHAJIT_SOURCE_DIR (the GPU machine's copy); empty if unreadable.
 std::string readVariantExample(const std::string &file);

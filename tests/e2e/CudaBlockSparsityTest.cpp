@@ -68,8 +68,7 @@ const SparseCase kCases[] = {
 class CudaBlockSparsity : public testing::TestWithParam<SparseCase> {};
 
 TEST_P(CudaBlockSparsity, MatchesReference) {
-  if (std::string why = noGpuReason(); !why.empty())
-    GTEST_SKIP() << why;
+  REQUIRE_GPU();
   const SparseCase &c = GetParam();
   api::Problem p;
   p.batch = c.batch, p.headsQ = c.headsQ, p.headsKv = c.headsKv;

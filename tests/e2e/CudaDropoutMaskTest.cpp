@@ -91,8 +91,7 @@ class CudaDropoutMask : public ::testing::TestWithParam<GpuMaskCase> {};
 
 // Q = 0, K = 0.5, V one-hot per sequence; O poisoned with NaN.
 TEST_P(CudaDropoutMask, IsPhiloxOfThePositionExactly) {
-  if (std::string why = noGpuReason(); !why.empty())
-    GTEST_SKIP() << why;
+  REQUIRE_GPU();
   const GpuMaskCase &c = GetParam();
   auto driver = CudaDriver::get();
   ASSERT_TRUE(bool(driver)) << llvm::toString(driver.takeError());

@@ -24,8 +24,7 @@ struct ExampleCase {
 class CudaVariantExamples : public testing::TestWithParam<ExampleCase> {};
 
 TEST_P(CudaVariantExamples, MatchesReference) {
-  if (std::string why = noGpuReason(); !why.empty())
-    GTEST_SKIP() << why;
+  REQUIRE_GPU();
   const ExampleCase &c = GetParam();
   api::Problem p;
   p.batch = 2, p.headsQ = 8, p.headsKv = 2;
