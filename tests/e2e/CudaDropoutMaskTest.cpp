@@ -18,6 +18,7 @@
 #include "runtime/numerics/Dropout.h"
 #include "runtime/numerics/HalfPrecision.h"
 #include "tests/e2e/ApiTesting.h"
+#include "tests/e2e/CudaForwardRunner.h"
 #include "gtest/gtest.h"
 #include <cmath>
 
@@ -77,16 +78,6 @@ std::string kernelOf(const GpuMaskCase &c) {
          (c.lengthsQ.size() > 1 ? ",varlen=1" : "") + ",pipeline=" + c.pipeline;
 }
 
-GpuBuffer upload(CudaDriver &driver, const void *data, size_t bytes,
-                 const char *what) {
-  auto buffer = GpuBuffer::upload(driver, data, bytes, what);
-  if (!buffer) {
-    ADD_FAILURE() << llvm::toString(buffer.takeError());
-    return GpuBuffer();
-  }
-  return std::move(*buffer);
-}
-
 class CudaDropoutMask : public ::testing::TestWithParam<GpuMaskCase> {};
 
 // Q = 0, K = 0.5, V one-hot per sequence; O poisoned with NaN.
@@ -124,12 +115,12 @@ TEST_P(CudaDropoutMask, IsPhiloxOfThePositionExactly) {
       for (int64_t h = 0; h < c.headsKv; ++h)
         v[((cuK[b] + j) * c.headsKv + h) * d + j] = bitsOf(1.0f, c.dtype);
 
-  GpuBuffer qd = upload(*driver, q.data(), 2 * q.size(), "q");
-  GpuBuffer kd = upload(*driver, k.data(), 2 * k.size(), "k");
-  GpuBuffer vd = upload(*driver, v.data(), 2 * v.size(), "v");
-  GpuBuffer od = upload(*driver, o.data(), 2 * o.size(), "o");
-  GpuBuffer cuQd = upload(*driver, cuQ.data(), 4 * cuQ.size(), "cu_q");
-  GpuBuffer cuKd = upload(*driver, cuK.data(), 4 * cuK.size(), "cu_k");
+  GpuBuffer qd = uploadOrFail(*driver, q.data(), 2 * q.size(), "q");
+  GpuBuffer kd = uploadOrFail(*driver, k.data(), 2 * k.size(), "k");
+  GpuBuffer vd = uploadOrFail(*driver, v.data(), 2 * v.size(), "v");
+  GpuBuffer od = uploadOrFail(*driver, o.data(), 2 * o.size(), "o");
+  GpuBuffer cuQd = uploadOrFail(*driver, cuQ.data(), 4 * cuQ.size(), "cu_q");
+  GpuBuffer cuKd = uploadOrFail(*driver, cuK.data(), 4 * cuK.size(), "cu_k");
   DropoutParams params{0.3f, 0xfeedface12345678ull, 77};
   api::Tensors t;
   t.q = qd.pointer(), t.k = kd.pointer(), t.v = vd.pointer();

@@ -184,18 +184,6 @@ INSTANTIATE_TEST_SUITE_P(
       return testName(info.param.label);
     });
 
-/// A buffer with a copy of \p data, for the tests' short uploads.
-template <typename T>
-GpuBuffer uploadVector(CudaDriver &driver, const T *data, size_t bytes,
-                       const char *what) {
-  auto buffer = GpuBuffer::upload(driver, data, bytes, what);
-  if (!buffer) {
-    ADD_FAILURE() << llvm::toString(buffer.takeError());
-    return GpuBuffer();
-  }
-  return std::move(*buffer);
-}
-
 class CudaPaged : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(CudaPaged, ShuffledPagesMatchReference) {
@@ -218,18 +206,18 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
   for (unsigned n : {1u, 4u}) {
     PagedData host(*spec, problem, 5);
     GpuBuffer q =
-        uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
+        uploadOrFail(driver, host.q.data(), host.q.sizeInBytes(), "q");
     GpuBuffer k =
-        uploadVector(driver, host.kPool.data(), host.kPool.sizeInBytes(), "k");
+        uploadOrFail(driver, host.kPool.data(), host.kPool.sizeInBytes(), "k");
     GpuBuffer v =
-        uploadVector(driver, host.vPool.data(), host.vPool.sizeInBytes(), "v");
+        uploadOrFail(driver, host.vPool.data(), host.vPool.sizeInBytes(), "v");
     GpuBuffer o =
-        uploadVector(driver, host.o.data(), host.o.sizeInBytes(), "o");
+        uploadOrFail(driver, host.o.data(), host.o.sizeInBytes(), "o");
     GpuBuffer lse =
-        uploadVector(driver, host.lse.data(), 4 * host.lse.size(), "lse");
-    GpuBuffer table = uploadVector(driver, host.blockTable.data(),
+        uploadOrFail(driver, host.lse.data(), 4 * host.lse.size(), "lse");
+    GpuBuffer table = uploadOrFail(driver, host.blockTable.data(),
                                    4 * host.blockTable.size(), "table");
-    GpuBuffer seqlens = uploadVector(driver, host.seqlens.data(),
+    GpuBuffer seqlens = uploadOrFail(driver, host.seqlens.data(),
                                      4 * host.seqlens.size(), "lens");
     auto workspace = makeWorkspace(driver, *spec, problem.attention, n);
     ASSERT_TRUE(bool(workspace)) << llvm::toString(workspace.takeError());
@@ -289,23 +277,23 @@ TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
                      vBefore = host.vCache.toFloat();
   CudaDriver &driver = runner->driver();
   GpuBuffer kNew =
-      uploadVector(driver, host.kNew.data(), host.kNew.sizeInBytes(), "k_new");
+      uploadOrFail(driver, host.kNew.data(), host.kNew.sizeInBytes(), "k_new");
   GpuBuffer vNew =
-      uploadVector(driver, host.vNew.data(), host.vNew.sizeInBytes(), "v_new");
+      uploadOrFail(driver, host.vNew.data(), host.vNew.sizeInBytes(), "v_new");
   GpuBuffer k =
-      uploadVector(driver, host.kCache.data(), host.kCache.sizeInBytes(), "k");
+      uploadOrFail(driver, host.kCache.data(), host.kCache.sizeInBytes(), "k");
   GpuBuffer v =
-      uploadVector(driver, host.vCache.data(), host.vCache.sizeInBytes(), "v");
-  GpuBuffer q = uploadVector(driver, host.q.data(), host.q.sizeInBytes(), "q");
+      uploadOrFail(driver, host.vCache.data(), host.vCache.sizeInBytes(), "v");
+  GpuBuffer q = uploadOrFail(driver, host.q.data(), host.q.sizeInBytes(), "q");
   GpuBuffer qOut =
-      uploadVector(driver, host.qOut.data(), host.qOut.sizeInBytes(), "q_out");
-  GpuBuffer table = uploadVector(driver, host.blockTable.data(),
+      uploadOrFail(driver, host.qOut.data(), host.qOut.sizeInBytes(), "q_out");
+  GpuBuffer table = uploadOrFail(driver, host.blockTable.data(),
                                  4 * host.blockTable.size(), "table");
-  GpuBuffer lens = uploadVector(driver, host.seqlens.data(),
+  GpuBuffer lens = uploadOrFail(driver, host.seqlens.data(),
                                 4 * host.seqlens.size(), "lens");
-  GpuBuffer cosT = uploadVector(driver, host.tables.cos.data(),
+  GpuBuffer cosT = uploadOrFail(driver, host.tables.cos.data(),
                                 4 * host.tables.cos.size(), "cos");
-  GpuBuffer sinT = uploadVector(driver, host.tables.sin.data(),
+  GpuBuffer sinT = uploadOrFail(driver, host.tables.sin.data(),
                                 4 * host.tables.sin.size(), "sin");
   AppendKvBuffers b;
   b.kNew = kNew.pointer();

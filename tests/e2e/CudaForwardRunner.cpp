@@ -4,6 +4,7 @@
 #include "specs/Errors.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "gtest/gtest.h"
 
 using namespace fmhajit;
 using namespace fmhajit::e2e;
@@ -75,4 +76,14 @@ llvm::Error CudaForwardRunner::operator()(const KernelSpec &spec,
   if (llvm::Error err = stream.synchronize())
     return err;
   return device->download(data.buffers());
+}
+
+GpuBuffer fmhajit::e2e::uploadOrFail(CudaDriver &driver, const void *data,
+                                     size_t bytes, const char *what) {
+  auto buffer = GpuBuffer::upload(driver, data, bytes, what);
+  if (!buffer) {
+    ADD_FAILURE() << llvm::toString(buffer.takeError());
+    return GpuBuffer();
+  }
+  return std::move(*buffer);
 }

@@ -19,6 +19,11 @@
 
 namespace fmhajit::e2e {
 
+/// A device copy of \p bytes at \p data for a test (\p what names it); a
+/// failed upload is a test failure and gives an empty buffer.
+GpuBuffer uploadOrFail(CudaDriver &driver, const void *data, size_t bytes,
+                       const char *what);
+
 class CudaForwardRunner {
 public:
   static llvm::Expected<std::unique_ptr<CudaForwardRunner>> create();
