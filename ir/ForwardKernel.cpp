@@ -76,6 +76,30 @@ struct PagedRows {
                     b.CreateMul(offset, rowStride));
     return b.CreateInBoundsGEP(elem, head, elements);
   }
+
+  /// Asks \p target to bring the table entries of keys [j, j + keys) toward
+  /// its cache (TargetInfo::prefetch): one hint per 128-byte line of entries
+  /// the at most \p bn keys span, the slots past the range's last clamped to
+  /// it, so no hint leaves the sequence's row of the table.
+  ///   %first = j >> log2P; %last = (j + keys - 1) >> log2P
+  ///   prefetch table + %first, table + umin(%first + 32k, %last) ...
+  void prefetch(IRBuilderBase &b, TargetInfo &target, Value *j, Value *keys,
+                unsigned bn) const {
+    constexpr unsigned kSlotsPerLine = 128 / sizeof(int32_t);
+    Value *first = b.CreateLShr(j, log2Page, "table.first");
+    Value *lastKey = b.CreateSub(b.CreateAdd(j, keys), b.getInt32(1));
+    Value *last = b.CreateLShr(lastKey, log2Page, "table.last");
+    for (unsigned k = 0; k <= bn / kSlotsPerLine; ++k) {
+      Value *slot =
+          k == 0 ? first
+                 : b.CreateBinaryIntrinsic(
+                       Intrinsic::umin,
+                       b.CreateAdd(first, b.getInt32(k * kSlotsPerLine)), last);
+      target.prefetch(b,
+                      b.CreateInBoundsGEP(b.getInt32Ty(), table,
+                                          b.CreateZExt(slot, b.getInt64Ty())));
+    }
+  }
 };
 
 /// One query tile's walk over its key tiles (a range, or the block map's
@@ -386,6 +410,7 @@ GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
     PagedRows &paging = keys ? w.pagedK : w.pagedV;
     paging.j0 = j0;
     rows.rowAddress = paging;
+    rows.rowsLookedUp = true;
     return rows;
   }
   KernelArgsField strides = keys ? kKStrides : kVStrides;
@@ -401,7 +426,9 @@ GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
 // requested and copies while S = Q K_j^T is computed; once V_j is ready,
 // K_j+1 is requested and copies during the softmax and O += P V_j. Past the
 // last tile the request names the current tile with no valid rows: it reads
-// nothing, and every iteration issues the same copies.
+// nothing, and every iteration issues the same copies. Under fwd_paged each
+// iteration first prefetches K_j+1's block-table lines, so its lookups hit
+// the cache (docs/design.md, "Paged decode").
 void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
   const WorkItem &s = w.s;
   const KeyTiles &keys = w.keys;
@@ -412,14 +439,23 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
   emitFor(b, keys.begin, keys.end, i32(keys.step), "kv", [&](Value *pos) {
     KeyTile tile = keys.at(pos);
     Value *j0 = tile.j0;
+    Value *nextPos = nullptr, *more = nullptr, *next = nullptr;
+    auto findNext = [&] {
+      nextPos = b.CreateAdd(pos, i32(keys.step));
+      more = b.CreateICmpSLT(nextPos, keys.end);
+      next = keys.at(b.CreateSelect(more, nextPos, pos)).j0;
+    };
+    if (paged) { // K_j+1's page numbers are on their way during S_j
+      findNext();
+      w.pagedK.prefetch(b, target, next, keysAt(s, next), spec.bn);
+    }
     ops->sync(w.kT);
     ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
     ops->matmul(w.scores, w.q, w.kT);
     mods.apply(w.scores, s, w.mask, j0, w.tokens, tile.full);
     ops->sync(w.v);
-    Value *nextPos = b.CreateAdd(pos, i32(keys.step));
-    Value *more = b.CreateICmpSLT(nextPos, keys.end);
-    Value *next = keys.at(b.CreateSelect(more, nextPos, pos)).j0;
+    if (!next)
+      findNext();
     ops->load(w.kT, kvRows(w, kK, next),
               b.CreateSelect(more, keysAt(s, next), i32(0)), nullptr);
     RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);

@@ -69,6 +69,13 @@ public:
     return pointer;
   }
 
+  /// A hint that the global memory at \p pointer will be read soon: the
+  /// line moves toward the cache a later load hits. Default: nothing (the
+  /// host's caches and the AMDGPU loads need no hint); NVPTX:
+  /// prefetch.global.L1, for the block-table entries of a paged cache's next
+  /// key tile (ForwardKernel.cpp).
+  virtual void prefetch(llvm::IRBuilderBase &, llvm::Value *pointer) {}
+
   /// A float scalar or vector rounded (to nearest even) to the storage type
   /// of \p t (fp32, fp16, bf16), for kernels that store outside TileOps.
   virtual llvm::Value *narrow(llvm::IRBuilderBase &b, llvm::Value *x, DType t);

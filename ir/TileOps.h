@@ -74,6 +74,10 @@ struct GlobalRows {
   llvm::Value *rowStride; ///< i64, in elements; unused with rowAddress
   DType dtype;
   RowAddressFn rowAddress = nullptr;
+  /// rowAddress loads from memory (a paged cache's block table): targets that
+  /// copy asynchronously look up all of a thread's rows before its first
+  /// copy, so the copies do not wait for the lookups one at a time.
+  bool rowsLookedUp = false;
   TensorBox box = {};
 
   /// The address of row \p row's first element (\p row: i64).

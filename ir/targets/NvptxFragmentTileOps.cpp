@@ -98,6 +98,12 @@ void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
     barrier(); // a warp may still be reading the previous contents
   Value *tid = target.threadId(b);
   Type *globalPtr = PointerType::get(b.getContext(), 1);
+  unsigned chunks = keys * chunksPerRow, threads = target.numThreads();
+  if (src.rowsLookedUp && chunks % threads == 0 &&
+      chunks / threads <= kMaxLookupsAhead) {
+    copyLookedUpRows(tile, src, valid, chunks / threads);
+    return;
+  }
   emitFor(b, tid, b.getInt32(keys * chunksPerRow),
           b.getInt32(target.numThreads()), "cp", [&](Value *c) {
             Value *key = b.CreateUDiv(c, b.getInt32(chunksPerRow));
@@ -118,6 +124,42 @@ void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
             b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s,
                               {}, {chunkAddress(tile, key, col), from, bytes});
           });
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
+  pending.push_back(tile.storage);
+}
+
+// Paged rows: each chunk's row comes from a block-table load. In the copy
+// loop each copy waits for its own lookup, so a thread's lookups run one
+// after another (16 a tile for bn = d = 128); here all of them are issued
+// first (the recipe has prefetched their lines), then every copy:
+//   for i < n: %row.i = rowPointer(key(tid + i * threads))   ; table loads
+//   for i < n: cp.async.cg [tile chunk], [%row.i + col], 16 or 0 bytes
+void NvptxFragmentTileOps::copyLookedUpRows(Tile &tile, const GlobalRows &src,
+                                            Value *valid, unsigned n) {
+  unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
+  unsigned chunksPerRow = width / 8;
+  Value *tid = target.threadId(b);
+  Type *globalPtr = PointerType::get(b.getContext(), 1);
+  SmallVector<Value *, kMaxLookupsAhead> key, col, rowPtr;
+  for (unsigned i = 0; i < n; ++i) {
+    Value *c = b.CreateAdd(tid, b.getInt32(i * target.numThreads()));
+    key.push_back(b.CreateUDiv(c, b.getInt32(chunksPerRow)));
+    col.push_back(
+        b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)), b.getInt32(8)));
+    Value *safeKey =
+        b.CreateSelect(b.CreateICmpSLT(key[i], valid), key[i], b.getInt32(0));
+    rowPtr.push_back(src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty())));
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    Value *from = b.CreateAddrSpaceCast(
+        b.CreateInBoundsGEP(elem, rowPtr[i],
+                            b.CreateZExt(col[i], b.getInt64Ty())),
+        globalPtr);
+    Value *bytes = b.CreateSelect(b.CreateICmpSLT(key[i], valid),
+                                  b.getInt32(16), b.getInt32(0));
+    b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
+                      {chunkAddress(tile, key[i], col[i]), from, bytes});
+  }
   b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
   pending.push_back(tile.storage);
 }

@@ -87,6 +87,14 @@ protected:
   /// Waits for the copy group of \p tile (later groups may stay in flight)
   /// and makes every thread's copies visible to the block.
   void waitFor(const Tile &tile);
+  /// load() of rows whose addresses are looked up (GlobalRows::rowsLookedUp),
+  /// \p n whole passes of the block's threads over the tile's chunks: every
+  /// lookup first, then every copy.
+  void copyLookedUpRows(Tile &tile, const GlobalRows &src, llvm::Value *valid,
+                        unsigned n);
+  /// The most lookups a thread holds at once in copyLookedUpRows (one row
+  /// pointer each); a tile needing more copies as the unpaged loop does.
+  static constexpr unsigned kMaxLookupsAhead = 16;
   /// A block barrier; no tile read before it can still be in use after.
   void barrier();
   /// A barrier if \p tile was read since the last one: before a write.

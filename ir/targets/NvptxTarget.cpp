@@ -232,6 +232,16 @@ public:
   Value *log2(IRBuilderBase &b, Value *x) override {
     return b.CreateIntrinsic(Intrinsic::nvvm_lg2_approx_f, {}, {x});
   }
+  // prefetch is PTX 2.0 (every sm_*), but LLVM 22 selects
+  // llvm.nvvm.prefetch.global.L1 only for sm_90 and PTX 8.0: inline asm.
+  void prefetch(IRBuilderBase &b, Value *pointer) override {
+    Type *globalPtr = PointerType::get(b.getContext(), 1);
+    auto *asmType =
+        FunctionType::get(b.getVoidTy(), {globalPtr}, /*isVarArg=*/false);
+    b.CreateCall(InlineAsm::get(asmType, "prefetch.global.L1 [$0];", "l",
+                                /*hasSideEffects=*/true),
+                 {b.CreateAddrSpaceCast(pointer, globalPtr)});
+  }
   Value *opaqueBase(IRBuilderBase &b, Value *pointer) override {
     if (pointer->getType()->isVectorTy())
       return pointer;
