@@ -20,23 +20,24 @@ bool ArchInfo::hasHeadDim(unsigned d) const {
   return llvm::is_contained(headDims, d);
 }
 
-const TileConfig *ArchInfo::defaultTile(Pipeline p, unsigned d) const {
+const TileConfig *ArchInfo::defaultTile(Pipeline p, unsigned d,
+                                        DType dtype) const {
   const PipelineInfo *info = pipeline(p);
   if (!info)
     return nullptr;
   for (const TileConfig &t : info->tiles)
-    if (d <= t.maxD)
+    if (t.serves(d, dtype))
       return &t;
   return nullptr;
 }
 
-std::vector<const TileConfig *> ArchInfo::defaultTiles(Pipeline p,
-                                                       unsigned d) const {
+std::vector<const TileConfig *>
+ArchInfo::defaultTiles(Pipeline p, unsigned d, DType dtype) const {
   std::vector<const TileConfig *> rows;
-  const TileConfig *first = defaultTile(p, d);
+  const TileConfig *first = defaultTile(p, d, dtype);
   if (first)
     for (const TileConfig &t : pipeline(p)->tiles)
-      if (t.maxD == first->maxD)
+      if (t.maxD == first->maxD && t.serves(d, dtype))
         rows.push_back(&t);
   return rows;
 }
@@ -83,6 +84,7 @@ static PipelineInfo readPipeline(const json::Object &o, llvm::StringRef file) {
     const json::Object &t = *v.getAsObject();
     TileConfig tile;
     tile.maxD = readUnsigned(t, "max_d", file);
+    tile.dtypes = readDTypes(t.getArray("dtypes"), file);
     // A row gives every tile key, spelled as in specs.
 #define SPEC_TILE(Name, Letter, Help) tile.Name = readUnsigned(t, #Name, file);
 #include "specs/SpecKeys.def"

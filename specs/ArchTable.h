@@ -10,6 +10,7 @@
 
 #include "specs/KernelSpec.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include <map>
 #include <string>
@@ -22,6 +23,11 @@ enum class Backend : uint8_t { Host, Nvptx, Amdgpu };
 struct TileConfig {
   unsigned maxD = 0; ///< this row applies to head dims up to maxD
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
+  /// ... and to these dtypes; empty: to every dtype of the pipeline.
+  std::vector<DType> dtypes;
+  bool serves(unsigned d, DType dtype) const {
+    return d <= maxD && (dtypes.empty() || llvm::is_contained(dtypes, dtype));
+  }
 };
 
 struct PipelineInfo {
@@ -55,12 +61,15 @@ struct ArchInfo {
   const PipelineInfo *pipeline(Pipeline p) const;
   bool hasDType(DType t) const;
   bool hasHeadDim(unsigned d) const;
-  /// The default tile for head dim \p d on pipeline \p p (null if none).
-  const TileConfig *defaultTile(Pipeline p, unsigned d) const;
-  /// Every default row for head dim \p d, in table order: the rows that
-  /// share the first match's max_d. Later rows serve specs the first
-  /// row's tile rules refuse (sm_90a: wgmma's TMA ring takes no varlen).
-  std::vector<const TileConfig *> defaultTiles(Pipeline p, unsigned d) const;
+  /// The default tile for head dim \p d and \p dtype on pipeline \p p
+  /// (null if none).
+  const TileConfig *defaultTile(Pipeline p, unsigned d, DType dtype) const;
+  /// Every default row for head dim \p d and \p dtype, in table order: the
+  /// rows that share the first match's max_d. Later rows serve specs the
+  /// first row's tile rules refuse (sm_90a: wgmma's TMA ring takes no
+  /// varlen).
+  std::vector<const TileConfig *> defaultTiles(Pipeline p, unsigned d,
+                                               DType dtype) const;
 };
 
 /// Every known target, in the order of specs/arch (sorted by name).

@@ -263,7 +263,7 @@ void Validator::resolveTile() {
 #include "specs/SpecKeys.def"
   };
   std::vector<const TileConfig *> rows =
-      arch.defaultTiles(s.pipeline, std::max(s.d, s.dv));
+      arch.defaultTiles(s.pipeline, std::max(s.d, s.dv), s.dtype);
   // The GPU backward has its own tile (specs/pipelines/BackwardMmaLayout.h).
   if (isBackwardFamily(s.family) && arch.backend == Backend::Nvptx &&
       s.pipeline == Pipeline::Mma)

@@ -56,25 +56,29 @@ static Constant *waitMessage(IRBuilderBase &b) {
   return b.CreateGlobalString(
       "fmhajit: block %u thread %u waited " +
           std::to_string(kBoundedWaitSeconds) +
-          " s for mbarrier phase parity %u and gave up (the TMA ring's "
+          " s for phase parity %u of the mbarrier at shared address %u and "
+          "gave up (the TMA ring's "
           "phases disagree); trapping\n",
       "fmhajit.wait.message");
 }
 
-// printf("...", block, thread, parity), then a trap: the launch fails
-// with the message on the process's stdout.
-static void emitGiveUp(IRBuilderBase &b, Value *parity) {
+// printf("...", block, thread, parity, barrier), then a trap: the launch
+// fails with the message on the process's stdout. The barrier's shared
+// address names which one (WgmmaLayout::barrierOffset and the ring's order).
+static void emitGiveUp(IRBuilderBase &b, Value *parity, Value *address) {
   Module &m = *b.GetInsertBlock()->getModule();
   FunctionCallee vprintf = m.getOrInsertFunction("vprintf", b.getInt32Ty(),
                                                  b.getPtrTy(), b.getPtrTy());
   Constant *format = waitMessage(b);
   Type *argTypes =
-      StructType::get(b.getInt32Ty(), b.getInt32Ty(), b.getInt32Ty());
+      StructType::get(b.getInt32Ty(), b.getInt32Ty(), b.getInt32Ty(),
+                      b.getInt32Ty());
   Value *args = entryAlloca(b, argTypes, "wait.message.args", 4);
   Value *fields[] = {
       b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}),
-      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}), parity};
-  for (unsigned i = 0; i < 3; ++i)
+      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}), parity,
+      address};
+  for (unsigned i = 0; i < 4; ++i)
     b.CreateStore(fields[i], b.CreateStructGEP(argTypes, args, i));
   b.CreateCall(vprintf, {format, args});
   b.CreateIntrinsic(Intrinsic::trap, {});
@@ -116,7 +120,7 @@ void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity,
       b.CreateICmpUGT(waited, b.getInt64(kBoundedWaitSeconds * 1000000000ull)),
       giveUp, spin);
   b.SetInsertPoint(giveUp);
-  emitGiveUp(b, parity);
+  emitGiveUp(b, parity, address);
   b.SetInsertPoint(done);
 }
 

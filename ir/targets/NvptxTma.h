@@ -48,7 +48,7 @@ void emitMbarrierExpectBytes(llvm::IRBuilderBase &b, llvm::Value *bar,
                              unsigned bytes);
 /// Spins until phase parity \p parity (i32, 0 or 1) of \p bar completes;
 /// \p bounded: for at most kBoundedWaitSeconds, then prints which block,
-/// thread and phase gave up, and traps.
+/// thread, phase and barrier gave up, and traps.
 void emitMbarrierWait(llvm::IRBuilderBase &b, llvm::Value *bar,
                       llvm::Value *parity, bool bounded);
 /// A TMA copy of one box of tensor map \p map (a generic pointer) at

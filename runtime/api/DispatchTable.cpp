@@ -43,6 +43,15 @@ static TileRow readRow(const json::Object &o, llvm::StringRef file) {
   row.bn = readUnsigned(o, "bn", file, true);
   row.warps = readUnsigned(o, "warps", file, false);
   row.stages = readUnsigned(o, "stages", file, false);
+  if (const json::Array *dtypes = o.getArray("dtypes"))
+    for (const json::Value &v : *dtypes) {
+      std::optional<DType> t;
+      if (auto text = v.getAsString())
+        t = parseKey<DType>(*text);
+      if (!t)
+        badTable(file, "unknown dtype in a tile row's 'dtypes'");
+      row.dtypes.push_back(*t);
+    }
   return row;
 }
 
@@ -116,8 +125,9 @@ const DispatchTable &DispatchTable::forTarget(llvm::StringRef target) {
 
 // A row's missing warps/stages come from the arch default for the head dim.
 static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p,
-                                       unsigned d, const TileRow &row) {
-  const TileConfig *def = arch.defaultTile(p, d);
+                                       unsigned d, DType dtype,
+                                       const TileRow &row) {
+  const TileConfig *def = arch.defaultTile(p, d, dtype);
   if (!def)
     return std::nullopt;
   return Tile{row.bm, row.bn, row.warps ? row.warps : def->warps,
@@ -126,12 +136,14 @@ static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p,
 
 std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
                                                 Pipeline p, unsigned d,
+                                                DType dtype,
                                                 int64_t seqlenQ) const {
   auto rows = tiles.find(p);
   if (rows != tiles.end())
     for (const TileRow &row : rows->second)
-      if (seqlenQ <= row.maxSeqlenQ && d <= row.maxD)
-        if (std::optional<Tile> t = completeRow(arch, p, d, row)) {
+      if (seqlenQ <= row.maxSeqlenQ && d <= row.maxD &&
+          (row.dtypes.empty() || llvm::is_contained(row.dtypes, dtype)))
+        if (std::optional<Tile> t = completeRow(arch, p, d, dtype, row)) {
           std::string sq =
               row.maxSeqlenQ == INT64_MAX
                   ? std::string("any seqlen_q")
@@ -139,7 +151,7 @@ std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
           return TileChoice{*t, sq + ", d <= " + std::to_string(row.maxD) +
                                     " (" + file + ")"};
         }
-  const TileConfig *def = arch.defaultTile(p, d);
+  const TileConfig *def = arch.defaultTile(p, d, dtype);
   if (!def)
     return std::nullopt;
   return TileChoice{{def->bm, def->bn, def->warps, def->stages},
@@ -147,7 +159,7 @@ std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
 }
 
 std::vector<Tile> DispatchTable::tilesFor(const ArchInfo &arch, Pipeline p,
-                                          unsigned d) const {
+                                          unsigned d, DType dtype) const {
   // Exactly the tiles choose() can return for d: one per row boundary, and
   // whatever catches the longest queries.
   std::vector<int64_t> lengths = {INT64_MAX};
@@ -156,7 +168,7 @@ std::vector<Tile> DispatchTable::tilesFor(const ArchInfo &arch, Pipeline p,
       lengths.insert(lengths.end() - 1, row.maxSeqlenQ);
   std::vector<Tile> out;
   for (int64_t sq : lengths)
-    if (std::optional<TileChoice> c = choose(arch, p, d, sq))
+    if (std::optional<TileChoice> c = choose(arch, p, d, dtype, sq))
       if (!llvm::is_contained(out, c->tile))
         out.push_back(c->tile);
   return out;

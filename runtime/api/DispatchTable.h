@@ -28,6 +28,7 @@ struct TileRow {
   int64_t maxSeqlenQ = INT64_MAX; ///< the row applies up to this query length
   unsigned maxD = 0; ///< ... and up to this head dim (max of d, dv)
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
+  std::vector<DType> dtypes; ///< ... and to these dtypes (empty: all)
 };
 
 /// When a problem counts as decode: few queries against a long key range.
@@ -74,14 +75,15 @@ struct DispatchTable {
   /// The table of \p target.
   static const DispatchTable &forTarget(llvm::StringRef target);
 
-  /// The tile for pipeline \p p on \p arch for head dim \p d (max of d, dv)
-  /// and query length \p seqlenQ; none when the arch has no tile for d.
+  /// The tile for pipeline \p p on \p arch for head dim \p d (max of d, dv),
+  /// \p dtype and query length \p seqlenQ; none when the arch has no tile
+  /// for d.
   std::optional<TileChoice> choose(const ArchInfo &arch, Pipeline p, unsigned d,
-                                   int64_t seqlenQ) const;
-  /// Every tile choose() can return for \p p and \p d, shortest queries
-  /// first: the tiles the registry holds.
-  std::vector<Tile> tilesFor(const ArchInfo &arch, Pipeline p,
-                             unsigned d) const;
+                                   DType dtype, int64_t seqlenQ) const;
+  /// Every tile choose() can return for \p p, \p d and \p dtype, shortest
+  /// queries first: the tiles the registry holds.
+  std::vector<Tile> tilesFor(const ArchInfo &arch, Pipeline p, unsigned d,
+                             DType dtype) const;
 };
 
 } // namespace fmhajit

@@ -127,7 +127,7 @@ static void ruleTiles(Narrowing &n) {
       pipelines.push_back(c.pipeline);
   for (Pipeline p : pipelines) {
     std::optional<TileChoice> choice =
-        n.table.choose(n.arch, p, n.headDim(), n.tileRows);
+        n.table.choose(n.arch, p, n.headDim(), n.features.dtype, n.tileRows);
     auto ofPipeline = [&](const KernelSpec &c) { return c.pipeline == p; };
     auto inTile = [&](const KernelSpec &c) {
       return ofPipeline(c) && choice && tileOf(c) == choice->tile;

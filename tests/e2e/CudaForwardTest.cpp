@@ -294,8 +294,8 @@ CUDA_TABLE(Large, largeCases());
 // More work items than an H100 has multiprocessors (132), so a persistent
 // block takes a second item and its ring's phases run on across items, as
 // they never do in the small cases above; without bounded waits, as users
-// run. Non-causal fp8 walks; causal fp8, which hung walking, takes a block
-// per item (walksWorkItems).
+// run. fp8, whose walks hung, takes a block per item (walksWorkItems): its
+// cases check that path on as many items.
 std::vector<CudaCase> walkCases() {
   std::vector<CudaCase> out;
   for (const ForwardCase &c : std::vector<ForwardCase>{

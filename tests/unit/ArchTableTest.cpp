@@ -132,14 +132,14 @@ TEST_P(ArchTable, DefaultTilesValidateForEveryHeadDimAndPipeline) {
           continue;
         }
         if (fp8Wgmma) {
-          auto rows = a.defaultTiles(p, d);
+          auto rows = a.defaultTiles(p, d, s.dtype);
           EXPECT_TRUE(llvm::any_of(rows, [&](const TileConfig *row) {
             return row->bm == r->bm && row->bn == r->bn &&
                    row->warps == r->warps && row->stages == r->stages;
           })) << printSpec(s);
           continue;
         }
-        const TileConfig *tile = a.defaultTile(p, d);
+        const TileConfig *tile = a.defaultTile(p, d, s.dtype);
         ASSERT_NE(tile, nullptr);
         EXPECT_EQ(r->bm, tile->bm) << printSpec(s);
         EXPECT_EQ(r->bn, tile->bn) << printSpec(s);

@@ -44,7 +44,7 @@ TEST_P(DispatchData, EveryChoosableTileValidates) {
   for (Pipeline p : arch().autoOrder)
     for (DType t : arch().pipeline(p)->dtypes)
       for (unsigned d : arch().headDims)
-        for (const Tile &tile : table().tilesFor(arch(), p, d)) {
+        for (const Tile &tile : table().tilesFor(arch(), p, d, t)) {
           KernelSpec s;
           s.dtype = t, s.d = d, s.pipeline = p, s.target = GetParam();
           s.bm = tile.bm, s.bn = tile.bn, s.warps = tile.warps,
@@ -68,12 +68,21 @@ TEST_P(DispatchData, EveryChoosableTileValidates) {
 
 // Rows are tried in order: a row that an earlier one always wins over is
 // dead data.
+// Row j hides a later row i when it serves every query length, head dim and
+// dtype that i does.
 TEST_P(DispatchData, EveryRowIsReachable) {
+  auto servesDTypesOf = [](const TileRow &j, const TileRow &i) {
+    return j.dtypes.empty() ||
+           (!i.dtypes.empty() && llvm::all_of(i.dtypes, [&](DType t) {
+             return llvm::is_contained(j.dtypes, t);
+           }));
+  };
   for (const auto &[pipeline, rows] : table().tiles)
     for (size_t i = 0; i < rows.size(); ++i)
       for (size_t j = 0; j < i; ++j)
         EXPECT_FALSE(rows[j].maxSeqlenQ >= rows[i].maxSeqlenQ &&
-                     rows[j].maxD >= rows[i].maxD)
+                     rows[j].maxD >= rows[i].maxD &&
+                     servesDTypesOf(rows[j], rows[i]))
             << GetParam() << " " << keyOf(pipeline).str() << ": row " << i
             << " is hidden by row " << j;
 }
@@ -101,7 +110,7 @@ TEST(DispatchTable, HostBucketsFollowTheQueryLength) {
   const ArchInfo &host = *findArch("host");
   const DispatchTable &t = DispatchTable::forTarget("host");
   auto bm = [&](int64_t sq) {
-    return t.choose(host, Pipeline::Vector, 128, sq)->tile.bm;
+    return t.choose(host, Pipeline::Vector, 128, DType::F32, sq)->tile.bm;
   };
   EXPECT_EQ(bm(1), 16u);
   EXPECT_EQ(bm(16), 16u);
@@ -114,11 +123,11 @@ TEST(DispatchTable, HostBucketsFollowTheQueryLength) {
 TEST(DispatchTable, TilesForAreWhatChooseReturns) {
   const ArchInfo &arch = *findArch("sm_90a");
   const DispatchTable &t = DispatchTable::forTarget("sm_90a");
-  std::vector<Tile> tiles = t.tilesFor(arch, Pipeline::Mma, 64);
+  std::vector<Tile> tiles = t.tilesFor(arch, Pipeline::Mma, 64, DType::BF16);
   ASSERT_EQ(tiles.size(), 2u);
   EXPECT_EQ(tiles[0].str(), "m64n64w4s1");
   EXPECT_EQ(tiles[1].str(), "m128n64w8s1");
-  EXPECT_EQ(t.tilesFor(arch, Pipeline::Mma, 256).size(), 1u);
+  EXPECT_EQ(t.tilesFor(arch, Pipeline::Mma, 256, DType::BF16).size(), 1u);
 }
 
 } // namespace
