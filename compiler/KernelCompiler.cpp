@@ -69,7 +69,11 @@ compileSpecVariant(const KernelSpec &spec, LLVMContext &ctx) {
   Expected<VariantSource> source = findVariant(spec.variant);
   if (!source)
     return source.takeError();
-  return compileVariant(*source, variantTriple(*findArch(spec.target)), ctx);
+  Expected<CompiledVariant> variant =
+      compileVariant(*source, variantTriple(*findArch(spec.target)), ctx);
+  if (!variant)
+    return variant.takeError();
+  return std::move(variant->module);
 }
 
 Expected<std::string> fmhajit::compileToStage(const KernelSpec &spec,

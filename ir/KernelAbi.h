@@ -28,6 +28,25 @@ struct TensorStrides {
   int64_t head;  ///< elements between heads
 };
 
+/// One run-time tensor a variant reads with fmhajit_tensor(slot, index)
+/// (docs/variants.md): \p length float32 elements, read flat. The run
+/// refuses a slot the variant reads with length < 1, so the kernel's
+/// clamped read always lands inside the tensor (ir/Variant.h).
+struct VariantTensor {
+  const float *data;
+  int64_t length;
+};
+
+/// The slots fmhajit_tensor may name: 0 to kMaxVariantTensors - 1.
+inline constexpr unsigned kMaxVariantTensors = 4;
+
+/// KernelArgs::variantTensors: slot s is what fmhajit_tensor(s, i) reads.
+/// Inline in the arguments (not behind a pointer), so the kernel reads a
+/// slot's data and length as it reads any other field.
+struct VariantTensors {
+  VariantTensor slot[kMaxVariantTensors];
+};
+
 /// The arguments of every kernel, one field per line of KernelArgs.def.
 struct KernelArgs {
 #define KERNEL_ARG(Name, Index, Type, Doc) Type Name;
@@ -50,8 +69,9 @@ enum KernelArgsField : unsigned {
 };
 
 /// How ir/ lays a field out: a pointer, a TensorStrides (three int64s), an
-/// int32 or a float.
-enum class ArgKind { Ptr, Strides, I32, I64, F32 };
+/// int32, an int64, a float, or the variant's tensor table
+/// (kMaxVariantTensors pairs of a pointer and an int64).
+enum class ArgKind { Ptr, Strides, I32, I64, F32, VariantTensors };
 
 /// The kind of a field of C++ type \p T; a type with no kind does not compile.
 template <typename T> constexpr ArgKind argKindOf() {
@@ -63,11 +83,13 @@ template <typename T> constexpr ArgKind argKindOf() {
     return ArgKind::I32;
   else if constexpr (std::is_same_v<T, int64_t>)
     return ArgKind::I64;
+  else if constexpr (std::is_same_v<T, VariantTensors>)
+    return ArgKind::VariantTensors;
   else {
     static_assert(
         std::is_same_v<T, float>,
-        "a KernelArgs field is a pointer, TensorStrides, int32_t, int64_t "
-        "or float");
+        "a KernelArgs field is a pointer, TensorStrides, int32_t, int64_t, "
+        "float or VariantTensors");
     return ArgKind::F32;
   }
 }

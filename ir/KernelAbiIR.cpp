@@ -6,6 +6,12 @@
 using namespace fmhajit;
 using namespace llvm;
 
+ArrayType *fmhajit::variantTensorsType(LLVMContext &ctx) {
+  Type *slot =
+      StructType::get(ctx, {PointerType::get(ctx, 0), Type::getInt64Ty(ctx)});
+  return ArrayType::get(slot, kMaxVariantTensors);
+}
+
 StructType *fmhajit::kernelArgsType(LLVMContext &ctx) {
   if (StructType *existing =
           StructType::getTypeByName(ctx, "fmhajit.KernelArgs"))
@@ -30,6 +36,9 @@ StructType *fmhajit::kernelArgsType(LLVMContext &ctx) {
     case ArgKind::F32:
       fields.push_back(Type::getFloatTy(ctx));
       break;
+    case ArgKind::VariantTensors:
+      fields.push_back(variantTensorsType(ctx));
+      break;
     }
   }
   return StructType::create(ctx, fields, "fmhajit.KernelArgs");
@@ -50,13 +59,13 @@ Type *fmhajit::elementType(LLVMContext &ctx, DType t) {
   llvm_unreachable("unknown dtype");
 }
 
-Value *ArgsReader::fieldAddress(KernelArgsField field) {
+Value *ArgsReader::address(KernelArgsField field) {
   return b.CreateStructGEP(type, args, field,
                            "args." + Twine(kKernelArgsNames[field]));
 }
 
 Value *ArgsReader::get(KernelArgsField field, const Twine &name) {
-  return b.CreateLoad(type->getElementType(field), fieldAddress(field), name);
+  return b.CreateLoad(type->getElementType(field), address(field), name);
 }
 
 Value *ArgsReader::stride(KernelArgsField field, unsigned which,
@@ -65,7 +74,7 @@ Value *ArgsReader::stride(KernelArgsField field, unsigned which,
   assert(which < std::size(kStrideNames) &&
          "a TensorStrides has three strides");
   Type *strides = type->getElementType(field);
-  Value *elem = b.CreateStructGEP(strides, fieldAddress(field), which,
+  Value *elem = b.CreateStructGEP(strides, address(field), which,
                                   "args." + Twine(kKernelArgsNames[field]) +
                                       "." + kStrideNames[which]);
   return b.CreateLoad(b.getInt64Ty(), elem, name);

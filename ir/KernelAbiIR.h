@@ -12,6 +12,10 @@ namespace fmhajit {
 /// (kKernelArgsKinds), in address space 0 pointers.
 llvm::StructType *kernelArgsType(llvm::LLVMContext &ctx);
 
+/// VariantTensors as IR: [kMaxVariantTensors x {ptr, i64}], each slot's
+/// data and length.
+llvm::ArrayType *variantTensorsType(llvm::LLVMContext &ctx);
+
 /// The LLVM type of one element of \p t in memory.
 llvm::Type *elementType(llvm::LLVMContext &ctx, DType t);
 
@@ -25,6 +29,9 @@ public:
   ArgsReader(llvm::IRBuilderBase &b, llvm::Value *args)
       : b(b), args(args), type(kernelArgsType(b.getContext())) {}
   llvm::Value *get(KernelArgsField field, const llvm::Twine &name = "");
+  /// The address of \p field, `%args.<field>`: for a field read by
+  /// pieces elsewhere (the variant's tensor table, ir/Variant.h).
+  llvm::Value *address(KernelArgsField field);
   /// One of a TensorStrides field's three int64s (0 batch, 1 row, 2 head),
   /// read through `%args.<field>.<batch|row|head>`.
   llvm::Value *stride(KernelArgsField field, unsigned which,
@@ -36,8 +43,6 @@ public:
   llvm::Value *workItems(const KernelSpec &spec);
 
 private:
-  llvm::Value *fieldAddress(KernelArgsField field);
-
   llvm::IRBuilderBase &b;
   llvm::Value *args;
   llvm::StructType *type;

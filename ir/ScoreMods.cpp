@@ -102,12 +102,21 @@ ScoreMods::Position ScoreMods::position(IRBuilderBase &b, const WorkItem &s,
           queryToken(b, s, packed), b.CreateAdd(col, splatLike(b, j0, col))};
 }
 
+// The variant's functions take the address of KernelArgs::variantTensors
+// as a generic pointer (AMDGPU's arguments live in the constant address
+// space; once inlined, LLVM infers it back).
+Value *ScoreMods::variantTensors() {
+  return b.CreateAddrSpaceCast(p.address(kVariantTensors), b.getPtrTy(),
+                               "variant.tensors");
+}
+
 void ScoreMods::applyScoreMod(Tile &scores, const WorkItem &s, Value *j0) {
+  Value *tensors = variantTensors();
   ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
     Position at = position(b, s, row, col, j0);
     Value *natural = b.CreateFMul(x, splatLike(b, f32(kLn2), x));
     Value *modified =
-        callPerLane(b, scoreMod, {natural, at.b, at.h, at.q, at.k});
+        callPerLane(b, scoreMod, {natural, at.b, at.h, at.q, at.k, tensors});
     return b.CreateFMul(modified, splatLike(b, f32(kLog2e), x));
   });
 }
@@ -193,6 +202,7 @@ void ScoreMods::applyMask(Tile &scores, const WorkItem &s, const Band &band,
         needsMask,
         b.CreateICmpSLT(
             j0, b.CreateSub(b.CreateAdd(tokens.last, band.offset), band.left)));
+  Value *tensors = maskMod ? variantTensors() : nullptr;
   emitIf(b, needsMask, "mask", [&] {
     ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
       Value *i = queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)));
@@ -211,7 +221,8 @@ void ScoreMods::applyMask(Tile &scores, const WorkItem &s, const Band &band,
       if (maskMod) {
         Position at = position(b, s, row, col, j0);
         visible = b.CreateAnd(
-            visible, callPerLane(b, maskMod, {at.b, at.h, at.q, at.k}));
+            visible,
+            callPerLane(b, maskMod, {at.b, at.h, at.q, at.k, tensors}));
       }
       return b.CreateSelect(visible, x, splatLike(b, f32(-INFINITY), x));
     });

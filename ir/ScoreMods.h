@@ -64,6 +64,9 @@ private:
   /// The user's score_mod on every score (docs/variants.md): in natural
   /// units, so x -> score_mod(x ln 2, b, h, q, k) log2 e.
   void applyScoreMod(Tile &scores, const WorkItem &item, llvm::Value *j0);
+  /// The last argument of the variant's functions: the address of
+  /// KernelArgs::variantTensors (ir/VariantTensorReads.h).
+  llvm::Value *variantTensors();
   /// The (b, h, q, k) arguments of the variant's functions for the element
   /// at (\p row, \p col) of the tile of keys j0.. (i32, shaped like row).
   struct Position {

@@ -12,14 +12,16 @@ using namespace fmhajit;
 using namespace llvm;
 
 FunctionType *fmhajit::scoreModType(LLVMContext &ctx) {
-  Type *i32 = Type::getInt32Ty(ctx);
+  Type *i32 = Type::getInt32Ty(ctx), *tensors = PointerType::get(ctx, 0);
   return FunctionType::get(Type::getFloatTy(ctx),
-                           {Type::getFloatTy(ctx), i32, i32, i32, i32}, false);
+                           {Type::getFloatTy(ctx), i32, i32, i32, i32, tensors},
+                           false);
 }
 
 FunctionType *fmhajit::maskModType(LLVMContext &ctx) {
-  Type *i32 = Type::getInt32Ty(ctx);
-  return FunctionType::get(Type::getInt1Ty(ctx), {i32, i32, i32, i32}, false);
+  Type *i32 = Type::getInt32Ty(ctx), *tensors = PointerType::get(ctx, 0);
+  return FunctionType::get(Type::getInt1Ty(ctx), {i32, i32, i32, i32, tensors},
+                           false);
 }
 
 static Function *defined(const Module &m, StringRef name) {
@@ -64,10 +66,11 @@ Value *fmhajit::callPerLane(IRBuilderBase &b, Function *fn,
   Type *resultType =
       FixedVectorType::get(fn->getReturnType(), vec->getNumElements());
   Value *result = PoisonValue::get(resultType);
-  SmallVector<Value *, 5> lane(args.size());
+  SmallVector<Value *, 6> lane(args.size());
   for (unsigned i = 0; i < vec->getNumElements(); ++i) {
     for (auto [to, from] : zip(lane, args))
-      to = b.CreateExtractElement(from, i);
+      to = from->getType()->isVectorTy() ? b.CreateExtractElement(from, i)
+                                         : from;
     result = b.CreateInsertElement(result, b.CreateCall(fn, lane), i);
   }
   return result;

@@ -3,12 +3,17 @@
 // A variant is C++ the user writes (docs/variants.md):
 //   float score_mod(float score, int b, int h, int q, int k);
 //   bool  mask_mod(int b, int h, int q, int k);
-// compiler/variants/ compiles it with clang for the kernel's triple and hands
-// ir/ a module that defines one or both of kScoreModSymbol and
-// kMaskModSymbol with the types below, calling nothing but the LLVM math
-// intrinsics it allows. ir/ knows nothing of clang: it links that module into
-// the kernel's, the recipe calls the functions where it applies its score
-// modifiers (ScoreMods), and inlineVariant() leaves no call behind.
+// which may read run-time tensors with `float fmhajit_tensor(int slot, long
+// index)`. compiler/variants/ compiles it with clang for the kernel's triple
+// and hands ir/ a module that defines one or both of kScoreModSymbol and
+// kMaskModSymbol with the types below: the user's arguments and one more,
+// the tensor table (a VariantTensors, ir/KernelAbi.h), from which
+// lowerTensorReads() has made every fmhajit_tensor call a bounded load. They
+// call nothing but the LLVM math intrinsics the checks allow. ir/ knows
+// nothing of clang: it links that module into the kernel's, the recipe calls
+// the functions where it applies its score modifiers (ScoreMods) with
+// KernelArgs::variantTensors as the table, and inlineVariant() leaves no
+// call behind.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,14 +27,15 @@
 
 namespace fmhajit {
 
-/// float (float score, i32 b, i32 h, i32 q, i32 k)
+/// float (float score, i32 b, i32 h, i32 q, i32 k, ptr tensors)
 inline constexpr const char *kScoreModSymbol = "fmhajit.variant.score_mod";
-/// i1 (i32 b, i32 h, i32 q, i32 k): true where the key is visible
+/// i1 (i32 b, i32 h, i32 q, i32 k, ptr tensors): true where the key is
+/// visible
 inline constexpr const char *kMaskModSymbol = "fmhajit.variant.mask_mod";
-
+/// The entry points' types: the user's arguments, then `ptr tensors`, the
+/// address of a VariantTensors (address space 0; VariantTensorReads.h).
 llvm::FunctionType *scoreModType(llvm::LLVMContext &ctx);
 llvm::FunctionType *maskModType(llvm::LLVMContext &ctx);
-
 /// Links \p variant (in \p kernel's context) into \p kernel before the
 /// recipe runs; refuses a module whose functions have other types.
 llvm::Error linkVariant(llvm::Module &kernel,
@@ -39,10 +45,11 @@ llvm::Error linkVariant(llvm::Module &kernel,
 llvm::Function *findScoreMod(const llvm::Module &m);
 llvm::Function *findMaskMod(const llvm::Module &m);
 
-/// Calls \p fn on \p args, which are all scalars or all vectors of one
-/// width (the tile vocabulary's element callbacks see either): a vector is
-/// called lane by lane and the results gathered back,
-///   %r.0 = call @fn(extractelement %a, 0, ...); insertelement ...
+/// Calls \p fn on \p args, whose vectors all have one width (the tile
+/// vocabulary's element callbacks see scalars or vectors): with vectors, fn
+/// is called lane by lane and the results gathered back, scalars (the
+/// tensor table) going to every lane's call,
+///   %r.0 = call @fn(extractelement %a, 0, ..., %tensors); insertelement ...
 /// Once inlined, the lanes' code is alike and the SLP vectorizer may join it.
 llvm::Value *callPerLane(llvm::IRBuilderBase &b, llvm::Function *fn,
                          llvm::ArrayRef<llvm::Value *> args);

@@ -22,35 +22,46 @@ static Expected<Fn> lookupEntry(LLJIT &jit, bool defined, StringRef symbol) {
   return address->toPtr<Fn>();
 }
 
-Expected<std::unique_ptr<HostVariant>>
-HostVariant::create(const VariantSource &source) {
-  InitializeNativeTarget();
-  InitializeNativeTargetAsmPrinter();
-  auto ctx = std::make_unique<LLVMContext>();
-  Expected<std::unique_ptr<Module>> m =
-      compileVariant(source, variantTriple(*findArch("host")), *ctx);
-  if (!m)
-    return m.takeError();
-  bool hasScore = findScoreMod(**m), hasMask = findMaskMod(**m);
-  // Read before the JIT takes the module: compileVariant optimized it, so
-  // an argument with no use is one the result does not depend on.
-  bool argRead[4] = {true, true, true, true};
-  if (Function *maskFn = findMaskMod(**m))
-    for (unsigned i = 0; i < 4; ++i)
-      argRead[i] = !maskFn->getArg(i)->use_empty();
+// A JIT of \p m alone; math the backend leaves to libm (tanhf) comes from
+// this process.
+static Expected<std::unique_ptr<LLJIT>>
+jitModule(std::unique_ptr<Module> m, std::unique_ptr<LLVMContext> ctx) {
   Expected<std::unique_ptr<LLJIT>> jit = LLJITBuilder().create();
   if (!jit)
     return jit.takeError();
-  (*m)->setDataLayout((*jit)->getDataLayout());
-  // Math the backend leaves to libm (tanhf) comes from this process.
+  m->setDataLayout((*jit)->getDataLayout());
   auto libm = DynamicLibrarySearchGenerator::GetForCurrentProcess(
       (*jit)->getDataLayout().getGlobalPrefix());
   if (!libm)
     return libm.takeError();
   (*jit)->getMainJITDylib().addGenerator(std::move(*libm));
   if (Error err =
-          (*jit)->addIRModule(ThreadSafeModule(std::move(*m), std::move(ctx))))
+          (*jit)->addIRModule(ThreadSafeModule(std::move(m), std::move(ctx))))
     return std::move(err);
+  return jit;
+}
+
+Expected<std::unique_ptr<HostVariant>>
+HostVariant::create(const VariantSource &source) {
+  InitializeNativeTarget();
+  InitializeNativeTargetAsmPrinter();
+  auto ctx = std::make_unique<LLVMContext>();
+  Expected<CompiledVariant> compiled =
+      compileVariant(source, variantTriple(*findArch("host")), *ctx);
+  if (!compiled)
+    return compiled.takeError();
+  const Module &m = *compiled->module;
+  bool hasScore = findScoreMod(m), hasMask = findMaskMod(m);
+  // Read before the JIT takes the module: compileVariant optimized it, so
+  // an argument with no use is one the result does not depend on.
+  bool argRead[4] = {true, true, true, true};
+  if (Function *maskFn = findMaskMod(m))
+    for (unsigned i = 0; i < 4; ++i)
+      argRead[i] = !maskFn->getArg(i)->use_empty();
+  Expected<std::unique_ptr<LLJIT>> jit =
+      jitModule(std::move(compiled->module), std::move(ctx));
+  if (!jit)
+    return jit.takeError();
   std::unique_ptr<HostVariant> variant(new HostVariant(std::move(*jit)));
   Expected<ScoreModFn> score =
       lookupEntry<ScoreModFn>(*variant->jit, hasScore, kScoreModSymbol);
@@ -63,5 +74,6 @@ HostVariant::create(const VariantSource &source) {
   variant->score = *score;
   variant->mask = *mask;
   std::copy(std::begin(argRead), std::end(argRead), variant->maskArgRead);
+  variant->tensorUse = compiled->tensors;
   return std::move(variant);
 }

@@ -2,12 +2,15 @@
 //
 // The float64 reference applies a kernel's variant by calling the same
 // source compiled for the host (its own small ORC JIT), so --check compares
-// a kernel with the math the user wrote, not with a second copy of it.
+// a kernel with the math the user wrote, not with a second copy of it. The
+// functions take the run-time tensors the variant reads as their last
+// argument, as the kernel does (ir/VariantTensorReads.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "compiler/variants/VariantCompiler.h"
+#include "ir/KernelAbi.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/Error.h"
 #include <memory>
@@ -16,8 +19,11 @@ namespace fmhajit {
 
 class HostVariant {
 public:
-  using ScoreModFn = float (*)(float, int, int, int, int);
-  using MaskModFn = bool (*)(int, int, int, int);
+  /// The last argument: the variant's tensors, slot by slot (slots it
+  /// does not read may be null and 0).
+  using ScoreModFn = float (*)(float, int, int, int, int,
+                               const VariantTensors *);
+  using MaskModFn = bool (*)(int, int, int, int, const VariantTensors *);
 
   static llvm::Expected<std::unique_ptr<HostVariant>>
   create(const VariantSource &source);
@@ -31,6 +37,8 @@ public:
   /// so an argument without a use cannot change the result, and the plan
   /// may share one block map across sequences or heads (docs/design.md).
   bool maskReads(unsigned arg) const { return maskArgRead[arg]; }
+  /// The tensor slots the functions read.
+  const VariantTensorUse &tensors() const { return tensorUse; }
 
 private:
   explicit HostVariant(std::unique_ptr<llvm::orc::LLJIT> jit)
@@ -40,6 +48,7 @@ private:
   ScoreModFn score = nullptr;
   MaskModFn mask = nullptr;
   bool maskArgRead[4] = {true, true, true, true};
+  VariantTensorUse tensorUse;
 };
 
 } // namespace fmhajit

@@ -1,6 +1,8 @@
 //===- VariantChecks.cpp - What a variant may and may not do --------------===//
 #include "compiler/variants/VariantChecks.h"
+#include "ir/KernelAbi.h"
 #include "ir/Variant.h"
+#include "ir/VariantTensorReads.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/STLExtras.h"
@@ -24,10 +26,10 @@ const Entry kMaskMod = {"mask_mod", "_Z8mask_modiiii",
                         "bool mask_mod(int b, int h, int q, int k)"};
 } // namespace
 
-StringRef fmhajit::allowedMathNames() {
+StringRef fmhajit::allowedCallNames() {
   return "expf, exp2f, logf, log2f, tanhf, sqrtf, fabsf, floorf, ceilf, "
          "truncf, roundf, rintf, fminf, fmaxf, copysignf, fmaf, abs (and "
-         "their std:: float forms), min, max";
+         "their std:: float forms), min, max, fmhajit_tensor";
 }
 
 static Error refuse(StringRef file, const Twine &what) {
@@ -39,6 +41,13 @@ static Error refuse(StringRef file, const Twine &what) {
 static std::string baseName(const Function &fn) {
   std::string text = demangle(fn.getName());
   return text.substr(0, text.find('('));
+}
+
+// The type of the function the user writes: the entry point's without its
+// last argument, the tensor table (ir/Variant.h).
+static FunctionType *userType(FunctionType *entry) {
+  return FunctionType::get(entry->getReturnType(), entry->params().drop_back(),
+                           false);
 }
 
 static Expected<Function *> findEntry(Module &m, const Entry &entry,
@@ -91,6 +100,11 @@ static bool isAllowedIntrinsic(const Function &fn) {
   }
 }
 
+bool fmhajit::isTensorRead(const Function &fn) {
+  return fn.getName() == kTensorReadSymbol &&
+         fn.getFunctionType() == tensorReadType(fn.getContext());
+}
+
 static Error checkCalls(const Function &fn, StringRef file) {
   for (const Instruction &inst : instructions(fn)) {
     const auto *call = dyn_cast<CallBase>(&inst);
@@ -99,13 +113,14 @@ static Error checkCalls(const Function &fn, StringRef file) {
     const Function *callee = call->getCalledFunction();
     if (!callee)
       return refuse(file, baseName(fn) + " makes an indirect call");
-    if (!callee->isDeclaration() || isAllowedIntrinsic(*callee))
+    if (!callee->isDeclaration() || isAllowedIntrinsic(*callee) ||
+        isTensorRead(*callee))
       continue;
     std::string name = callee->isIntrinsic() ? callee->getName().str()
                                              : demangle(callee->getName());
     return refuse(
         file, baseName(fn) + " calls " + name +
-                  ", which is outside the allowed set: " + allowedMathNames());
+                  ", which is outside the allowed set: " + allowedCallNames());
   }
   return Error::success();
 }
@@ -131,10 +146,12 @@ Expected<VariantEntries> fmhajit::checkVariantSource(Module &m,
                             " (a variant may only compute from its "
                             "arguments)");
   LLVMContext &ctx = m.getContext();
-  Expected<Function *> score = findEntry(m, kScoreMod, scoreModType(ctx), file);
+  Expected<Function *> score =
+      findEntry(m, kScoreMod, userType(scoreModType(ctx)), file);
   if (!score)
     return score.takeError();
-  Expected<Function *> mask = findEntry(m, kMaskMod, maskModType(ctx), file);
+  Expected<Function *> mask =
+      findEntry(m, kMaskMod, userType(maskModType(ctx)), file);
   if (!mask)
     return mask.takeError();
   if (!*score && !*mask)
@@ -184,16 +201,60 @@ static Error checkInstruction(const Instruction &inst, StringRef fnName,
   return Error::success();
 }
 
+// The user's name of a function of the optimized module, whose entry
+// points carry ir/Variant.h's symbols.
+static std::string userName(const Function &fn) {
+  return fn.getName() == kScoreModSymbol  ? "score_mod"
+         : fn.getName() == kMaskModSymbol ? "mask_mod"
+                                          : baseName(fn);
+}
+
 Error fmhajit::checkVariantCode(const Module &m, StringRef file) {
   for (const Function &fn : m) {
     if (fn.isDeclaration())
       continue;
-    std::string name = fn.getName() == kScoreModSymbol  ? "score_mod"
-                       : fn.getName() == kMaskModSymbol ? "mask_mod"
-                                                        : baseName(fn);
+    std::string name = userName(fn);
     for (const Instruction &inst : instructions(fn))
       if (Error err = checkInstruction(inst, name, file))
         return err;
   }
   return Error::success();
+}
+
+// The slot of one fmhajit_tensor call as a bit of VariantTensorUse.
+static Expected<unsigned> slotBit(const CallBase &call, StringRef fnName,
+                                  StringRef file) {
+  std::string range = "0 to " + std::to_string(kMaxVariantTensors - 1);
+  auto *slot = dyn_cast<ConstantInt>(call.getArgOperand(0));
+  if (!slot)
+    return refuse(file, fnName +
+                            " calls fmhajit_tensor with a slot computed "
+                            "at run time: write the slot as a constant (" +
+                            range + ")");
+  int64_t s = slot->getSExtValue();
+  if (s < 0 || s >= int64_t(kMaxVariantTensors))
+    return refuse(file, fnName + " reads tensor slot " + Twine(s) +
+                            ": slots are " + range);
+  return 1u << unsigned(s);
+}
+
+Expected<VariantTensorUse> fmhajit::findTensorReads(const Module &m,
+                                                    StringRef file) {
+  VariantTensorUse use;
+  for (const Function &fn : m) {
+    bool score = fn.getName() == kScoreModSymbol;
+    if (fn.isDeclaration() || (!score && fn.getName() != kMaskModSymbol))
+      continue;
+    for (const Instruction &inst : instructions(fn)) {
+      const auto *call = dyn_cast<CallBase>(&inst);
+      if (!call || !call->getCalledFunction() ||
+          !isTensorRead(*call->getCalledFunction()))
+        continue;
+      Expected<unsigned> bit = slotBit(*call, userName(fn), file);
+      if (!bit)
+        return bit.takeError();
+      (score ? use.scoreMod : use.maskMod) |= *bit;
+    }
+  }
+  return use;
 }

@@ -4,7 +4,9 @@
 #include "compiler/variants/VariantChecks.h"
 #include "compiler/variants/VariantFrontend.h"
 #include "ir/Variant.h"
+#include "ir/VariantTensorReads.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/xxhash.h"
@@ -47,17 +49,53 @@ static void inlineHelpers(Module &m) {
       fn->eraseFromParent();
 }
 
-// clang's attributes for its own target choices (cpu, features) and the
-// -O0-style ones would keep the functions from matching the kernel's.
-static void prepareEntry(Function *fn, StringRef symbol) {
-  if (!fn)
+// The entry point ir/ calls: \p symbol of \p type, the user's arguments
+// and the tensor table, calling the user's function (inlineHelpers inlines
+// it). It takes the user's attributes (bool's zeroext return, which the
+// host's callers rely on) but not clang's for its own target choices (cpu,
+// features) or the -O0-style ones, which would keep it from matching the
+// kernel's.
+static void makeEntry(Function *user, FunctionType *type, StringRef symbol) {
+  if (!user)
     return;
-  fn->setName(symbol);
-  fn->setLinkage(GlobalValue::ExternalLinkage);
+  Function *entry = Function::Create(type, GlobalValue::ExternalLinkage, symbol,
+                                     user->getParent());
+  entry->copyAttributesFrom(user);
   for (StringRef attr : {"target-cpu", "target-features", "tune-cpu"})
-    fn->removeFnAttr(attr);
-  fn->removeFnAttr(Attribute::NoInline);
-  fn->removeFnAttr(Attribute::OptimizeNone);
+    entry->removeFnAttr(attr);
+  entry->removeFnAttr(Attribute::NoInline);
+  entry->removeFnAttr(Attribute::OptimizeNone);
+  entry->getArg(type->getNumParams() - 1)->setName("tensors");
+  IRBuilder<> b(BasicBlock::Create(entry->getContext(), "entry", entry));
+  SmallVector<Value *, 5> args;
+  for (unsigned i = 0; i < user->arg_size(); ++i)
+    args.push_back(entry->getArg(i));
+  b.CreateRet(b.CreateCall(user, args));
+}
+
+// fmhajit_tensor reads memory that nothing writes while a kernel runs, and
+// its lowering cannot fault: to the optimizer it is a pure function, so
+// equal reads merge and reads leave loops and branches.
+static void markTensorReadPure(Module &m) {
+  Function *read = m.getFunction(kTensorReadSymbol);
+  if (!read || !read->isDeclaration())
+    return;
+  read->setDoesNotAccessMemory();
+  read->setDoesNotThrow();
+  read->setWillReturn();
+  read->setNoSync();
+  read->addFnAttr(Attribute::Speculatable);
+}
+
+// Every fmhajit_tensor call becomes a bounded load of the table argument;
+// then nothing calls the declaration.
+static void lowerAllTensorReads(Module &m) {
+  for (Function *fn : {findScoreMod(m), findMaskMod(m)})
+    if (fn)
+      lowerTensorReads(*fn);
+  if (Function *read = m.getFunction(kTensorReadSymbol))
+    if (read->use_empty())
+      read->eraseFromParent();
 }
 
 static void optimize(Module &m) {
@@ -74,9 +112,9 @@ static void optimize(Module &m) {
   builder.buildPerModuleDefaultPipeline(OptimizationLevel::O2).run(m, modules);
 }
 
-Expected<std::unique_ptr<Module>>
-fmhajit::compileVariant(const VariantSource &source, StringRef triple,
-                        LLVMContext &ctx) {
+Expected<CompiledVariant> fmhajit::compileVariant(const VariantSource &source,
+                                                  StringRef triple,
+                                                  LLVMContext &ctx) {
   Expected<std::unique_ptr<Module>> m =
       compileVariantSource(source.text, source.file, triple, ctx);
   if (!m)
@@ -84,11 +122,16 @@ fmhajit::compileVariant(const VariantSource &source, StringRef triple,
   Expected<VariantEntries> entries = checkVariantSource(**m, source.file);
   if (!entries)
     return entries.takeError();
-  prepareEntry(entries->scoreMod, kScoreModSymbol);
-  prepareEntry(entries->maskMod, kMaskModSymbol);
+  markTensorReadPure(**m);
+  makeEntry(entries->scoreMod, scoreModType(ctx), kScoreModSymbol);
+  makeEntry(entries->maskMod, maskModType(ctx), kMaskModSymbol);
   inlineHelpers(**m);
   optimize(**m);
   if (Error err = checkVariantCode(**m, source.file))
     return std::move(err);
-  return std::move(*m);
+  Expected<VariantTensorUse> tensors = findTensorReads(**m, source.file);
+  if (!tensors)
+    return tensors.takeError();
+  lowerAllTensorReads(**m);
+  return CompiledVariant{std::move(*m), *tensors};
 }

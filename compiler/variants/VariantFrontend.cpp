@@ -1,5 +1,6 @@
 //===- VariantFrontend.cpp - A variant's C++ to LLVM IR, by clang ---------===//
 #include "compiler/variants/VariantFrontend.h"
+#include "ir/KernelAbi.h"
 #include "specs/Errors.h"
 #include "clang/Basic/DiagnosticOptions.h"
 #include "clang/Basic/Version.h"
@@ -15,9 +16,13 @@ using namespace fmhajit;
 using namespace llvm;
 
 static constexpr const char *kPreludeName = "fmhajit_variant.h";
+static_assert(kMaxVariantTensors == 4, "the prelude says slots 0 to 3");
 
 // float functions clang knows as builtins, so each becomes an LLVM
-// intrinsic (cc1 assumes no errno); the C++ names forward to them.
+// intrinsic (cc1 assumes no errno); the C++ names forward to them. Then
+// the one accessor of run-time tensors (docs/variants.md#run-time-tensors):
+// a C name, so its symbol is the same in C and C++; `long` is 64 bits on
+// every variant triple (x86-64 Linux, nvptx64, amdgcn).
 StringRef fmhajit::variantPrelude() {
   return R"(// fmhajit_variant.h: what a variant may call (docs/variants.md)
 extern "C" {
@@ -27,6 +32,9 @@ float ceilf(float); float truncf(float); float roundf(float); float rintf(float)
 float fminf(float, float); float fmaxf(float, float);
 float copysignf(float, float); float fmaf(float, float, float);
 int abs(int);
+// Element `index` of the run-time tensor in `slot` (a constant, 0 to 3),
+// or 0 when index < 0 or index >= the tensor's length.
+float fmhajit_tensor(int slot, long index);
 }
 namespace fmhajit_math {
 inline float exp(float x) { return expf(x); }

@@ -9,9 +9,13 @@ using namespace fmhajit;
 using namespace llvm;
 
 namespace {
+struct KnownVariant {
+  VariantSource source;
+  VariantTensorUse tensors; ///< found when the host build was checked
+};
 struct Registry {
   std::mutex mutex;
-  StringMap<VariantSource> byHash;
+  StringMap<KnownVariant> byHash;
 };
 Registry &registry() {
   static Registry r;
@@ -28,16 +32,16 @@ Expected<VariantHash> fmhajit::addVariant(const VariantSource &source) {
       return hash;
   }
   LLVMContext ctx;
-  Expected<std::unique_ptr<Module>> host =
+  Expected<CompiledVariant> host =
       compileVariant(source, variantTriple(*findArch("host")), ctx);
   if (!host)
     return host.takeError();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.byHash.try_emplace(hash.hex, source);
+  r.byHash.try_emplace(hash.hex, KnownVariant{source, host->tensors});
   return hash;
 }
 
-Expected<VariantSource> fmhajit::findVariant(const VariantHash &hash) {
+static Expected<KnownVariant> findKnown(const VariantHash &hash) {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.byHash.find(hash.hex);
@@ -46,6 +50,21 @@ Expected<VariantSource> fmhajit::findVariant(const VariantHash &hash) {
                      "variant=" + hash.hex +
                          ": this process was not given that variant's "
                          "source; pass it (--variant FILE, or "
-                         "Problem::variantSource)");
+                         "Problem::variant)");
   return it->second;
+}
+
+Expected<VariantSource> fmhajit::findVariant(const VariantHash &hash) {
+  Expected<KnownVariant> known = findKnown(hash);
+  if (!known)
+    return known.takeError();
+  return known->source;
+}
+
+Expected<VariantTensorUse>
+fmhajit::findVariantTensors(const VariantHash &hash) {
+  Expected<KnownVariant> known = findKnown(hash);
+  if (!known)
+    return known.takeError();
+  return known->tensors;
 }

@@ -131,6 +131,9 @@ public:
   const std::vector<CandidateTiming> &timings() const;
   /// The whole plan as text: problem, kernels, grids, workspace, and why.
   std::string describe() const;
+  /// The Tensors::variantTensors run() takes: one past the highest slot
+  /// the problem's variant reads with fmhajit_tensor (0: none).
+  int variantTensorCount() const;
 
 private:
   friend struct detail::PlanAccess;

@@ -106,6 +106,14 @@ struct Dropout {
   uint32_t offset = 0;
 };
 
+/// One run-time tensor a variant reads with fmhajit_tensor(slot, index)
+/// (docs/variants.md#run-time-tensors): fp32, read flat, element `index`
+/// where 0 <= index < length and 0 elsewhere.
+struct VariantTensor {
+  const float *data = nullptr; ///< host memory, or device memory on a GPU
+  int64_t length = 0;          ///< elements; at least 1
+};
+
 /// One forward attention call.
 struct Problem {
   int64_t batch = 1;   ///< sequences; under varlen, cuSeqlensQ.size() - 1
@@ -153,7 +161,9 @@ struct Problem {
   /// int h, int q, int k)` and/or `bool mask_mod(int b, int h, int q, int
   /// k)` (docs/variants.md). score_mod sees the scaled score after softcap
   /// and ALiBi; mask_mod is ANDed with the mask; q, k are positions in the
-  /// sequence. Empty: none.
+  /// sequence. Empty: none. It may read run-time tensors with `float
+  /// fmhajit_tensor(int slot, long index)`, given to run() in
+  /// Tensors::variantTensors (Plan::variantTensorCount() says how many).
   std::string variant;
   /// The variant's name in messages (clang's file:line:col); empty:
   /// "variant.cpp".
@@ -204,6 +214,11 @@ struct Tensors {
   /// Problem::dropout: p, seed and offset of this call (p = 0 keeps
   /// everything); without Problem::dropout, p must stay 0.
   Dropout dropout;
+  /// The variant's run-time tensors in slot order: entry s is what its
+  /// fmhajit_tensor(s, i) reads. Exactly Plan::variantTensorCount()
+  /// entries (none for a variant that reads no tensor), each with data and
+  /// a length of at least 1; device memory on a GPU.
+  std::vector<VariantTensor> variantTensors;
 };
 
 } // namespace fmhajit::api

@@ -222,6 +222,12 @@ static void recordLayout(Planning &p, const PlanLayout &layout) {
   s.needsBlockTable = p.lowered.pagedCache.has_value();
   s.needsDeviceLengths = gpu && s.needsBlockTable;
   s.fp8Inputs = isFp8(p.lowered.features.dtype);
+  s.variantTensors = p.lowered.variantTensors.count();
+  if (s.variantTensors)
+    s.decisions.push_back("variant: reads tensor " +
+                          p.lowered.variantTensors.describe() +
+                          "; run() takes " + std::to_string(s.variantTensors) +
+                          " Tensors::variantTensors");
 }
 
 static llvm::Error loadSteps(Planning &p, const PlanLayout &layout) {
@@ -310,6 +316,9 @@ const std::vector<std::string> &Plan::decisions() const {
 }
 const std::vector<CandidateTiming> &Plan::timings() const {
   return stateOf(*this).timings;
+}
+int Plan::variantTensorCount() const {
+  return int(stateOf(*this).variantTensors);
 }
 std::string Plan::describe() const {
   const PlanState *s = PlanAccess::state(*this);

@@ -17,6 +17,28 @@ static Status invalid(const char *message) {
   return Status(StatusCode::InvalidArgument, message);
 }
 
+// The variant's tensors: as many as it reads, each with memory to read.
+static Status checkVariantTensors(const detail::PlanState &s,
+                                  const Tensors &t) {
+  const std::vector<VariantTensor> &given = t.variantTensors;
+  if (given.size() != s.variantTensors)
+    return Status(StatusCode::InvalidArgument,
+                  "the variant reads " + std::to_string(s.variantTensors) +
+                      " run-time tensors (fmhajit_tensor's slots) and "
+                      "Tensors::variantTensors gives " +
+                      std::to_string(given.size()) + ": give " +
+                      std::to_string(s.variantTensors) +
+                      ", in slot order (Plan::variantTensorCount())");
+  for (size_t i = 0; i < given.size(); ++i)
+    if (!given[i].data || given[i].length < 1)
+      return Status(StatusCode::InvalidArgument,
+                    "Tensors::variantTensors[" + std::to_string(i) +
+                        "] needs data and a length of at least 1 (an index "
+                        "outside the tensor reads 0, so a tensor of one 0 "
+                        "stands for none)");
+  return Status();
+}
+
 // Pointers the plan needs but the caller left null, named by field.
 static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
   if (!t.q || !t.k || !t.v || !t.o)
@@ -67,7 +89,7 @@ static Status checkTensors(const detail::PlanState &s, const Tensors &t) {
     return invalid(
         "a paged plan on a GPU reads each sequence's key count from device "
         "memory: set Tensors::seqlensK to [batch] int32 on the device");
-  return Status();
+  return checkVariantTensors(s, t);
 }
 
 Status api::run(const Plan &plan, const Tensors &tensors) {

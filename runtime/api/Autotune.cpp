@@ -46,10 +46,12 @@ struct HostScratch {
             l.cuSeqlensK.empty() ? nullptr : l.cuSeqlensK.data(),
             l.alibiSlopes.empty() ? nullptr : l.alibiSlopes.data(),
             sinks.empty() ? nullptr : sinks.data(),
-            bias.empty() ? nullptr : bias.data()};
+            bias.empty() ? nullptr : bias.data(),
+            timingVariantTensors(&zero)};
   }
   std::vector<uint8_t> q, k, v, o;
   std::vector<float> lse, sinks, bias;
+  float zero = 0; ///< every variant tensor
 };
 } // namespace
 

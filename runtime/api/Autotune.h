@@ -37,6 +37,17 @@ llvm::Expected<std::vector<TunedTiming>>
 timeGpuCandidates(const std::vector<KernelSpec> &candidates,
                   const LoweredProblem &problem, KernelCache &cache);
 
+/// The variant tensors a timed launch reads: every slot one element,
+/// \p zero (a 0.0f where the kernel can read it). plan() has no tensors of
+/// the run, and a variant that reads some does the same loads on these
+/// (timing does not depend on the values).
+inline VariantTensors timingVariantTensors(const float *zero) {
+  VariantTensors table{};
+  for (VariantTensor &slot : table.slot)
+    slot = {zero, 1};
+  return table;
+}
+
 /// The median of \p times (which must not be empty).
 double medianOf(std::vector<double> times);
 

@@ -11,6 +11,7 @@ namespace {
 /// allocator returns (timing does not depend on the values).
 struct DeviceScratch {
   GpuBuffer q, k, v, o, lse, cuQ, cuK, slopes, sinks, bias;
+  GpuBuffer zero; ///< one 0.0f: every variant tensor
 
   static llvm::Expected<DeviceScratch> create(GpuDriver &driver,
                                               const LoweredProblem &l);
@@ -27,7 +28,8 @@ struct DeviceScratch {
             static_cast<const int32_t *>(ptr(cuK)),
             static_cast<const float *>(ptr(slopes)),
             static_cast<const float *>(ptr(sinks)),
-            static_cast<const float *>(ptr(bias))};
+            static_cast<const float *>(ptr(bias)),
+            timingVariantTensors(static_cast<const float *>(ptr(zero)))};
   }
 };
 } // namespace
@@ -77,9 +79,12 @@ llvm::Expected<DeviceScratch> DeviceScratch::create(GpuDriver &driver,
     return std::move(err);
   std::vector<float> sinks = sinksForTiming(l);
   std::vector<float> bias(size_t(biasSpanElements(l)));
+  const float zero = 0;
   if (llvm::Error err = llvm::joinErrors(
-          upload(d.sinks, sinks.data(), sinks.size() * 4, "sinks"),
-          upload(d.bias, bias.data(), bias.size() * 4, "bias")))
+          llvm::joinErrors(
+              upload(d.sinks, sinks.data(), sinks.size() * 4, "sinks"),
+              upload(d.bias, bias.data(), bias.size() * 4, "bias")),
+          upload(d.zero, &zero, sizeof zero, "variant tensors")))
     return std::move(err);
   return std::move(d);
 }

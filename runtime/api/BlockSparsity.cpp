@@ -54,15 +54,40 @@ buildMap(const KernelSpec &spec, const AttentionProblem &a) {
   if (!mask)
     return nullptr;
   BlockMapDependence depends{(*host)->maskReads(0), (*host)->maskReads(1)};
+  // planBlockMap builds no map for a mask_mod that reads tensors: the table
+  // is never read.
+  static const VariantTensors kNoTensors{};
   return std::make_shared<const BlockMap>(buildBlockMap(
-      spec, a, [mask](int b, int h, int q, int k) { return mask(b, h, q, k); },
+      spec, a,
+      [mask](int b, int h, int q, int k) {
+        return mask(b, h, q, k, &kNoTensors);
+      },
       depends));
+}
+
+// A mask_mod that reads run-time tensors depends on values plan() does not
+// have (on a GPU, not even in host memory): its kernel walks no map.
+static bool maskReadsTensors(const KernelSpec &spec, const LoweredProblem &l,
+                             bool enabled) {
+  return enabled && !spec.variant.empty() && walksBlockMap(spec) &&
+         l.variantTensors.maskMod != 0;
+}
+
+std::string fmhajit::describeNoBlockMap(const KernelSpec &spec,
+                                        const LoweredProblem &l, bool enabled) {
+  if (!maskReadsTensors(spec, l, enabled))
+    return "";
+  return "block map: none, mask_mod reads tensor " +
+         l.variantTensors.describe() +
+         ", which plan() does not have: every key tile of the mask's range, "
+         "mask_mod on each element";
 }
 
 llvm::Expected<std::shared_ptr<const BlockMap>>
 fmhajit::planBlockMap(const KernelSpec &spec, const LoweredProblem &l,
                       bool enabled) {
-  if (!enabled || spec.variant.empty() || !walksBlockMap(spec))
+  if (!enabled || spec.variant.empty() || !walksBlockMap(spec) ||
+      l.variantTensors.maskMod)
     return nullptr;
   std::string key = cacheKey(spec, l.problem);
   MapCache &cache = mapCache();

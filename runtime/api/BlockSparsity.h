@@ -25,8 +25,9 @@ namespace fmhajit {
 
 /// The block map \p spec's kernel walks for \p problem, from the process's
 /// cache or built now; null where the kernel walks none (no mask_mod, a
-/// family or feature without maps) or \p enabled is false (the kernel then
-/// evaluates mask_mod on every tile of the mask's range).
+/// family or feature without maps, a mask_mod that reads run-time tensors)
+/// or \p enabled is false (the kernel then evaluates mask_mod on every tile
+/// of the mask's range).
 llvm::Expected<std::shared_ptr<const BlockMap>>
 planBlockMap(const KernelSpec &spec, const LoweredProblem &problem,
              bool enabled);
@@ -39,5 +40,10 @@ void bindBlockMap(KernelArgs &params, const BlockMap &map,
 /// One line for the plan's decisions: the blocks of each kind and which
 /// maps the plan keeps.
 std::string describeBlockMap(const BlockMap &map);
+
+/// The decisions' line where a kernel that could walk a map walks none
+/// because its mask_mod reads run-time tensors; empty otherwise.
+std::string describeNoBlockMap(const KernelSpec &spec,
+                               const LoweredProblem &problem, bool enabled);
 
 } // namespace fmhajit

@@ -314,6 +314,10 @@ fmhajit::loadPlan(const PlanLayout &layout, const LoweredProblem &problem,
     return blockMap.takeError();
   if (*blockMap)
     decisions.push_back(describeBlockMap(**blockMap));
+  std::string noMap = describeNoBlockMap(layout.steps.front().spec, problem,
+                                         choices.blockSparsity);
+  if (!noMap.empty())
+    decisions.push_back(noMap);
   auto runner = loadRunner(layout, problem, cache, choices.threads,
                            std::move(*blockMap), loads);
   if (!runner)

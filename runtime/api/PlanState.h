@@ -80,6 +80,8 @@ struct PlanState {
   bool needsDeviceLengths = false;
   bool needsQ = false;    ///< an append that rotates Q: q and qOut
   bool fp8Inputs = false; ///< Tensors::descale* apply (else they must be 1)
+  /// The Tensors::variantTensors the variant reads: this many, in order.
+  unsigned variantTensors = 0;
 };
 
 /// Why \p d cannot run with \p s (\p field names it in the message), or

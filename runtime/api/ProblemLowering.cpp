@@ -191,14 +191,24 @@ static KernelSpec featuresOf(const api::Problem &p, const std::string &target) {
   return s;
 }
 
-// The hash of the problem's variant, checked (clang's messages on failure)
-// and remembered for the compiler (compiler/variants/VariantRegistry.h).
-static llvm::Expected<VariantHash> variantOf(const api::Problem &p) {
+// The problem's variant, checked (clang's messages on failure) and
+// remembered for the compiler (compiler/variants/VariantRegistry.h): its
+// hash into \p spec, the tensor slots it reads into \p l.
+static llvm::Error lowerVariant(const api::Problem &p, KernelSpec &spec,
+                                LoweredProblem &l) {
   if (p.variant.empty())
-    return VariantHash{};
-  return addVariant({p.variant, p.variantName.empty()
-                                    ? std::string("variant.cpp")
-                                    : p.variantName});
+    return llvm::Error::success();
+  llvm::Expected<VariantHash> hash =
+      addVariant({p.variant, p.variantName.empty() ? std::string("variant.cpp")
+                                                   : p.variantName});
+  if (!hash)
+    return hash.takeError();
+  llvm::Expected<VariantTensorUse> tensors = findVariantTensors(*hash);
+  if (!tensors)
+    return tensors.takeError();
+  spec.variant = *hash;
+  l.variantTensors = *tensors;
+  return llvm::Error::success();
 }
 
 static AttentionProblem attentionProblemOf(const api::Problem &p,
@@ -265,11 +275,9 @@ fmhajit::lowerProblem(const api::Problem &p, const std::string &target) {
     l.pagedCache = pagedLayoutOf(p);
     l.seqlensK = p.seqlensK;
   }
-  llvm::Expected<VariantHash> variant = variantOf(p);
-  if (!variant)
-    return variant.takeError();
   KernelSpec wanted = featuresOf(p, target);
-  wanted.variant = *variant;
+  if (llvm::Error err = lowerVariant(p, wanted, l))
+    return std::move(err);
   auto features = validateSpec(wanted);
   if (!features)
     return features.takeError();

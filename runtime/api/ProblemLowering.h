@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "compiler/variants/VariantTensorUse.h"
 #include "fmhajit/Problem.h"
 #include "runtime/api/TensorLayouts.h"
 #include "runtime/device/HostKernel.h"
@@ -44,6 +45,8 @@ struct LoweredProblem {
   /// strides are the pools') and each sequence's keys.
   std::optional<KvCacheLayout> pagedCache;
   std::vector<int32_t> seqlensK;
+  /// The tensor slots the variant reads (Tensors::variantTensors).
+  VariantTensorUse variantTensors;
 };
 
 /// Sinks that a launch made before run() may read (autotuning, whose time

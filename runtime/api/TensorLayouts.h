@@ -56,9 +56,19 @@ inline void setDropout(KernelArgs &args, const api::Dropout &d) {
   args.dropoutScale = dropoutScale(d.p);
 }
 
-/// \p args with the caller's Q, K, V, O, LSE and bias pointers from \p t, and
-/// its fp8 descale factors: Q's and K's fold into the softmax scale, V's
-/// scales O (fp8 kernels only read vScale).
+/// \p t's variant tensors (run() checked there are no more than the
+/// variant reads, so at most kMaxVariantTensors) as the kernel's table;
+/// slots past them null and 0.
+inline VariantTensors variantTensorTable(const api::Tensors &t) {
+  VariantTensors table{};
+  for (size_t s = 0; s < t.variantTensors.size() && s < kMaxVariantTensors; ++s)
+    table.slot[s] = {t.variantTensors[s].data, t.variantTensors[s].length};
+  return table;
+}
+
+/// \p args with the caller's Q, K, V, O, LSE, bias and variant tensor
+/// pointers from \p t, and its fp8 descale factors: Q's and K's fold into
+/// the softmax scale, V's scales O (fp8 kernels only read vScale).
 inline KernelArgs withTensorPointers(KernelArgs args, const api::Tensors &t) {
   args.q = t.q;
   args.k = t.k;
@@ -66,6 +76,7 @@ inline KernelArgs withTensorPointers(KernelArgs args, const api::Tensors &t) {
   args.o = t.o;
   args.lse = t.lse;
   args.bias = t.bias;
+  args.variantTensors = variantTensorTable(t);
   args.scale *= t.descaleQ * t.descaleK;
   args.vScale = t.descaleV;
   setDropout(args, t.dropout);

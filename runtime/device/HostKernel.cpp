@@ -51,6 +51,7 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   p.alibiSlopes = buf.alibiSlopes;
   p.sinks = buf.sinks;
   p.bias = buf.bias;
+  p.variantTensors = buf.variantTensors;
   p.biasStrides = strides.bias;
   p.biasKeyStride = strides.biasKey;
   int64_t sq = problem.maxSeqlenQ(), sk = problem.maxSeqlenK();

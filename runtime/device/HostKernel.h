@@ -21,6 +21,7 @@ struct ForwardBuffers {
   const float *alibiSlopes = nullptr; ///< when bias=alibi
   const float *sinks = nullptr;       ///< when sink=1
   const float *bias = nullptr;        ///< when bias=elementwise
+  VariantTensors variantTensors{};    ///< what the variant reads, if any
 };
 
 /// Element strides of Q, K, V and O; the last dim is always contiguous.

@@ -128,6 +128,10 @@ llvm::Expected<ForwardCase> ForwardCase::make(const api::Problem &problem,
   return std::move(run);
 }
 
+void ForwardCase::setVariantTensors(std::vector<std::vector<float>> tensors) {
+  s->l.problem.variantTensors = std::move(tensors);
+}
+
 void ForwardCase::setDropout(const api::Dropout &dropout) {
   s->dropout = dropout;
   s->l.problem.dropout = {dropout.p, dropout.seed, dropout.offset};
@@ -157,10 +161,19 @@ static void passDescales(const ForwardCase::State &s, api::Tensors &t) {
   t.descaleV = s.descaleV;
 }
 
+static std::vector<api::VariantTensor>
+hostVariantTensors(const ForwardCase::State &s) {
+  std::vector<api::VariantTensor> out;
+  for (const std::vector<float> &t : s.l.problem.variantTensors)
+    out.push_back({t.data(), int64_t(t.size())});
+  return out;
+}
+
 static api::Tensors hostTensors(ForwardCase::State &s) {
   api::Tensors t{s.q.data.data(), s.k.data.data(), s.v.data.data(),
                  s.o.data.data(), s.lse.empty() ? nullptr : s.lse.data()};
   passDescales(s, t);
+  t.variantTensors = hostVariantTensors(s);
   t.dropout = s.dropout;
   t.sinks = s.l.sinks.empty() ? nullptr : s.l.sinks.data();
   t.bias = s.bias.empty() ? nullptr : s.bias.data();
@@ -197,6 +210,11 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
   t.sinks =
       gpu.upload<const float>(l.sinks.data(), l.sinks.size() * 4, "sinks");
   t.bias = gpu.upload<const float>(s.bias.data(), s.bias.size() * 4, "bias");
+  for (const std::vector<float> &table : l.problem.variantTensors)
+    t.variantTensors.push_back(
+        {gpu.upload<const float>(table.data(), table.size() * 4,
+                                 "variant tensor"),
+         int64_t(table.size())});
   t.workspace = gpu.allocate(size_t(plan.workspaceBytes()), "workspace");
   passDescales(s, t);
   t.dropout = s.dropout;
@@ -239,11 +257,17 @@ static std::vector<float> scaled(std::vector<float> values, float factor) {
 }
 
 // The variant's own code, compiled for this CPU, as the reference's
-// functions: --check compares the kernel with the math the user wrote.
+// functions, reading the run's tensors (\p tables, kept alive by the
+// caller): --check compares the kernel with the math the user wrote.
 static llvm::Expected<ReferenceVariant>
-referenceVariant(const KernelSpec &f, std::shared_ptr<HostVariant> &keep) {
+referenceVariant(const KernelSpec &f,
+                 const std::vector<std::vector<float>> &tables,
+                 std::shared_ptr<HostVariant> &keep) {
   if (f.variant.empty())
     return ReferenceVariant{};
+  VariantTensors table{};
+  for (size_t i = 0; i < tables.size() && i < kMaxVariantTensors; ++i)
+    table.slot[i] = {tables[i].data(), int64_t(tables[i].size())};
   llvm::Expected<VariantSource> source = findVariant(f.variant);
   if (!source)
     return source.takeError();
@@ -254,13 +278,13 @@ referenceVariant(const KernelSpec &f, std::shared_ptr<HostVariant> &keep) {
   keep = std::move(*host);
   ReferenceVariant out;
   if (auto score = keep->scoreMod())
-    out.scoreMod = [score](double x, int64_t b, int64_t h, int64_t q,
-                           int64_t k) {
-      return double(score(float(x), int(b), int(h), int(q), int(k)));
+    out.scoreMod = [score, table](double x, int64_t b, int64_t h, int64_t q,
+                                  int64_t k) {
+      return double(score(float(x), int(b), int(h), int(q), int(k), &table));
     };
   if (auto mask = keep->maskMod())
-    out.maskMod = [mask](int64_t b, int64_t h, int64_t q, int64_t k) {
-      return mask(int(b), int(h), int(q), int(k));
+    out.maskMod = [mask, table](int64_t b, int64_t h, int64_t q, int64_t k) {
+      return mask(int(b), int(h), int(q), int(k), &table);
     };
   return out;
 }
@@ -269,7 +293,8 @@ CompareResult ForwardCase::check() const {
   const KernelSpec &f = s->l.features;
   ReferenceOutput ref;
   std::shared_ptr<HostVariant> host;
-  llvm::Expected<ReferenceVariant> variant = referenceVariant(f, host);
+  llvm::Expected<ReferenceVariant> variant =
+      referenceVariant(f, s->l.problem.variantTensors, host);
   if (!variant) // the plan compiled this variant already: an internal error
     llvm::report_fatal_error(variant.takeError());
   if (s->paged()) {
@@ -287,6 +312,25 @@ CompareResult ForwardCase::check() const {
   return compareOutputs(s->o.packed(), ref.o, s->lse,
                         f.lse ? ref.lse : std::vector<double>(),
                         toleranceFor(f.dtype, f.outType()));
+}
+
+// The variant's source and its tensors' files (as runMetadata writes them:
+// null without tensors), and the tensors themselves; nothing for a kernel
+// without a variant.
+static void addVariantMeta(const KernelSpec &kernel, const AttentionProblem &a,
+                           std::vector<BundleArray> &arrays, BundleMeta &meta) {
+  if (kernel.variant.empty())
+    return;
+  meta.emplace_back("variant", a.variantSource);
+  llvm::json::Array files;
+  for (size_t slot = 0; slot < a.variantTensors.size(); ++slot) {
+    const std::vector<float> &t = a.variantTensors[slot];
+    files.push_back(variantTensorFile(slot).str());
+    arrays.push_back({variantTensorFile(slot), t, {int64_t(t.size())}});
+  }
+  meta.emplace_back("variant_tensors",
+                    files.empty() ? llvm::json::Value(nullptr)
+                                  : llvm::json::Value(std::move(files)));
 }
 
 // The paged bundle: the pools as they are, the table and the lengths.
@@ -317,6 +361,7 @@ static llvm::Error savePaged(const ForwardCase::State &s,
   meta.emplace_back("cache_lens", std::move(lens));
   meta.emplace_back("block_table",
                     tableJson(s.blockTable, cache.maxPagesPerSeq));
+  addVariantMeta(kernel, a, arrays, meta);
   return writeBundle(dir, arrays, meta);
 }
 

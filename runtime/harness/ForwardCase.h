@@ -56,6 +56,11 @@ public:
   /// Problem::dropout).
   void setDropout(const api::Dropout &dropout);
 
+  /// The variant's run-time tensors, in slot order, for run() (device
+  /// copies on a GPU), check() and save(): as many as the variant reads
+  /// (the API refuses others).
+  void setVariantTensors(std::vector<std::vector<float>> tensors);
+
   /// The float64 reference's verdict on the last run().
   CompareResult check() const;
   /// Writes the last run's bundle into \p dir (docs/run.md): q, k, v (or

@@ -59,6 +59,9 @@ struct AttentionProblem {
   DropoutParams dropout;
   /// The variant's C++ source (spec key variant), for run bundles.
   std::string variantSource;
+  /// The variant's run-time tensors in slot order (what its
+  /// fmhajit_tensor(slot, i) reads), for the reference and run bundles.
+  std::vector<std::vector<float>> variantTensors;
 
   /// A one-sequence, one-head problem with the head dims of \p spec.
   static AttentionProblem forSpec(const KernelSpec &spec);

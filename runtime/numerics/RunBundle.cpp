@@ -36,6 +36,27 @@ static Value dropoutJson(const KernelSpec &spec, const DropoutParams &d) {
                             {"offset", static_cast<int64_t>(d.offset)}};
 }
 
+StringRef fmhajit::variantTensorFile(size_t slot) {
+  // Names that outlive a BundleArray; a variant has up to four slots
+  // (kMaxVariantTensors, ir/KernelAbi.h).
+  static const char *const kFiles[] = {
+      "variant_tensor0.npy", "variant_tensor1.npy", "variant_tensor2.npy",
+      "variant_tensor3.npy"};
+  assert(slot < std::size(kFiles) && "the API refuses more tensors");
+  return kFiles[slot];
+}
+
+// The files of the variant's tensors, in slot order; null where the run
+// gave none.
+static Value variantTensorsJson(const AttentionProblem &problem) {
+  if (problem.variantTensors.empty())
+    return nullptr;
+  Array files;
+  for (size_t slot = 0; slot < problem.variantTensors.size(); ++slot)
+    files.push_back(variantTensorFile(slot).str());
+  return files;
+}
+
 llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
                                         const AttentionProblem &problem) {
   bool window = spec.mask == Mask::Window;
@@ -58,6 +79,7 @@ llvm::json::Object fmhajit::runMetadata(const KernelSpec &spec,
       {"cu_seqlens_k", listOrNull(problem.cuSeqlensK(), spec.varlen)},
       {"variant",
        spec.variant.empty() ? Value(nullptr) : Value(problem.variantSource)},
+      {"variant_tensors", variantTensorsJson(problem)},
       {"dropout", dropoutJson(spec, problem.dropout)},
   };
 }
@@ -68,7 +90,8 @@ static const char *const kMetadataKeys[] = {
     "spec",         "name",         "dtype",        "mask",
     "heads_q",      "heads_kv",     "scale",        "softcap",
     "window_left",  "window_right", "alibi_slopes", "sinks",
-    "cu_seqlens_q", "cu_seqlens_k", "variant",      "dropout"};
+    "cu_seqlens_q", "cu_seqlens_k", "variant",      "variant_tensors",
+    "dropout"};
 
 using MetaEntries = llvm::ArrayRef<std::pair<std::string, Value>>;
 
@@ -142,6 +165,12 @@ llvm::Error fmhajit::writeRunBundle(StringRef dir, const KernelSpec &spec,
         (e.file == "bias.npy" && spec.bias != Bias::Elementwise))
       continue;
     if (llvm::Error err = writeNpy(pathOf(e.file), e.data, e.shape))
+      return err;
+  }
+  for (size_t slot = 0; slot < problem.variantTensors.size(); ++slot) {
+    const std::vector<float> &t = problem.variantTensors[slot];
+    if (llvm::Error err =
+            writeNpy(pathOf(variantTensorFile(slot)), t, {int64_t(t.size())}))
       return err;
   }
   return writeMetadata(pathOf("meta.json"), runMetadata(spec, problem));

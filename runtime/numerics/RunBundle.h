@@ -2,8 +2,9 @@
 //
 // A run bundle is enough for any other tool to recompute a run: the inputs
 // and outputs as float32 .npy files in the packed layouts of
-// AttentionProblem (q, k, v, o, lse when the spec has lse=1, and the bias
-// packed [batch, headsQ, seqlenQ, seqlenK] under bias=elementwise) and a
+// AttentionProblem (q, k, v, o, lse when the spec has lse=1, the bias
+// packed [batch, headsQ, seqlenQ, seqlenK] under bias=elementwise, and the
+// variant's run-time tensors flat as variant_tensor<slot>.npy) and a
 // meta.json with every run-time argument, resolved (the scale actually used,
 // the ALiBi slopes actually used, cu_seqlens under varlen):
 //
@@ -12,8 +13,11 @@
 //    "scale": 0.088388346, "softcap": 0, "window_left": 64,
 //    "window_right": 0, "alibi_slopes": null, "sinks": null,
 //    "cu_seqlens_q": [0, 5, 12],
-//    "cu_seqlens_k": [0, 7, 20], "variant": null,
+//    "cu_seqlens_k": [0, 7, 20], "variant": null, "variant_tensors": null,
 //    "dropout": {"p": 0.1, "seed": 42, "offset": 0}}
+//
+// variant_tensors lists the files of the variant's tensors in slot order
+// (["variant_tensor0.npy"]), null where the run gave none.
 //
 // dropout is null without dropout=1; with it, p (the float the kernels got),
 // the Philox seed and the offset, from which the keep-mask follows
@@ -52,6 +56,10 @@ struct BundleArray {
 llvm::Error
 writeBundle(llvm::StringRef dir, llvm::ArrayRef<BundleArray> arrays,
             llvm::ArrayRef<std::pair<std::string, llvm::json::Value>> meta);
+
+/// The bundle's file of the variant tensor in \p slot:
+/// "variant_tensor<slot>.npy".
+llvm::StringRef variantTensorFile(size_t slot);
 
 /// meta.json's object for \p spec (resolved) and \p problem (validated).
 llvm::json::Object runMetadata(const KernelSpec &spec,

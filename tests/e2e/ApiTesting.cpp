@@ -26,7 +26,8 @@ const std::string &e2e::apiCacheDir() {
 }
 
 ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options,
-                       uint64_t seed) {
+                       uint64_t seed,
+                       std::vector<std::vector<float>> variantTensors) {
   ApiCheck check;
   std::optional<api::Plan> plan = planChecked(problem, options);
   if (!plan)
@@ -36,6 +37,7 @@ ApiCheck e2e::checkApi(const api::Problem &problem, api::Options options,
   EXPECT_TRUE(bool(run)) << llvm::toString(run.takeError());
   if (!run)
     return check;
+  run->setVariantTensors(std::move(variantTensors));
   llvm::Error err = run->run(*plan);
   EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
   check.compare = run->check();

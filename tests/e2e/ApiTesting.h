@@ -49,10 +49,12 @@ struct ApiCheck {
 };
 
 /// Plans \p problem with \p options (cacheDir set to apiCacheDir() when
-/// empty), runs it on fresh inputs with poisoned outputs and compares with
-/// the reference. Fails the calling test on any error.
+/// empty), runs it on fresh inputs with poisoned outputs and \p
+/// variantTensors (the variant's run-time tensors, in slot order) and
+/// compares with the reference. Fails the calling test on any error.
 ApiCheck checkApi(const api::Problem &problem, api::Options options = {},
-                  uint64_t seed = 1);
+                  uint64_t seed = 1,
+                  std::vector<std::vector<float>> variantTensors = {});
 
 /// plan(\p problem, \p options) (an api::Problem or api::AppendProblem),
 /// cacheDir set to apiCacheDir() when empty; a refusal fails the calling

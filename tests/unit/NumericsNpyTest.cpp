@@ -161,7 +161,7 @@ TEST(RunBundle, VarlenAlibiLse) {
   EXPECT_EQ(lse->data.front(), 5.0f);
 
   llvm::json::Object m = readMeta(dir.file("out/run/meta.json"));
-  EXPECT_EQ(m.size(), 16u);
+  EXPECT_EQ(m.size(), 17u);
   EXPECT_EQ(*m.get("sinks"), nullptr); // no sink=1
   EXPECT_EQ(*m.getString("name"), "fmha_fwd_fp32_d64_window_alibi_sc_lse_vl"
                                   "_m192n64w1s1_vector_host");
@@ -191,9 +191,10 @@ TEST(RunBundle, PlainSpecHasNullsAndNoLse) {
   ASSERT_FALSE(writeRunBundle(dir.file("run"), spec, p, data.tensors(false)));
   EXPECT_FALSE(llvm::sys::fs::exists(dir.file("run/lse.npy")));
   llvm::json::Object m = readMeta(dir.file("run/meta.json"));
-  EXPECT_EQ(m.size(), 16u);
-  for (const char *key : {"alibi_slopes", "sinks", "cu_seqlens_q",
-                          "cu_seqlens_k", "variant", "dropout"})
+  EXPECT_EQ(m.size(), 17u);
+  for (const char *key :
+       {"alibi_slopes", "sinks", "cu_seqlens_q", "cu_seqlens_k", "variant",
+        "variant_tensors", "dropout"})
     EXPECT_EQ(*m.get(key), nullptr) << key;
   EXPECT_EQ(*m.getNumber("softcap"), 0.0);
   EXPECT_EQ(*m.getInteger("window_left"), -1);
@@ -201,6 +202,29 @@ TEST(RunBundle, PlainSpecHasNullsAndNoLse) {
   ASSERT_TRUE(bool(o));
   EXPECT_EQ(o->shape, (std::vector<int64_t>{2, 3, 1, 32}));
   EXPECT_EQ(o->data.front(), 4.0f);
+}
+
+// A variant's run-time tensors: one flat .npy per slot, listed in slot
+// order.
+TEST(RunBundle, VariantTensorsAreWrittenAndListed) {
+  KernelSpec spec = resolvedSpec("family=fwd,dtype=fp32,d=32");
+  AttentionProblem p = AttentionProblem::forSpec(spec);
+  p.variantTensors = {{1.5f, -2.0f, 3.0f}, {7.0f}};
+  TempDir dir;
+  Bundle data(p);
+  ASSERT_FALSE(writeRunBundle(dir.file("run"), spec, p, data.tensors(false)));
+  llvm::json::Object m = readMeta(dir.file("run/meta.json"));
+  EXPECT_TRUE(
+      *m.getArray("variant_tensors") ==
+      llvm::json::Array({"variant_tensor0.npy", "variant_tensor1.npy"}));
+  for (size_t slot = 0; slot < 2; ++slot) {
+    llvm::Expected<NpyArray> t =
+        readNpy(dir.file("run/variant_tensor" + std::to_string(slot) + ".npy"));
+    ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+    EXPECT_EQ(t->shape,
+              (std::vector<int64_t>{int64_t(p.variantTensors[slot].size())}));
+    EXPECT_EQ(t->data, p.variantTensors[slot]);
+  }
 }
 
 // dropout=1: the bundle says how its mask was made, p as the float the

@@ -13,10 +13,10 @@ namespace {
 std::string errorOf(const std::string &text,
                     llvm::StringRef triple = "x86_64-unknown-linux-gnu") {
   llvm::LLVMContext ctx;
-  auto m = compileVariant({text, "v.cpp"}, triple, ctx);
-  if (m)
+  auto compiled = compileVariant({text, "v.cpp"}, triple, ctx);
+  if (compiled)
     return "";
-  return llvm::toString(m.takeError());
+  return llvm::toString(compiled.takeError());
 }
 
 TEST(VariantCompiler, CompilesForEveryTriple) {
@@ -26,11 +26,13 @@ TEST(VariantCompiler, CompilesForEveryTriple) {
                      "  return q / 64 == k / 64;\n}\n";
   for (const char *target : {"host", "sm_90a", "gfx942"}) {
     llvm::LLVMContext ctx;
-    auto m =
+    auto compiled =
         compileVariant({text, "v.cpp"}, variantTriple(*findArch(target)), ctx);
-    ASSERT_TRUE(bool(m)) << target << ": " << llvm::toString(m.takeError());
-    EXPECT_TRUE(findScoreMod(**m)) << target;
-    EXPECT_TRUE(findMaskMod(**m)) << target;
+    ASSERT_TRUE(bool(compiled))
+        << target << ": " << llvm::toString(compiled.takeError());
+    EXPECT_TRUE(findScoreMod(*compiled->module)) << target;
+    EXPECT_TRUE(findMaskMod(*compiled->module)) << target;
+    EXPECT_EQ(compiled->tensors.count(), 0u) << target;
   }
 }
 
@@ -116,9 +118,10 @@ TEST(HostVariant, CallsTheUsersFunctions) {
        "bool mask_mod(int b, int h, int q, int k) { return k <= q; }\n",
        "v.cpp"});
   ASSERT_TRUE(bool(host)) << llvm::toString(host.takeError());
-  EXPECT_NEAR((*host)->scoreMod()(2.0f, 1, 3, 5, 3), 2 * std::exp(-1.0) + 4,
-              1e-5);
-  EXPECT_TRUE((*host)->maskMod()(0, 0, 5, 5));
-  EXPECT_FALSE((*host)->maskMod()(0, 0, 5, 6));
+  VariantTensors none{};
+  EXPECT_NEAR((*host)->scoreMod()(2.0f, 1, 3, 5, 3, &none),
+              2 * std::exp(-1.0) + 4, 1e-5);
+  EXPECT_TRUE((*host)->maskMod()(0, 0, 5, 5, &none));
+  EXPECT_FALSE((*host)->maskMod()(0, 0, 5, 6, &none));
 }
 } // namespace

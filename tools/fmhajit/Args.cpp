@@ -24,18 +24,19 @@ llvm::Expected<Args> Args::parse(llvm::ArrayRef<const char *> argv,
         options, [&](const OptionSpec &o) { return o.name == name; });
     if (opt == options.end())
       return makeError(ErrorKind::Usage, "unknown option --" + name);
-    if (args.values.count(name))
+    if (args.values.count(name) && !opt->repeatable)
       return makeError(ErrorKind::Usage,
                        "option --" + name + " is given twice");
+    std::vector<std::string> &values = args.values[name];
     if (!opt->takesValue) {
       if (word.contains('='))
         return makeError(ErrorKind::Usage,
                          "option --" + name + " takes no value");
-      args.values[name] = "";
+      values.push_back("");
     } else if (word.contains('=')) {
-      args.values[name] = inlineValue.str();
+      values.push_back(inlineValue.str());
     } else if (i + 1 < argv.size()) {
-      args.values[name] = argv[++i];
+      values.push_back(argv[++i]);
     } else {
       return makeError(ErrorKind::Usage, "option --" + name + " needs a value");
     }
@@ -47,7 +48,12 @@ std::optional<std::string> Args::get(StringRef name) const {
   auto it = values.find(name);
   if (it == values.end())
     return std::nullopt;
-  return it->second;
+  return it->second.front();
+}
+
+std::vector<std::string> Args::getAll(StringRef name) const {
+  auto it = values.find(name);
+  return it == values.end() ? std::vector<std::string>() : it->second;
 }
 
 llvm::Expected<std::optional<int64_t>> Args::getInt(StringRef name, int64_t min,

@@ -1,7 +1,8 @@
 //===- Args.h - Command-line arguments of one fmhajit subcommand ----------===//
 //
 // Each subcommand declares its options; anything else is a usage error.
-// Options are `--name value`, `--name=value` or bare `--flag`.
+// Options are `--name value`, `--name=value` or bare `--flag`; only an
+// option declared repeatable may be given more than once.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,6 +21,7 @@ struct OptionSpec {
   llvm::StringRef name; ///< without the leading "--"
   bool takesValue;
   llvm::StringRef help = ""; ///< one line for `fmhajit help COMMAND`
+  bool repeatable = false;   ///< may be given more than once, in order
 };
 
 class Args {
@@ -30,7 +32,10 @@ public:
 
   const std::vector<std::string> &positional() const { return positionals; }
   bool has(llvm::StringRef name) const { return values.count(name); }
+  /// The option's value (a repeatable option's first).
   std::optional<std::string> get(llvm::StringRef name) const;
+  /// Every value of a repeatable option, in the order given.
+  std::vector<std::string> getAll(llvm::StringRef name) const;
 
   /// The option as a number; a usage error names the option when it is not.
   llvm::Expected<std::optional<int64_t>> getInt(llvm::StringRef name,
@@ -38,7 +43,7 @@ public:
 
 private:
   std::vector<std::string> positionals;
-  llvm::StringMap<std::string> values;
+  llvm::StringMap<std::vector<std::string>> values;
 };
 
 } // namespace fmhajit

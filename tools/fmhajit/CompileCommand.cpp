@@ -76,6 +76,9 @@ int fmhajit::compileCommand(llvm::ArrayRef<const char *> argv) {
   auto spec = specFor(*args);
   if (!spec)
     return reportErrors(spec.takeError());
+  // On stderr: standard output is the stage's text.
+  if (std::string note = variantTensorNote(*spec); !note.empty())
+    llvm::errs() << "note: " << note << "\n";
   unsigned ptx = 0;
   if (std::optional<std::string> given = args->get("ptx"))
     if (llvm::StringRef(*given).getAsInteger(10, ptx) || ptx < 60)

@@ -161,6 +161,32 @@ static int finishRun(Report &r, const RunRequest &req, const api::Plan &plan,
   return pass ? 0 : 1;
 }
 
+// The variant's tensors: as many --variant-tensor as it reads slots (the
+// API would refuse other counts too, in its own words), one line each.
+static llvm::Error giveVariantTensors(Report &r, const RunRequest &req,
+                                      const api::Plan &plan,
+                                      harness::ForwardCase &c) {
+  size_t wanted = size_t(plan.variantTensorCount());
+  if (req.variantTensors.size() != wanted)
+    return makeError(ErrorKind::Usage,
+                     "--variant " + req.problem.variantName + " reads " +
+                         llvm::Twine(wanted) +
+                         " run-time tensors (fmhajit_tensor's slots; `fmhajit "
+                         "plan` says which): give " +
+                         llvm::Twine(wanted) +
+                         " --variant-tensor FILE.npy, in slot order, not " +
+                         llvm::Twine(req.variantTensors.size()));
+  std::vector<std::vector<float>> values;
+  for (size_t slot = 0; slot < wanted; ++slot) {
+    const VariantTensorFlag &t = req.variantTensors[slot];
+    r.line("tensor", llvm::Twine(slot) + ": " + t.file + " (" +
+                         llvm::Twine(t.values.size()) + " floats)");
+    values.push_back(t.values);
+  }
+  c.setVariantTensors(std::move(values));
+  return llvm::Error::success();
+}
+
 static int runForward(const RunRequest &req) {
   Report r;
   api::Result<api::Plan> plan = api::plan(req.problem, req.options);
@@ -169,6 +195,8 @@ static int runForward(const RunRequest &req) {
   auto c = harness::ForwardCase::make(req.problem, plan->target(), req.seed);
   if (!c)
     return reportErrors(c.takeError());
+  if (llvm::Error err = giveVariantTensors(r, req, *plan, *c))
+    return reportErrors(std::move(err));
   if (req.descales)
     c->setDescales((*req.descales)[0], (*req.descales)[1], (*req.descales)[2]);
   if (req.dropout) {

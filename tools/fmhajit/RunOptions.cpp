@@ -43,6 +43,7 @@ const OptionSpec kRunOnlyFlags[] = {
     {"dropout-offset", true,
      "dropout=1: the Philox offset (a stream of the seed), 0 to 2^32-1 "
      "(default 0)"},
+    {"variant-tensor", true, kVariantTensorFlagHelp, /*repeatable=*/true},
     {"bias-broadcast", true,
      "bias=elementwise: the bias's shape full [B,H,Sq,Sk] (default), "
      "batch [1,H,Sq,Sk], heads [B,1,Sq,Sk] or keys [B,1,1,Sk] (key padding)"},
@@ -384,6 +385,10 @@ fmhajit::parseRunOptions(llvm::ArrayRef<const char *> argv) {
     return std::move(err);
   if (!r.spec.variant.empty()) // the pinned kernel carries the hash
     r.options.kernel = printSpec(r.spec);
+  auto tensors = readVariantTensorFlags(*args, r.problem);
+  if (!tensors)
+    return tensors.takeError();
+  r.variantTensors = std::move(*tensors);
   checkAgainstSpec(*args, *spec, r);
   applySpecFeatures(*spec, r.problem);
   if (llvm::Error err = readBiasBroadcast(*args, r))

@@ -11,6 +11,7 @@
 #include "fmhajit/Fmhajit.h"
 #include "specs/KernelSpec.h"
 #include "tools/fmhajit/Args.h"
+#include "tools/fmhajit/VariantFlag.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include <array>
@@ -37,6 +38,8 @@ struct RunRequest {
   /// dropout=1: p, seed and offset of the run (--dropout-p, --dropout-seed,
   /// --dropout-offset, or their defaults); unset without dropout.
   std::optional<api::Dropout> dropout;
+  /// --variant-tensor: the variant's run-time tensors, in slot order.
+  std::vector<VariantTensorFlag> variantTensors;
   /// Flags the spec's features rule out: reported with the API's
   /// refusals, each one line (exit 1).
   std::vector<std::string> specMismatches;

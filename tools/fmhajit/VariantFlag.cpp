@@ -1,6 +1,7 @@
 //===- VariantFlag.cpp - --variant FILE, for compile, run and plan --------===//
 #include "tools/fmhajit/VariantFlag.h"
 #include "compiler/variants/VariantRegistry.h"
+#include "runtime/numerics/Npy.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace fmhajit;
@@ -37,4 +38,44 @@ llvm::Error fmhajit::pinVariant(KernelSpec &spec, const api::Problem &p) {
                                           " is variant " + hash->hex);
   spec.variant = *hash;
   return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<VariantTensorFlag>>
+fmhajit::readVariantTensorFlags(const Args &args, const api::Problem &p) {
+  std::vector<std::string> files = args.getAll("variant-tensor");
+  if (!files.empty() && p.variant.empty())
+    return makeError(ErrorKind::Usage,
+                     "--variant-tensor gives a tensor to a variant: give the "
+                     "variant with --variant FILE");
+  std::vector<VariantTensorFlag> out;
+  for (const std::string &file : files) {
+    llvm::Expected<NpyArray> array = readNpy(file);
+    if (!array)
+      return makeError(ErrorKind::Io, "--variant-tensor: " +
+                                          llvm::toString(array.takeError()));
+    if (array->data.empty())
+      return makeError(ErrorKind::Usage,
+                       "--variant-tensor " + file +
+                           " holds no element: give at least one (an index "
+                           "outside a tensor reads 0, so [0.0] stands for "
+                           "none)");
+    out.push_back({file, std::move(array->data)});
+  }
+  return out;
+}
+
+std::string fmhajit::variantTensorNote(const KernelSpec &spec) {
+  if (spec.variant.empty())
+    return "";
+  llvm::Expected<VariantTensorUse> use = findVariantTensors(spec.variant);
+  if (!use) { // pinVariant added it: not expected
+    llvm::consumeError(use.takeError());
+    return "";
+  }
+  if (!use->count())
+    return "";
+  return "the variant reads tensor " + use->describe() + ": a run gives " +
+         std::to_string(use->count()) +
+         " (fmhajit run --variant-tensor FILE.npy each, in slot order; "
+         "Tensors::variantTensors)";
 }
