@@ -110,15 +110,32 @@ Value *ScoreMods::variantTensors() {
                                "variant.tensors");
 }
 
+// The variant sees natural units and the recipe keeps log2 units: x ln2 in,
+// f(n) log2e out. A score_mod that adds a term to its score (ALiBi, a bias)
+// is written x + (f(n) - n) log2e instead, with reassociation allowed on the
+// difference, which folds once inlined to x + t log2e: no round trip (one
+// multiply an element less; for other score_mods it would be one more).
 void ScoreMods::applyScoreMod(Tile &scores, const WorkItem &s, Value *j0) {
   Value *tensors = variantTensors();
-  ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
-    Position at = position(b, s, row, col, j0);
-    Value *natural = b.CreateFMul(x, splatLike(b, f32(kLn2), x));
-    Value *modified =
-        callPerLane(b, scoreMod, {natural, at.b, at.h, at.q, at.k, tensors});
-    return b.CreateFMul(modified, splatLike(b, f32(kLog2e), x));
-  });
+  bool adds = addsToItsScore(*scoreMod);
+  ops.map(scores,
+          [&](IRBuilderBase &b, Value *row, Value *col, Value *x) -> Value * {
+            Position at = position(b, s, row, col, j0);
+            Value *natural = b.CreateFMul(x, splatLike(b, f32(kLn2), x));
+            Value *modified = callPerLane(
+                b, scoreMod, {natural, at.b, at.h, at.q, at.k, tensors});
+            Value *log2e = splatLike(b, f32(kLog2e), x);
+            if (!adds)
+              return b.CreateFMul(modified, log2e);
+            IRBuilderBase::FastMathFlagGuard guard(b);
+            FastMathFlags reassociable;
+            reassociable.setAllowReassoc();
+            reassociable.setNoSignedZeros();
+            b.setFastMathFlags(reassociable);
+            Value *added = b.CreateFSub(modified, natural, "score.mod.added");
+            return b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()},
+                                     {added, log2e, x});
+          });
 }
 
 // Under pack_gqa each row's head has its own slope: a gather, which the

@@ -2,6 +2,7 @@
 #include "ir/Variant.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
@@ -34,6 +35,42 @@ Function *fmhajit::findScoreMod(const Module &m) {
 }
 Function *fmhajit::findMaskMod(const Module &m) {
   return defined(m, kMaskModSymbol);
+}
+
+// Every return is `score + t`, `t + score` or `score - t`, and no t reads
+// the score: the variant's own optimizations leave that shape.
+bool fmhajit::addsToItsScore(const Function &scoreMod) {
+  const Argument *score = scoreMod.getArg(0);
+  auto readsScore = [&](const Value *root) {
+    SmallVector<const Value *, 16> work{root};
+    SmallPtrSet<const Value *, 16> seen;
+    while (!work.empty()) {
+      const Value *v = work.pop_back_val();
+      if (v == score)
+        return true;
+      if (const auto *inst = dyn_cast<Instruction>(v);
+          inst && seen.insert(v).second)
+        append_range(work, inst->operands());
+    }
+    return false;
+  };
+  bool anyReturn = false;
+  for (const BasicBlock &block : scoreMod)
+    if (const auto *ret = dyn_cast<ReturnInst>(block.getTerminator())) {
+      const auto *op = dyn_cast_or_null<BinaryOperator>(ret->getReturnValue());
+      if (!op)
+        return false;
+      const Value *lhs = op->getOperand(0), *rhs = op->getOperand(1);
+      const Value *term = nullptr;
+      if (op->getOpcode() == Instruction::FSub && lhs == score)
+        term = rhs;
+      else if (op->getOpcode() == Instruction::FAdd)
+        term = lhs == score ? rhs : rhs == score ? lhs : nullptr;
+      if (!term || readsScore(term))
+        return false;
+      anyReturn = true;
+    }
+  return anyReturn;
 }
 
 Error fmhajit::linkVariant(Module &kernel, std::unique_ptr<Module> variant) {

@@ -44,6 +44,9 @@ llvm::Error linkVariant(llvm::Module &kernel,
 /// The variant's functions in \p m (null where the variant has none).
 llvm::Function *findScoreMod(const llvm::Module &m);
 llvm::Function *findMaskMod(const llvm::Module &m);
+/// Whether \p scoreMod returns its score (argument 0) plus or minus a term
+/// that does not read the score, as ALiBi and biases do.
+bool addsToItsScore(const llvm::Function &scoreMod);
 
 /// Calls \p fn on \p args, whose vectors all have one width (the tile
 /// vocabulary's element callbacks see scalars or vectors): with vectors, fn

@@ -31,8 +31,8 @@ const TileConfig *ArchInfo::defaultTile(Pipeline p, unsigned d,
   return nullptr;
 }
 
-std::vector<const TileConfig *>
-ArchInfo::defaultTiles(Pipeline p, unsigned d, DType dtype) const {
+std::vector<const TileConfig *> ArchInfo::defaultTiles(Pipeline p, unsigned d,
+                                                       DType dtype) const {
   std::vector<const TileConfig *> rows;
   const TileConfig *first = defaultTile(p, d, dtype);
   if (first)

@@ -70,9 +70,8 @@ static void emitGiveUp(IRBuilderBase &b, Value *parity, Value *address) {
   FunctionCallee vprintf = m.getOrInsertFunction("vprintf", b.getInt32Ty(),
                                                  b.getPtrTy(), b.getPtrTy());
   Constant *format = waitMessage(b);
-  Type *argTypes =
-      StructType::get(b.getInt32Ty(), b.getInt32Ty(), b.getInt32Ty(),
-                      b.getInt32Ty());
+  Type *argTypes = StructType::get(b.getInt32Ty(), b.getInt32Ty(),
+                                   b.getInt32Ty(), b.getInt32Ty());
   Value *args = entryAlloca(b, argTypes, "wait.message.args", 4);
   Value *fields[] = {
       b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}),

@@ -218,12 +218,13 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     Fp8, Dispatcher,
     ::testing::Values(
-        DispatchCase{"D256",
-                     "family=fwd,dtype=fp8_e4m3,d=256,target=sm_90a",
-                     4096,
-                     4096,
-                     "fmha_fwd_e4m3_d256_m128n96w8s2_wgmma_sm90a",
-                     {{"2 tiles", "wgmma m128n96w8s2 (any seqlen_q, d <= 256"}}},
+        DispatchCase{
+            "D256",
+            "family=fwd,dtype=fp8_e4m3,d=256,target=sm_90a",
+            4096,
+            4096,
+            "fmha_fwd_e4m3_d256_m128n96w8s2_wgmma_sm90a",
+            {{"2 tiles", "wgmma m128n96w8s2 (any seqlen_q, d <= 256"}}},
         DispatchCase{"GqaDecodeUnpacked",
                      "family=fwd,dtype=fp8_e4m3,d=128,target=sm_90a",
                      1,

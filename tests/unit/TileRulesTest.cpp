@@ -291,11 +291,11 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
 TEST(TileRules, WgmmaDefaultsTakeDropoutWithVarlen) {
   for (unsigned d : {64u, 96u, 128u, 256u})
     for (const char *keys : {"dropout=1", "dropout=1,varlen=1", "varlen=1"}) {
-      std::string text = "d=" + std::to_string(d) +
-                         ",pipeline=wgmma,target=sm_90a," + keys;
+      std::string text =
+          "d=" + std::to_string(d) + ",pipeline=wgmma,target=sm_90a," + keys;
       llvm::Expected<KernelSpec> spec = resolveText(text);
-      ASSERT_TRUE(bool(spec)) << text << ": "
-                              << llvm::toString(spec.takeError());
+      ASSERT_TRUE(bool(spec))
+          << text << ": " << llvm::toString(spec.takeError());
     }
 }
 

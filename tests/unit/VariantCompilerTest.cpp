@@ -36,6 +36,28 @@ TEST(VariantCompiler, CompilesForEveryTriple) {
   }
 }
 
+// applyScoreMod skips the round trip through natural units for a score_mod
+// that adds a term to its score; any other keeps it.
+TEST(VariantCompiler, FindsScoreModsThatAddToTheirScore) {
+  auto adds = [](const char *body) {
+    std::string text =
+        std::string(
+            "float score_mod(float s, int b, int h, int q, int k) {\n") +
+        body + "\n}\n";
+    llvm::LLVMContext ctx;
+    auto compiled = compileVariant({text, "v.cpp"}, "nvptx64-nvidia-cuda", ctx);
+    EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+    return compiled && addsToItsScore(*findScoreMod(*compiled->module));
+  };
+  EXPECT_TRUE(adds("return s - std::exp2(-float(h + 1)) * float(q - k);"));
+  EXPECT_TRUE(adds("return float(q % 7) + s;"));
+  EXPECT_TRUE(adds("return q > k ? s - 1.f : s + 2.f;"));
+  EXPECT_FALSE(adds("return 30.f * std::tanh(s / 30.f);"));
+  EXPECT_FALSE(adds("return s * 0.5f;"));
+  EXPECT_FALSE(adds("return s - s * s;"));
+  EXPECT_FALSE(adds("return float(q - k);"));
+}
+
 struct Refusal {
   const char *source;
   const char *message; ///< a part of the error
