@@ -36,6 +36,7 @@
 #include "ir/KernelAbiIR.h"
 #include "ir/KeyTiles.h"
 #include "ir/Loops.h"
+#include "ir/PagedRows.h"
 #include "ir/ScoreMods.h"
 #include "ir/TileOps.h"
 #include "ir/WorkItem.h"
@@ -51,56 +52,6 @@ using namespace llvm;
 static constexpr double kFp8ProbabilityShift = 8;
 
 namespace {
-/// Row r of a K/V tile starting at key j0 of a paged cache: key j = j0 + r
-/// lives in page table[j >> log2PageSize], row j & (pageSize - 1) of it.
-///   %page = load i32, table + (j >> log2P); %off = j & (P - 1)
-///   ptr = head + sext(%page) * pageStride + zext(%off) * rowStride
-struct PagedRows {
-  Value *table;    ///< ptr to sequence b's block table row
-  Value *log2Page; ///< i32
-  Value *head;     ///< ptr to the pool's first page, at this K/V head
-  Value *pageStride, *rowStride; ///< i64 elements
-  Value *j0;                     ///< i32 first key of the tile
-  Type *elem;
-
-  Value *operator()(IRBuilderBase &b, Value *r) const {
-    Value *j = b.CreateAdd(j0, b.CreateTrunc(r, b.getInt32Ty()));
-    Value *slot = b.CreateZExt(b.CreateLShr(j, log2Page), b.getInt64Ty());
-    Value *page = b.CreateLoad(
-        b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), table, slot));
-    Value *mask =
-        b.CreateSub(b.CreateShl(b.getInt32(1), log2Page), b.getInt32(1));
-    Value *offset = b.CreateZExt(b.CreateAnd(j, mask), b.getInt64Ty());
-    Value *elements =
-        b.CreateAdd(b.CreateMul(b.CreateSExt(page, b.getInt64Ty()), pageStride),
-                    b.CreateMul(offset, rowStride));
-    return b.CreateInBoundsGEP(elem, head, elements);
-  }
-
-  /// Asks \p target to bring the table entries of keys [j, j + keys) toward
-  /// its cache (TargetInfo::prefetch): one hint per 128-byte line of entries
-  /// the at most \p bn keys span, the slots past the range's last clamped to
-  /// it, so no hint leaves the sequence's row of the table.
-  ///   %first = j >> log2P; %last = (j + keys - 1) >> log2P
-  ///   prefetch table + %first, table + umin(%first + 32k, %last) ...
-  void prefetch(IRBuilderBase &b, TargetInfo &target, Value *j, Value *keys,
-                unsigned bn) const {
-    constexpr unsigned kSlotsPerLine = 128 / sizeof(int32_t);
-    Value *first = b.CreateLShr(j, log2Page, "table.first");
-    Value *lastKey = b.CreateSub(b.CreateAdd(j, keys), b.getInt32(1));
-    Value *last = b.CreateLShr(lastKey, log2Page, "table.last");
-    for (unsigned k = 0; k <= bn / kSlotsPerLine; ++k) {
-      Value *slot =
-          k == 0 ? first
-                 : b.CreateBinaryIntrinsic(
-                       Intrinsic::umin,
-                       b.CreateAdd(first, b.getInt32(k * kSlotsPerLine)), last);
-      target.prefetch(b,
-                      b.CreateInBoundsGEP(b.getInt32Ty(), table,
-                                          b.CreateZExt(slot, b.getInt64Ty())));
-    }
-  }
-};
 
 /// One query tile's walk over its key tiles (a range, or the block map's
 /// list: KeyTiles.h): its tiles and the online softmax's running max m and
