@@ -13,6 +13,7 @@
 #include "ir/targets/HostTileOps.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "ir/targets/HostMicroKernel.h"
 #include "ir/targets/HostTarget.h"
 #include "specs/pipelines/VectorLayout.h"
 #include "llvm/IR/Intrinsics.h"
@@ -34,36 +35,6 @@ struct Layout {
 Layout layoutOf(const Tile &t) {
   bool tr = isTransposed(t.role);
   return {tr ? t.cols : t.rows, tr ? t.rows : t.cols, tr};
-}
-
-/// The vector registers of a target with \p lanes floats per vector: 32
-/// with AVX-512, 16 below it.
-unsigned vectorRegisters(unsigned lanes) { return lanes >= 16 ? 32 : 16; }
-
-/// Columns of accumulator vectors per micro-kernel block, the first of a
-/// preference list that divides the tile: 4 columns of 4+ rows fill 32
-/// registers, 2 columns 16.
-unsigned blockColumns(unsigned vectors, unsigned lanes) {
-  static const unsigned kWide[] = {4, 5, 3, 2, 1};
-  static const unsigned kNarrow[] = {2, 1};
-  bool wide = vectorRegisters(lanes) == 32;
-  for (unsigned c :
-       wide ? ArrayRef<unsigned>(kWide) : ArrayRef<unsigned>(kNarrow))
-    if (vectors % c == 0)
-      return c;
-  return 1;
-}
-
-/// Rows of a micro-kernel block over \p M rows with \p C columns: the most
-/// (up to 6) that divide M and keep R*C accumulators, the C streamed vectors
-/// and one broadcast in registers. More rows load each streamed vector for
-/// more FMAs: O += P V's 6x4 block at bm=192 measured 3% faster end to end
-/// than 4x4 (AVX-512); S's 64 key rows keep 4x4, which beat 8x2 and 4x6.
-unsigned blockRows(unsigned M, unsigned C, unsigned lanes) {
-  for (unsigned r : {6u, 4u, 2u})
-    if (M % r == 0 && r * C + C + 1 <= vectorRegisters(lanes))
-      return r;
-  return 1;
 }
 
 class HostTileOps : public TileOps {
