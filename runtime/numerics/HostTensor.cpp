@@ -2,6 +2,8 @@
 #include "runtime/numerics/HostTensor.h"
 #include "runtime/numerics/Fp8.h"
 #include "runtime/numerics/HalfPrecision.h"
+#include "llvm/Support/Parallel.h"
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <limits>
@@ -41,16 +43,22 @@ void HostTensor::set(size_t i, float value) {
   std::memcpy(bytes.data() + 2 * i, &bits, 2);
 }
 
+// One thread drew a 16k-token, 2048-wide bf16 tensor in 3 s (fp8: 6 s), most
+// of what a GPU benchmark's row spent before its kernel ran.
 void HostTensor::fillNormal(uint64_t seed, float stddev) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, stddev);
-  for (size_t i = 0; i < count; ++i) {
-    float value;
-    do
-      value = roundToDType(normal(rng), type);
-    while (value == 0.0f);
-    set(i, value);
-  }
+  size_t chunks = (count + kFillChunk - 1) / kFillChunk;
+  llvm::parallelFor(0, chunks, [&](size_t chunk) {
+    std::mt19937_64 rng(seed ^ (chunk * 0x9E3779B97F4A7C15ull));
+    std::normal_distribution<float> normal(0.0f, stddev);
+    size_t end = std::min(count, (chunk + 1) * kFillChunk);
+    for (size_t i = chunk * kFillChunk; i < end; ++i) {
+      float value;
+      do
+        value = roundToDType(normal(rng), type);
+      while (value == 0.0f);
+      set(i, value);
+    }
+  });
 }
 
 void HostTensor::poison() {

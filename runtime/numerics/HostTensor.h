@@ -32,11 +32,14 @@ public:
   /// Stores \p value rounded to the dtype (nearest even).
   void set(size_t i, float value);
 
-  /// Fills with normal(0, \p stddev) samples from std::mt19937_64 seeded
-  /// with \p seed, rounded to the dtype; a sample that rounds to zero is
-  /// drawn again, so no element is zero and a kernel reading the wrong
-  /// element cannot hide behind zeros.
+  /// Fills with normal(0, \p stddev) samples, rounded to the dtype; a sample
+  /// that rounds to zero is drawn again, so no element is zero and a kernel
+  /// reading the wrong element cannot hide behind zeros. Each run of
+  /// kFillChunk elements has its own std::mt19937_64, seeded with \p seed
+  /// mixed with the run's index (the first with \p seed itself), and the
+  /// runs are drawn in parallel: the same values on any number of threads.
   void fillNormal(uint64_t seed, float stddev = 1.0f);
+  static constexpr size_t kFillChunk = size_t(1) << 20;
   /// Fills with quiet NaN, so unwritten outputs are caught.
   void poison();
 
