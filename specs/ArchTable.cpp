@@ -57,16 +57,24 @@ static unsigned readUnsigned(const json::Object &o, llvm::StringRef key,
   return 0;
 }
 
-static std::vector<DType> readDTypes(const json::Array *a,
-                                     llvm::StringRef file) {
+std::optional<std::vector<DType>>
+fmhajit::parseDTypeList(const json::Array *list) {
   std::vector<DType> out;
-  for (const json::Value &v : a ? *a : json::Array()) {
+  for (const json::Value &v : list ? *list : json::Array()) {
     auto t = v.getAsString() ? parseKey<DType>(*v.getAsString()) : std::nullopt;
     if (!t)
-      badTable(file, "unknown dtype in a dtypes list");
+      return std::nullopt;
     out.push_back(*t);
   }
   return out;
+}
+
+static std::vector<DType> readDTypes(const json::Array *a,
+                                     llvm::StringRef file) {
+  std::optional<std::vector<DType>> dtypes = parseDTypeList(a);
+  if (!dtypes)
+    badTable(file, "unknown dtype in a dtypes list");
+  return *dtypes;
 }
 
 static PipelineInfo readPipeline(const json::Object &o, llvm::StringRef file) {

@@ -13,12 +13,27 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+namespace llvm::json {
+class Array;
+} // namespace llvm::json
 
 namespace fmhajit {
 
 enum class Backend : uint8_t { Host, Nvptx, Amdgpu };
+
+/// Whether a tile row that names \p dtypes (none: every dtype) serves
+/// \p dtype; the arch tables' rows and the dispatch tables' share the rule.
+inline bool rowServesDType(llvm::ArrayRef<DType> dtypes, DType dtype) {
+  return dtypes.empty() || llvm::is_contained(dtypes, dtype);
+}
+
+/// A JSON list of dtype names ("bf16", ...), or none if one is unknown; a
+/// missing list is empty.
+std::optional<std::vector<DType>> parseDTypeList(const llvm::json::Array *list);
 
 struct TileConfig {
   unsigned maxD = 0; ///< this row applies to head dims up to maxD
@@ -26,7 +41,7 @@ struct TileConfig {
   /// ... and to these dtypes; empty: to every dtype of the pipeline.
   std::vector<DType> dtypes;
   bool serves(unsigned d, DType dtype) const {
-    return d <= maxD && (dtypes.empty() || llvm::is_contained(dtypes, dtype));
+    return d <= maxD && rowServesDType(dtypes, dtype);
   }
 };
 

@@ -43,15 +43,11 @@ static TileRow readRow(const json::Object &o, llvm::StringRef file) {
   row.bn = readUnsigned(o, "bn", file, true);
   row.warps = readUnsigned(o, "warps", file, false);
   row.stages = readUnsigned(o, "stages", file, false);
-  if (const json::Array *dtypes = o.getArray("dtypes"))
-    for (const json::Value &v : *dtypes) {
-      std::optional<DType> t;
-      if (auto text = v.getAsString())
-        t = parseKey<DType>(*text);
-      if (!t)
-        badTable(file, "unknown dtype in a tile row's 'dtypes'");
-      row.dtypes.push_back(*t);
-    }
+  std::optional<std::vector<DType>> dtypes =
+      parseDTypeList(o.getArray("dtypes"));
+  if (!dtypes)
+    badTable(file, "unknown dtype in a tile row's 'dtypes'");
+  row.dtypes = std::move(*dtypes);
   return row;
 }
 
@@ -142,7 +138,7 @@ std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
   if (rows != tiles.end())
     for (const TileRow &row : rows->second)
       if (seqlenQ <= row.maxSeqlenQ && d <= row.maxD &&
-          (row.dtypes.empty() || llvm::is_contained(row.dtypes, dtype)))
+          rowServesDType(row.dtypes, dtype))
         if (std::optional<Tile> t = completeRow(arch, p, d, dtype, row)) {
           std::string sq =
               row.maxSeqlenQ == INT64_MAX
