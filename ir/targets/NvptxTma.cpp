@@ -156,9 +156,10 @@ Value *TmaRing::counter(TileRole role) {
 
 // Barriers 0 and 1 are Q's full and empty; slot s of K has full 2 + s and
 // empty 2 + stages + s, V the two groups after, and under fp8 staged V the
-// two after those. The empty barriers of Q, K and V count the consumer
-// warpgroups; every other one takes a single arrival (the producer's
-// expect_tx, or the transposers' leader).
+// two after those. The empty barriers of K and V count the consumer
+// warpgroups, Q's the consumer warps (NvptxWgmmaTileOps' release); every
+// other one takes a single arrival (the producer's expect_tx, or the
+// transposers' leader).
 void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
   const KernelSpec &spec = target.kernelSpec();
   WgmmaLayout layout(spec, *findArch(spec.target));
@@ -168,12 +169,16 @@ void TmaRing::emitInit(IRBuilderBase &b, GpuTargetInfo &target) {
          [&] {
            for (unsigned i = 0; i < layout.barrierCount(); ++i) {
              unsigned group = i < 2 ? 0 : (i - 2) / stages;
-             bool consumers = i == 1 || (i >= 2 && (group == 1 || group == 3));
+             bool consumers = i >= 2 && (group == 1 || group == 3);
+             unsigned count = i == 1 ? spec.warps
+                              : consumers
+                                  ? spec.warps / WgmmaLayout::kWarpsPerGroup
+                                  : 1;
              emitMbarrierInit(
                  b,
                  b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
                                               layout.barrierOffset() + 8 * i),
-                 consumers ? spec.warps / WgmmaLayout::kWarpsPerGroup : 1);
+                 count);
            }
            emitMbarrierInitFence(b);
          });

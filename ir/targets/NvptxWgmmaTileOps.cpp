@@ -21,7 +21,8 @@
 //    warp loads the tiles by TMA (NvptxTma.h). load() then just counts the
 //    ring's loads, a tile's first use waits for its slot's full barrier,
 //    and one thread of each warpgroup arrives on the slot's empty barrier
-//    once the warpgroup's product that read it has completed.
+//    once the warpgroup's product that read it has completed (Q's: one
+//    thread of each warp, at retire()).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Loops.h"
@@ -161,16 +162,24 @@ void NvptxWgmmaTileOps::acquire(const Tile &tile) {
                    target.options.boundedWaits);
 }
 
-// Q is released once per work item, by retire(); K and V after each
-// product that read them.
+// K and V are released after each product that read them, by one thread of
+// each warpgroup: a product issues only once all four of its warps have, so
+// every warp has passed its wait for the slot. Q is released once per work
+// item, by retire(), where no product follows the wait: there one thread of
+// each warp arrives (Q's empty barrier counts warps), after its own warp's
+// wait. Were one thread to answer for a warpgroup, a warp still on its way
+// to the wait could find Q's full barrier two phases on (the producer
+// reloads Q as soon as the release completes), the parity it waits for
+// already past: it waited forever (session 16: cuda-gdb found one warp of a
+// warpgroup there, its three siblings at the next turn).
 void NvptxWgmmaTileOps::release(const Tile &tile) {
   if (!ring)
     return;
   Value *slot = ring->latest(tile.role).slot;
+  unsigned threads =
+      tile.role == TileRole::Query ? 32 : WgmmaLayout::kWarpsPerGroup * 32;
   Value *first = b.CreateICmpEQ(
-      b.CreateAnd(target.threadId(b),
-                  b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
-      b.getInt32(0));
+      b.CreateAnd(target.threadId(b), b.getInt32(threads - 1)), b.getInt32(0));
   emitIf(b, first, "release",
          [&] { emitMbarrierArrive(b, ring->empty(tile.role, slot)); });
 }
@@ -180,8 +189,8 @@ void NvptxWgmmaTileOps::release(const Tile &tile) {
 // it runs, and an item with no keys takes none of its products. Skipping the
 // wait there let a block exit, or a persistent one reuse Q's slot, with Q's
 // TMA still in flight; the copy then landed on the next block's shared
-// memory and barrier, which waited forever. A phase already seen completes
-// the wait at once.
+// memory and barrier, which waited forever. The phase the wait names is at
+// most one behind: Q's slot reloads only after every warp's retire.
 void NvptxWgmmaTileOps::retire(Tile &tile) {
   if (!ring || tile.role != TileRole::Query)
     return;

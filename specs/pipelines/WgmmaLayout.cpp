@@ -69,12 +69,8 @@ bool fmhajit::walksWorkItems(const KernelSpec &spec) {
   // Three consumer warpgroups have 160 registers each; with soft-capping
   // and a mask they have none to spare for the walk (ptxas spills).
   bool tight = spec.warps > 8 && spec.softcap && spec.mask != Mask::None;
-  // fp8's walks hang now and then on the H100 and H200 (causal at bn=128,
-  // non-causal at bn 96-224; docs/design.md, "fp8 does not walk work
-  // items"); a block per item never has, so fp8 takes one.
-  bool fp8 = isFp8(spec.dtype);
   return usesTensorMaps(spec) && spec.family == Family::Fwd && measured &&
-         !tight && !fp8;
+         !tight;
 }
 
 bool fmhajit::sortsWorkItemsByCost(const KernelSpec &spec) {

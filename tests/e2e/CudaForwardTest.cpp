@@ -294,8 +294,10 @@ CUDA_TABLE(Large, largeCases());
 // More work items than an H100 has multiprocessors (132), so a persistent
 // block takes a second item and its ring's phases run on across items, as
 // they never do in the small cases above; without bounded waits, as users
-// run. fp8, whose walks hung, takes a block per item (walksWorkItems): its
-// cases check that path on as many items.
+// run. The last three hung every time before each warp released Q on its
+// own (NvptxWgmmaTileOps::release): a warp that lagged its warpgroup found
+// Q's full barrier two phases on. bn=176 is off the defaults; its spills
+// make such a lag likely.
 std::vector<CudaCase> walkCases() {
   std::vector<CudaCase> out;
   for (const ForwardCase &c : std::vector<ForwardCase>{
@@ -311,7 +313,15 @@ std::vector<CudaCase> walkCases() {
             Shape::dense(1, 20, 20, 1024, 1024)},
            {"e4m3_d128_causal_160_items",
             "family=fwd,dtype=fp8_e4m3,d=128,mask=causal",
-            Shape::dense(1, 20, 20, 1024, 1024)}})
+            Shape::dense(1, 20, 20, 1024, 1024)},
+           {"bf16_d128_causal_n176_256_items",
+            "family=fwd,dtype=bf16,d=128,mask=causal,bm=128,bn=176,warps=8",
+            Shape::dense(1, 16, 16, 2048, 2048)},
+           {"e4m3_d256_n96_256_items", "family=fwd,dtype=fp8_e4m3,d=256,bn=96",
+            Shape::dense(1, 16, 16, 2048, 2048)},
+           {"e4m3_d128_n224_256_items",
+            "family=fwd,dtype=fp8_e4m3,d=128,bn=224",
+            Shape::dense(1, 16, 16, 2048, 2048)}})
     out.push_back({c, "wgmma,stages=2"});
   return out;
 }
