@@ -1,5 +1,6 @@
 //===- Variant.cpp - The seam between the recipe and a user's variant -----===//
 #include "ir/Variant.h"
+#include "ir/VariantLanes.h"
 #include "specs/Errors.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -100,11 +101,20 @@ Value *fmhajit::callPerLane(IRBuilderBase &b, Function *fn,
   auto *vec = dyn_cast<FixedVectorType>(args.front()->getType());
   if (!vec)
     return b.CreateCall(fn, args);
-  Type *resultType =
-      FixedVectorType::get(fn->getReturnType(), vec->getNumElements());
+  unsigned lanes = vec->getNumElements();
+  if (Function *lanesFn = laneVersion(*fn, lanes)) {
+    SmallVector<Value *, 6> wide;
+    for (Value *arg : args)
+      wide.push_back(arg->getType()->isVectorTy() ||
+                             arg->getType()->isPointerTy()
+                         ? arg
+                         : b.CreateVectorSplat(lanes, arg));
+    return b.CreateCall(lanesFn, wide);
+  }
+  Type *resultType = FixedVectorType::get(fn->getReturnType(), lanes);
   Value *result = PoisonValue::get(resultType);
   SmallVector<Value *, 6> lane(args.size());
-  for (unsigned i = 0; i < vec->getNumElements(); ++i) {
+  for (unsigned i = 0; i < lanes; ++i) {
     for (auto [to, from] : zip(lane, args))
       to = from->getType()->isVectorTy() ? b.CreateExtractElement(from, i)
                                          : from;
@@ -150,9 +160,14 @@ static void lowerMath(Function &fn, TargetInfo &target) {
 }
 
 void fmhajit::inlineVariant(Module &kernel, TargetInfo &target) {
-  for (Function *fn : {findScoreMod(kernel), findMaskMod(kernel)}) {
-    if (!fn)
-      continue;
+  SmallVector<Function *, 4> variantFns;
+  for (Function &fn : kernel)
+    if (isLaneVersion(fn))
+      variantFns.push_back(&fn);
+  for (Function *fn : {findScoreMod(kernel), findMaskMod(kernel)})
+    if (fn)
+      variantFns.push_back(fn);
+  for (Function *fn : variantFns) {
     lowerMath(*fn, target);
     SmallVector<CallBase *, 16> calls;
     for (User *user : fn->users())

@@ -49,11 +49,11 @@ llvm::Function *findMaskMod(const llvm::Module &m);
 bool addsToItsScore(const llvm::Function &scoreMod);
 
 /// Calls \p fn on \p args, whose vectors all have one width (the tile
-/// vocabulary's element callbacks see scalars or vectors): with vectors, fn
-/// is called lane by lane and the results gathered back, scalars (the
-/// tensor table) going to every lane's call,
+/// vocabulary's element callbacks see scalars or vectors): with vectors, its
+/// lane version (VariantLanes.h), scalar integers splatted and the tensor
+/// table passed as it is; where fn has none, fn lane by lane, the results
+/// gathered back,
 ///   %r.0 = call @fn(extractelement %a, 0, ..., %tensors); insertelement ...
-/// Once inlined, the lanes' code is alike and the SLP vectorizer may join it.
 llvm::Value *callPerLane(llvm::IRBuilderBase &b, llvm::Function *fn,
                          llvm::ArrayRef<llvm::Value *> args);
 
