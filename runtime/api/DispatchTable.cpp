@@ -48,7 +48,22 @@ static TileRow readRow(const json::Object &o, llvm::StringRef file) {
   if (!dtypes)
     badTable(file, "unknown dtype in a tile row's 'dtypes'");
   row.dtypes = std::move(*dtypes);
+  if (const json::Array *masks = o.getArray("masks"))
+    for (const json::Value &name : *masks) {
+      std::optional<Mask> mask = name.getAsString()
+                                     ? parseKey<Mask>(name.getAsString()->str())
+                                     : std::nullopt;
+      if (!mask)
+        badTable(file, "unknown mask in a tile row's 'masks'");
+      row.masks.push_back(*mask);
+    }
   return row;
+}
+
+bool TileRow::serves(int64_t seqlenQ, unsigned d, DType dtype,
+                     Mask mask) const {
+  return seqlenQ <= maxSeqlenQ && d <= maxD && rowServesDType(dtypes, dtype) &&
+         (masks.empty() || llvm::is_contained(masks, mask));
 }
 
 static void readTiles(const json::Object *tiles, DispatchTable &table) {
@@ -132,13 +147,12 @@ static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p,
 
 std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
                                                 Pipeline p, unsigned d,
-                                                DType dtype,
+                                                DType dtype, Mask mask,
                                                 int64_t seqlenQ) const {
   auto rows = tiles.find(p);
   if (rows != tiles.end())
     for (const TileRow &row : rows->second)
-      if (seqlenQ <= row.maxSeqlenQ && d <= row.maxD &&
-          rowServesDType(row.dtypes, dtype))
+      if (row.serves(seqlenQ, d, dtype, mask))
         if (std::optional<Tile> t = completeRow(arch, p, d, dtype, row)) {
           std::string sq =
               row.maxSeqlenQ == INT64_MAX
@@ -155,7 +169,8 @@ std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
 }
 
 std::vector<Tile> DispatchTable::tilesFor(const ArchInfo &arch, Pipeline p,
-                                          unsigned d, DType dtype) const {
+                                          unsigned d, DType dtype,
+                                          Mask mask) const {
   // Exactly the tiles choose() can return for d: one per row boundary, and
   // whatever catches the longest queries.
   std::vector<int64_t> lengths = {INT64_MAX};
@@ -164,7 +179,7 @@ std::vector<Tile> DispatchTable::tilesFor(const ArchInfo &arch, Pipeline p,
       lengths.insert(lengths.end() - 1, row.maxSeqlenQ);
   std::vector<Tile> out;
   for (int64_t sq : lengths)
-    if (std::optional<TileChoice> c = choose(arch, p, d, dtype, sq))
+    if (std::optional<TileChoice> c = choose(arch, p, d, dtype, mask, sq))
       if (!llvm::is_contained(out, c->tile))
         out.push_back(c->tile);
   return out;

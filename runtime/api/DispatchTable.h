@@ -1,13 +1,13 @@
 //===- DispatchTable.h - The dispatcher's data: specs/dispatch/*.json -----===//
 //
 // Each file covers some targets and says (a) which profiles fill their
-// registry, (b) the tile table: per pipeline, rows of (max_seqlen_q, max_d)
-// -> tile, the first row that fits a problem wins (composable_kernel's
-// seqlen-aware tables), (c) when a problem is decode-shaped, (d) when a
-// forward problem packs its GQA groups into tiles (pack_gqa). The numbers
-// are data beside the measurements that chose them ("notes"), never C++.
-// A target no file names gets no rows (the arch defaults) and the
-// "dispatch" profile.
+// registry, (b) the tile table: per pipeline, rows of (max_seqlen_q, max_d,
+// optional dtypes and masks) -> tile, the first row that fits a problem wins
+// (composable_kernel's seqlen-aware tables), (c) when a problem is
+// decode-shaped, (d) when a forward problem packs its GQA groups into tiles
+// (pack_gqa). The numbers are data beside the measurements that chose them
+// ("notes"), never C++. A target no file names gets no rows (the arch defaults)
+// and the "dispatch" profile.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -29,6 +29,8 @@ struct TileRow {
   unsigned maxD = 0; ///< ... and up to this head dim (max of d, dv)
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
   std::vector<DType> dtypes; ///< ... and to these dtypes (empty: all)
+  std::vector<Mask> masks;   ///< ... and to these masks (empty: all)
+  bool serves(int64_t seqlenQ, unsigned d, DType dtype, Mask mask) const;
 };
 
 /// When a problem counts as decode: few queries against a long key range.
@@ -76,14 +78,15 @@ struct DispatchTable {
   static const DispatchTable &forTarget(llvm::StringRef target);
 
   /// The tile for pipeline \p p on \p arch for head dim \p d (max of d, dv),
-  /// \p dtype and query length \p seqlenQ; none when the arch has no tile
-  /// for d.
+  /// \p dtype, \p mask and query length \p seqlenQ; none when the arch has
+  /// no tile for d.
   std::optional<TileChoice> choose(const ArchInfo &arch, Pipeline p, unsigned d,
-                                   DType dtype, int64_t seqlenQ) const;
-  /// Every tile choose() can return for \p p, \p d and \p dtype, shortest
-  /// queries first: the tiles the registry holds.
+                                   DType dtype, Mask mask,
+                                   int64_t seqlenQ) const;
+  /// Every tile choose() can return for \p p, \p d, \p dtype and \p mask,
+  /// shortest queries first: the tiles the registry holds.
   std::vector<Tile> tilesFor(const ArchInfo &arch, Pipeline p, unsigned d,
-                             DType dtype) const;
+                             DType dtype, Mask mask) const;
 };
 
 } // namespace fmhajit

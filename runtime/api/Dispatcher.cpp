@@ -126,8 +126,8 @@ static void ruleTiles(Narrowing &n) {
     if (!llvm::is_contained(pipelines, c.pipeline))
       pipelines.push_back(c.pipeline);
   for (Pipeline p : pipelines) {
-    std::optional<TileChoice> choice =
-        n.table.choose(n.arch, p, n.headDim(), n.features.dtype, n.tileRows);
+    std::optional<TileChoice> choice = n.table.choose(
+        n.arch, p, n.headDim(), n.features.dtype, n.features.mask, n.tileRows);
     auto ofPipeline = [&](const KernelSpec &c) { return c.pipeline == p; };
     auto inTile = [&](const KernelSpec &c) {
       return ofPipeline(c) && choice && tileOf(c) == choice->tile;

@@ -56,7 +56,7 @@ std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec,
   std::vector<KernelSpec> out;
   unsigned d = std::max(spec.d, spec.headDimV());
   for (Pipeline p : pipelinesFor(spec, arch))
-    for (const Tile &t : table.tilesFor(arch, p, d, spec.dtype)) {
+    for (const Tile &t : table.tilesFor(arch, p, d, spec.dtype, spec.mask)) {
       KernelSpec s = spec;
       s.pipeline = p;
       s.bm = t.bm, s.bn = t.bn, s.warps = t.warps, s.stages = t.stages;

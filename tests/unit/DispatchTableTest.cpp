@@ -44,26 +44,28 @@ TEST_P(DispatchData, EveryChoosableTileValidates) {
   for (Pipeline p : arch().autoOrder)
     for (DType t : arch().pipeline(p)->dtypes)
       for (unsigned d : arch().headDims)
-        for (const Tile &tile : table().tilesFor(arch(), p, d, t)) {
-          KernelSpec s;
-          s.dtype = t, s.d = d, s.pipeline = p, s.target = GetParam();
-          s.bm = tile.bm, s.bn = tile.bn, s.warps = tile.warps,
-          s.stages = tile.stages;
-          llvm::Expected<KernelSpec> r = validateSpec(s);
-          // fp8 takes only the wgmma rows its V transposers fit; the
-          // dispatcher keeps every candidate when no row fits
-          // (DispatcherTest's Fp8 cases).
-          if (!r && isFp8(t) && p == Pipeline::Wgmma) {
-            llvm::consumeError(r.takeError());
-            continue;
+        for (Mask m : {Mask::None, Mask::Causal})
+          for (const Tile &tile : table().tilesFor(arch(), p, d, t, m)) {
+            KernelSpec s;
+            s.dtype = t, s.d = d, s.pipeline = p, s.target = GetParam();
+            s.mask = m;
+            s.bm = tile.bm, s.bn = tile.bn, s.warps = tile.warps,
+            s.stages = tile.stages;
+            llvm::Expected<KernelSpec> r = validateSpec(s);
+            // fp8 takes only the wgmma rows its V transposers fit; the
+            // dispatcher keeps every candidate when no row fits
+            // (DispatcherTest's Fp8 cases).
+            if (!r && isFp8(t) && p == Pipeline::Wgmma) {
+              llvm::consumeError(r.takeError());
+              continue;
+            }
+            EXPECT_TRUE(bool(r))
+                << GetParam() << " " << keyOf(p).str() << " " << keyOf(t).str()
+                << " d=" << d << " " << tile.str() << ": "
+                << (r ? "" : llvm::toString(r.takeError()));
+            if (!r)
+              llvm::consumeError(r.takeError());
           }
-          EXPECT_TRUE(bool(r))
-              << GetParam() << " " << keyOf(p).str() << " " << keyOf(t).str()
-              << " d=" << d << " " << tile.str() << ": "
-              << (r ? "" : llvm::toString(r.takeError()));
-          if (!r)
-            llvm::consumeError(r.takeError());
-        }
 }
 
 // Rows are tried in order: a row that an earlier one always wins over is
@@ -110,7 +112,8 @@ TEST(DispatchTable, HostBucketsFollowTheQueryLength) {
   const ArchInfo &host = *findArch("host");
   const DispatchTable &t = DispatchTable::forTarget("host");
   auto bm = [&](int64_t sq) {
-    return t.choose(host, Pipeline::Vector, 128, DType::F32, sq)->tile.bm;
+    return t.choose(host, Pipeline::Vector, 128, DType::F32, Mask::None, sq)
+        ->tile.bm;
   };
   EXPECT_EQ(bm(1), 16u);
   EXPECT_EQ(bm(16), 16u);
@@ -123,11 +126,37 @@ TEST(DispatchTable, HostBucketsFollowTheQueryLength) {
 TEST(DispatchTable, TilesForAreWhatChooseReturns) {
   const ArchInfo &arch = *findArch("sm_90a");
   const DispatchTable &t = DispatchTable::forTarget("sm_90a");
-  std::vector<Tile> tiles = t.tilesFor(arch, Pipeline::Mma, 64, DType::BF16);
+  std::vector<Tile> tiles =
+      t.tilesFor(arch, Pipeline::Mma, 64, DType::BF16, Mask::None);
   ASSERT_EQ(tiles.size(), 2u);
   EXPECT_EQ(tiles[0].str(), "m64n64w4s1");
   EXPECT_EQ(tiles[1].str(), "m128n64w8s1");
-  EXPECT_EQ(t.tilesFor(arch, Pipeline::Mma, 256, DType::BF16).size(), 1u);
+  EXPECT_EQ(
+      t.tilesFor(arch, Pipeline::Mma, 256, DType::BF16, Mask::None).size(), 1u);
+}
+
+// Rows may name masks: without one, d = 128 takes FlashAttention-3's wider
+// key tile for long queries (bn = 176 for fp16/bf16, 224 for fp8), which
+// causal kernels spill.
+TEST(DispatchTable, RowsMayNameMasks) {
+  const ArchInfo &arch = *findArch("sm_90a");
+  const DispatchTable &t = DispatchTable::forTarget("sm_90a");
+  auto bn = [&](DType dtype, Mask mask, int64_t sq) {
+    return t.choose(arch, Pipeline::Wgmma, 128, dtype, mask, sq)->tile.bn;
+  };
+  EXPECT_EQ(bn(DType::BF16, Mask::None, 2048), 128u);
+  EXPECT_EQ(bn(DType::BF16, Mask::None, 8192), 176u);
+  EXPECT_EQ(bn(DType::F16, Mask::None, 8192), 176u);
+  EXPECT_EQ(bn(DType::BF16, Mask::Causal, 8192), 128u);
+  EXPECT_EQ(bn(DType::F8E4M3, Mask::None, 8192), 224u);
+  EXPECT_EQ(bn(DType::F8E4M3, Mask::Causal, 8192), 128u);
+  std::vector<Tile> registered =
+      t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None);
+  EXPECT_TRUE(llvm::any_of(
+      registered, [](const Tile &x) { return x.str() == "m128n176w8s2"; }));
+  EXPECT_FALSE(llvm::any_of(
+      t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::Causal),
+      [](const Tile &x) { return x.bn == 176; }));
 }
 
 } // namespace
