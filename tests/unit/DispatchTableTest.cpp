@@ -135,9 +135,9 @@ TEST(DispatchTable, TilesForAreWhatChooseReturns) {
       t.tilesFor(arch, Pipeline::Mma, 256, DType::BF16, Mask::None).size(), 1u);
 }
 
-// Rows may name masks: without one, d = 128 takes FlashAttention-3's wider
-// key tile for long queries (bn = 176 for fp16/bf16, 224 for fp8), which
-// causal kernels spill.
+// Rows may name masks: without one, d = 128 takes a wider key tile for
+// long queries (bn = 160 for fp16/bf16, 224 for fp8), which causal kernels
+// spill; causal d = 64 takes 128 query rows instead of 192 up to 8192.
 TEST(DispatchTable, RowsMayNameMasks) {
   const ArchInfo &arch = *findArch("sm_90a");
   const DispatchTable &t = DispatchTable::forTarget("sm_90a");
@@ -145,18 +145,24 @@ TEST(DispatchTable, RowsMayNameMasks) {
     return t.choose(arch, Pipeline::Wgmma, 128, dtype, mask, sq)->tile.bn;
   };
   EXPECT_EQ(bn(DType::BF16, Mask::None, 2048), 128u);
-  EXPECT_EQ(bn(DType::BF16, Mask::None, 8192), 176u);
-  EXPECT_EQ(bn(DType::F16, Mask::None, 8192), 176u);
+  EXPECT_EQ(bn(DType::BF16, Mask::None, 8192), 160u);
+  EXPECT_EQ(bn(DType::F16, Mask::None, 8192), 160u);
   EXPECT_EQ(bn(DType::BF16, Mask::Causal, 8192), 128u);
   EXPECT_EQ(bn(DType::F8E4M3, Mask::None, 8192), 224u);
   EXPECT_EQ(bn(DType::F8E4M3, Mask::Causal, 8192), 128u);
+  auto bm64 = [&](Mask mask, int64_t sq) {
+    return t.choose(arch, Pipeline::Wgmma, 64, DType::BF16, mask, sq)->tile.bm;
+  };
+  EXPECT_EQ(bm64(Mask::Causal, 2048), 128u);
+  EXPECT_EQ(bm64(Mask::Causal, 16384), 192u);
+  EXPECT_EQ(bm64(Mask::None, 2048), 192u);
   std::vector<Tile> registered =
       t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None);
   EXPECT_TRUE(llvm::any_of(
-      registered, [](const Tile &x) { return x.str() == "m128n176w8s2"; }));
+      registered, [](const Tile &x) { return x.str() == "m128n160w8s2"; }));
   EXPECT_FALSE(llvm::any_of(
       t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::Causal),
-      [](const Tile &x) { return x.bn == 176; }));
+      [](const Tile &x) { return x.bn == 160; }));
 }
 
 } // namespace
