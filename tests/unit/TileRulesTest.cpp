@@ -266,9 +266,12 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
       resolvedSpec("d=128,mask=window,pipeline=wgmma,stages=2,target=sm_90a")));
   EXPECT_FALSE(walksWorkItems(resolvedSpec(
       "family=fwd_splitkv,d=128,pipeline=wgmma,stages=2,target=sm_90a")));
-  // fp8's walks hang now and then: a block per item.
-  EXPECT_FALSE(walksWorkItems(resolvedSpec(
+  // fp8 walks too, causal or not (its hang was Q's release, now per warp).
+  EXPECT_TRUE(walksWorkItems(resolvedSpec(
       "dtype=fp8_e4m3,d=128,pipeline=wgmma,stages=2,target=sm_90a")));
+  EXPECT_TRUE(
+      walksWorkItems(resolvedSpec("dtype=fp8_e4m3,d=256,mask=causal,pipeline="
+                                  "wgmma,stages=2,target=sm_90a")));
   KernelSpec copies = resolvedSpec("d=128,pipeline=wgmma,bm=128,bn=128,"
                                    "warps=8,stages=1,target=sm_90a");
   EXPECT_EQ(blockWarps(copies), 8u);
