@@ -14,6 +14,7 @@ and every call after that only runs the plan. docs/python.md has the rest.
 
 import json as _json
 import numbers as _numbers
+import os as _os
 import sys as _sys
 
 import numpy as _np
@@ -37,7 +38,7 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
               cu_seqlens_q=None, cu_seqlens_k=None, out=None, lse=None,
               threads=None, target=None, kernel=None, cache_dir=None,
               dropout_p=0.0, dropout_seed=None, dropout_offset=0, sinks=None,
-              attn_bias=None):
+              attn_bias=None, variant=None, variant_tensors=None):
     """softmax(scale * q k^T + modifiers) v, FlashAttention's conventions.
 
     q [batch, seqlen_q, heads_q, d], k [batch, seqlen_k, heads_kv, d], v
@@ -66,11 +67,20 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     arrays' library's generator: torch.randint for tensors, NumPy's
     np.random otherwise) and dropout_offset (0 to 2^32-1, one of 2^32
     streams of a seed). dropout_p = 0 runs the kernel without dropout.
+
+    variant: C++ source (a str) defining score_mod and/or mask_mod, compiled
+    by clang into the kernel (docs/variants.md), or a pathlib.Path of a file
+    holding it, read at each call. variant_tensors: a list or tuple of the
+    float32 arrays its fmhajit_tensor(slot, index) reads, in slot order (as
+    many as it reads, at most 4), contiguous, read flat, on q's device.
     """
     dropout = None
     if dropout_p:
         dropout = _dropout(dropout_p, dropout_seed, dropout_offset,
                            _torch_module_of(q))
+    variant_call = None  # (source, name, tensors) for _fmhajit.attention_with_variant
+    if variant is not None or variant_tensors is not None:
+        variant_call = _variant_call(variant, variant_tensors)
     if type(q) is _np.ndarray and q.dtype in _NUMPY_DIRECT:
         # The common case, kept short: a call on a cached plan must cost
         # little more than the C++ run (bench/python/overhead.py).
@@ -86,34 +96,90 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
                                    cu_seqlens_k, alibi_slopes, sinks, attn_bias)
         keywords = _keywords(causal, window, softcap, scale, alibi_slopes,
                              threads, target, kernel, cache_dir, _NO_STREAMS)
-        _fmhajit.attention(q, k, v, arrays, keywords, None, dropout)
+        if variant_call is None:
+            _fmhajit.attention(q, k, v, arrays, keywords, None, dropout)
+        else:
+            _fmhajit.attention_with_variant(q, k, v, arrays, keywords, None, dropout,
+                                            variant_call)
         return (out, lse) if return_lse else out
     glue = _torch_glue_for(q)
     if glue is not None:
-        if glue.use_op(q, k, v, sinks, attn_bias):
+        if glue.use_op(q, k, v, sinks, attn_bias, variant_call):
             return glue.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
                 return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel,
-                dropout, sinks, attn_bias)
+                dropout, sinks, attn_bias, variant_call)
         tensor = glue.torch.Tensor
         if (type(k) is tensor and type(v) is tensor and type(q) is tensor
                 and (out is None or type(out) is tensor)
                 and (lse is None or type(lse) is tensor)
                 and cu_seqlens_q is None and cu_seqlens_k is None
                 and alibi_slopes is None and sinks is None
-                and attn_bias is None):
+                and attn_bias is None and variant_call is None):
             return _torch_attention(glue.torch, q, k, v, causal, window, softcap,
                                     scale, return_lse, out, lse, threads, target,
                                     kernel, cache_dir, dropout)
     return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
                       threads, target, kernel, cache_dir, dropout, sinks,
-                      attn_bias)
+                      attn_bias, variant_call)
 
 
 # The largest seed: the CLI's --dropout-seed's, and what a torch.library
 # int (int64) carries.
 _MAX_DROPOUT_SEED = (1 << 63) - 1
+
+
+# fmhajit_tensor's slots, 0 to 3 (docs/variants.md#run-time-tensors).
+_MAX_VARIANT_TENSORS = 4
+
+
+def _variant_call(variant, tensors):
+    """(source, name, tensors) of a call with variant= or variant_tensors=:
+    what python/src/Calls.h takes. The C++ side checks the tensors (and
+    refuses tensors without a variant); run() checks their count against
+    the plan's."""
+    source, name = ("", "") if variant is None else _variant_source(variant)
+    if tensors is None:
+        return source, name, ()
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"variant_tensors: expected a list or tuple of float32 "
+                        f"arrays in slot order ([table] for one); got "
+                        f"{type(tensors).__name__}")
+    if len(tensors) > _MAX_VARIANT_TENSORS:
+        raise ValueError(f"variant_tensors: {len(tensors)} given; a variant reads "
+                         f"at most {_MAX_VARIANT_TENSORS} (fmhajit_tensor's slots "
+                         f"0 to {_MAX_VARIANT_TENSORS - 1})")
+    return source, name, tuple(tensors)
+
+
+# What a str that names a file ends with: a source never does (it ends
+# with a function's closing brace).
+_SOURCE_FILE_SUFFIXES = (".cpp", ".cc", ".cxx", ".h", ".hpp")
+
+
+def _variant_source(variant):
+    """(source, name in clang's messages): a str is the source itself ("":
+    the API names it variant.cpp); a path is read now and names it."""
+    if isinstance(variant, str):
+        source, name = variant, ""
+        if "\n" not in source and source.rstrip().endswith(_SOURCE_FILE_SUFFIXES):
+            raise ValueError(f"variant: {source!r} looks like a file name, but a "
+                             f"str is the C++ source itself: pass "
+                             f"pathlib.Path({source!r}) to read the file")
+    elif isinstance(variant, _os.PathLike):
+        name = _os.fsdecode(variant)
+        with open(name, encoding="utf-8") as f:
+            source = f.read()
+    else:
+        raise TypeError(f"variant: expected C++ source as a str, or a "
+                        f"pathlib.Path of a file holding it; got "
+                        f"{type(variant).__name__}")
+    if not source or source.isspace():
+        raise ValueError(f"variant{' ' + name if name else ''}: the source is "
+                         f"empty; define score_mod and/or mask_mod "
+                         f"(docs/variants.md)")
+    return source, name
 
 
 def _torch_module_of(q):
@@ -163,7 +229,9 @@ def _torch_glue_for(q):
 
 def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                return_lse, cu_seqlens_q, cu_seqlens_k, out, lse, threads,
-               target, kernel, cache_dir, dropout, sinks=None, attn_bias=None):
+               target, kernel, cache_dir, dropout, sinks=None, attn_bias=None,
+               variant_call=None):
+    """The general path; variant_call is _variant_call's tuple or None."""
     # ml_dtypes' bfloat16 cannot leave NumPy through DLPack: run its bits.
     ml_bf16 = q.dtype if _arrays.is_bf16_numpy(q) else None
     if ml_bf16 is not None:
@@ -176,17 +244,29 @@ def _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
     if isinstance(kind, _arrays.TorchKind):
         # DLPack refuses tensors with grad (and reading tensors directly
         # leaves them to it).
-        q, k, v, attn_bias = (x.detach() if getattr(x, "requires_grad", False) else x
-                              for x in (q, k, v, attn_bias))
+        q, k, v, attn_bias = (_detached(x) for x in (q, k, v, attn_bias))
+        if variant_call is not None:
+            source, name, tensors = variant_call
+            variant_call = (source, name, tuple(_detached(t) for t in tensors))
     arrays = _arrays_tuple(kind, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes,
                            sinks, attn_bias)
     operands = (q, k, v, out) if attn_bias is None else (q, k, v, out, attn_bias)
+    if variant_call is not None:
+        operands += variant_call[2]
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
                          target, kernel, cache_dir, kind.streams_for(*operands))
-    _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace, dropout)
+    if variant_call is None:
+        _fmhajit.attention(q, k, v, arrays, keywords, kind.workspace, dropout)
+    else:
+        _fmhajit.attention_with_variant(q, k, v, arrays, keywords, kind.workspace,
+                                        dropout, variant_call)
     if ml_bf16 is not None:
         out = out.view(ml_bf16)
     return (out, lse) if return_lse else out
+
+
+def _detached(x):
+    return x.detach() if getattr(x, "requires_grad", False) else x
 
 
 def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
@@ -321,7 +401,8 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
          alibi_slopes=None, scale=None, return_lse=False, cu_seqlens_q=None,
          cu_seqlens_k=None, threads=None, target=None, kernel=None,
          cache_dir=None, device=None, load=False, autotune=False,
-         backward=False, dropout_p=0.0, sinks=None, attn_bias=None):
+         backward=False, dropout_p=0.0, sinks=None, attn_bias=None,
+         variant=None):
     """The plan attention() would run for these arrays, as a dict: target,
     device, steps (kernel, role, grid, why, and how each was loaded),
     decisions (the dispatcher's rules), workspace_bytes, describe (the text
@@ -331,7 +412,8 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
     gradients instead. dropout_p != 0 plans with dropout (its value, the
     seed and the offset are run-time arguments: they do not change a
     plan); so do sinks (their values) and attn_bias (its shape and strides
-    matter, not its values)."""
+    matter, not its values). variant (attention's) plans with it; the
+    dict's variant_tensors says how many tensors a run of it takes."""
     kind = _arrays.kind_of(q)
     out = kind.empty(_out_shape(q, v), q)
     lse = kind.empty(_lse_shape(q, cu_seqlens_q is not None), q, True) if return_lse else None
@@ -340,8 +422,9 @@ def plan(q, k, v, *, causal=False, window=None, softcap=None,
     keywords = _keywords(causal, window, softcap, scale, alibi_slopes, threads,
                          target, kernel, cache_dir, kind.streams_for(q, k, v, out))
     dropout = _dropout(dropout_p, 0, 0, None) if dropout_p else None
+    variant_call = None if variant is None else _variant_call(variant, None)
     return _fmhajit.plan(q, k, v, arrays, keywords, device, load, autotune,
-                         backward, dropout)
+                         backward, dropout, variant_call)
 
 
 def _spec_text(spec):

@@ -1,4 +1,5 @@
 # Type stubs of the package fmhajit (docs/python.md).
+import os
 from typing import Any, Literal, Optional, Sequence, Tuple, TypeVar, Union, overload
 
 _Array = TypeVar("_Array")  # a NumPy array or torch.Tensor; results match q
@@ -10,6 +11,11 @@ _Spec = Union[str, dict]
 # sinks: float32 [heads_q] on q's device (a list too); attn_bias: a float32
 # array broadcastable to [batch, heads_q, seqlen_q, seqlen_k], on q's device
 # (docs/python.md, "Sinks and an elementwise bias").
+# variant: C++ source defining score_mod and/or mask_mod, or the path of a
+# file holding it; variant_tensors: the float32 arrays its fmhajit_tensor
+# reads, in slot order (at most 4), on q's device (docs/python.md,
+# "Variants").
+_Variant = Union[str, os.PathLike[str]]
 
 __version__: str
 
@@ -23,7 +29,9 @@ def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               target: Optional[str] = ..., kernel: Optional[str] = ...,
               cache_dir: Optional[str] = ..., dropout_p: float = ...,
               dropout_seed: Optional[int] = ..., dropout_offset: int = ...,
-              sinks: Optional[_Vector] = ..., attn_bias: Optional[Any] = ...) -> _Array: ...
+              sinks: Optional[_Vector] = ..., attn_bias: Optional[Any] = ...,
+              variant: Optional[_Variant] = ...,
+              variant_tensors: Optional[Sequence[Any]] = ...) -> _Array: ...
 @overload
 def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
@@ -34,7 +42,9 @@ def attention(q: _Array, k: Any, v: Any, *, causal: bool = ...,
               target: Optional[str] = ..., kernel: Optional[str] = ...,
               cache_dir: Optional[str] = ..., dropout_p: float = ...,
               dropout_seed: Optional[int] = ..., dropout_offset: int = ...,
-              sinks: Optional[_Vector] = ..., attn_bias: Optional[Any] = ...) -> Tuple[_Array, _Array]: ...
+              sinks: Optional[_Vector] = ..., attn_bias: Optional[Any] = ...,
+              variant: Optional[_Variant] = ...,
+              variant_tensors: Optional[Sequence[Any]] = ...) -> Tuple[_Array, _Array]: ...
 
 def plan(q: Any, k: Any, v: Any, *, causal: bool = ...,
          window: Optional[Tuple[int, int]] = ..., softcap: Optional[float] = ...,
@@ -45,7 +55,8 @@ def plan(q: Any, k: Any, v: Any, *, causal: bool = ...,
          cache_dir: Optional[str] = ..., device: Optional[Literal["host", "cpu", "cuda"]] = ...,
          load: bool = ..., autotune: bool = ..., backward: bool = ...,
          dropout_p: float = ..., sinks: Optional[_Vector] = ...,
-         attn_bias: Optional[Any] = ...) -> dict[str, Any]: ...
+         attn_bias: Optional[Any] = ...,
+         variant: Optional[_Variant] = ...) -> dict[str, Any]: ...
 
 def validate(spec: _Spec) -> dict[str, Any]: ...
 def name(spec: _Spec) -> str: ...

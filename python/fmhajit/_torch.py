@@ -6,6 +6,13 @@ plan (include/fmhajit/Backward.h).
 Eager calls without gradients skip the op and run directly (the op's
 dispatch costs more than fmhajit's whole call); inside torch.compile, or
 when an input requires grad, attention() goes through the op.
+
+A variant goes through the op as its source and name (str arguments) and
+its run-time tensors as four optional tensors, one per fmhajit_tensor
+slot: Optional[Tensor] arguments take None for a gradient on every
+PyTorch with the op, where a Tensor[] argument's gradient must mirror the
+list's structure. The backward refuses a variant (it has no score_mod or
+mask_mod, nor a gradient of the variant's tensors).
 """
 
 from typing import Optional
@@ -23,12 +30,15 @@ def _compiling():
     return compiler is not None and compiler.is_compiling()
 
 
-def use_op(q, k, v, sinks=None, attn_bias=None):
+def use_op(q, k, v, sinks=None, attn_bias=None, variant_call=None):
     """Whether this call goes through the op: inside torch.compile, or when
-    a gradient is wanted (of sinks or attn_bias too: the op's backward then
-    says it has none, where the eager path would leave them without)."""
+    a gradient is wanted (of sinks, attn_bias or a variant's tensors too:
+    the op's backward then says it has none, where the eager path would
+    leave them without). variant_call: fmhajit._variant_call's tuple."""
+    variant_tensors = variant_call[2] if variant_call else ()
     grad = torch.is_grad_enabled() and any(
-        getattr(x, "requires_grad", False) for x in (q, k, v, sinks, attn_bias))
+        getattr(x, "requires_grad", False)
+        for x in (q, k, v, sinks, attn_bias, *variant_tensors))
     if not HAS_OP:
         if grad:
             raise NotImplementedError(
@@ -50,40 +60,56 @@ def _forward(q: Tensor, k: Tensor, v: Tensor, cu_seqlens_q: Optional[Tensor],
              cu_seqlens_k: Optional[Tensor], alibi_slopes: Optional[Tensor],
              sinks: Optional[Tensor], attn_bias: Optional[Tensor], causal: bool, window_left: int, window_right: int, softcap: float,
              scale: float, threads: int, target: str, kernel: str,
-             dropout_p: float, dropout_seed: int,
-             dropout_offset: int) -> tuple[Tensor, Tensor]:
+             dropout_p: float, dropout_seed: int, dropout_offset: int,
+             variant: str, variant_name: str, variant_tensor0: Optional[Tensor],
+             variant_tensor1: Optional[Tensor], variant_tensor2: Optional[Tensor],
+             variant_tensor3: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     """(out, lse): the forward, always with the LSE that the backward reads.
     The dropout seed is an argument (drawn before the op when the caller
     gave none), so the backward gets the forward's."""
     from . import _attention
+    variant_tensors = (variant_tensor0, variant_tensor1, variant_tensor2,
+                       variant_tensor3)
     return _attention(q, k, v, causal, _window(window_left, window_right), softcap,
                       alibi_slopes, scale, True, cu_seqlens_q, cu_seqlens_k, None,
                       None, threads, target, kernel, None,
                       _dropout_tuple(dropout_p, dropout_seed, dropout_offset),
-                      sinks, attn_bias)
+                      sinks, attn_bias,
+                      _op_variant_call(variant, variant_name, variant_tensors))
 
 
 def _dropout_tuple(p, seed, offset):
     return (p, seed, offset) if p else None
 
 
+def _op_variant_call(source, name, slots):
+    """fmhajit._variant_call's tuple from the op's arguments (None where
+    the call had neither a variant nor tensors)."""
+    tensors = tuple(t for t in slots if t is not None)
+    return (source, name, tensors) if source or tensors else None
+
+
 def _fake(q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks, attn_bias,
           causal, window_left,
           window_right, softcap, scale, threads, target, kernel, dropout_p,
-          dropout_seed, dropout_offset):
+          dropout_seed, dropout_offset, variant, variant_name, variant_tensor0,
+          variant_tensor1, variant_tensor2, variant_tensor3):
     out = q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
     lse = q.new_empty(_lse_shape(q, cu_seqlens_q is not None), dtype=torch.float32)
     return out, lse
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, cu_q, cu_k, slopes, sinks, attn_bias, *keywords = inputs
+    (q, k, v, cu_q, cu_k, slopes, sinks, attn_bias, *keywords, variant, _name,
+     _tensor0, _tensor1, _tensor2, _tensor3) = inputs
     ctx.save_for_backward(q, k, v, *output, cu_q, cu_k, slopes)
     ctx.keywords = keywords
     # The backward has no gradients for them, nor runs with them (C++:
-    # planBackward refuses Problem::sink and Problem::bias).
-    ctx.unsupported = [name for name, x in (("sinks", sinks), ("attn_bias", attn_bias))
-                       if x is not None]
+    # planBackward refuses Problem::sink and Problem::bias; _backward
+    # passes no variant).
+    given = (("sinks", sinks is not None), ("attn_bias", attn_bias is not None),
+             ("variant", variant != ""))
+    ctx.unsupported = [name for name, present in given if present]
     ctx.set_materialize_grads(False)  # an unused LSE's gradient stays None
 
 
@@ -95,9 +121,9 @@ def _backward(ctx, grad_out, grad_lse):
     if ctx.unsupported:
         raise NotImplementedError(
             f"fmhajit's backward does not support {' and '.join(ctx.unsupported)} "
-            f"yet (it has no gradient of the sinks or the bias, and its kernels "
-            f"do not read them): run this forward under torch.no_grad(), "
-            f"or without {' and '.join(ctx.unsupported)}")
+            f"yet (it has no gradient of the sinks, the bias or a variant's "
+            f"tensors, and its kernels do not apply them): run this forward "
+            f"under torch.no_grad(), or without {' and '.join(ctx.unsupported)}")
     q, k, v, out, lse, cu_q, cu_k, slopes = ctx.saved_tensors
     (causal, left, right, softcap, scale, threads, target, kernel, dropout_p,
      dropout_seed, dropout_offset) = ctx.keywords
@@ -105,7 +131,7 @@ def _backward(ctx, grad_out, grad_lse):
     grads = run_backward(q, k, v, out, lse, grad_out, causal, _window(left, right),
                          softcap, slopes, scale, cu_q, cu_k, threads, target, kernel,
                          _dropout_tuple(dropout_p, dropout_seed, dropout_offset))
-    return tuple(grads) + (None,) * 16
+    return tuple(grads) + (None,) * 22  # one per input after q, k, v
 
 
 if HAS_OP:
@@ -116,12 +142,14 @@ if HAS_OP:
 
 def attention_op_call(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, threads, target,
-                      kernel, dropout, sinks=None, attn_bias=None):
+                      kernel, dropout, sinks=None, attn_bias=None,
+                      variant_call=None):
     """fmhajit.attention's arguments -> the op's; dropout is the resolved
-    (p, seed, offset) or None. sinks become float32 on q's device (a
-    tensor so made stays the caller's, with its autograd); attn_bias must
-    be a tensor or become one on q's device (its dtype is checked by the
-    op, as fmhajit.attention's)."""
+    (p, seed, offset) or None, variant_call fmhajit._variant_call's tuple
+    or None. sinks become float32 on q's device (a tensor so made stays
+    the caller's, with its autograd); attn_bias and the variant's tensors
+    must be tensors or become ones on q's device (their dtypes are checked
+    by the op, as fmhajit.attention's)."""
     left, right = (-1, -1) if window is None else (int(w) for w in window)
     slopes = None
     if alibi_slopes is not None:
@@ -133,8 +161,12 @@ def attention_op_call(q, k, v, causal, window, softcap, alibi_slopes, scale,
     if attn_bias is not None:
         attn_bias = torch.as_tensor(attn_bias, device=q.device)
     p, seed, offset = dropout or (0.0, 0, 0)
+    variant, variant_name, tensors = variant_call or ("", "", ())
+    # fmhajit._variant_call allows at most the op's four slots.
+    slots = [torch.as_tensor(t, device=q.device) for t in tensors]
+    slots += [None] * (4 - len(slots))
     out, lse = torch.ops.fmhajit.attention(
         q, k, v, cu_q, cu_k, slopes, sinks, attn_bias, bool(causal), left, right,
         float(softcap or 0.0), float(scale or 0.0), int(threads or 0),
-        target or "", kernel or "", p, seed, offset)
+        target or "", kernel or "", p, seed, offset, variant, variant_name, *slots)
     return (out, lse) if return_lse else out

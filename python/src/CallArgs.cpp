@@ -94,6 +94,13 @@ static void checkShapes(const CallArrays &a, bool varlen) {
   checkDim(*a.out, rank - 1, a.v.shape[rank - 1], "head_dim", a.v);
 }
 
+static int64_t elementCount(const ArrayView &a) {
+  int64_t count = 1;
+  for (int d = 0; d < a.ndim; ++d)
+    count *= a.shape[d];
+  return count;
+}
+
 static int64_t elementBytes(ElementType type) {
   return type == ElementType::F16 || type == ElementType::BF16 ? 2 : 4;
 }
@@ -119,6 +126,8 @@ static void checkOutputsApart(const CallArrays &a) {
   for (const std::optional<ArrayView> *extra : {&a.sinks, &a.bias})
     if (*extra)
       inputs.push_back(&**extra);
+  for (const ArrayView &tensor : a.variantTensors)
+    inputs.push_back(&tensor);
   for (const std::optional<ArrayView> *output : {&a.out, &a.lse})
     for (const ArrayView *input : inputs)
       if (*output && overlap(**output, *input))
@@ -276,6 +285,33 @@ static void setSinksAndBias(api::Problem &p, const CallArrays &a, bool varlen) {
   }
 }
 
+// A variant's tensor: fp32 on q's device, packed, since fmhajit_tensor
+// reads it flat in C order. run() checks that the count is the plan's
+// (Plan::variantTensorCount()) and that none is empty.
+static void checkVariantTensor(const ArrayView &t, const ArrayView &q) {
+  if (t.type != ElementType::F32)
+    throw py::type_error(t.what + ": dtype " + t.typeName +
+                         " is not supported; fmhajit_tensor reads float32");
+  if (!t.packed())
+    fail(t.what + ": must be contiguous (fmhajit_tensor reads it flat, in C "
+                  "order); pass a contiguous copy");
+  checkSameDevice(t, q);
+}
+
+static void setVariant(api::Problem &p, const CallArrays &a,
+                       const CallKeywords &kw) {
+  if (kw.variant.empty()) {
+    if (!a.variantTensors.empty())
+      fail("variant_tensors: given without a variant; they are what a "
+           "variant's fmhajit_tensor reads: pass variant= too");
+    return;
+  }
+  for (const ArrayView &tensor : a.variantTensors)
+    checkVariantTensor(tensor, a.q);
+  p.variant = kw.variant;
+  p.variantName = kw.variantName;
+}
+
 static void setScores(api::Problem &p, const CallArrays &a,
                       const CallKeywords &kw) {
   p.mask = kw.mask;
@@ -323,6 +359,7 @@ api::Problem python::problemFor(const CallArrays &a, const CallKeywords &kw) {
     p.outDtype = api::DType::F32;
   if (a.lse)
     checkLse(*a.lse, a.q, varlen);
+  setVariant(p, a, kw);
   checkOutputsApart(a);
   p.wantLse = a.lse.has_value();
   setScores(p, a, kw);
@@ -361,6 +398,9 @@ api::Tensors python::tensorsFor(const CallArrays &a, const CallKeywords &kw) {
   t.lse = a.lse ? static_cast<float *>(a.lse->data) : nullptr;
   t.sinks = static_cast<const float *>(dataOr(a.sinks));
   t.bias = static_cast<const float *>(dataOr(a.bias));
+  for (const ArrayView &tensor : a.variantTensors)
+    t.variantTensors.push_back(
+        {static_cast<const float *>(tensor.data), elementCount(tensor)});
   setShared(t, a, kw);
   return t;
 }

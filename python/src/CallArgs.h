@@ -14,6 +14,8 @@
 //   sinks     [heads_q] fp32, on q's device (Tensors::sinks)
 //   attn_bias fp32, broadcastable to [batch, heads_q, seqlen_q, seqlen_k]
 //             as NumPy broadcasts (Tensors::bias at BiasStrides)
+//   variant tensors  fp32 of any shape, packed, on q's device: what the
+//             variant's fmhajit_tensor reads flat (Tensors::variantTensors)
 //
 // Any strides with a contiguous last dim are passed as
 // TensorLayout::strided, so slices and transposed views need no copy.
@@ -25,6 +27,7 @@
 #include "python/src/ArrayView.h"
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace fmhajit::python {
 
@@ -45,6 +48,9 @@ struct CallKeywords {
   api::Options options;
   /// plan() only: plan for this device instead of the arrays'.
   std::optional<api::Device> device;
+  /// The variant's C++ source (empty: none) and its name in messages
+  /// (empty: the API's "variant.cpp").
+  std::string variant, variantName;
 };
 
 /// The arrays of a call. Optional ones are absent when Python passed None.
@@ -60,6 +66,8 @@ struct CallArrays {
   /// Attention sinks [heads_q] fp32 and the elementwise bias, both on q's
   /// device: the kernels read them at run time (the plan keeps no copy).
   std::optional<ArrayView> sinks, bias;
+  /// The variant's run-time tensors in slot order, on q's device.
+  std::vector<ArrayView> variantTensors;
 };
 
 /// The gradients of a backward call: dO like out, dQ, dK, dV like q, k, v

@@ -111,6 +111,25 @@ static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
   return a;
 }
 
+// The variant argument, (source, name, tensors) or None (Calls.h): the
+// source and name into \p kw, the tensors, imported as
+// variant_tensors[slot], into \p a.
+static void readVariant(py::handle variant, CallKeywords &kw, CallArrays &a) {
+  if (variant.is_none())
+    return;
+  auto t = variant.cast<py::tuple>();
+  if (t.size() != 3)
+    throw py::type_error("internal: variant needs (source, name, tensors)");
+  kw.variant = t[0].cast<std::string>();
+  kw.variantName = t[1].cast<std::string>();
+  auto tensors = t[2].cast<py::tuple>();
+  for (size_t slot = 0; slot < tensors.size(); ++slot) {
+    std::string what = "variant_tensors[" + std::to_string(slot) + "]";
+    a.variantTensors.push_back(
+        importArray(tensors[slot], what.c_str(), kw.exportStream));
+  }
+}
+
 // The process's plan for (problem, options), planned without the GIL the
 // first time.
 static api::Plan planFor(const api::Problem &problem,
@@ -164,17 +183,33 @@ static void launch(const api::Plan &plan, T tensors, Call call,
   checkStatus(status);
 }
 
-void python::runAttention(py::handle q, py::handle k, py::handle v,
-                          py::tuple arrays, py::tuple keywords,
-                          py::object workspace, py::object dropout) {
+// One forward call; \p variant is None for a plain one.
+static void attention(py::handle q, py::handle k, py::handle v,
+                      py::tuple arrays, py::tuple keywords,
+                      py::object workspace, py::object dropout,
+                      py::handle variant) {
   CallKeywords kw = readKeywords(keywords);
   kw.dropout = readDropout(dropout);
   CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  readVariant(variant, kw, a);
   if (!a.out)
     throw py::value_error("out: attention needs an output array");
   api::Problem problem = problemFor(a, kw);
   api::Plan plan = planFor(problem, kw.options);
   launch(plan, tensorsFor(a, kw), api::run, workspace, kw.exportStream);
+}
+
+void python::runAttention(py::handle q, py::handle k, py::handle v,
+                          py::tuple arrays, py::tuple keywords,
+                          py::object workspace, py::object dropout) {
+  attention(q, k, v, arrays, keywords, workspace, dropout, py::none());
+}
+
+void python::runAttentionWithVariant(py::handle q, py::handle k, py::handle v,
+                                     py::tuple arrays, py::tuple keywords,
+                                     py::object workspace, py::object dropout,
+                                     py::tuple variant) {
+  attention(q, k, v, arrays, keywords, workspace, dropout, variant);
 }
 
 void python::runBackward(py::handle q, py::handle k, py::handle v,
@@ -231,6 +266,7 @@ static py::dict planDict(const api::Plan &plan) {
   d["steps"] = steps;
   d["decisions"] = py::cast(plan.decisions());
   d["timings"] = timings;
+  d["variant_tensors"] = plan.variantTensorCount();
   d["describe"] = plan.describe();
   return d;
 }
@@ -249,13 +285,15 @@ static std::optional<api::Device> deviceNamed(py::object name) {
 py::dict python::describePlan(py::handle q, py::handle k, py::handle v,
                               py::tuple arrays, py::tuple keywords,
                               py::object device, bool load, bool autotune,
-                              bool backward, py::object dropout) {
+                              bool backward, py::object dropout,
+                              py::object variant) {
   CallKeywords kw = readKeywords(keywords);
   kw.dropout = readDropout(dropout);
   kw.device = deviceNamed(device);
   kw.options.load = load;
   kw.options.autotune = autotune;
   CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  readVariant(variant, kw, a);
   api::Problem problem = problemFor(a, kw);
   std::optional<api::Result<api::Plan>> planned;
   {

@@ -19,6 +19,14 @@
 // seed changes with every call), is None or (p, seed, offset): the problem
 // then has Problem::dropout and each run gets Tensors::dropout.
 //
+// variant, an argument of its own (attention_with_variant, so that a plain
+// call's binding and its cost stay as they were), is (source, name,
+// tensors): a variant's C++ source (Problem::variant), its name in clang's
+// messages ("" for the API's "variant.cpp") and the tuple of fp32 arrays
+// its fmhajit_tensor reads, in slot order, on q's device
+// (Tensors::variantTensors). plan() takes None or the same (it reads no
+// tensor).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -33,6 +41,13 @@ void runAttention(pybind11::handle q, pybind11::handle k, pybind11::handle v,
                   pybind11::tuple arrays, pybind11::tuple keywords,
                   pybind11::object workspace, pybind11::object dropout);
 
+/// runAttention with a variant (and its tensors), \p variant as above.
+void runAttentionWithVariant(pybind11::handle q, pybind11::handle k,
+                             pybind11::handle v, pybind11::tuple arrays,
+                             pybind11::tuple keywords,
+                             pybind11::object workspace,
+                             pybind11::object dropout, pybind11::tuple variant);
+
 /// The gradients of such a call: \p arrays must hold out and lse as the
 /// forward wrote them; \p grads is (dO, dQ, dK, dV), dQ..dV written.
 void runBackward(pybind11::handle q, pybind11::handle k, pybind11::handle v,
@@ -43,12 +58,13 @@ void runBackward(pybind11::handle q, pybind11::handle k, pybind11::handle v,
 /// The plan of such a call as a dict (describe, steps, decisions...).
 /// \p device ("host", "cuda" or None: the arrays') and \p load, \p autotune
 /// go to the Options; \p backward plans the backward pass instead; a
-/// \p dropout tuple plans with dropout (its values do not change a plan).
+/// \p dropout tuple plans with dropout (its values do not change a plan);
+/// a \p variant plans with it (its tensors, if any, are not read).
 pybind11::dict describePlan(pybind11::handle q, pybind11::handle k,
                             pybind11::handle v, pybind11::tuple arrays,
                             pybind11::tuple keywords, pybind11::object device,
                             bool load, bool autotune, bool backward,
-                            pybind11::object dropout);
+                            pybind11::object dropout, pybind11::object variant);
 
 /// How many plans the process keeps, and forgetting them.
 size_t cachedPlans();

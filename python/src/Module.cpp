@@ -73,6 +73,7 @@ PYBIND11_MODULE(_fmhajit, m) {
   m.doc() = "fmhajit's compiled half; use the package fmhajit";
   m.attr("__version__") = FMHAJIT_VERSION;
   m.def("attention", &runAttention);
+  m.def("attention_with_variant", &runAttentionWithVariant);
   m.def("backward", &runBackward);
   m.def("plan", &describePlan);
   m.def("validate", &validate);

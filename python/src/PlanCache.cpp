@@ -52,6 +52,12 @@ std::string python::planKey(const api::Problem &p, const api::Options &o) {
   w.add(p.device);
   w.add(o.target).add(o.threads).add(o.load).add(o.autotune).add(o.cacheDir);
   w.add(o.kernel).add(o.numSplits).add(o.deterministic);
+  // The variant's text itself, not a hash of it, so that two variants never
+  // share a plan (its name only labels clang's messages); last, and only
+  // when there is one, so that a plain call's key (and its cost) stays as
+  // it was and never equals a longer key with a variant.
+  if (!p.variant.empty())
+    w.add(p.variant);
   return std::move(w.key);
 }
 

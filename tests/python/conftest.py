@@ -36,13 +36,27 @@ def as_float64(x, dtype):
     return x.astype(np.float64)
 
 
+class Variant:
+    """A variant's math for the reference, written in the test (never read
+    from the variant's source): score_mod(s, b, h, q, k) returns the new
+    scores and mask_mod(b, h, q, k) which keys are visible, both on NumPy
+    arrays that broadcast to [heads_q, seqlen_q, seqlen_k] (h, q, k are
+    index arrays; q and k count from each sequence's start, b is the
+    sequence)."""
+
+    def __init__(self, score_mod=None, mask_mod=None):
+        self.score_mod = score_mod
+        self.mask_mod = mask_mod
+
+
 def reference_sequence(q, k, v, causal, window, softcap, slopes, scale,
-                       sinks=None, bias=None):
+                       sinks=None, bias=None, variant=None, seq=0):
     """One sequence: q [Sq, Hq, d], k [Sk, Hkv, d], v [Sk, Hkv, dv], all
     float64; sinks [Hq] (a logit per query head in the softmax's
     denominator, with no value row) and bias [Hq, Sq, Sk] (added after the
-    softcap, before the mask) or None. Returns out [Sq, Hq, dv] and lse
-    [Hq, Sq]."""
+    softcap, before the mask) or None. variant: a Variant (score_mod after
+    the bias, mask_mod ANDed with the mask) for sequence number seq.
+    Returns out [Sq, Hq, dv] and lse [Hq, Sq]."""
     sq, hq, _ = q.shape
     sk, hkv, _ = k.shape
     group = hq // hkv
@@ -57,6 +71,9 @@ def reference_sequence(q, k, v, causal, window, softcap, slopes, scale,
         s = s - np.asarray(slopes, np.float64)[:, None, None] * np.abs(diag - j)
     if bias is not None:
         s = s + bias
+    h, i = np.arange(hq)[:, None, None], np.arange(sq)[None, :, None]
+    if variant is not None and variant.score_mod is not None:
+        s = variant.score_mod(s, seq, h, i, j[None])
     keep = np.ones((sq, sk), bool)
     if causal:
         keep &= j <= diag
@@ -66,7 +83,10 @@ def reference_sequence(q, k, v, causal, window, softcap, slopes, scale,
             keep &= j >= diag - left
         if right >= 0:
             keep &= j <= diag + right
-    s = np.where(keep[None], s, -np.inf)
+    keep = keep[None]
+    if variant is not None and variant.mask_mod is not None:
+        keep = keep & variant.mask_mod(seq, h, i, j[None])
+    s = np.where(keep, s, -np.inf)
     m = s.max(axis=-1, keepdims=True)
     sink = np.full((hq, 1, 1), -np.inf)
     if sinks is not None:
@@ -80,9 +100,11 @@ def reference_sequence(q, k, v, causal, window, softcap, slopes, scale,
 
 
 def reference(q, k, v, causal=False, window=None, softcap=0.0, slopes=None,
-              scale=None, cu_q=None, cu_k=None, sinks=None, bias=None):
+              scale=None, cu_q=None, cu_k=None, sinks=None, bias=None,
+              variant=None):
     """float64 attention of float64 arrays in fmhajit's layouts; bias is
-    broadcast to [batch, heads_q, seqlen_q, seqlen_k] as NumPy does."""
+    broadcast to [batch, heads_q, seqlen_q, seqlen_k] as NumPy does;
+    variant is a Variant or None."""
     scale = scale if scale is not None else 1.0 / np.sqrt(q.shape[-1])
     args = (causal, window, softcap, slopes, scale, sinks)
     if cu_q is None:
@@ -90,13 +112,13 @@ def reference(q, k, v, causal=False, window=None, softcap=0.0, slopes=None,
             full = (q.shape[0], q.shape[2], q.shape[1], k.shape[1])
             bias = np.broadcast_to(np.asarray(bias, np.float64), full)
         parts = [reference_sequence(q[b], k[b], v[b], *args,
-                                    None if bias is None else bias[b])
+                                    None if bias is None else bias[b], variant, b)
                  for b in range(q.shape[0])]
         return np.stack([p[0] for p in parts]), np.stack([p[1] for p in parts])
     outs, lses = [], []
     for b in range(len(cu_q) - 1):
         o, l = reference_sequence(q[cu_q[b]:cu_q[b + 1]], k[cu_k[b]:cu_k[b + 1]],
-                                  v[cu_k[b]:cu_k[b + 1]], *args)
+                                  v[cu_k[b]:cu_k[b + 1]], *args, None, variant, b)
         outs.append(o)
         lses.append(l)
     return np.concatenate(outs), np.concatenate(lses, axis=1)
