@@ -35,6 +35,9 @@ def parse_args():
                         "(its first pipeline), as 'base'")
     p.add_argument("--run-timeout", type=int, default=90, help="seconds for one fmhajit run")
     p.add_argument("--masks", default="none,causal", help="none, causal or both")
+    p.add_argument("--dispatch", action="store_true",
+                   help="run the tile the API's dispatcher picks for each row "
+                        "(fmhajit plan), not the spec's arch default")
     p.add_argument("--peers", default="FLASH_ATTENTION,CUDNN_ATTENTION,EFFICIENT_ATTENTION",
                    help="the SDPA backends to time")
     return p.parse_args()
@@ -78,6 +81,21 @@ def time_torch(c, backend_name):
     times.sort()
     return times[len(times) // 2], None
 
+def dispatched_tile(binary, target, c):
+    """The pipeline and tile keys of the kernel `fmhajit plan` picks for row c
+    (what the API and Python run), e.g. "pipeline=wgmma,bm=128,bn=160,warps=8,stages=2"."""
+    cmd = [binary, "plan", "--dtype", c["dtype"], "--d", str(c["d"]),
+           "--mask", "causal" if c["causal"] else "none", "--device", "cuda",
+           "--target", target,
+           "--batch", str(c["batch"]), "--heads", str(c["heads"]),
+           "--seqlen-q", str(c["seqlen"])]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"^step 1\s+forward fmha_fwd_\S*_m(\d+)n(\d+)w(\d+)s(\d+)_([a-z]+)_", out, re.M)
+    if not m:
+        raise RuntimeError("no forward kernel in: " + " ".join(cmd) + "\n" + out)
+    bm, bn, warps, stages, pipeline = m.groups()
+    return "pipeline={},bm={},bn={},warps={},stages={}".format(pipeline, bm, bn, warps, stages)
+
 def run_fmhajit(args, c, pipeline, cache_dir):
     # "wgmma+stages=2": a pipeline with spec keys of its own after the '+';
     # "base": the --baseline binary on the first pipeline
@@ -94,6 +112,8 @@ def run_fmhajit(args, c, pipeline, cache_dir):
         spec += "," + keys.replace("+", ",")
     if args.tile:
         spec += "," + args.tile
+    if args.dispatch:
+        spec = re.sub(r",pipeline=[^,]*", "", spec) + "," + dispatched_tile(binary, args.target, c)
     cmd = [binary, "run", spec, "--device", "cuda", "--batch", str(c["batch"]),
            "--heads", str(c["heads"]), "--seqlen-q", str(c["seqlen"]), "--iters", "20"]
     env["FMHAJIT_CACHE_DIR"] = cache_dir
