@@ -104,7 +104,8 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
         return (out, lse) if return_lse else out
     glue = _torch_glue_for(q)
     if glue is not None:
-        if glue.use_op(q, k, v, sinks, attn_bias, variant_call):
+        grad = glue.requires_grad(q, k, v, sinks, attn_bias, variant_call)
+        if glue.use_op(grad):
             return glue.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
                 return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel,
@@ -118,7 +119,7 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
                 and attn_bias is None and variant_call is None):
             return _torch_attention(glue.torch, q, k, v, causal, window, softcap,
                                     scale, return_lse, out, lse, threads, target,
-                                    kernel, cache_dir, dropout)
+                                    kernel, cache_dir, dropout, grad)
     return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
                       return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
                       threads, target, kernel, cache_dir, dropout, sinks,
@@ -271,11 +272,15 @@ def _detached(x):
 
 def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
                      return_lse, out, lse, threads, target, kernel, cache_dir,
-                     dropout):
+                     dropout, grad):
     """_attention for plain tensors (torch.Tensor itself) without cu_seqlens
     or ALiBi slopes, as a TorchKind would run it with less on the way: a
     call on a cached plan must cost little more than the C++ run
-    (bench/gpu/bench_python.py)."""
+    (bench/python/overhead.py, bench/gpu/bench_python.py). grad: whether
+    q, k or v requires grad (the op was not wanted: grad mode is off). An
+    out of None is made by the compiled half, which reads q anyway
+    (python/src/Calls.h): q.new_empty here would cost its shape, and the
+    compiled half's reading of the new tensor."""
     like = q if out is None else out
     streams, workspace = _NO_STREAMS, None
     if like.is_cuda:
@@ -284,16 +289,14 @@ def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
         streams = (_arrays.current_stream(torch, like.get_device()), -1)
         def workspace(nbytes):  # TorchKind._workspace's
             return torch.empty(nbytes, dtype=torch.uint8, device=like.device)
-    if out is None:
-        out = q.new_empty(_out_shape(q, v))
     if return_lse and lse is None:
         lse = like.new_empty(_lse_shape(q, False), dtype=torch.float32)
     keywords = _keywords(causal, window, softcap, scale, None, threads, target,
                          kernel, cache_dir, streams)
-    if q.requires_grad or k.requires_grad or v.requires_grad:
+    if grad:  # DLPack refuses them, and reading them directly leaves them to it
         q, k, v = (x.detach() if x.requires_grad else x for x in (q, k, v))
-    _fmhajit.attention(q, k, v, (out, lse) + (None,) * 8, keywords, workspace,
-                       dropout)
+    arrays = (out, lse, None, None, None, None, None, None, None, None)
+    out = _fmhajit.attention(q, k, v, arrays, keywords, workspace, dropout)
     return (out, lse) if return_lse else out
 
 

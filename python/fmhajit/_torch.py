@@ -25,20 +25,36 @@ from torch import Tensor
 HAS_OP = hasattr(torch.library, "custom_op")
 
 
+# torch.compiler.is_compiling (the PyTorch versions with the op have it),
+# found once rather than at every call: every eager call asks it.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
 def _compiling():
-    compiler = getattr(torch, "compiler", None)
-    return compiler is not None and compiler.is_compiling()
+    return _is_compiling is not None and _is_compiling()
 
 
-def use_op(q, k, v, sinks=None, attn_bias=None, variant_call=None):
-    """Whether this call goes through the op: inside torch.compile, or when
-    a gradient is wanted (of sinks, attn_bias or a variant's tensors too:
-    the op's backward then says it has none, where the eager path would
-    leave them without). variant_call: fmhajit._variant_call's tuple."""
+def requires_grad(q, k, v, sinks=None, attn_bias=None, variant_call=None):
+    """Whether any input requires grad (sinks, attn_bias and a variant's
+    tensors too); variant_call: fmhajit._variant_call's tuple. A plain
+    call's answer comes from three attributes, with no sequence built."""
+    if (q.requires_grad or getattr(k, "requires_grad", False)
+            or getattr(v, "requires_grad", False)):
+        return True
+    if sinks is None and attn_bias is None and not variant_call:
+        return False
     variant_tensors = variant_call[2] if variant_call else ()
-    grad = torch.is_grad_enabled() and any(
-        getattr(x, "requires_grad", False)
-        for x in (q, k, v, sinks, attn_bias, *variant_tensors))
+    return any(getattr(x, "requires_grad", False)
+               for x in (sinks, attn_bias, *variant_tensors))
+
+
+def use_op(inputs_require_grad):
+    """Whether this call goes through the op, given requires_grad()'s
+    answer: inside torch.compile, or when a gradient is wanted (of sinks,
+    attn_bias or a variant's tensors too: the op's backward then says it
+    has none, where the eager path would leave them without). Grad mode is
+    asked only when an input requires grad."""
+    grad = inputs_require_grad and torch.is_grad_enabled()
     if not HAS_OP:
         if grad:
             raise NotImplementedError(

@@ -174,10 +174,10 @@ static void readShape(ArrayView &view, const DLTensor &t) {
 
 ArrayView python::importArray(py::handle array, const char *what,
                               std::optional<intptr_t> stream) {
-  if (std::optional<ArrayView> tensor = readTorchTensor(array, what, stream))
-    return std::move(*tensor);
   ArrayView view;
   view.what = what;
+  if (readTorchTensor(array, stream, view))
+    return view;
   py::object capsule = capsuleOf(array, what, stream);
   view.owner.reset(consume(capsule, what));
   const DLTensor &t = view.owner->dl_tensor;

@@ -41,7 +41,8 @@ static void checkOperand(const ArrayView &a) {
   for (int d = 0; d < a.ndim; ++d)
     if (a.strides[d] < 0)
       fail(a.what + ": negative strides are not supported; pass a copy");
-  if (a.shape[a.ndim - 1] > 1 && a.strides[a.ndim - 1] != 1)
+  // A 0-dim array has no head_dim: checkShapes says what it should be.
+  if (a.ndim > 0 && a.shape[a.ndim - 1] > 1 && a.strides[a.ndim - 1] != 1)
     fail(a.what +
          ": the last dim (head_dim) must be contiguous, stride 1; "
          "got stride " +
@@ -119,22 +120,29 @@ static bool overlap(const ArrayView &a, const ArrayView &b) {
   return a.onCuda == b.onCuda && aBegin < bEnd && bBegin < aEnd;
 }
 
-// The kernels read Q, K and V while they write O and the LSE: outputs in
-// the inputs' memory would read back what they wrote.
+static void checkApart(const ArrayView &output, const ArrayView &input) {
+  if (overlap(output, input))
+    fail(output.what + " overlaps " + input.what +
+         " in memory: give it memory of its own");
+}
+
+// The kernels read Q, K and V (and the sinks, the bias, a variant's
+// tensors) while they write O and the LSE: outputs in the inputs' memory
+// would read back what they wrote.
 static void checkOutputsApart(const CallArrays &a) {
-  std::vector<const ArrayView *> inputs{&a.q, &a.k, &a.v};
-  for (const std::optional<ArrayView> *extra : {&a.sinks, &a.bias})
-    if (*extra)
-      inputs.push_back(&**extra);
-  for (const ArrayView &tensor : a.variantTensors)
-    inputs.push_back(&tensor);
-  for (const std::optional<ArrayView> *output : {&a.out, &a.lse})
-    for (const ArrayView *input : inputs)
-      if (*output && overlap(**output, *input))
-        fail((*output)->what + " overlaps " + input->what +
-             " in memory: give it memory of its own");
-  if (a.out && a.lse && overlap(*a.out, *a.lse))
-    fail("lse overlaps out in memory: give it memory of its own");
+  for (const std::optional<ArrayView> *output : {&a.out, &a.lse}) {
+    if (!*output)
+      continue;
+    for (const ArrayView *input : {&a.q, &a.k, &a.v})
+      checkApart(**output, *input);
+    for (const std::optional<ArrayView> *extra : {&a.sinks, &a.bias})
+      if (*extra)
+        checkApart(**output, **extra);
+    for (const ArrayView &tensor : a.variantTensors)
+      checkApart(**output, tensor);
+  }
+  if (a.out && a.lse)
+    checkApart(*a.lse, *a.out);
 }
 
 static void checkOperands(const CallArrays &a) {

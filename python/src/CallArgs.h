@@ -4,7 +4,9 @@
 // The Python layer (fmhajit/__init__.py) resolves keywords (causal ->
 // Mask::CausalBottomRight, window tuples, defaults) and allocates outputs;
 // this side imports the arrays through DLPack, checks that their shapes
-// agree, and fills in the public API's Problem, Options and Tensors.
+// agree, and fills in the public API's Problem, Options and Tensors. A
+// call without out (attention makes a plain tensor's: Calls.h) checks
+// the inputs alone; the out made from them fits.
 //
 //   q   [batch, seqlen_q, heads_q, d]      or, with cu_seqlens, [total_q, ...]
 //   k   [batch, seqlen_k, heads_kv, d]        [total_k, heads_kv, d]

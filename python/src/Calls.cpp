@@ -4,6 +4,7 @@
 #include "python/src/CallArgs.h"
 #include "python/src/PlanCache.h"
 #include "python/src/StatusError.h"
+#include "python/src/TorchTensor.h"
 #include <cmath>
 #include <pybind11/stl.h>
 
@@ -61,6 +62,26 @@ static CallKeywords readKeywords(py::tuple t) {
   if (!t[11].is_none())
     kw.exportStream = t[11].cast<intptr_t>();
   return kw;
+}
+
+// readKeywords, once per tuple: the Python layer memoizes its keywords
+// tuples (fmhajit/__init__.py, _keywords), so a call mostly passes the
+// very tuple of the call before. Holding a reference to it keeps its
+// address from being reused, and a tuple of str, int, float, bool and None
+// cannot change: the same object reads the same. The GIL serializes every
+// caller.
+static CallKeywords readKeywordsOnce(py::tuple t) {
+  struct Last {
+    py::object tuple;
+    CallKeywords keywords;
+  };
+  static Last *last = new Last(); // never destroyed: it holds a reference
+  if (t.ptr() != last->tuple.ptr()) {
+    CallKeywords keywords = readKeywords(t); // a bad tuple raises, unkept
+    last->keywords = std::move(keywords);
+    last->tuple = t;
+  }
+  return last->keywords;
 }
 
 // (p, seed, offset) or None. The Python layer has checked the seed's and
@@ -134,9 +155,10 @@ static void readVariant(py::handle variant, CallKeywords &kw, CallArrays &a) {
 // first time.
 static api::Plan planFor(const api::Problem &problem,
                          const api::Options &options, bool backward = false) {
-  std::string key = planKey(problem, options) + (backward ? "bwd" : "fwd");
+  std::string key = planKey(problem, options);
+  key += backward ? "bwd" : "fwd";
   if (std::optional<api::Plan> plan = planCache().find(key))
-    return *plan;
+    return std::move(*plan);
   std::optional<api::Result<api::Plan>> planned;
   {
     py::gil_scoped_release release;
@@ -184,32 +206,41 @@ static void launch(const api::Plan &plan, T tensors, Call call,
 }
 
 // One forward call; \p variant is None for a plain one.
-static void attention(py::handle q, py::handle k, py::handle v,
-                      py::tuple arrays, py::tuple keywords,
-                      py::object workspace, py::object dropout,
-                      py::handle variant) {
-  CallKeywords kw = readKeywords(keywords);
+static py::object attention(py::handle q, py::handle k, py::handle v,
+                            py::tuple arrays, py::tuple keywords,
+                            py::object workspace, py::object dropout,
+                            py::handle variant) {
+  CallKeywords kw = readKeywordsOnce(keywords);
   kw.dropout = readDropout(dropout);
   CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
   readVariant(variant, kw, a);
-  if (!a.out)
+  if (!a.out && !isPlainTensor(q))
     throw py::value_error("out: attention needs an output array");
   api::Problem problem = problemFor(a, kw);
+  py::object out = arrays[0];
+  if (!a.out) { // made packed like q, it fits every check an out gets
+    a.out.emplace();
+    out = newTorchOutput(q, a.q, a.v.shape[a.v.ndim - 1], kw.exportStream,
+                         *a.out);
+  }
   api::Plan plan = planFor(problem, kw.options);
   launch(plan, tensorsFor(a, kw), api::run, workspace, kw.exportStream);
+  return out;
 }
 
-void python::runAttention(py::handle q, py::handle k, py::handle v,
-                          py::tuple arrays, py::tuple keywords,
-                          py::object workspace, py::object dropout) {
-  attention(q, k, v, arrays, keywords, workspace, dropout, py::none());
+py::object python::runAttention(py::handle q, py::handle k, py::handle v,
+                                py::tuple arrays, py::tuple keywords,
+                                py::object workspace, py::object dropout) {
+  return attention(q, k, v, arrays, keywords, workspace, dropout, py::none());
 }
 
-void python::runAttentionWithVariant(py::handle q, py::handle k, py::handle v,
-                                     py::tuple arrays, py::tuple keywords,
-                                     py::object workspace, py::object dropout,
-                                     py::tuple variant) {
-  attention(q, k, v, arrays, keywords, workspace, dropout, variant);
+py::object python::runAttentionWithVariant(py::handle q, py::handle k,
+                                           py::handle v, py::tuple arrays,
+                                           py::tuple keywords,
+                                           py::object workspace,
+                                           py::object dropout,
+                                           py::tuple variant) {
+  return attention(q, k, v, arrays, keywords, workspace, dropout, variant);
 }
 
 void python::runBackward(py::handle q, py::handle k, py::handle v,

@@ -13,7 +13,10 @@
 // mask is "none", "causal", "causal_br" or "window"; stream (the API's) and
 // export_stream (given to __dlpack__) are None or a CUDA stream as an int.
 // The arrays may be None where the Python layer has nothing to pass.
-// sinks and attn_bias are on q's device (the kernels read them).
+// sinks and attn_bias are on q's device (the kernels read them). attention
+// makes out where it is None and q is a plain torch.Tensor: it reads q
+// anyway, so the new tensor's view is q's (TorchTensor.h, newTorchOutput),
+// where one made in Python would be read like any other.
 //
 // dropout, apart from the keywords (the Python layer memoizes those, and a
 // seed changes with every call), is None or (p, seed, offset): the problem
@@ -35,18 +38,21 @@
 namespace fmhajit::python {
 
 /// Plans (once per problem: PlanCache) and runs one attention, writing
-/// out (and lse) in place. \p workspace, called with a byte count, returns
-/// device memory for a CUDA plan that needs a workspace.
-void runAttention(pybind11::handle q, pybind11::handle k, pybind11::handle v,
-                  pybind11::tuple arrays, pybind11::tuple keywords,
-                  pybind11::object workspace, pybind11::object dropout);
+/// out (and lse) in place, and returns out (the one given, or the one
+/// made). \p workspace, called with a byte count, returns device memory for
+/// a CUDA plan that needs a workspace.
+pybind11::object runAttention(pybind11::handle q, pybind11::handle k,
+                              pybind11::handle v, pybind11::tuple arrays,
+                              pybind11::tuple keywords,
+                              pybind11::object workspace,
+                              pybind11::object dropout);
 
 /// runAttention with a variant (and its tensors), \p variant as above.
-void runAttentionWithVariant(pybind11::handle q, pybind11::handle k,
-                             pybind11::handle v, pybind11::tuple arrays,
-                             pybind11::tuple keywords,
-                             pybind11::object workspace,
-                             pybind11::object dropout, pybind11::tuple variant);
+pybind11::object
+runAttentionWithVariant(pybind11::handle q, pybind11::handle k,
+                        pybind11::handle v, pybind11::tuple arrays,
+                        pybind11::tuple keywords, pybind11::object workspace,
+                        pybind11::object dropout, pybind11::tuple variant);
 
 /// The gradients of such a call: \p arrays must hold out and lse as the
 /// forward wrote them; \p grads is (dO, dQ, dK, dV), dQ..dV written.

@@ -2,7 +2,8 @@
 //
 // The compiled half of the Python package: thin bindings of the public C++
 // API (include/fmhajit/). The package's __init__.py gives them their
-// Python signatures, allocates outputs and reads PyTorch's stream.
+// Python signatures, allocates outputs (attention makes a plain tensor's
+// out itself: Calls.h) and reads PyTorch's stream.
 //
 //===----------------------------------------------------------------------===//
 #include "fmhajit/Fmhajit.h"

@@ -8,35 +8,57 @@ using namespace fmhajit::python;
 
 namespace {
 /// Appends fields to a key: fixed-size values as their bytes, vectors and
-/// strings with their length first so that no two keys run together.
+/// strings with their length first so that no two keys run together. The
+/// bytes go straight into a buffer sized for a plain call's key, each field
+/// a store, where std::string::append would be a call per field (a key is
+/// some 60 fields, built at every call).
 class KeyWriter {
 public:
+  KeyWriter() { key.resize(kPlainKeyBytes); }
+
   template <typename T> KeyWriter &add(const T &value) {
     static_assert(std::is_trivially_copyable_v<T>);
-    key.append(reinterpret_cast<const char *>(&value), sizeof(T));
-    return *this;
+    return write(&value, sizeof(T));
   }
   template <typename T> KeyWriter &add(const std::vector<T> &values) {
     add(values.size());
-    key.append(reinterpret_cast<const char *>(values.data()),
-               values.size() * sizeof(T));
-    return *this;
+    return write(values.data(), values.size() * sizeof(T));
   }
   KeyWriter &add(const std::string &text) {
     add(text.size());
-    key += text;
-    return *this;
+    return write(text.data(), text.size());
   }
   KeyWriter &add(const api::TensorLayout &l) {
     return add(l.layout).add(l.batchStride).add(l.seqStride).add(l.headStride);
   }
+
+  /// The key, with room left for a suffix.
+  std::string take() {
+    key.resize(size);
+    return std::move(key);
+  }
+
+private:
+  // A plain call's key fits (no varlen, ALiBi or sinks vectors, no
+  // variant, empty option strings): no regrowth.
+  static constexpr size_t kPlainKeyBytes = 384;
+
+  KeyWriter &write(const void *bytes, size_t n) {
+    if (size + n > key.size())
+      key.resize(2 * (size + n));
+    if (n)
+      std::memcpy(key.data() + size, bytes, n);
+    size += n;
+    return *this;
+  }
+
   std::string key;
+  size_t size = 0;
 };
 } // namespace
 
 std::string python::planKey(const api::Problem &p, const api::Options &o) {
   KeyWriter w;
-  w.key.reserve(320); // a key without varlen or ALiBi vectors: no regrowth
   w.add(p.batch).add(p.headsQ).add(p.headsKv).add(p.seqlenQ).add(p.seqlenK);
   w.add(p.cuSeqlensQ).add(p.cuSeqlensK).add(p.seqlensK);
   w.add(p.pagesKv.pageSize).add(p.pagesKv.numPages);
@@ -58,7 +80,7 @@ std::string python::planKey(const api::Problem &p, const api::Options &o) {
   // it was and never equals a longer key with a variant.
   if (!p.variant.empty())
     w.add(p.variant);
-  return std::move(w.key);
+  return w.take();
 }
 
 std::optional<api::Plan> PlanCache::find(const std::string &key) const {

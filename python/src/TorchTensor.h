@@ -1,12 +1,13 @@
-//===- TorchTensor.h - A PyTorch tensor read without DLPack ---------------===//
+//===- TorchTensor.h - PyTorch tensors without DLPack ---------------------===//
 //
 // Exporting a tensor through DLPack (Tensor.__dlpack__) runs a Python
 // method's checks and allocates a managed tensor: microseconds per array,
 // and a call passes four or more. For a plain torch.Tensor (that exact
 // type) in host or CUDA memory, of float32, float16, bfloat16 or int32,
 // strided, not requiring grad, the same view comes from its attributes:
-// data_ptr(), shape, stride(), dtype, is_cuda / is_cpu and get_device().
-// The view keeps the tensor alive, as the managed tensor would.
+// data_ptr(), shape, stride(), dtype, is_cuda / is_cpu and get_device(),
+// each read through the descriptor torch.Tensor holds. The view keeps the
+// tensor alive, as the managed tensor would.
 //
 // Everything else goes through DLPack as before, so its messages are
 // unchanged: subclasses, other layouts, devices and dtypes, tensors that
@@ -18,6 +19,10 @@
 // strides are not already C-contiguous ones), a dim of size 1 reads stride
 // 1: its stride is never stepped over, so only the plan's key can tell.
 //
+// A plain tensor q's output can be made here too: its view is q's, packed,
+// at the new tensor's address, so that a call that makes its output reads
+// one attribute of it instead of eight (and Python reads no shape).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -26,11 +31,24 @@
 
 namespace fmhajit::python {
 
-/// \p array as importArray(array, what, stream) would see it, when it is a
-/// tensor the rules above read directly; else std::nullopt (and no Python
-/// error set).
-std::optional<ArrayView> readTorchTensor(pybind11::handle array,
-                                         const char *what,
-                                         std::optional<intptr_t> stream);
+/// Fills \p view as importArray(array, view.what, stream) would, in place
+/// (a call reads four arrays or more), and returns true when \p array is a
+/// tensor the rules above read directly; else returns false with no Python
+/// error set, and DLPack sets the view's fields again.
+bool readTorchTensor(pybind11::handle array, std::optional<intptr_t> stream,
+                     ArrayView &view);
+
+/// Whether \p array is a plain torch.Tensor (that exact type).
+bool isPlainTensor(pybind11::handle array);
+
+/// A new output for \p q, a plain tensor imported as \p qView: packed, of
+/// q's dtype and device and q's shape with head_dim \p headDimV, as
+/// q.new_empty(shape) makes it (torch.empty_like where the head dims
+/// agree: it costs less). Its view goes into \p view: q's, where q was read
+/// directly; else importArray's.
+pybind11::object newTorchOutput(pybind11::handle q, const ArrayView &qView,
+                                int64_t headDimV,
+                                std::optional<intptr_t> stream,
+                                ArrayView &view);
 
 } // namespace fmhajit::python

@@ -118,6 +118,16 @@ def test_empty_dims(shape_k):
         fmhajit.attention(Q, k, k)
 
 
+def test_zero_dim_arrays():
+    """A 0-dim array has no head_dim: the shape check names it (the
+    head_dim stride check read past the dims of one)."""
+    scalar = np.array(1.0, np.float32)
+    with pytest.raises(ValueError, match=r"v: expected \[batch, seqlen, heads, head_dim\]"):
+        fmhajit.attention(Q, Q, scalar)
+    with pytest.raises(ValueError, match=r"q: expected \[batch, seqlen, heads, head_dim\]"):
+        fmhajit.attention(scalar, Q, Q, out=np.zeros_like(Q))
+
+
 def test_outputs_apart_from_inputs():
     q = np.random.default_rng(0).standard_normal((1, 8, 2, 64)).astype(np.float32)
     with pytest.raises(ValueError, match="out overlaps q in memory"):

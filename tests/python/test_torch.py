@@ -87,6 +87,75 @@ def test_given_outputs_are_written_as_by_the_general_path():
     assert torch.equal(fmhajit.attention(q, k, v, causal=True, out=torch.empty_like(out)), out)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=cuda)])
+@pytest.mark.parametrize("dv", [64, 32])
+def test_made_outputs_are_what_new_empty_makes(device, dv):
+    """The compiled half makes a plain tensor's out (python/src/Calls.h):
+    a packed plain tensor of q's dtype and device, whatever q's strides,
+    by empty_like where dv is q's head_dim and new_empty where it is not,
+    written as the general path writes the one it makes."""
+    q = randn(2, 9, 4, 64, dtype="bf16", device=device, seed=1)
+    q = q.as_strided(q.shape, (4 * 64, 2 * 4 * 64, 64, 1))  # seq and batch swapped
+    k = randn(2, 13, 2, 64, dtype="bf16", device=device, seed=2)
+    v = randn(2, 13, 2, dv, dtype="bf16", device=device, seed=3)
+    out = fmhajit.attention(q, k, v)
+    assert type(out) is torch.Tensor and out.is_contiguous()
+    assert out.shape == (2, 9, 4, dv) and out.dtype == q.dtype and out.device == q.device
+    assert out.stride() == torch.empty(out.shape).stride()
+    assert not out.requires_grad
+    sub = fmhajit.attention(*(x.as_subclass(Sub) for x in (q, k, v)))
+    assert torch.equal(out, sub)
+
+
+def test_outputs_made_under_a_mode_are_checked():
+    """A TorchFunctionMode may hand the compiled half another type for its
+    out: that one is read like any array, and refused unless it is what
+    was asked for (the kernels write all of it)."""
+    from torch.overrides import TorchFunctionMode
+
+    class Made(TorchFunctionMode):
+        def __init__(self, shape):
+            super().__init__()
+            self.shape = shape
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            made = func(*args, **(kwargs or {}))
+            if func is torch.empty_like:
+                made = torch.empty(self.shape, dtype=made.dtype).as_subclass(Sub)
+            return made
+
+    q, k, v = (randn(1, 5, 2, 64, seed=s) for s in (1, 2, 3))
+    want = fmhajit.attention(q, k, v)
+    with Made(q.shape):
+        out = fmhajit.attention(q, k, v)
+    assert type(out) is Sub and torch.equal(out.as_subclass(torch.Tensor), want)
+    with Made((1, 5, 2, 32)), pytest.raises(ValueError, match="out: the tensor torch made"):
+        fmhajit.attention(q, k, v)
+
+
+def test_zero_dim_tensors_get_the_shape_error():
+    """A 0-dim q or v gets the shape check's message, as NumPy arrays do
+    (q.shape[-1] raised IndexError while Python made the out)."""
+    q = randn(1, 4, 2, 64, seed=1)
+    with pytest.raises(ValueError, match=r"v: expected \[batch, seqlen, heads, head_dim\]"):
+        fmhajit.attention(q, q, torch.tensor(1.0))
+    with pytest.raises(ValueError, match=r"q: expected \[batch, seqlen, heads, head_dim\]"):
+        fmhajit.attention(torch.tensor(1.0), q, q)
+
+
+def test_keywords_change_between_calls():
+    """The compiled half reads a keywords tuple once and keeps it while
+    calls pass the same one: calls alternating keywords each get theirs."""
+    q, k, v = (randn(1, 12, 2, 64, seed=s) for s in (4, 5, 6))
+    ref, _ = reference(f64(q), f64(k), f64(v), causal=False)
+    ref_causal, _ = reference(f64(q), f64(k), f64(v), causal=True)
+    for _ in range(2):
+        for causal, want in ((False, ref), (True, ref_causal)):
+            assert_close(f64(fmhajit.attention(q, k, v, causal=causal)), want, "fp32")
+            assert_close(f64(fmhajit.attention(q, k, v, causal=causal, threads=1)), want,
+                         "fp32")
+
+
 def test_size_one_dims_read_as_dlpack_gives_them():
     """A dim of size 1 reads stride 1, as torch's DLPack export gives it:
     its stride is never stepped over, so any stride there is one problem."""
@@ -111,7 +180,8 @@ def test_tensors_dlpack_refuses_keep_its_messages(monkeypatch):
     # RuntimeError from PyTorch 1.13, BufferError (ValueError here) later.
     with pytest.raises((RuntimeError, ValueError), match="gradient"):
         fmhajit.plan(grad, grad.detach(), grad.detach())
-    assert len(calls) == 4 + 1  # q, k, v and out of float64; the grad tensor
+    # q, k and v of float64 (refused before an out is made); the grad tensor
+    assert len(calls) == 3 + 1
 
 
 def reference_torch(q, k, v, causal):
