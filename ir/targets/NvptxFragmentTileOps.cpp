@@ -307,34 +307,109 @@ void NvptxFragmentTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
   }
 }
 
+// A quad's four lanes hold a row's columns in 4-byte pairs: lane t the pair
+// 2t of every 8-column block, so storing block by block fills half a
+// 32-byte sector per store. Transposed across the quad, lane t holds the
+// four pairs of block 4G + t of each group G of four blocks: one 16-byte
+// store a lane, a whole sector per two lanes (ncu counted half the forward's
+// global store sectors as excess before). words[k] is this lane's pair of
+// block 4G + k; the result, lane m's pair of block 4G + t for m = 0..3.
+SmallVector<Value *, 4>
+NvptxFragmentTileOps::quadTransposed(ArrayRef<Value *> words) {
+  auto pick = [&](auto valueFor) { // valueFor(t) for this lane's t
+    Value *v = valueFor(3u);
+    for (unsigned k = 3; k-- > 0;)
+      v = b.CreateSelect(b.CreateICmpEQ(t, b.getInt32(k)), valueFor(k), v);
+    return v;
+  };
+  Value *own = pick([&](unsigned k) { return words[k]; });
+  SmallVector<Value *, 4> received(4); // received[r]: lane t ^ r's pair
+  for (unsigned r = 1; r < 4; ++r) {
+    Value *send = pick([&](unsigned k) { return words[k ^ r]; });
+    received[r] = b.CreateIntrinsic(
+        Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+        {b.getInt32(~0u), send, b.getInt32(r), b.getInt32(31)});
+  }
+  SmallVector<Value *, 4> out(4);
+  for (unsigned m = 0; m < 4; ++m) // lane m is lane t ^ (t ^ m)
+    out[m] = pick([&](unsigned k) { return k == m ? own : received[k ^ m]; });
+  return out;
+}
+
 void NvptxFragmentTileOps::store(const Tile &tile, const GlobalRows &dst,
                                  Value *valid) {
   Type *outElem = elementType(b.getContext(), dst.dtype);
   auto *pairType = FixedVectorType::get(outElem, 2);
+  bool halves = outElem->getPrimitiveSizeInBits() == 16;
+  unsigned groups = halves && storesWholeBlocks ? tile.cols / 32 : 0;
+  auto pairOf = [&](unsigned i, unsigned j, unsigned half) {
+    Value *pair = PoisonValue::get(FixedVectorType::get(b.getFloatTy(), 2));
+    for (unsigned e = 0; e < 2; ++e)
+      pair = b.CreateInsertElement(
+          pair,
+          b.CreateLoad(b.getFloatTy(),
+                       slot(tile.storage, accIndex(tile, i, j, 2 * half + e))),
+          uint64_t(e));
+    return outElem->isFloatTy() ? pair : b.CreateFPTrunc(pair, pairType);
+  };
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned half = 0; half < 2; ++half) {
       Value *row = rowOf(i, 2 * half);
-      emitIf(b, b.CreateICmpSLT(row, valid), "store", [&] {
-        Value *rowPtr = dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
-        for (unsigned j = 0; j < tile.cols / 8; ++j) {
-          Value *pair =
-              PoisonValue::get(FixedVectorType::get(b.getFloatTy(), 2));
-          for (unsigned e = 0; e < 2; ++e)
-            pair = b.CreateInsertElement(
-                pair,
-                b.CreateLoad(
-                    b.getFloatTy(),
-                    slot(tile.storage, accIndex(tile, i, j, 2 * half + e))),
-                uint64_t(e));
-          if (!outElem->isFloatTy())
-            pair = b.CreateFPTrunc(pair, pairType);
+      Value *inside = b.CreateICmpSLT(row, valid);
+      auto rowPointer = [&] {
+        return dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
+      };
+      // Group by group, so that few transposed words are live at once;
+      // every lane takes part in the shuffles, before the row's guard.
+      for (unsigned group = 0; group < groups; ++group) {
+        SmallVector<Value *, 4> words;
+        for (unsigned k = 0; k < 4; ++k)
+          words.push_back(
+              b.CreateBitCast(pairOf(i, 4 * group + k, half), b.getInt32Ty()));
+        SmallVector<Value *, 4> transposed = quadTransposed(words);
+        emitIf(b, inside, "store.group",
+               [&] { storeBlock(rowPointer(), outElem, group, transposed); });
+      }
+      if (groups * 4 == tile.cols / 8)
+        continue;
+      emitIf(b, inside, "store", [&] {
+        Value *rowPtr = rowPointer();
+        for (unsigned j = groups * 4; j < tile.cols / 8; ++j) {
           Value *offset = b.CreateZExt(colOf(j, 0), b.getInt64Ty());
           b.CreateAlignedStore(
-              pair, b.CreateInBoundsGEP(outElem, rowPtr, offset),
+              pairOf(i, j, half), b.CreateInBoundsGEP(outElem, rowPtr, offset),
               Align(2 * outElem->getPrimitiveSizeInBits() / 8));
         }
       });
     }
+}
+
+// Block 4 * group + t of the row at rowPtr: 16 bytes in one store where the
+// row is 16-byte aligned (strides need not be), else in four.
+void NvptxFragmentTileOps::storeBlock(Value *rowPtr, Type *outElem,
+                                      unsigned group, ArrayRef<Value *> words) {
+  Value *col = b.CreateAdd(b.CreateShl(t, 3), b.getInt32(32 * group));
+  if (warpCol0)
+    col = b.CreateAdd(warpCol0, col);
+  Value *at =
+      b.CreateInBoundsGEP(outElem, rowPtr, b.CreateZExt(col, b.getInt64Ty()));
+  Value *aligned = b.CreateICmpEQ(
+      b.CreateAnd(b.CreatePtrToInt(rowPtr, b.getInt64Ty()), b.getInt64(15)),
+      b.getInt64(0));
+  emitIfElse(
+      b, aligned, "store.block",
+      [&] {
+        Value *vec = PoisonValue::get(FixedVectorType::get(b.getInt32Ty(), 4));
+        for (unsigned m = 0; m < 4; ++m)
+          vec = b.CreateInsertElement(vec, words[m], uint64_t(m));
+        b.CreateAlignedStore(vec, at, Align(16));
+      },
+      [&] {
+        for (unsigned m = 0; m < 4; ++m)
+          b.CreateAlignedStore(words[m],
+                               b.CreateConstInBoundsGEP1_32(outElem, at, 2 * m),
+                               Align(4));
+      });
 }
 
 void NvptxFragmentTileOps::store(const RowVec &r, const GlobalRows &dst,

@@ -128,6 +128,13 @@ protected:
   /// The tile row of m-tile \p i's register \p e (or 2 * half).
   llvm::Value *rowOf(unsigned i, unsigned e);
   llvm::Value *colOf(unsigned j, unsigned e);
+  /// This lane's four 4-byte pairs of a group of four 8-column blocks
+  /// exchanged across its quad (store()).
+  llvm::SmallVector<llvm::Value *, 4>
+  quadTransposed(llvm::ArrayRef<llvm::Value *> words);
+  /// One lane's 16 bytes of a transposed group (store()).
+  void storeBlock(llvm::Value *rowPtr, llvm::Type *outElem, unsigned group,
+                  llvm::ArrayRef<llvm::Value *> words);
   /// Two floats as one register of packed 16-bit elements.
   llvm::Value *packPair(llvm::Value *lo, llvm::Value *hi);
   /// Two floats as two e4m3 bytes (i16), \p lo in the low byte.
@@ -157,6 +164,9 @@ protected:
   /// rather than a chain (mma on sm_80: the tree's extra live values made
   /// 255-register kernels spill).
   bool reducesInTree = false;
+  /// O is stored 16 bytes a lane after a transpose across each quad
+  /// (wgmma; on mma at 255 registers the transposed words spilled).
+  bool storesWholeBlocks = false;
 
 private:
   /// Shared tiles with copies in flight, oldest first.

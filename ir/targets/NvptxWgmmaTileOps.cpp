@@ -47,6 +47,7 @@ public:
         layout(layout) {
     tensorCoresReadShared = true;
     reducesInTree = true;
+    storesWholeBlocks = true;
     if (usesTensorMaps(spec))
       ring.emplace(b, target, this->layout, smem);
     // Tiles sit on swizzle-atom boundaries of the shared window.
