@@ -136,15 +136,18 @@ TEST(DispatchTable, TilesForAreWhatChooseReturns) {
 }
 
 // Rows may name masks: without one, d = 128 takes a wider key tile for
-// long queries (bn = 160 for fp16/bf16, 224 for fp8), which causal kernels
-// spill; causal d = 64 takes 128 query rows instead of 192 up to 8192.
+// long queries (bn = 160 for fp16/bf16 from 2048, 224 for fp8 past 2048),
+// which causal kernels spill; causal d = 64 takes 128 query rows instead of
+// 192 up to 8192, and causal d = 256 a narrower key tile up to 1024.
 TEST(DispatchTable, RowsMayNameMasks) {
   const ArchInfo &arch = *findArch("sm_90a");
   const DispatchTable &t = DispatchTable::forTarget("sm_90a");
   auto bn = [&](DType dtype, Mask mask, int64_t sq) {
     return t.choose(arch, Pipeline::Wgmma, 128, dtype, mask, sq)->tile.bn;
   };
-  EXPECT_EQ(bn(DType::BF16, Mask::None, 2048), 128u);
+  EXPECT_EQ(bn(DType::BF16, Mask::None, 1024), 128u);
+  EXPECT_EQ(bn(DType::BF16, Mask::None, 2048), 160u);
+  EXPECT_EQ(bn(DType::F8E4M3, Mask::None, 2048), 128u);
   EXPECT_EQ(bn(DType::BF16, Mask::None, 8192), 160u);
   EXPECT_EQ(bn(DType::F16, Mask::None, 8192), 160u);
   EXPECT_EQ(bn(DType::BF16, Mask::Causal, 8192), 128u);
@@ -156,6 +159,13 @@ TEST(DispatchTable, RowsMayNameMasks) {
   EXPECT_EQ(bm64(Mask::Causal, 2048), 128u);
   EXPECT_EQ(bm64(Mask::Causal, 16384), 192u);
   EXPECT_EQ(bm64(Mask::None, 2048), 192u);
+  auto bn256 = [&](DType dtype, Mask mask, int64_t sq) {
+    return t.choose(arch, Pipeline::Wgmma, 256, dtype, mask, sq)->tile.bn;
+  };
+  EXPECT_EQ(bn256(DType::BF16, Mask::Causal, 1024), 64u);
+  EXPECT_EQ(bn256(DType::BF16, Mask::Causal, 2048), 80u);
+  EXPECT_EQ(bn256(DType::BF16, Mask::None, 512), 80u);
+  EXPECT_EQ(bn256(DType::F8E4M3, Mask::Causal, 512), 96u);
   std::vector<Tile> registered =
       t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None);
   EXPECT_TRUE(llvm::any_of(
