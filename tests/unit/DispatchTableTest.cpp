@@ -142,30 +142,34 @@ TEST(DispatchTable, TilesForAreWhatChooseReturns) {
 TEST(DispatchTable, RowsMayNameMasks) {
   const ArchInfo &arch = *findArch("sm_90a");
   const DispatchTable &t = DispatchTable::forTarget("sm_90a");
-  auto bn = [&](DType dtype, Mask mask, int64_t sq) {
-    return t.choose(arch, Pipeline::Wgmma, 128, dtype, mask, sq)->tile.bn;
+  struct Pick {
+    unsigned d;
+    DType dtype;
+    Mask mask;
+    int64_t seqlenQ;
+    const char *tile;
   };
-  EXPECT_EQ(bn(DType::BF16, Mask::None, 1024), 128u);
-  EXPECT_EQ(bn(DType::BF16, Mask::None, 2048), 160u);
-  EXPECT_EQ(bn(DType::F8E4M3, Mask::None, 2048), 128u);
-  EXPECT_EQ(bn(DType::BF16, Mask::None, 8192), 160u);
-  EXPECT_EQ(bn(DType::F16, Mask::None, 8192), 160u);
-  EXPECT_EQ(bn(DType::BF16, Mask::Causal, 8192), 128u);
-  EXPECT_EQ(bn(DType::F8E4M3, Mask::None, 8192), 224u);
-  EXPECT_EQ(bn(DType::F8E4M3, Mask::Causal, 8192), 128u);
-  auto bm64 = [&](Mask mask, int64_t sq) {
-    return t.choose(arch, Pipeline::Wgmma, 64, DType::BF16, mask, sq)->tile.bm;
-  };
-  EXPECT_EQ(bm64(Mask::Causal, 2048), 128u);
-  EXPECT_EQ(bm64(Mask::Causal, 16384), 192u);
-  EXPECT_EQ(bm64(Mask::None, 2048), 192u);
-  auto bn256 = [&](DType dtype, Mask mask, int64_t sq) {
-    return t.choose(arch, Pipeline::Wgmma, 256, dtype, mask, sq)->tile.bn;
-  };
-  EXPECT_EQ(bn256(DType::BF16, Mask::Causal, 1024), 64u);
-  EXPECT_EQ(bn256(DType::BF16, Mask::Causal, 2048), 80u);
-  EXPECT_EQ(bn256(DType::BF16, Mask::None, 512), 80u);
-  EXPECT_EQ(bn256(DType::F8E4M3, Mask::Causal, 512), 96u);
+  for (const Pick &p : std::initializer_list<Pick>{
+           {128, DType::BF16, Mask::None, 1024, "m128n128w8s2"},
+           {128, DType::BF16, Mask::None, 2048, "m128n160w8s2"},
+           {128, DType::F8E4M3, Mask::None, 2048, "m128n128w8s2"},
+           {128, DType::BF16, Mask::None, 8192, "m128n160w8s2"},
+           {128, DType::F16, Mask::None, 8192, "m128n160w8s2"},
+           {128, DType::BF16, Mask::Causal, 8192, "m128n128w8s2"},
+           {128, DType::F8E4M3, Mask::None, 8192, "m128n224w8s2"},
+           {128, DType::F8E4M3, Mask::Causal, 8192, "m128n128w8s2"},
+           {64, DType::BF16, Mask::Causal, 2048, "m128n128w8s2"},
+           {64, DType::BF16, Mask::Causal, 16384, "m192n128w12s2"},
+           {64, DType::BF16, Mask::None, 2048, "m192n128w12s2"},
+           {256, DType::BF16, Mask::Causal, 1024, "m128n64w8s2"},
+           {256, DType::BF16, Mask::Causal, 2048, "m128n80w8s2"},
+           {256, DType::BF16, Mask::None, 512, "m128n80w8s2"},
+           {256, DType::F8E4M3, Mask::Causal, 512, "m128n96w8s2"}})
+    EXPECT_EQ(t.choose(arch, Pipeline::Wgmma, p.d, p.dtype, p.mask, p.seqlenQ)
+                  ->tile.str(),
+              p.tile)
+        << "d=" << p.d << " " << keyOf(p.dtype).str() << " "
+        << keyOf(p.mask).str() << " seqlen_q=" << p.seqlenQ;
   std::vector<Tile> registered =
       t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None);
   EXPECT_TRUE(llvm::any_of(
