@@ -35,6 +35,10 @@ def parse_args():
                         "(its first pipeline), as 'base'")
     p.add_argument("--run-timeout", type=int, default=90, help="seconds for one fmhajit run")
     p.add_argument("--masks", default="none,causal", help="none, causal or both")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="time every implementation of a row this many times, in turns, "
+                        "and report each one's median (peers' times at short lengths vary "
+                        "by tens of percent from one measurement to the next)")
     p.add_argument("--dispatch", action="store_true",
                    help="run the tile the API's dispatcher picks for each row "
                         "(fmhajit plan), not the spec's arch default")
@@ -127,6 +131,11 @@ def run_fmhajit(args, c, pipeline, cache_dir):
     load = re.search(r"^load\s+(.*)$", r.stdout, re.M)
     return ms, load.group(1).strip() if load else None, None
 
+def median(times):
+    """The median of the times that were measured (None where none was)."""
+    times = sorted(t for t in times if t)
+    return times[len(times) // 2] if times else None
+
 def main():
     args = parse_args()
     import torch
@@ -139,14 +148,22 @@ def main():
             continue
         row = dict(c)
         pipelines = args.pipeline.split(",") + (["base"] if args.baseline else [])
-        for pl in pipelines:
-            ms, load, err = run_fmhajit(args, c, pl, cache_dir)
-            row[pl + "_ms"], row[pl + "_load"], row[pl + "_error"] = ms, load, err
-            row[pl + "_tflops"] = flops(c) / (ms * 1e9) if ms else None
+        samples = {name: [] for name in pipelines + peers}
+        for _ in range(args.repeats):  # in turns, so drift reaches every side alike
+            for pl in pipelines:
+                ms, load, err = run_fmhajit(args, c, pl, cache_dir)
+                samples[pl].append(ms)
+                row[pl + "_load"], row[pl + "_error"] = load, err
+            for p in peers:
+                pms, perr = (None, "skipped") if args.no_peers else time_torch(c, p)
+                samples[p].append(pms)
+                row[p + "_error"] = perr
+        for name in pipelines + peers:
+            ms = median(samples[name])
+            row[name + "_ms"], row[name + "_samples_ms"] = ms, samples[name]
+            row[name + "_tflops"] = flops(c) / (ms * 1e9) if ms else None
         for p in peers:
-            pms, perr = (None, "skipped") if args.no_peers else time_torch(c, p)
-            row[p + "_ms"], row[p + "_error"] = pms, perr
-            row[p + "_tflops"] = flops(c) / (pms * 1e9) if pms else None
+            pms = row[p + "_ms"]
             for pl in pipelines:
                 ms = row[pl + "_ms"]
                 row[pl + "_vs_" + p] = (pms / ms) if (pms and ms) else None
