@@ -145,6 +145,25 @@ static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p,
               row.stages ? row.stages : def->stages};
 }
 
+// What selects \p row, as the plan's explanation names it: "seqlen_q <= 16,
+// d <= 256", then the dtypes and masks it is limited to, if any.
+static std::string describeRow(const TileRow &row) {
+  std::string out = row.maxSeqlenQ == INT64_MAX
+                        ? std::string("any seqlen_q")
+                        : "seqlen_q <= " + std::to_string(row.maxSeqlenQ);
+  out += ", d <= " + std::to_string(row.maxD);
+  auto list = [&](const char *what, const auto &keys) {
+    if (keys.empty())
+      return;
+    out += std::string(", ") + what + " ";
+    for (size_t i = 0; i < keys.size(); ++i)
+      out += (i ? "/" : "") + keyOf(keys[i]).str();
+  };
+  list("dtypes", row.dtypes);
+  list("masks", row.masks);
+  return out;
+}
+
 std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
                                                 Pipeline p, unsigned d,
                                                 DType dtype, Mask mask,
@@ -153,14 +172,8 @@ std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
   if (rows != tiles.end())
     for (const TileRow &row : rows->second)
       if (row.serves(seqlenQ, d, dtype, mask))
-        if (std::optional<Tile> t = completeRow(arch, p, d, dtype, row)) {
-          std::string sq =
-              row.maxSeqlenQ == INT64_MAX
-                  ? std::string("any seqlen_q")
-                  : "seqlen_q <= " + std::to_string(row.maxSeqlenQ);
-          return TileChoice{*t, sq + ", d <= " + std::to_string(row.maxD) +
-                                    " (" + file + ")"};
-        }
+        if (std::optional<Tile> t = completeRow(arch, p, d, dtype, row))
+          return TileChoice{*t, describeRow(row) + " (" + file + ")"};
   const TileConfig *def = arch.defaultTile(p, d, dtype);
   if (!def)
     return std::nullopt;

@@ -64,7 +64,9 @@ Tile tileOf(const KernelSpec &spec);
 /// What the table chose for one pipeline and problem, and which row did.
 struct TileChoice {
   Tile tile;
-  std::string row; ///< "max_seqlen_q 16, max_d 256", or "arch default"
+  /// The row: "seqlen_q <= 16, d <= 256 (dispatch/host.json)", with the
+  /// dtypes and masks it is limited to; or "the arch default for d <= 256".
+  std::string row;
 };
 
 struct DispatchTable {

@@ -170,6 +170,11 @@ TEST(DispatchTable, RowsMayNameMasks) {
               p.tile)
         << "d=" << p.d << " " << keyOf(p.dtype).str() << " "
         << keyOf(p.mask).str() << " seqlen_q=" << p.seqlenQ;
+  // The plan's explanation names what selected the row.
+  EXPECT_EQ(
+      t.choose(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None, 8192)->row,
+      "any seqlen_q, d <= 128, dtypes fp16/bf16, masks none "
+      "(dispatch/nvptx.json)");
   std::vector<Tile> registered =
       t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None);
   EXPECT_TRUE(llvm::any_of(
