@@ -227,7 +227,13 @@ void BackwardEmitter::loadKeyTile(GradTiles &t, const WorkItem &s, Value *j0,
 void BackwardEmitter::emitScoreGrads(GradTiles &t, const WorkItem &s,
                                      const Band &band, Value *j0,
                                      const TileTokens &tokens) {
-  ops->matmul(t.scores, t.q, t.kT);
+  // Where products run asynchronously, dP's runs while the scores' modifiers
+  // and exp2 do (elsewhere S's accumulators stay few while they run).
+  bool overlap = ops->overlapsProducts();
+  ops->startProduct(t.scores, t.q, t.kT, /*accumulate=*/false);
+  if (overlap)
+    ops->startProduct(t.dP, t.dO, t.vT, /*accumulate=*/false);
+  ops->finishProduct(t.scores);
   mods.applySoftcap(t.scores);
   if (spec.softcap) { // the scores are c * log2e * tanh now
     Value *inv =
@@ -241,7 +247,9 @@ void BackwardEmitter::emitScoreGrads(GradTiles &t, const WorkItem &s,
   ops->mapWithRow(t.scores, t.lse, [&](IRBuilderBase &b, Value *x, Value *l) {
     return target.exp2(b, b.CreateFSub(x, l)); // P
   });
-  ops->matmul(t.dP, t.dO, t.vT);
+  if (!overlap)
+    ops->startProduct(t.dP, t.dO, t.vT, /*accumulate=*/false);
+  ops->finishProduct(t.dP);
   if (dropout) // dP = z * (dO V^T)
     dropout->apply(*ops, t.dP, s, j0, /*scaleKept=*/true);
   ops->mapWithRow(t.dP, t.dsum, [](IRBuilderBase &b, Value *x, Value *d) {

@@ -4,6 +4,7 @@
 #include "specs/Keys.h"
 #include "specs/pipelines/AmdgpuBackwardLayout.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
+#include "specs/pipelines/WgmmaBackwardLayout.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -196,11 +197,21 @@ void Validator::checkHeadDims() {
 // first that handles the dtype, whose errors then say why. Returns false
 // when no pipeline handles the dtype (an error is recorded).
 bool Validator::resolvePipeline() {
-  // The GPU backward is written for mma alone (BackwardMmaLayout.h), so its
-  // tile errors are mma's.
+  // The GPU backward runs on mma (BackwardMmaLayout.h), and bwd_dq_dk_dv
+  // on wgmma where the target has it and its rules take the spec
+  // (WgmmaBackwardLayout.h); otherwise its tile errors are mma's.
   if (s.pipeline == Pipeline::Auto && isBackwardFamily(s.family) &&
-      arch.backend == Backend::Nvptx && arch.pipeline(Pipeline::Mma))
-    s.pipeline = Pipeline::Mma;
+      arch.backend == Backend::Nvptx && arch.pipeline(Pipeline::Mma)) {
+    KernelSpec trial = s;
+    trial.pipeline = Pipeline::Wgmma;
+    Validator v(trial, arch);
+    bool wgmma =
+        s.family == Family::BwdDqDkDv && arch.pipeline(Pipeline::Wgmma) &&
+        !WgmmaBackwardLayout::defaultTiles(std::max(s.d, s.dv)).empty();
+    if (wgmma)
+      v.resolveTile();
+    s.pipeline = wgmma && v.errors.empty() ? Pipeline::Wgmma : Pipeline::Mma;
+  }
   // On AMDGPU, for mfma or wmma (AmdgpuBackwardLayout.h), whichever the
   // target has.
   if (s.pipeline == Pipeline::Auto && isBackwardFamily(s.family) &&
@@ -264,10 +275,14 @@ void Validator::resolveTile() {
   };
   std::vector<const TileConfig *> rows =
       arch.defaultTiles(s.pipeline, std::max(s.d, s.dv), s.dtype);
-  // The GPU backward has its own tile (specs/pipelines/BackwardMmaLayout.h).
+  // The GPU backward has its own tiles (specs/pipelines/BackwardMmaLayout.h,
+  // WgmmaBackwardLayout.h).
   if (isBackwardFamily(s.family) && arch.backend == Backend::Nvptx &&
       s.pipeline == Pipeline::Mma)
-    rows = {&BackwardMmaLayout::defaultTile(s.dropout)};
+    rows = {&BackwardMmaLayout::defaultTile(s)};
+  if (isBackwardFamily(s.family) && arch.backend == Backend::Nvptx &&
+      s.pipeline == Pipeline::Wgmma)
+    rows = WgmmaBackwardLayout::defaultTiles(std::max(s.d, s.dv));
   if (isBackwardFamily(s.family) && arch.backend == Backend::Amdgpu &&
       (s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma))
     rows = AmdgpuBackwardLayout::defaultTiles(s.pipeline);

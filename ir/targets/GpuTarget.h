@@ -98,6 +98,10 @@ std::unique_ptr<TileOps> createNvptxMmaTileOps(llvm::IRBuilderBase &b,
 std::unique_ptr<TileOps> createNvptxBackwardTileOps(llvm::IRBuilderBase &b,
                                                     GpuTargetInfo &target);
 
+/// The backward's tile ops on pipeline wgmma (sm_90a).
+std::unique_ptr<TileOps> createNvptxWgmmaBackwardTileOps(llvm::IRBuilderBase &b,
+                                                         GpuTargetInfo &target);
+
 /// The wgmma tile ops (NVPTX wgmma m64nNk16, sm_90a).
 std::unique_ptr<TileOps> createNvptxWgmmaTileOps(llvm::IRBuilderBase &b,
                                                  GpuTargetInfo &target);

@@ -110,9 +110,6 @@ private:
   /// dQ += dS K where the warps split the keys: dS of all the keys from its
   /// shared copy, K's rows at the warp's dQ columns.
   void dqFromSharedScores(Tile &acc, const Tile &dS, const Tile &keys);
-  /// red.global.add of \p values (1, or 2 adjacent floats) at \p address
-  /// (a generic pointer).
-  void addToGlobal(Value *address, ArrayRef<Value *> values);
   /// Runs \p body with rowOf and colOf counting from (\p row0, \p col0;
   /// null: column 0).
   template <typename Fn> void withOrigin(Value *row0, Value *col0, Fn body) {
@@ -420,53 +417,10 @@ NvptxBackwardTileOps::probabilityFragments(const Tile &s, unsigned i,
   return {out[0], out[1], out[2], out[3]};
 }
 
-void NvptxBackwardTileOps::addToGlobal(Value *address,
-                                       ArrayRef<Value *> values) {
-  Type *globalPtr = PointerType::get(b.getContext(), 1);
-  SmallVector<Type *, 3> types = {globalPtr};
-  SmallVector<Value *, 3> args = {b.CreateAddrSpaceCast(address, globalPtr)};
-  for (Value *v : values) {
-    types.push_back(b.getFloatTy());
-    args.push_back(v);
-  }
-  bool pair = values.size() == 2;
-  auto *red = InlineAsm::get(FunctionType::get(b.getVoidTy(), types, false),
-                             pair ? "red.global.add.v2.f32 [$0], {$1, $2};"
-                                  : "red.global.add.f32 [$0], $1;",
-                             pair ? "l,f,f,~{memory}" : "l,f,~{memory}",
-                             /*hasSideEffects=*/true);
-  b.CreateCall(red, args);
-}
-
-// A lane holds columns 2t and 2t+1 of each n-tile: one red.v2 adds both
-// where the target has it (a warp's instruction then covers 32 whole bytes
-// of each of 8 rows).
 void NvptxBackwardTileOps::storeAdd(const Tile &t, const GlobalRows &dst,
                                     Value *valid) {
-  assert(dst.dtype == DType::F32 && "atomic adds into fp32");
-  withOrigin(queryRow0, gradCol0, [&] {
-    for (unsigned i = 0; i < mTiles; ++i)
-      for (unsigned half = 0; half < 2; ++half) {
-        Value *row = rowOf(i, 2 * half);
-        emitIf(b, b.CreateICmpSLT(row, valid), "add", [&] {
-          Value *rowPtr = dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
-          for (unsigned j = 0; j < t.cols / 8; ++j) {
-            Value *x[2];
-            for (unsigned e = 0; e < 2; ++e)
-              x[e] = b.CreateLoad(
-                  b.getFloatTy(),
-                  slot(t.storage, accIndex(t, i, j, 2 * half + e)));
-            for (unsigned e = 0; e < 2; e += pairAdds ? 2 : 1) {
-              Value *at = b.CreateInBoundsGEP(
-                  b.getFloatTy(), rowPtr,
-                  b.CreateZExt(colOf(j, e), b.getInt64Ty()));
-              addToGlobal(at, pairAdds ? ArrayRef<Value *>(x)
-                                       : ArrayRef<Value *>(x[e]));
-            }
-          }
-        });
-      }
-  });
+  withOrigin(queryRow0, gradCol0,
+             [&] { addToGlobal(t, dst, valid, pairAdds); });
 }
 
 std::unique_ptr<TileOps>

@@ -3,6 +3,7 @@
 #include "ir/targets/NvptxFragmentTileOps.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include <cmath>
 
@@ -164,10 +165,10 @@ void NvptxFragmentTileOps::copyLookedUpRows(Tile &tile, const GlobalRows &src,
   pending.push_back(tile.storage);
 }
 
-void NvptxFragmentTileOps::waitFor(const Tile &tile) {
+bool NvptxFragmentTileOps::waitFor(const Tile &tile) {
   auto it = llvm::find(pending, tile.storage);
   if (it == pending.end())
-    return;
+    return false;
   unsigned younger = static_cast<unsigned>(pending.end() - it - 1);
   b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(younger)});
   pending.erase(pending.begin(), it + 1);
@@ -176,6 +177,7 @@ void NvptxFragmentTileOps::waitFor(const Tile &tile) {
   if (tensorCoresReadShared)
     b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
   barrier();
+  return true;
 }
 
 Value *NvptxFragmentTileOps::packPair(Value *lo, Value *hi) {
@@ -423,6 +425,56 @@ void NvptxFragmentTileOps::store(const RowVec &r, const GlobalRows &dst,
         b.CreateStore(
             b.CreateLoad(b.getFloatTy(), slot(r.storage, i * 2 + half)),
             dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
+      });
+    }
+}
+
+// red.global.add of 1 float, or 2 adjacent ones, at a generic pointer: no
+// result is awaited.
+static void emitGlobalAdd(IRBuilderBase &b, Value *address,
+                          ArrayRef<Value *> values) {
+  Type *globalPtr = PointerType::get(b.getContext(), 1);
+  SmallVector<Type *, 3> types = {globalPtr};
+  SmallVector<Value *, 3> args = {b.CreateAddrSpaceCast(address, globalPtr)};
+  for (Value *v : values) {
+    types.push_back(b.getFloatTy());
+    args.push_back(v);
+  }
+  bool pair = values.size() == 2;
+  auto *red = InlineAsm::get(FunctionType::get(b.getVoidTy(), types, false),
+                             pair ? "red.global.add.v2.f32 [$0], {$1, $2};"
+                                  : "red.global.add.f32 [$0], $1;",
+                             pair ? "l,f,f,~{memory}" : "l,f,~{memory}",
+                             /*hasSideEffects=*/true);
+  b.CreateCall(red, args);
+}
+
+// A lane holds columns 2t and 2t+1 of each n-tile: one red.v2 adds both
+// where the target has it (a warp's instruction then covers 32 whole bytes
+// of each of 8 rows).
+void NvptxFragmentTileOps::addToGlobal(const Tile &t, const GlobalRows &dst,
+                                       Value *valid, bool pairAdds) {
+  assert(dst.dtype == DType::F32 && "atomic adds into fp32");
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *row = rowOf(i, 2 * half);
+      emitIf(b, b.CreateICmpSLT(row, valid), "add", [&] {
+        Value *rowPtr = dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
+        for (unsigned j = 0; j < t.cols / 8; ++j) {
+          Value *x[2];
+          for (unsigned e = 0; e < 2; ++e)
+            x[e] =
+                b.CreateLoad(b.getFloatTy(),
+                             slot(t.storage, accIndex(t, i, j, 2 * half + e)));
+          for (unsigned e = 0; e < 2; e += pairAdds ? 2 : 1) {
+            Value *at =
+                b.CreateInBoundsGEP(b.getFloatTy(), rowPtr,
+                                    b.CreateZExt(colOf(j, e), b.getInt64Ty()));
+            emitGlobalAdd(b, at,
+                          pairAdds ? ArrayRef<Value *>(x)
+                                   : ArrayRef<Value *>(x[e]));
+          }
+        }
       });
     }
 }

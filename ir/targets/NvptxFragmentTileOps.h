@@ -85,8 +85,9 @@ protected:
   virtual llvm::Value *chunkAddress(const Tile &tile, llvm::Value *key,
                                     llvm::Value *col) = 0;
   /// Waits for the copy group of \p tile (later groups may stay in flight)
-  /// and makes every thread's copies visible to the block.
-  void waitFor(const Tile &tile);
+  /// and makes every thread's copies visible to the block. Returns whether
+  /// it waited (and so passed a barrier): false if no copy was in flight.
+  bool waitFor(const Tile &tile);
   /// load() of rows whose addresses are looked up (GlobalRows::rowsLookedUp),
   /// \p n whole passes of the block's threads over the tile's chunks: every
   /// lookup first, then every copy.
@@ -135,6 +136,12 @@ protected:
   /// One lane's 16 bytes of a transposed group (store()).
   void storeBlock(llvm::Value *rowPtr, llvm::Type *outElem, unsigned group,
                   llvm::ArrayRef<llvm::Value *> words);
+  /// t[r][c] is added into dst's fp32 rows for the first \p valid rows,
+  /// by red.global.add (no result awaited): of column pairs where
+  /// \p pairAdds (red.global.add.v2.f32, sm_90 and PTX 8.1), else one by
+  /// one (FlashAttention-2's dQ accumulation).
+  void addToGlobal(const Tile &t, const GlobalRows &dst, llvm::Value *valid,
+                   bool pairAdds);
   /// Two floats as one register of packed 16-bit elements.
   llvm::Value *packPair(llvm::Value *lo, llvm::Value *hi);
   /// Two floats as two e4m3 bytes (i16), \p lo in the low byte.

@@ -216,6 +216,8 @@ public:
       return createNvptxBackwardTileOps(b, *this);
     if (spec.pipeline == Pipeline::Mma)
       return createNvptxMmaTileOps(b, *this);
+    if (spec.pipeline == Pipeline::Wgmma && isBackwardFamily(spec.family))
+      return createNvptxWgmmaBackwardTileOps(b, *this);
     if (spec.pipeline == Pipeline::Wgmma && warpRole == WarpRole::Producer)
       return createNvptxTmaProducerOps(b, *this);
     if (spec.pipeline == Pipeline::Wgmma && warpRole == WarpRole::Transposer)

@@ -25,6 +25,43 @@ Value *fmhajit::wgmmaDescriptorAt(IRBuilderBase &b, Value *low,
   return b.CreateOr(b.CreateZExt(word, b.getInt64Ty()), b.getInt64(high << 32));
 }
 
+Value *fmhajit::swizzledOffset(IRBuilderBase &b, Value *row, Value *col,
+                               unsigned rows, unsigned slabBytes,
+                               unsigned elementBytes) {
+  unsigned slabElements = slabBytes / elementBytes;
+  unsigned chunkElements = 16 / elementBytes;
+  Value *slab = b.CreateUDiv(col, b.getInt32(slabElements));
+  Value *inSlab = b.CreateURem(col, b.getInt32(slabElements));
+  Value *chunk = b.CreateUDiv(inSlab, b.getInt32(chunkElements));
+  Value *rowBytes = b.CreateMul(row, b.getInt32(slabBytes));
+  Value *pattern =
+      b.CreateAnd(b.CreateLShr(rowBytes, 7), b.getInt32(slabBytes / 16 - 1));
+  Value *offset = b.CreateAdd(
+      b.CreateAdd(b.CreateMul(slab, b.getInt32(rows * slabBytes)), rowBytes),
+      b.CreateShl(b.CreateXor(chunk, pattern), 4));
+  Value *inChunk = b.CreateMul(b.CreateURem(inSlab, b.getInt32(chunkElements)),
+                               b.getInt32(elementBytes));
+  return b.CreateAdd(offset, inChunk);
+}
+
+Value *fmhajit::wgmmaDescriptorBase(IRBuilderBase &b, Value *address,
+                                    Value *extra, const WgmmaOperand &op) {
+  Value *start = b.CreatePtrToInt(address, b.getInt32Ty());
+  if (extra)
+    start = b.CreateAdd(start, extra);
+  auto *copy =
+      InlineAsm::get(FunctionType::get(b.getInt32Ty(), {b.getInt32Ty()}, false),
+                     "mov.b32 $0, $1;", "=r,r", /*hasSideEffects=*/true);
+  return b.CreateCall(copy, {wgmmaDescriptorLow(b, start, op)});
+}
+
+unsigned fmhajit::kMajorStepOffset(const WgmmaOperand &op, unsigned rows,
+                                   unsigned kk) {
+  unsigned stepBytes = 32 * kk;
+  return stepBytes / op.swizzleBytes * rows * op.swizzleBytes +
+         stepBytes % op.swizzleBytes;
+}
+
 void fmhajit::emitWgmmaFence(IRBuilderBase &b) {
   b.CreateIntrinsic(Intrinsic::nvvm_wgmma_fence_sync_aligned, {});
 }
@@ -100,13 +137,15 @@ std::string mmaPrefix(DType a, DType b, unsigned n) {
 
 /// The trailing immediates: scale-a and scale-b 1, then the transposes,
 /// which only 16-bit types have (8-bit operands are always K-major): A's
-/// (0) where A is in shared memory, and B's.
-std::string immediates(DType a, bool sharedA, bool transposeB) {
+/// where A is in shared memory, and B's.
+std::string immediates(DType a, bool sharedA, bool transposeA,
+                       bool transposeB) {
+  assert((!isFp8(a) || !(transposeA || transposeB)) && "fp8 is K-major");
   if (isFp8(a))
     return "1, 1;";
   std::string text = "1, 1, ";
   if (sharedA)
-    text += "0, ";
+    text += transposeA ? "1, " : "0, ";
   return text + (transposeB ? "1;" : "0;");
 }
 } // namespace
@@ -114,13 +153,13 @@ std::string immediates(DType a, bool sharedA, bool transposeB) {
 SmallVector<Value *, 128>
 fmhajit::emitWgmmaShared(IRBuilderBase &b, DType dtype, ArrayRef<Value *> acc,
                          bool accumulate, Value *descA, Value *descB,
-                         bool transposeB) {
+                         bool transposeB, bool transposeA) {
   unsigned outs = acc.size();
-  std::string text = mmaPrefix(dtype, dtype, 2 * outs) + operandList(0, outs) +
-                     ", $" + std::to_string(outs) + ", $" +
-                     std::to_string(outs + 1) + ", $" +
-                     std::to_string(outs + 2) + ", " +
-                     immediates(dtype, /*sharedA=*/true, transposeB);
+  std::string text =
+      mmaPrefix(dtype, dtype, 2 * outs) + operandList(0, outs) + ", $" +
+      std::to_string(outs) + ", $" + std::to_string(outs + 1) + ", $" +
+      std::to_string(outs + 2) + ", " +
+      immediates(dtype, /*sharedA=*/true, transposeA, transposeB);
   return callTied(b, text, outs, {descA, descB, b.getInt1(accumulate)},
                   {"l", "l", "b"}, accumulate ? acc : ArrayRef<Value *>());
 }
@@ -135,7 +174,7 @@ SmallVector<Value *, 128> fmhajit::emitWgmmaRegisters(
                      ", " + operandList(outs, 4) + ", $" +
                      std::to_string(outs + 4) + ", $" +
                      std::to_string(outs + 5) + ", " +
-                     immediates(typeA, /*sharedA=*/false, transposeB);
+                     immediates(typeA, /*sharedA=*/false, false, transposeB);
   SmallVector<Value *, 6> ins(a);
   ins.push_back(descB);
   ins.push_back(b.getInt1(accumulate));

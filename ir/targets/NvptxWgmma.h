@@ -49,6 +49,27 @@ llvm::Value *wgmmaDescriptorLow(llvm::IRBuilderBase &b, llvm::Value *start,
 llvm::Value *wgmmaDescriptorAt(llvm::IRBuilderBase &b, llvm::Value *low,
                                unsigned byteOffset, const WgmmaOperand &op);
 
+/// The byte offset of element (\p row, \p col) (i32 values) in a tile of
+/// \p rows rows stored as swizzled slabs of \p slabBytes bytes a row
+/// (specs/pipelines/WgmmaLayout.h), \p elementBytes an element: the W-byte
+/// swizzle XORs a 16-byte chunk's index in its slab row with the address
+/// bits just above the row's 128 bytes.
+llvm::Value *swizzledOffset(llvm::IRBuilderBase &b, llvm::Value *row,
+                            llvm::Value *col, unsigned rows, unsigned slabBytes,
+                            unsigned elementBytes);
+
+/// The low word of \p op's descriptor at \p address (a shared pointer)
+/// plus \p extra bytes (null: none), copied opaquely where the product
+/// runs: the per-step descriptors are this plus constants, and LICM would
+/// otherwise hoist each of them out of the loop into registers of its own.
+llvm::Value *wgmmaDescriptorBase(llvm::IRBuilderBase &b, llvm::Value *address,
+                                 llvm::Value *extra, const WgmmaOperand &op);
+
+/// Bytes from a K-major operand's start (\p rows rows) to step \p kk, which
+/// covers bytes 32 kk.. of each row: slab 32 kk / (slab width), at an
+/// offset inside the swizzled row (the tensor cores apply the swizzle).
+unsigned kMajorStepOffset(const WgmmaOperand &op, unsigned rows, unsigned kk);
+
 /// Orders earlier register writes (accumulators, A fragments) before the
 /// products that follow.
 void emitWgmmaFence(llvm::IRBuilderBase &b);
@@ -57,12 +78,13 @@ void emitWgmmaCommit(llvm::IRBuilderBase &b);
 
 /// One m64nNk16 product (m64nNk32 for fp8), N = 2 * acc.size(): returns
 /// D = A B (+ acc when \p accumulate; acc is then tied, else ignored). A
-/// comes from the shared descriptor \p descA (K-major), B from \p descB
-/// (fp8: K-major, \p transposeB false).
+/// comes from the shared descriptor \p descA (K-major, or MN-major with
+/// \p transposeA), B from \p descB (fp8: both K-major, no transposes).
 llvm::SmallVector<llvm::Value *, 128>
 emitWgmmaShared(llvm::IRBuilderBase &b, DType dtype,
                 llvm::ArrayRef<llvm::Value *> acc, bool accumulate,
-                llvm::Value *descA, llvm::Value *descB, bool transposeB);
+                llvm::Value *descA, llvm::Value *descB, bool transposeB,
+                bool transposeA = false);
 
 /// The same with A from registers: four i32 of this warp's 16 rows, packed
 /// 16-bit pairs (the m16n8k16 A fragment) or, for fp8, four 8-bit values

@@ -100,10 +100,7 @@ private:
   }
   /// The address of 16-byte chunk (key, col) in the swizzled slabs.
   Value *chunkAddress(const Tile &tile, Value *key, Value *col) override;
-  /// \p tile's shared address (i32) plus \p extra bytes, as the low word of
-  /// a descriptor, copied opaquely where the product runs: the per-step
-  /// descriptors are this plus constants, and LICM would otherwise hoist
-  /// each of them out of the loop into registers of its own.
+  /// wgmmaDescriptorBase of \p tile's latest load.
   Value *descriptorBase(const Tile &tile, Value *extra, const WgmmaOperand &op);
   /// Waits until \p tile's latest load has landed (once per load).
   void acquire(const Tile &tile);
@@ -207,45 +204,17 @@ Value *NvptxWgmmaTileOps::tileAddress(const Tile &tile) {
   return ring->slotAddress(tile, ring->latest(tile.role).slot);
 }
 
-// The W-byte swizzle XORs a chunk's index in its slab row with the address
-// bits just above the row's 128 bytes: (key * W / 128) mod (W / 16).
 Value *NvptxWgmmaTileOps::chunkAddress(const Tile &tile, Value *key,
                                        Value *col) {
-  unsigned width = storedWidth(tile), slabBytes = layout.slabBytes(width);
-  unsigned elementBytes = dtypeBytes(spec.dtype);
-  Value *slab = b.CreateUDiv(col, b.getInt32(slabBytes / elementBytes));
-  Value *chunk =
-      b.CreateUDiv(b.CreateURem(col, b.getInt32(slabBytes / elementBytes)),
-                   b.getInt32(16 / elementBytes));
-  Value *rowBytes = b.CreateMul(key, b.getInt32(slabBytes));
-  Value *pattern =
-      b.CreateAnd(b.CreateLShr(rowBytes, 7), b.getInt32(slabBytes / 16 - 1));
-  Value *offset = b.CreateAdd(
-      b.CreateAdd(b.CreateMul(slab, b.getInt32(storedRows(tile) * slabBytes)),
-                  rowBytes),
-      b.CreateShl(b.CreateXor(chunk, pattern), 4));
-  return b.CreateInBoundsGEP(b.getInt8Ty(), tile.storage, offset);
+  unsigned slabBytes = layout.slabBytes(storedWidth(tile));
+  return b.CreateInBoundsGEP(b.getInt8Ty(), tile.storage,
+                             swizzledOffset(b, key, col, storedRows(tile),
+                                            slabBytes, dtypeBytes(spec.dtype)));
 }
 
 Value *NvptxWgmmaTileOps::descriptorBase(const Tile &tile, Value *extra,
                                          const WgmmaOperand &op) {
-  Value *start = b.CreatePtrToInt(tileAddress(tile), b.getInt32Ty());
-  if (extra)
-    start = b.CreateAdd(start, extra);
-  auto *copy =
-      InlineAsm::get(FunctionType::get(b.getInt32Ty(), {b.getInt32Ty()}, false),
-                     "mov.b32 $0, $1;", "=r,r", /*hasSideEffects=*/true);
-  return b.CreateCall(copy, {wgmmaDescriptorLow(b, start, op)});
-}
-
-// Step kk of a K-major operand of \p rows rows covers bytes 32kk.. of
-// each row: slab 32kk / (slab width), at an offset inside the swizzled row
-// (the tensor cores apply the swizzle to it).
-static unsigned kMajorStepOffset(const WgmmaOperand &op, unsigned rows,
-                                 unsigned kk) {
-  unsigned stepBytes = 32 * kk;
-  return stepBytes / op.swizzleBytes * rows * op.swizzleBytes +
-         stepBytes % op.swizzleBytes;
+  return wgmmaDescriptorBase(b, tileAddress(tile), extra, op);
 }
 
 // S = Q K^T for this warpgroup's 64 query rows: step kk covers 32 bytes of

@@ -20,12 +20,14 @@ BackwardMmaLayout::BackwardMmaLayout(const KernelSpec &spec)
   grads = {probs.end(), spec.bm, spec.bn + pad, size};
 }
 
-const TileConfig &BackwardMmaLayout::defaultTile(bool dropout) {
+const TileConfig &BackwardMmaLayout::defaultTile(const KernelSpec &spec) {
   static const TileConfig tile{kMaxHeadDim, 64, 64, 4, 1};
   // Two Philox draws per step on top of the 255 registers the 64-row tile
   // takes spilled 60-408 bytes on sm_80/sm_90a; 32 query rows have room.
-  static const TileConfig dropoutTile{kMaxHeadDim, 32, 64, 4, 1};
-  return dropout ? dropoutTile : tile;
+  // So does the soft-cap's derivative at d = 128 (32-76 bytes at 64 rows).
+  static const TileConfig narrowTile{kMaxHeadDim, 32, 64, 4, 1};
+  bool wide = std::max(spec.d, spec.headDimV()) > 96;
+  return spec.dropout || (spec.softcap && wide) ? narrowTile : tile;
 }
 
 unsigned BackwardMmaLayout::bytes() const {

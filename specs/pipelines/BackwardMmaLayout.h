@@ -45,9 +45,10 @@ public:
 
   explicit BackwardMmaLayout(const KernelSpec &spec);
 
-  /// The backward's default tile on pipeline mma (bm = bn = 64, 4 warps;
-  /// under dropout=1 bm = 32, which has registers for the Philox draws).
-  static const TileConfig &defaultTile(bool dropout = false);
+  /// The backward's default tile on pipeline mma for \p spec (bm = bn = 64,
+  /// 4 warps; bm = 32 under dropout=1, which has registers for the Philox
+  /// draws, and with softcap=1 past d = 96, for the tanh derivative).
+  static const TileConfig &defaultTile(const KernelSpec &spec);
 
   /// 16-row m-tiles a warp owns: of keys for dK and dV, of queries for S.
   unsigned tilesPerWarp;

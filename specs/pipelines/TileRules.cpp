@@ -7,6 +7,7 @@
 #include "specs/pipelines/MmaLayout.h"
 #include "specs/pipelines/SimtLayout.h"
 #include "specs/pipelines/VectorLayout.h"
+#include "specs/pipelines/WgmmaBackwardLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/Support/ErrorHandling.h"
 #include <algorithm>
@@ -40,16 +41,20 @@ void fmhajit::checkHeadDimMultiple(const KernelSpec &spec, unsigned multiple,
 void fmhajit::checkTileRules(const KernelSpec &s, const ArchInfo &arch,
                              ErrorList &errors) {
   ErrorList broken;
-  // The GPU backward is written for mma.sync (BackwardMmaLayout.h) and
-  // AMD's matrix instructions (AmdgpuBackwardLayout.h) alone.
+  // The GPU backward is written for mma.sync (BackwardMmaLayout.h), wgmma
+  // (WgmmaBackwardLayout.h) and AMD's matrix instructions
+  // (AmdgpuBackwardLayout.h) alone.
   bool backward = isBackwardFamily(s.family);
   bool nvptxBackward = backward && arch.backend == Backend::Nvptx;
   bool amdgpuBackward = backward && arch.backend == Backend::Amdgpu;
   bool amdgpuMatrix =
       s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma;
-  if (nvptxBackward && s.pipeline != Pipeline::Mma)
+  if (nvptxBackward && s.pipeline == Pipeline::Wgmma)
+    WgmmaBackwardLayout(s).check(broken);
+  else if (nvptxBackward && s.pipeline != Pipeline::Mma)
     addTileError(broken, "pipeline", keyOf(s.pipeline),
-                 "the backward on " + arch.name + " runs on pipeline mma");
+                 "the backward on " + arch.name + " runs on pipeline mma" +
+                     (arch.pipeline(Pipeline::Wgmma) ? " or wgmma" : ""));
   else if (nvptxBackward)
     BackwardMmaLayout(s).check(broken);
   else if (amdgpuBackward && !amdgpuMatrix)
@@ -134,6 +139,8 @@ unsigned fmhajit::tileFootprintBytes(const KernelSpec &s,
       return AmdgpuBackwardLayout(s, arch).bytes();
     return AmdgpuMatrixLayout(s, arch).bytes();
   case Pipeline::Wgmma:
+    if (isBackwardFamily(s.family))
+      return WgmmaBackwardLayout(s).bytes();
     return WgmmaLayout(s, arch).bytes();
   case Pipeline::Auto:
     break;

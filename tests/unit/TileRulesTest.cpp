@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "specs/pipelines/TileRules.h"
+#include "specs/Keys.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
 #include "specs/pipelines/AmdgpuBackwardLayout.h"
@@ -14,6 +15,7 @@
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/MmaLayout.h"
 #include "specs/pipelines/SimtLayout.h"
+#include "specs/pipelines/WgmmaBackwardLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "tests/unit/SpecTesting.h"
 #include "llvm/ADT/StringExtras.h"
@@ -57,7 +59,7 @@ TEST(BackwardMmaLayout, SplitsKeysAmongWarpsThatShareQueries) {
                 Row{"bm=32,bn=128,warps=8", 1, 2, 4},
                 Row{"bm=128,bn=128,warps=4", 2, 4, 1}}) {
     KernelSpec s = resolvedSpec(std::string("family=bwd_dq_dk_dv,d=128,") +
-                                r.tile + ",target=sm_90a");
+                                r.tile + ",pipeline=mma,target=sm_90a");
     BackwardMmaLayout layout(s);
     EXPECT_EQ(layout.tilesPerWarp, r.tilesPerWarp) << r.tile;
     EXPECT_EQ(layout.rowGroups, r.rowGroups) << r.tile;
@@ -69,6 +71,88 @@ TEST(BackwardMmaLayout, SplitsKeysAmongWarpsThatShareQueries) {
     EXPECT_EQ(layout.bytes(), bytes) << r.tile;
     EXPECT_EQ(tileFootprintBytes(s, *findArch("sm_90a")), bytes) << r.tile;
   }
+}
+
+// bwd_dq_dk_dv takes pipeline wgmma on sm_90a by default up to d = 128: its
+// tile per head dim and features, how the warpgroups split dQ, and where
+// the tiles sit (each on a 1024-byte boundary). The helpers, deterministic=1,
+// dropout=1 and d = 96 stay on mma.
+TEST(WgmmaBackwardLayout, DefaultTilesAndPlacement) {
+  struct Row {
+    const char *spec;
+    const char *pipeline;
+    unsigned bm, bn, warps, dqRowGroups, dqColGroups;
+  };
+  for (Row r : {Row{"d=128", "wgmma", 64, 128, 8, 1, 2},
+                Row{"d=128,mask=causal,bias=alibi", "wgmma", 64, 128, 8, 1, 2},
+                Row{"d=64", "wgmma", 128, 128, 8, 2, 1},
+                Row{"d=64,mask=causal", "wgmma", 128, 128, 8, 2, 1},
+                Row{"d=64,mask=window", "wgmma", 64, 64, 4, 1, 1},
+                Row{"d=64,softcap=1", "wgmma", 64, 64, 4, 1, 1},
+                Row{"d=32", "wgmma", 64, 64, 4, 1, 1},
+                Row{"d=96", "mma", 64, 64, 4, 0, 0},
+                Row{"d=128,softcap=1", "mma", 32, 64, 4, 0, 0},
+                Row{"d=128,deterministic=1", "mma", 64, 64, 4, 0, 0},
+                Row{"d=128,dropout=1", "mma", 32, 64, 4, 0, 0}}) {
+    KernelSpec s = resolvedSpec(std::string("family=bwd_dq_dk_dv,dtype=bf16,") +
+                                r.spec + ",target=sm_90a");
+    EXPECT_EQ(keyOf(s.pipeline), r.pipeline) << r.spec;
+    EXPECT_EQ(s.bm, r.bm) << r.spec;
+    EXPECT_EQ(s.bn, r.bn) << r.spec;
+    EXPECT_EQ(s.warps, r.warps) << r.spec;
+    if (s.pipeline != Pipeline::Wgmma)
+      continue;
+    WgmmaBackwardLayout layout(s);
+    EXPECT_EQ(layout.dqRowGroups, r.dqRowGroups) << r.spec;
+    EXPECT_EQ(layout.dqColGroups, r.dqColGroups) << r.spec;
+    unsigned kBytes = s.bn * s.d * 2, qBytes = s.bm * s.d * 2;
+    EXPECT_EQ(layout.values.offset, kBytes) << r.spec;
+    EXPECT_EQ(layout.query.offset, 2 * kBytes) << r.spec;
+    EXPECT_EQ(layout.dO.offset, 2 * kBytes + qBytes) << r.spec;
+    EXPECT_EQ(layout.grads.offset, 2 * kBytes + 2 * qBytes) << r.spec;
+    EXPECT_EQ(layout.lse.offset % 1024, 0u) << r.spec;
+    EXPECT_EQ(layout.dsum.offset, layout.lse.offset + 4 * s.bm) << r.spec;
+    EXPECT_EQ(tileFootprintBytes(s, *findArch("sm_90a")),
+              layout.dsum.offset + 4 * s.bm)
+        << r.spec;
+  }
+  KernelSpec helper =
+      resolvedSpec("family=bwd_dot_do_o,dtype=bf16,d=128,target=sm_90a");
+  EXPECT_EQ(helper.pipeline, Pipeline::Mma);
+}
+
+TEST(WgmmaBackwardLayout, RefusesWhatItCannotHold) {
+  auto problems = [](const std::string &spec) {
+    auto resolved = resolveText(spec);
+    if (resolved)
+      return std::string("valid");
+    return llvm::join(specProblems(resolved.takeError(), spec), "; ");
+  };
+  const char *base = "family=bwd_dq_dk_dv,dtype=bf16,pipeline=wgmma,";
+  auto with = [&](const char *rest) { return std::string(base) + rest; };
+  EXPECT_NE(problems(with("d=128,bm=64,bn=64,warps=8,target=sm_90a"))
+                .find("gives each warpgroup 64 keys: use bn=128"),
+            std::string::npos);
+  EXPECT_NE(problems(with("d=128,bm=192,bn=128,warps=8,target=sm_90a"))
+                .find("in rows of 64"),
+            std::string::npos);
+  EXPECT_NE(problems(with("d=128,bm=128,bn=128,warps=8,target=sm_90a"))
+                .find("320 registers a thread, at most 224"),
+            std::string::npos);
+  EXPECT_NE(problems(with("d=64,bm=64,bn=128,warps=8,target=sm_90a"))
+                .find("splits dQ's columns among 2 warpgroups in slabs of 64"),
+            std::string::npos);
+  EXPECT_NE(
+      problems(with("d=64,bm=128,bn=128,warps=8,mask=window,target=sm_90a"))
+          .find("128 query rows only without ALiBi"),
+      std::string::npos);
+  EXPECT_NE(problems(with("d=128,bm=64,bn=128,warps=8,deterministic=1,"
+                          "target=sm_90a"))
+                .find("adds dQ atomically"),
+            std::string::npos);
+  EXPECT_NE(problems(with("d=128,bm=64,bn=128,warps=8,stages=2,target=sm_90a"))
+                .find("copies with cp.async: use 1"),
+            std::string::npos);
 }
 
 // The AMD backward's default tile per head dim and target: the first of

@@ -11,7 +11,10 @@ Two grids:
     (sink=1) alone and with both, in fwd and fwd_splitkv;
   - on sm_90a, fp8 (e4m3; e5m2 at d = 128) on wgmma's TMA ring with its V
     transposers: every forward family x mask x lse at d = 64, 128 and 256,
-    and softcap with ALiBi.
+    and softcap with ALiBi;
+  - on sm_90a, the backward's bwd_dq_dk_dv as validation resolves it (wgmma
+    where its rules take the spec, else mma) at d = 32, 64, 96 and 128:
+    every mask, softcap with ALiBi, varlen, and all of them at once.
 Prints one line per failing kernel and a summary line."""
 import os, re, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -61,6 +64,13 @@ def fp8_grid():
                "target=sm_90a" % d)
     yield "family=fwd,dtype=fp8_e5m2,d=128,mask=causal,lse=1,target=sm_90a"
 
+def backward_grid():
+    for d in [32, 64, 96, 128]:
+        for mods in ["mask=none", "mask=causal", "mask=causal_br", "mask=window",
+                     "bias=alibi,mask=window", "softcap=1,bias=alibi,mask=causal",
+                     "varlen=1,mask=causal", "softcap=1,bias=alibi,mask=window,varlen=1"]:
+            yield "family=bwd_dq_dk_dv,dtype=bf16,d=%d,%s,target=sm_90a" % (d, mods)
+
 def check(spec):
     """'' if the kernel assembles cleanly, else why not."""
     with tempfile.NamedTemporaryFile(suffix=".ptx", dir=tmp) as ptx:
@@ -76,7 +86,8 @@ def check(spec):
     problems += sorted(set(re.findall(r"\(C75(?:15|11|08)\)", out)))
     return " ".join(problems)
 
-specs = list(default_tiles()) + list(feature_grid()) + list(fp8_grid())
+specs = (list(default_tiles()) + list(feature_grid()) + list(fp8_grid()) +
+         list(backward_grid()))
 with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
     results = list(pool.map(check, specs))
 failed = 0
