@@ -73,14 +73,24 @@ private:
   /// The query tiles that may see keys [j0, j0 + keys): [begin, end).
   std::pair<Value *, Value *> queryRange(const WorkItem &s, const Band &band,
                                          Value *j0, Value *keys);
+  /// Where Q, dO, the LSE and D of \p s's query tile come from.
+  struct QuerySources {
+    GlobalRows q, dO, lse, dsum;
+  };
+  QuerySources querySources(const WorkItem &s);
   /// Loads Q, dO, LSE and D of the item's tile (\p rows valid), and the
   /// row-major copies key items multiply by.
   void loadQueryTile(GradTiles &t, const WorkItem &s, Value *rows,
                      bool forKeys);
+  /// Announces the next loadQueryTile's rows (TileOps::prefetch).
+  void prefetchQueryTile(GradTiles &t, const WorkItem &s, Value *rows);
   void loadKeyTile(GradTiles &t, const WorkItem &s, Value *j0, Value *keys);
-  /// S = Q K^T and its modifiers, then P in t.scores and dS in t.dP.
+  /// S = Q K^T and its modifiers, then P in t.scores and dS in t.dP;
+  /// \p whileProductsRun (if set) is emitted once S's product (and where
+  /// products overlap, dP's) has started.
   void emitScoreGrads(GradTiles &t, const WorkItem &s, const Band &band,
-                      Value *j0, const TileTokens &tokens);
+                      Value *j0, const TileTokens &tokens,
+                      function_ref<void()> whileProductsRun = nullptr);
   /// \p tensor's rows from row \p row (i64) of the item's sequence, head
   /// \p head.
   GlobalRows rowsOf(KernelArgsField tensor, KernelArgsField strides,
@@ -190,26 +200,40 @@ GradTiles BackwardEmitter::makeGradTiles() {
           ops->makeRowVec(bm, "dsum")};
 }
 
+BackwardEmitter::QuerySources BackwardEmitter::querySources(const WorkItem &s) {
+  Value *row = tileQueryRow(b, s);
+  return {rowsOf(kQ, kQStrides, s, row, s.h, spec.dtype),
+          rowsOf(kDO, kDOStrides, s, row, s.h, spec.outType()),
+          lseRows(kLse, s), lseRows(kDPsum, s)};
+}
+
+void BackwardEmitter::prefetchQueryTile(GradTiles &t, const WorkItem &s,
+                                        Value *rows) {
+  QuerySources from = querySources(s);
+  ops->prefetch(t.q, from.q, rows);
+  ops->prefetch(t.dO, from.dO, rows);
+  ops->prefetchRows(t.lse, from.lse, rows, -INFINITY);
+  ops->prefetchRows(t.dsum, from.dsum, rows, 0.0f);
+}
+
 void BackwardEmitter::loadQueryTile(GradTiles &t, const WorkItem &s,
                                     Value *rows, bool forKeys) {
   Value *scale = p.get(kScale);
   Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
-  Value *row = tileQueryRow(b, s);
-  GlobalRows q = rowsOf(kQ, kQStrides, s, row, s.h, spec.dtype);
-  GlobalRows dO = rowsOf(kDO, kDOStrides, s, row, s.h, spec.outType());
-  ops->load(t.q, q, rows, qScale);
-  ops->load(t.dO, dO, rows, nullptr);
+  QuerySources from = querySources(s);
+  ops->load(t.q, from.q, rows, qScale);
+  ops->load(t.dO, from.dO, rows, nullptr);
   if (forKeys && t.qRows.storage != t.q.storage) {
-    ops->load(t.qRows, q, rows, nullptr);
-    ops->load(t.dORows, dO, rows, nullptr);
+    ops->load(t.qRows, from.q, rows, nullptr);
+    ops->load(t.dORows, from.dO, rows, nullptr);
   }
-  ops->loadRows(t.lse, lseRows(kLse, s), rows, -INFINITY);
+  ops->loadRows(t.lse, from.lse, rows, -INFINITY);
   ops->mapRows(t.lse, {&t.lse}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     Value *none = b.CreateFCmpOEQ(v[0], splatLike(b, f32(-INFINITY), v[0]));
     return b.CreateSelect(none, splatLike(b, f32(INFINITY), v[0]),
                           b.CreateFMul(v[0], splatLike(b, f32(kLog2e), v[0])));
   });
-  ops->loadRows(t.dsum, lseRows(kDPsum, s), rows, 0.0f);
+  ops->loadRows(t.dsum, from.dsum, rows, 0.0f);
 }
 
 void BackwardEmitter::loadKeyTile(GradTiles &t, const WorkItem &s, Value *j0,
@@ -226,13 +250,16 @@ void BackwardEmitter::loadKeyTile(GradTiles &t, const WorkItem &s, Value *j0,
 // softmax scale is folded in here too.
 void BackwardEmitter::emitScoreGrads(GradTiles &t, const WorkItem &s,
                                      const Band &band, Value *j0,
-                                     const TileTokens &tokens) {
+                                     const TileTokens &tokens,
+                                     function_ref<void()> whileProductsRun) {
   // Where products run asynchronously, dP's runs while the scores' modifiers
   // and exp2 do (elsewhere S's accumulators stay few while they run).
   bool overlap = ops->overlapsProducts();
   ops->startProduct(t.scores, t.q, t.kT, /*accumulate=*/false);
   if (overlap)
     ops->startProduct(t.dP, t.dO, t.vT, /*accumulate=*/false);
+  if (whileProductsRun)
+    whileProductsRun();
   ops->finishProduct(t.scores);
   mods.applySoftcap(t.scores);
   if (spec.softcap) { // the scores are c * log2e * tanh now
@@ -308,6 +335,10 @@ void BackwardEmitter::emitKeyItem(GradTiles &t, Value *w) {
   });
 }
 
+// The steps walk (query head, query tile) pairs flattened into one count,
+// so that each step can name the next: its Q, dO, LSE and D are prefetched
+// while this step's first products run (TileOps::prefetch; a no-op where
+// loads are not asynchronous).
 void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
                                   Value *j0) {
   Value *keys = minI(i32(spec.bn), b.CreateSub(s.sk, j0));
@@ -316,30 +347,47 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
   ops->fill(t.dV, 0.0f);
   Band band = mods.band(s);
   std::pair<Value *, Value *> queries = queryRange(s, band, j0, keys);
-  Value *qBegin = queries.first, *qEnd = queries.second;
+  Value *qBegin = queries.first;
+  Value *qTiles =
+      maxI(i32(0), b.CreateSDiv(b.CreateAdd(b.CreateSub(queries.second, qBegin),
+                                            i32(spec.bm - 1)),
+                                i32(spec.bm)));
+  Value *steps = b.CreateMul(b.CreateTrunc(group, b.getInt32Ty()), qTiles);
+  Value *tilesPerHead = maxI(qTiles, i32(1)); // no step divides by 0
   Value *firstHead = b.CreateMul(s.hk, group);
-  emitFor(b, firstHead, b.CreateAdd(firstHead, group), b.getInt64(1), "head",
-          [&](Value *h) {
-            s.h = h;
-            emitFor(b, qBegin, qEnd, i32(spec.bm), "qtile", [&](Value *i0) {
-              s.i0 = i0;
-              Value *rows = minI(i32(spec.bm), b.CreateSub(s.sq, i0));
-              TileTokens tokens{i0, b.CreateSub(b.CreateAdd(i0, rows), i32(1))};
-              loadQueryTile(t, s, rows, /*forKeys=*/true);
-              emitScoreGrads(t, s, band, j0, tokens);
-              if (dropout) // P * z, for dV
-                dropout->apply(*ops, t.scores, s, j0, /*scaleKept=*/true);
-              // Both views before either product: a target that copies
-              // them through shared memory publishes both at one barrier.
-              Tile pT = ops->transposed(t.scores), dST = ops->transposed(t.dP);
-              ops->mma(t.dV, pT, t.dORows);
-              ops->mma(t.dK, dST, t.qRows);
-              if (bwdKeyItemsAddDq(spec)) { // dQAccum += dS K
-                ops->matmul(t.dQ, t.dP, ops->transposed(t.kT));
-                ops->storeAdd(t.dQ, dqAccumRows(s, tileQueryRow(b, s)), rows);
-              }
-            });
-          });
+  // Sets s.h and s.i0 to step n's; returns its valid rows (0 past the last).
+  auto enterStep = [&](Value *n) {
+    s.h = b.CreateAdd(firstHead, sext(b.CreateSDiv(n, tilesPerHead)));
+    s.i0 = b.CreateAdd(
+        qBegin, b.CreateMul(b.CreateSRem(n, tilesPerHead), i32(spec.bm)));
+    Value *rows = minI(i32(spec.bm), b.CreateSub(s.sq, s.i0));
+    return b.CreateSelect(b.CreateICmpSLT(n, steps), rows, i32(0));
+  };
+  prefetchQueryTile(t, s, enterStep(i32(0)));
+  // K and V are read by every step: waited for once, here.
+  ops->sync(t.kT);
+  ops->sync(t.vT);
+  emitFor(b, i32(0), steps, i32(1), "step", [&](Value *n) {
+    Value *rows = enterStep(n);
+    TileTokens tokens{s.i0, b.CreateSub(b.CreateAdd(s.i0, rows), i32(1))};
+    loadQueryTile(t, s, rows, /*forKeys=*/true);
+    emitScoreGrads(t, s, band, j0, tokens, [&] {
+      Value *h = s.h, *i0 = s.i0;
+      prefetchQueryTile(t, s, enterStep(b.CreateAdd(n, i32(1))));
+      s.h = h, s.i0 = i0;
+    });
+    if (dropout) // P * z, for dV
+      dropout->apply(*ops, t.scores, s, j0, /*scaleKept=*/true);
+    // Both views before either product: a target that copies them through
+    // shared memory publishes both at one barrier.
+    Tile pT = ops->transposed(t.scores), dST = ops->transposed(t.dP);
+    ops->mma(t.dV, pT, t.dORows);
+    ops->mma(t.dK, dST, t.qRows);
+    if (bwdKeyItemsAddDq(spec)) { // dQAccum += dS K
+      ops->matmul(t.dQ, t.dP, ops->transposed(t.kT));
+      ops->storeAdd(t.dQ, dqAccumRows(s, tileQueryRow(b, s)), rows);
+    }
+  });
   Value *row = b.CreateAdd(s.kStart, sext(j0));
   ops->store(t.dK, rowsOf(kDK, kDKStrides, s, row, s.hk, spec.outType()), keys);
   ops->store(t.dV, rowsOf(kDV, kDVStrides, s, row, s.hk, spec.outType()), keys);

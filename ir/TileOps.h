@@ -153,6 +153,15 @@ public:
   virtual void sync(Tile &t) {}
   /// Completes loads still in flight (targets that copy asynchronously).
   virtual void drain() {}
+  /// \p t's next load() will read the first \p valid (i32) rows of \p src:
+  /// a target that copies asynchronously may start now, into storage \p t is
+  /// not read from until that load(), which then takes the copy (the
+  /// backward's next query tile, loaded while this one's products run).
+  /// Here nothing: load() copies.
+  virtual void prefetch(Tile &t, const GlobalRows &src, llvm::Value *valid) {}
+  /// The same for \p r's next loadRows().
+  virtual void prefetchRows(RowVec &r, const GlobalRows &src,
+                            llvm::Value *valid, float fill) {}
   /// The recipe reads \p t no more in this work item: a target that loads
   /// ahead may refill its storage (a persistent block's next Q).
   virtual void retire(Tile &t) {}

@@ -80,7 +80,15 @@ public:
   void store(const RowVec &, const GlobalRows &, Value *) override {
     llvm_unreachable("bwd_dq_dk_dv stores no rows");
   }
+  /// Waits for K (V) before the steps, and stores the rows prefetched
+  /// before them: stores left to a later word would be emitted inside the
+  /// steps' loop.
+  void sync(Tile &tile) override {
+    storePendingRows();
+    acquire(tile);
+  }
   void drain() override {
+    storePendingRows();
     finishAll();
     NvptxFragmentTileOps::drain();
   }
@@ -88,6 +96,9 @@ public:
   void zip(Tile &t, const Tile &other, ZipFn fn) override;
   void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
                 float fill) override;
+  void prefetch(Tile &tile, const GlobalRows &src, Value *valid) override;
+  void prefetchRows(RowVec &r, const GlobalRows &src, Value *valid,
+                    float fill) override;
   std::optional<Tile> rowsView(const Tile &query) override {
     return Tile{TileRole::QueryRows, query.rows, query.cols, query.storage};
   }
@@ -114,6 +125,8 @@ private:
     body();
     warpRow0 = row, warpCol0 = col;
   }
+  /// Row \p row (i32) of \p src where it is below \p valid, else \p fill.
+  Value *loadRow(const GlobalRows &src, Value *row, Value *valid, float fill);
   /// A Tile naming row vector \p r's shared floats, for the barrier
   /// bookkeeping of shared tiles.
   static Tile rowTile(const RowVec &r) {
@@ -149,6 +162,17 @@ private:
   /// Writes Scores tile \p dS into the shared dS^T tile and publishes it.
   void writeGrads(const Tile &dS);
 
+  /// Where \p tile's current contents are: its storage, or for Q and dO
+  /// (two buffers) the buffer the latest load() took.
+  Value *currentAddress(const Tile &tile);
+  /// Buffer \p index (i32) of Q's or dO's two.
+  Value *bufferAddress(const Tile &tile, Value *index) {
+    unsigned bytes = WgmmaBackwardLayout::bufferBytes(
+        tile.storage == queryStorage ? layout.query : layout.dO);
+    return b.CreateInBoundsGEP(b.getInt8Ty(), tile.storage,
+                               b.CreateMul(index, b.getInt32(bytes)));
+  }
+
   /// A product issued and committed, not yet waited for.
   struct InFlight {
     Tile acc;                       ///< the accumulator view it writes
@@ -175,6 +199,25 @@ private:
   /// Row vectors written since the last barrier.
   bool rowsUnpublished = false;
   SmallVector<InFlight, 4> inFlight;
+  /// Q's storage (its first buffer), and for Q and dO the buffer their
+  /// latest load() took (an i32 in registers, 0 or 1), once prefetched.
+  Value *queryStorage = nullptr;
+  DenseMap<Value *, Value *> bufferIndex;
+  /// Prefetched tiles loaded but not yet waited for.
+  SmallPtrSet<Value *, 2> awaiting;
+  /// Row vector storage -> the buffer its latest loadRows() took (i32 in
+  /// registers), once prefetched.
+  DenseMap<Value *, Value *> rowBuffer;
+  /// Rows prefetched into registers, stored into the other buffer at the
+  /// next product's wait (the loads have landed by then).
+  struct PendingRow {
+    RowVec rows;
+    Value *value;
+  };
+  SmallVector<PendingRow, 2> pendingRows;
+  void storePendingRows();
+  /// \p r's current buffer, or the other one (\p other).
+  Value *rowAddress(const RowVec &r, bool other = false);
   /// The tile the fragments were made from (null: none), and where.
   Value *fragmentsOf = nullptr;
   BasicBlock *fragmentsBlock = nullptr;
@@ -219,9 +262,13 @@ Tile NvptxWgmmaBackwardTileOps::makeTile(TileRole role, unsigned rows,
                 entryAlloca(b, b.getFloatTy(), name, 4, count)};
   };
   switch (role) {
-  case TileRole::Query:
+  case TileRole::Query: {
     assert(queryTiles < 2 && "Q and dO");
-    return shared(queryTiles++ ? layout.dO : layout.query);
+    Tile tile = shared(queryTiles++ ? layout.dO : layout.query);
+    if (queryTiles == 1)
+      queryStorage = tile.storage;
+    return tile;
+  }
   case TileRole::KeyT:
     assert(keyTiles < 2 && "K^T and V^T");
     return shared(keyTiles++ ? layout.values : layout.keys);
@@ -270,37 +317,139 @@ Value *NvptxWgmmaBackwardTileOps::chunkAddress(const Tile &tile, Value *key,
 }
 
 // Loads rewrite what the products still running read (Q and dO for dK and
-// dV): those finish first.
+// dV): those finish first. A prefetched tile's load takes the buffer its
+// prefetch filled.
 void NvptxWgmmaBackwardTileOps::load(Tile &tile, const GlobalRows &src,
                                      Value *valid, Value *scale) {
   assert((tile.role == TileRole::Query || tile.role == TileRole::KeyT) &&
          "bwd_dq_dk_dv loads Q, dO, K and V");
+  storePendingRows();
   finishAll();
-  NvptxFragmentTileOps::load(tile, src, valid, scale);
+  Value *index = bufferIndex.lookup(tile.storage);
+  if (!index)
+    return NvptxFragmentTileOps::load(tile, src, valid, scale);
+  b.CreateStore(b.CreateXor(b.CreateLoad(b.getInt32Ty(), index), b.getInt32(1)),
+                index);
+  deferScale(tile, scale);
+  awaiting.insert(tile.storage);
 }
 
+// The prefetch goes into the buffer the current step does not read. The
+// last step to read it (two loads ago) finished its products at the last
+// load(), and every thread has passed a barrier since (the acquire that
+// follows each load): no thread reads it any more.
+void NvptxWgmmaBackwardTileOps::prefetch(Tile &tile, const GlobalRows &src,
+                                         Value *valid) {
+  assert(tile.role == TileRole::Query && "prefetches of Q and dO");
+  Value *&index = bufferIndex[tile.storage];
+  if (!index) {
+    index = entryAlloca(b, b.getInt32Ty(), "buffer");
+    b.CreateStore(b.getInt32(0), index);
+  }
+  Value *other =
+      b.CreateXor(b.CreateLoad(b.getInt32Ty(), index), b.getInt32(1));
+  Tile target = tile;
+  target.storage = bufferAddress(tile, other);
+  NvptxFragmentTileOps::load(target, src, valid, nullptr);
+}
+
+// Each step's prefetched Q and dO are its only copies in flight when it
+// first reads either (the next step's are issued after): one wait for both.
 void NvptxWgmmaBackwardTileOps::acquire(const Tile &tile) {
+  storePendingRows();
+  if (awaiting.count(tile.storage)) {
+    b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(0)});
+    b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
+    barrier();
+    awaiting.clear();
+    rowsUnpublished = false;
+    return;
+  }
   if (waitFor(tile))
     rowsUnpublished = false;
   markRead(tile);
 }
 
-// Thread r holds row r of each vector: it loads it, maps it and (after the
-// next barrier) every thread reads it.
+Value *NvptxWgmmaBackwardTileOps::currentAddress(const Tile &tile) {
+  Value *index = bufferIndex.lookup(tile.storage);
+  if (!index)
+    return tile.storage;
+  return bufferAddress(tile, b.CreateLoad(b.getInt32Ty(), index));
+}
+
+// Thread r holds row r of each vector: it loads it (or takes the buffer
+// its prefetch filled), maps it and (after the next barrier) every thread
+// reads it.
 void NvptxWgmmaBackwardTileOps::loadRows(RowVec &r, const GlobalRows &src,
                                          Value *valid, float fill) {
+  storePendingRows();
+  if (Value *index = rowBuffer.lookup(r.storage)) {
+    b.CreateStore(
+        b.CreateXor(b.CreateLoad(b.getInt32Ty(), index), b.getInt32(1)), index);
+    rowsUnpublished = true;
+    return;
+  }
   barrierIfRead(rowTile(r));
   Value *row = target.threadId(b);
   emitIf(b, b.CreateICmpULT(row, b.getInt32(r.rows)), "row", [&] {
-    Value *inside = b.CreateICmpSLT(row, valid);
-    Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-    Value *x =
-        b.CreateLoad(b.getFloatTy(),
-                     src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
-    b.CreateStore(b.CreateSelect(inside, x, f32(fill)),
+    b.CreateStore(loadRow(src, row, valid, fill),
                   b.CreateInBoundsGEP(b.getFloatTy(), r.storage, row));
   });
   rowsUnpublished = true;
+}
+
+// Every thread loads (rows past the vector's repeat its last); the stores
+// wait for the next product's wait, so that the loads' latency passes
+// under the product rather than stalling the prefetch. With bm = 128 the
+// two values held through the product spilled (12-56 bytes at d = 64):
+// there loadRows loads them.
+void NvptxWgmmaBackwardTileOps::prefetchRows(RowVec &r, const GlobalRows &src,
+                                             Value *valid, float fill) {
+  if (spec.bm > WgmmaBackwardLayout::kKeysPerGroup)
+    return;
+  Value *&index = rowBuffer[r.storage];
+  if (!index) {
+    index = entryAlloca(b, b.getInt32Ty(), "row.buffer");
+    b.CreateStore(b.getInt32(0), index);
+  }
+  Value *tid = target.threadId(b);
+  Value *row = b.CreateSelect(b.CreateICmpULT(tid, b.getInt32(r.rows)), tid,
+                              b.getInt32(r.rows - 1));
+  pendingRows.push_back({r, loadRow(src, row, valid, fill)});
+}
+
+// The other buffer was last read before the barrier that follows the
+// current step's loads.
+void NvptxWgmmaBackwardTileOps::storePendingRows() {
+  Value *row = target.threadId(b);
+  for (PendingRow &pending : pendingRows)
+    emitIf(b, b.CreateICmpULT(row, b.getInt32(pending.rows.rows)), "row.next",
+           [&] {
+             Value *other = rowAddress(pending.rows, /*other=*/true);
+             b.CreateStore(pending.value,
+                           b.CreateInBoundsGEP(b.getFloatTy(), other, row));
+           });
+  pendingRows.clear();
+}
+
+Value *NvptxWgmmaBackwardTileOps::rowAddress(const RowVec &r, bool other) {
+  Value *index = rowBuffer.lookup(r.storage);
+  if (!index)
+    return r.storage;
+  Value *buffer = b.CreateLoad(b.getInt32Ty(), index);
+  if (other)
+    buffer = b.CreateXor(buffer, b.getInt32(1));
+  return b.CreateInBoundsGEP(b.getInt8Ty(), r.storage,
+                             b.CreateMul(buffer, b.getInt32(4 * r.rows)));
+}
+
+Value *NvptxWgmmaBackwardTileOps::loadRow(const GlobalRows &src, Value *row,
+                                          Value *valid, float fill) {
+  Value *inside = b.CreateICmpSLT(row, valid);
+  Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
+  Value *x = b.CreateLoad(
+      b.getFloatTy(), src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
+  return b.CreateSelect(inside, x, f32(fill));
 }
 
 void NvptxWgmmaBackwardTileOps::fill(RowVec &r, float value) {
@@ -308,23 +457,24 @@ void NvptxWgmmaBackwardTileOps::fill(RowVec &r, float value) {
   Value *row = target.threadId(b);
   emitIf(b, b.CreateICmpULT(row, b.getInt32(r.rows)), "row", [&] {
     b.CreateStore(f32(value),
-                  b.CreateInBoundsGEP(b.getFloatTy(), r.storage, row));
+                  b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(r), row));
   });
   rowsUnpublished = true;
 }
 
 void NvptxWgmmaBackwardTileOps::mapRows(RowVec &out,
                                         ArrayRef<const RowVec *> in, RowFn fn) {
+  storePendingRows();
   barrierIfRead(rowTile(out));
   Value *row = target.threadId(b);
   emitIf(b, b.CreateICmpULT(row, b.getInt32(out.rows)), "row", [&] {
     SmallVector<Value *, 4> values;
     for (const RowVec *r : in)
-      values.push_back(
-          b.CreateLoad(b.getFloatTy(),
-                       b.CreateInBoundsGEP(b.getFloatTy(), r->storage, row)));
+      values.push_back(b.CreateLoad(
+          b.getFloatTy(),
+          b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(*r), row)));
     b.CreateStore(fn(b, values),
-                  b.CreateInBoundsGEP(b.getFloatTy(), out.storage, row));
+                  b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(out), row));
   });
   rowsUnpublished = true;
 }
@@ -353,7 +503,8 @@ void NvptxWgmmaBackwardTileOps::mapWithRow(Tile &tile, const RowVec &row,
   Tile acc = accumulator(tile);
   auto *pairType = FixedVectorType::get(b.getFloatTy(), 2);
   for (unsigned j = 0; j < acc.cols / 8; ++j) {
-    Value *at = b.CreateInBoundsGEP(b.getFloatTy(), row.storage, colOf(j, 0));
+    Value *at =
+        b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(row), colOf(j, 0));
     Value *pair = b.CreateAlignedLoad(pairType, at, Align(8));
     for (unsigned e = 0; e < 4; ++e) {
       Value *p = slot(acc.storage, accIndex(acc, 0, j, e));
@@ -425,6 +576,7 @@ void NvptxWgmmaBackwardTileOps::startProduct(Tile &acc, const Tile &a,
   if (acc.role != TileRole::Scores)
     return multiply(acc, a, bt, accumulate);
   assert(!accumulate && "S and dP start at zero");
+  storePendingRows();
   forget(acc.storage);
   acquire(bt);
   acquire(a);
@@ -441,7 +593,8 @@ NvptxWgmmaBackwardTileOps::keysTimesRows(const Tile &keys, const Tile &rows,
       b.CreateMul(group, b.getInt32(WgmmaBackwardLayout::kKeysPerGroup *
                                     kMajor.swizzleBytes));
   Value *keysBase = wgmmaDescriptorBase(b, keys.storage, groupRows, kMajor);
-  Value *rowsBase = wgmmaDescriptorBase(b, rows.storage, nullptr, kMajor);
+  Value *rowsBase =
+      wgmmaDescriptorBase(b, currentAddress(rows), nullptr, kMajor);
   SmallVector<Value *, 128> sums(n / 2, PoisonValue::get(b.getFloatTy()));
   emitWgmmaFence(b);
   for (unsigned kk = 0; kk < rows.cols / 16; ++kk) {
@@ -467,7 +620,8 @@ SmallVector<Value *, 128> NvptxWgmmaBackwardTileOps::scoresTTimesRows(
   WgmmaOperand mnMajor;
   mnMajor.swizzleBytes = WgmmaBackwardLayout::slabBytes(rows.cols);
   mnMajor.leadingBytes = rows.rows * mnMajor.swizzleBytes;
-  Value *rowsBase = wgmmaDescriptorBase(b, rows.storage, nullptr, mnMajor);
+  Value *rowsBase =
+      wgmmaDescriptorBase(b, currentAddress(rows), nullptr, mnMajor);
   SmallVector<Value *, 128> sums(acc);
   emitWgmmaFence(b);
   for (unsigned kk = 0; kk < steps; ++kk)
@@ -565,6 +719,7 @@ void NvptxWgmmaBackwardTileOps::finish(Value *storage) {
   auto it = llvm::find_if(
       inFlight, [&](const InFlight &p) { return p.acc.storage == storage; });
   assert(it != inFlight.end() && "finish without a product");
+  storePendingRows();
   unsigned younger = static_cast<unsigned>(inFlight.end() - it - 1);
   SmallVector<Value *, 128> sums = emitWgmmaWait(b, younger, it->sums);
   forget(storage);

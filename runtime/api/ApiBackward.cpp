@@ -38,10 +38,11 @@ static llvm::Error checkBackward(const Problem &p, const LoweredProblem &l,
                                  const Options &options) {
   ErrorList errors;
   if (p.device == Device::Hip)
-    errors.add(ErrorKind::Usage,
-               "Problem::device: the backward runs on the host and CUDA "
-               "(NVPTX pipeline mma), not on hip; use Device::Host or "
-               "Device::Cuda");
+    errors.add(
+        ErrorKind::Usage,
+        "Problem::device: the backward runs on the host and CUDA "
+        "(NVPTX pipelines mma and wgmma), not on hip; use Device::Host or "
+        "Device::Cuda");
   if (l.pagedCache)
     errors.add(ErrorKind::Usage,
                "Problem::pagesKv: the backward reads dense K and V; leave "

@@ -19,10 +19,10 @@ WgmmaBackwardLayout::WgmmaBackwardLayout(const KernelSpec &spec)
   keys = {0, spec.bn, spec.d, size};
   values = {alignedTile(keys.end()), spec.bn, dv, size};
   query = {alignedTile(values.end()), spec.bm, spec.d, size};
-  dO = {alignedTile(query.end()), spec.bm, dv, size};
-  grads = {alignedTile(dO.end()), spec.bn, spec.bm, size};
+  dO = {alignedTile(query.end() + bufferBytes(query)), spec.bm, dv, size};
+  grads = {alignedTile(dO.end() + bufferBytes(dO)), spec.bn, spec.bm, size};
   lse = {alignedTile(grads.end()), 1, spec.bm, 4};
-  dsum = {lse.end(), 1, spec.bm, 4};
+  dsum = {lse.end() + lse.bytes(), 1, spec.bm, 4};
 }
 
 std::vector<const TileConfig *> WgmmaBackwardLayout::defaultTiles(unsigned d) {
@@ -47,7 +47,13 @@ unsigned WgmmaBackwardLayout::slabBytes(unsigned width) {
   return 32;
 }
 
-unsigned WgmmaBackwardLayout::bytes() const { return dsum.end(); }
+unsigned WgmmaBackwardLayout::bufferBytes(const SharedTile &tile) {
+  return alignedTile(tile.bytes());
+}
+
+unsigned WgmmaBackwardLayout::bytes() const {
+  return dsum.end() + dsum.bytes();
+}
 
 void WgmmaBackwardLayout::check(ErrorList &errors) const {
   if (spec.family != Family::BwdDqDkDv) {

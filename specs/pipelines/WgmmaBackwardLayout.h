@@ -17,10 +17,13 @@
 // Shared memory, each tile on a 1024-byte boundary in WgmmaLayout's
 // swizzled slabs:
 //
-//   K [bn][d] | V [bn][dv] | Q [bm][d] | dO [bm][dv] | dS^T [bn][bm]
-//   | LSE [bm] | D [bm] (fp32)
+//   K [bn][d] | V [bn][dv] | Q [bm][d] x 2 | dO [bm][dv] x 2 | dS^T [bn][bm]
+//   | LSE [bm] x 2 | D [bm] x 2 (fp32)
 //
-// Every thread copies with cp.async (stages=1); no warp specializes.
+// Every thread copies with cp.async (stages=1); no warp specializes. Q, dO,
+// the LSE and D have two buffers each: the next query tile's are copied
+// into the other while this one's products run (TileOps::prefetch). A
+// buffer of LSE or D is bm floats.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -50,6 +53,8 @@ public:
   unsigned groups, dqRowGroups, dqColGroups;
   SharedTile keys, values, query, dO, grads, lse, dsum;
 
+  /// Bytes from a tile's first buffer to its second (Q and dO).
+  static unsigned bufferBytes(const SharedTile &tile);
   /// Bytes of one swizzled slab row for rows of \p width 16-bit elements.
   static unsigned slabBytes(unsigned width);
   unsigned bytes() const;

@@ -105,15 +105,16 @@ TEST(WgmmaBackwardLayout, DefaultTilesAndPlacement) {
     WgmmaBackwardLayout layout(s);
     EXPECT_EQ(layout.dqRowGroups, r.dqRowGroups) << r.spec;
     EXPECT_EQ(layout.dqColGroups, r.dqColGroups) << r.spec;
+    // K | V | Q x 2 | dO x 2 | dS^T | LSE x 2 | D x 2
     unsigned kBytes = s.bn * s.d * 2, qBytes = s.bm * s.d * 2;
     EXPECT_EQ(layout.values.offset, kBytes) << r.spec;
     EXPECT_EQ(layout.query.offset, 2 * kBytes) << r.spec;
-    EXPECT_EQ(layout.dO.offset, 2 * kBytes + qBytes) << r.spec;
-    EXPECT_EQ(layout.grads.offset, 2 * kBytes + 2 * qBytes) << r.spec;
-    EXPECT_EQ(layout.lse.offset % 1024, 0u) << r.spec;
-    EXPECT_EQ(layout.dsum.offset, layout.lse.offset + 4 * s.bm) << r.spec;
+    EXPECT_EQ(layout.dO.offset, 2 * kBytes + 2 * qBytes) << r.spec;
+    EXPECT_EQ(layout.grads.offset, 2 * kBytes + 4 * qBytes) << r.spec;
+    EXPECT_EQ(layout.lse.offset, layout.grads.end()) << r.spec;
+    EXPECT_EQ(layout.dsum.offset, layout.lse.offset + 8 * s.bm) << r.spec;
     EXPECT_EQ(tileFootprintBytes(s, *findArch("sm_90a")),
-              layout.dsum.offset + 4 * s.bm)
+              layout.dsum.offset + 8 * s.bm)
         << r.spec;
   }
   KernelSpec helper =
