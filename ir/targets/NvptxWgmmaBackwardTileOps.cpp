@@ -23,7 +23,9 @@
 //    then adds them to the fp32 workspace (red.global.add.v2.f32).
 //  - Q, dO, K and V are copied with cp.async by every thread into
 //    WgmmaLayout's swizzled slabs (NvptxFragmentTileOps::load); a product
-//    waits for its operands' copies.
+//    waits for its operands' copies. The next step's Q and dO are copied
+//    into second buffers (and its LSE and D rows loaded) while this step's
+//    products run (prefetch, prefetchRows); its load() then flips buffers.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Loops.h"
