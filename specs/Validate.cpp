@@ -4,6 +4,7 @@
 #include "specs/Keys.h"
 #include "specs/pipelines/AmdgpuBackwardLayout.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
+#include "specs/pipelines/VectorLayout.h"
 #include "specs/pipelines/WgmmaBackwardLayout.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -275,8 +276,8 @@ void Validator::resolveTile() {
   };
   std::vector<const TileConfig *> rows =
       arch.defaultTiles(s.pipeline, std::max(s.d, s.dv), s.dtype);
-  // The GPU backward has its own tiles (specs/pipelines/BackwardMmaLayout.h,
-  // WgmmaBackwardLayout.h).
+  // The backward has its own tiles (specs/pipelines/BackwardMmaLayout.h,
+  // WgmmaBackwardLayout.h, AmdgpuBackwardLayout.h, VectorLayout.h).
   if (isBackwardFamily(s.family) && arch.backend == Backend::Nvptx &&
       s.pipeline == Pipeline::Mma)
     rows = {&BackwardMmaLayout::defaultTile(s)};
@@ -286,6 +287,8 @@ void Validator::resolveTile() {
   if (isBackwardFamily(s.family) && arch.backend == Backend::Amdgpu &&
       (s.pipeline == Pipeline::Mfma || s.pipeline == Pipeline::Wmma))
     rows = AmdgpuBackwardLayout::defaultTiles(s.pipeline);
+  if (isBackwardFamily(s.family) && arch.backend == Backend::Host)
+    rows = {&VectorLayout::backwardTile()};
   auto taken = [&](const TileConfig *t) {
     fill(t);
     KernelSpec trial = s;

@@ -15,6 +15,7 @@
 #include "ir/Loops.h"
 #include "ir/targets/HostMicroKernel.h"
 #include "ir/targets/HostTarget.h"
+#include "ir/targets/HostTranspose.h"
 #include "specs/pipelines/VectorLayout.h"
 #include "llvm/IR/Intrinsics.h"
 #include <cmath>
@@ -123,8 +124,16 @@ private:
   /// (with its element index and chunk of the physical row), when given.
   void reduceDown(const Tile &t, RowVec &out, const Twine &name,
                   CombineFn combine, float identity, MapFn mapFirst = nullptr);
+  /// L elements of \p src from \p ptr as fp32, times \p scale if given.
+  Value *loadSourceVec(const GlobalRows &src, Value *ptr, Value *scale);
   void loadRow(const Tile &t, const GlobalRows &src, Value *r, Value *scale);
   void zeroRow(const Tile &t, Value *r);
+  /// Row \p r (i64) of \p t from \p src if it is below \p valid, else 0.
+  void loadOrZeroRow(const Tile &t, const GlobalRows &src, Value *valid,
+                     Value *r, Value *scale);
+  /// load() of a Query tile, which is stored transposed.
+  void loadTransposed(Tile &t, const GlobalRows &src, Value *valid,
+                      Value *scale);
 
   /// End of the micro-kernel's loop over \p extent (i64) of \p acc: a
   /// dimension of query rows stops at the first whole \p step past the
@@ -139,10 +148,23 @@ private:
 };
 } // namespace
 
+Value *HostTileOps::loadSourceVec(const GlobalRows &src, Value *ptr,
+                                  Value *scale) {
+  Type *elem = elementType(b.getContext(), src.dtype);
+  Value *x = b.CreateAlignedLoad(FixedVectorType::get(elem, lanes), ptr,
+                                 Align(elem->getPrimitiveSizeInBits() / 8));
+  if (!elem->isFloatTy())
+    x = b.CreateFPExt(x, vec);
+  if (scale)
+    x = b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
+  return x;
+}
+
 // Source row r becomes physical row r (Value, KeyT) or physical column r
-// (Query, stored transposed: a scatter paid once per query tile). Chunks are
-// an IR loop, not unrolled here: a loop body with hundreds of memory
-// accesses makes LLVM's loop-access analyses quadratic.
+// (Query, stored transposed: a scatter, which loadTransposed keeps to the
+// rows of a partial block). Chunks are an IR loop, not unrolled here: a loop
+// body with hundreds of memory accesses makes LLVM's loop-access analyses
+// quadratic.
 void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r,
                           Value *scale) {
   Layout layout = layoutOf(t);
@@ -150,17 +172,11 @@ void HostTileOps::loadRow(const Tile &t, const GlobalRows &src, Value *r,
   unsigned width = scatter ? t.cols : layout.physCols;
   Type *elem = elementType(b.getContext(), src.dtype);
   Value *rowPtr = src.rowPointer(b, r);
-  auto *srcVec = FixedVectorType::get(elem, lanes);
   emitFor(
       b, b.getInt64(0), b.getInt64(width), b.getInt64(lanes), "chunk",
       [&](Value *e0) {
         Value *x =
-            b.CreateAlignedLoad(srcVec, b.CreateInBoundsGEP(elem, rowPtr, e0),
-                                Align(elem->getPrimitiveSizeInBits() / 8));
-        if (!elem->isFloatTy())
-          x = b.CreateFPExt(x, vec);
-        if (scale)
-          x = b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
+            loadSourceVec(src, b.CreateInBoundsGEP(elem, rowPtr, e0), scale);
         if (!scatter) {
           storeVec(t.storage,
                    b.CreateAdd(b.CreateMul(r, b.getInt64(width)), e0), x);
@@ -194,14 +210,62 @@ void HostTileOps::zeroRow(const Tile &t, Value *r) {
   });
 }
 
+void HostTileOps::loadOrZeroRow(const Tile &t, const GlobalRows &src,
+                                Value *valid, Value *r, Value *scale) {
+  Value *inside = b.CreateICmpSLT(b.CreateTrunc(r, b.getInt32Ty()), valid);
+  emitIfElse(
+      b, inside, "row", [&] { loadRow(t, src, r, scale); },
+      [&] { zeroRow(t, r); });
+}
+
 void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
                        Value *scale) {
+  if (t.role == TileRole::Query)
+    return loadTransposed(t, src, valid, scale);
   unsigned sourceRows = t.role == TileRole::KeyT ? t.cols : t.rows;
-  emitFor(b, sourceRows, "load", [&](Value *r) {
-    Value *inside = b.CreateICmpSLT(b.CreateTrunc(r, b.getInt32Ty()), valid);
+  emitFor(b, sourceRows, "load",
+          [&](Value *r) { loadOrZeroRow(t, src, valid, r, scale); });
+}
+
+// A block of L source rows, all valid, is read as L vectors per chunk of L
+// elements, transposed in registers and stored as L vectors (key items load
+// Q and dO this way at every step); a block that reaches past the valid rows
+// goes row by row.
+void HostTileOps::loadTransposed(Tile &t, const GlobalRows &src, Value *valid,
+                                 Value *scale) {
+  unsigned physCols = layoutOf(t).physCols;
+  Type *elem = elementType(b.getContext(), src.dtype);
+  emitFor(b, t.rows / lanes, "load.block", [&](Value *block) {
+    Value *r0 = b.CreateMul(block, b.getInt64(lanes));
+    Value *end =
+        b.CreateTrunc(b.CreateAdd(r0, b.getInt64(lanes)), b.getInt32Ty());
     emitIfElse(
-        b, inside, "row", [&] { loadRow(t, src, r, scale); },
-        [&] { zeroRow(t, r); });
+        b, b.CreateICmpSLE(end, valid), "whole",
+        [&] {
+          emitFor(b, b.getInt64(0), b.getInt64(t.cols), b.getInt64(lanes),
+                  "chunk.t", [&](Value *e0) {
+                    SmallVector<Value *, 16> rows;
+                    for (unsigned l = 0; l < lanes; ++l) {
+                      Value *r = b.CreateAdd(r0, b.getInt64(l));
+                      Value *ptr =
+                          b.CreateInBoundsGEP(elem, src.rowPointer(b, r), e0);
+                      rows.push_back(loadSourceVec(src, ptr, scale));
+                    }
+                    SmallVector<Value *, 16> cols = transposeSquare(b, rows);
+                    for (unsigned l = 0; l < lanes; ++l) {
+                      Value *e = b.CreateAdd(e0, b.getInt64(l));
+                      storeVec(
+                          t.storage,
+                          b.CreateAdd(b.CreateMul(e, b.getInt64(physCols)), r0),
+                          cols[l]);
+                    }
+                  });
+        },
+        [&] {
+          emitFor(b, lanes, "load.tail", [&](Value *l) {
+            loadOrZeroRow(t, src, valid, b.CreateAdd(r0, l), scale);
+          });
+        });
   });
 }
 

@@ -19,6 +19,9 @@ public:
 
   explicit VectorLayout(const KernelSpec &spec) : spec(spec) {}
 
+  /// The backward families' default tile, every head dim: bm=64, bn=128.
+  static const TileConfig &backwardTile();
+
   /// Bytes of the five fp32 buffers, against the target's per-thread budget.
   unsigned bytes() const;
   /// stages=1; bm, bn, d and dv whole vectors.
