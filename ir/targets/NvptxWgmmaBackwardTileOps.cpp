@@ -740,9 +740,13 @@ void NvptxWgmmaBackwardTileOps::finish(Value *storage) {
   }
 }
 
+// dK and dV are stored once the steps are done. The last step's prefetch
+// (of no rows: it zero-fills a buffer) is still in flight: it completes
+// here, before the block can end with a copy into its shared memory.
 void NvptxWgmmaBackwardTileOps::store(const Tile &tile, const GlobalRows &dst,
                                       Value *valid) {
   finishAll();
+  NvptxFragmentTileOps::drain();
   Tile acc = accumulator(tile);
   withOrigin(tile, [&] { NvptxFragmentTileOps::store(acc, dst, valid); });
 }
