@@ -182,6 +182,23 @@ SmallVector<Value *, 128> fmhajit::emitWgmmaRegisters(
                   accumulate ? acc : ArrayRef<Value *>());
 }
 
+SmallVector<Value *, 128>
+fmhajit::emitKMajorProducts(IRBuilderBase &b, DType dtype,
+                            const WgmmaOperand &op, Value *aBase,
+                            unsigned aRows, Value *bBase, unsigned bRows,
+                            unsigned steps, unsigned outs) {
+  SmallVector<Value *, 128> sums(outs, PoisonValue::get(b.getFloatTy()));
+  emitWgmmaFence(b);
+  for (unsigned kk = 0; kk < steps; ++kk)
+    sums = emitWgmmaShared(
+        b, dtype, sums, /*accumulate=*/kk > 0,
+        wgmmaDescriptorAt(b, aBase, kMajorStepOffset(op, aRows, kk), op),
+        wgmmaDescriptorAt(b, bBase, kMajorStepOffset(op, bRows, kk), op),
+        /*transposeB=*/false);
+  emitWgmmaCommit(b);
+  return sums;
+}
+
 SmallVector<Value *, 128> fmhajit::emitWgmmaWait(IRBuilderBase &b,
                                                  unsigned pending,
                                                  ArrayRef<Value *> live) {

@@ -96,6 +96,16 @@ emitWgmmaRegisters(llvm::IRBuilderBase &b, DType typeA, DType typeB,
                    llvm::ArrayRef<llvm::Value *> a, llvm::Value *descB,
                    bool transposeB);
 
+/// Fences, issues and commits \p steps products that multiply A (\p aRows
+/// rows from the descriptor whose low word is \p aBase) by B^T (\p bRows rows
+/// from \p bBase), both K-major in \p op's slabs, each step 32 bytes of K:
+/// S = Q K^T in the forward, S^T = K Q^T and dP^T = V dO^T in the backward.
+/// Returns the \p outs accumulators, not yet waited for.
+llvm::SmallVector<llvm::Value *, 128>
+emitKMajorProducts(llvm::IRBuilderBase &b, DType dtype, const WgmmaOperand &op,
+                   llvm::Value *aBase, unsigned aRows, llvm::Value *bBase,
+                   unsigned bRows, unsigned steps, unsigned outs);
+
 /// Waits until at most \p pending groups are in flight; returns \p live
 /// (accumulators of those groups' products) as defined after the wait.
 llvm::SmallVector<llvm::Value *, 128>

@@ -597,18 +597,8 @@ NvptxWgmmaBackwardTileOps::keysTimesRows(const Tile &keys, const Tile &rows,
   Value *keysBase = wgmmaDescriptorBase(b, keys.storage, groupRows, kMajor);
   Value *rowsBase =
       wgmmaDescriptorBase(b, currentAddress(rows), nullptr, kMajor);
-  SmallVector<Value *, 128> sums(n / 2, PoisonValue::get(b.getFloatTy()));
-  emitWgmmaFence(b);
-  for (unsigned kk = 0; kk < rows.cols / 16; ++kk) {
-    unsigned keysOffset = kMajorStepOffset(kMajor, spec.bn, kk);
-    unsigned rowsOffset = kMajorStepOffset(kMajor, rows.rows, kk);
-    sums = emitWgmmaShared(b, spec.dtype, sums, /*accumulate=*/kk > 0,
-                           wgmmaDescriptorAt(b, keysBase, keysOffset, kMajor),
-                           wgmmaDescriptorAt(b, rowsBase, rowsOffset, kMajor),
-                           /*transposeB=*/false);
-  }
-  emitWgmmaCommit(b);
-  return sums;
+  return emitKMajorProducts(b, spec.dtype, kMajor, keysBase, spec.bn, rowsBase,
+                            rows.rows, rows.cols / 16, n / 2);
 }
 
 // Step kk covers queries 16kk..: two swizzle atoms of the rows, whose

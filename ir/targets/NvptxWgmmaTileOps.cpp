@@ -228,18 +228,8 @@ NvptxWgmmaTileOps::queryTimesKeys(const Tile &q, const Tile &kT, unsigned n) {
       b.getInt32(4 * WgmmaLayout::kRowsPerWarp * kMajor.swizzleBytes));
   Value *qBase = descriptorBase(q, groupRows, kMajor);
   Value *kBase = descriptorBase(kT, nullptr, kMajor);
-  SmallVector<Value *, 128> sums(n / 2, PoisonValue::get(b.getFloatTy()));
-  emitWgmmaFence(b);
-  for (unsigned kk = 0; kk < q.cols / layout.stepElements(); ++kk) {
-    unsigned qOffset = kMajorStepOffset(kMajor, q.rows, kk);
-    unsigned kOffset = kMajorStepOffset(kMajor, kT.cols, kk);
-    sums = emitWgmmaShared(b, spec.dtype, sums, /*accumulate=*/kk > 0,
-                           wgmmaDescriptorAt(b, qBase, qOffset, kMajor),
-                           wgmmaDescriptorAt(b, kBase, kOffset, kMajor),
-                           /*transposeB=*/false);
-  }
-  emitWgmmaCommit(b);
-  return sums;
+  return emitKMajorProducts(b, spec.dtype, kMajor, qBase, q.rows, kBase,
+                            kT.cols, q.cols / layout.stepElements(), n / 2);
 }
 
 // O (+)= P V: step kk covers keys 16kk.., two swizzle atoms of V rows; V's
