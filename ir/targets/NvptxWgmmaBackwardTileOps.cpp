@@ -28,204 +28,14 @@
 //    products run (prefetch, prefetchRows); its load() then flips buffers.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/targets/NvptxWgmmaBackwardTileOps.h"
 #include "ir/Loops.h"
-#include "ir/targets/NvptxFragmentTileOps.h"
 #include "ir/targets/NvptxWgmma.h"
-#include "specs/pipelines/WgmmaBackwardLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
 using namespace fmhajit;
 using namespace llvm;
-
-namespace {
-class NvptxWgmmaBackwardTileOps : public NvptxFragmentTileOps {
-public:
-  NvptxWgmmaBackwardTileOps(IRBuilderBase &b, GpuTargetInfo &target);
-
-  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
-                const Twine &name) override;
-  RowVec makeRowVec(unsigned rows, const Twine &name) override;
-  void fill(Tile &tile, float value) override {
-    forget(tile.storage);
-    Tile acc = accumulator(tile);
-    NvptxFragmentTileOps::fill(acc, value);
-  }
-  void fill(RowVec &r, float value) override;
-  void load(Tile &tile, const GlobalRows &src, Value *valid,
-            Value *scale) override;
-  void mma(Tile &acc, const Tile &a, const Tile &bt) override {
-    multiply(acc, a, bt, /*accumulate=*/true);
-  }
-  void matmul(Tile &acc, const Tile &a, const Tile &bt) override {
-    multiply(acc, a, bt, /*accumulate=*/false);
-  }
-  /// S^T and dP^T may run together (BackwardKernel.cpp issues both, then
-  /// waits for each where it reads it): with 64 queries, 32 accumulators a
-  /// thread each. dP's accumulators beside S's elementwise work spilled
-  /// with 128 queries (64 each; 12 bytes at d = 64) and beside ALiBi's
-  /// distances (4-52 bytes at d = 128).
-  bool overlapsProducts() const override {
-    return spec.bm <= WgmmaBackwardLayout::kKeysPerGroup &&
-           spec.bias != Bias::Alibi;
-  }
-  void startProduct(Tile &acc, const Tile &a, const Tile &bt,
-                    bool accumulate) override;
-  void finishProduct(Tile &acc) override { finish(acc.storage); }
-  void map(Tile &tile, ElementFn fn) override;
-  void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
-  void reduceRows(const Tile &, RowVec &, bool) override {
-    llvm_unreachable("bwd_dq_dk_dv sums no rows");
-  }
-  void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
-  void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
-  void store(const RowVec &, const GlobalRows &, Value *) override {
-    llvm_unreachable("bwd_dq_dk_dv stores no rows");
-  }
-  /// Waits for K (V) before the steps, and stores the rows prefetched
-  /// before them: stores left to a later word would be emitted inside the
-  /// steps' loop.
-  void sync(Tile &tile) override {
-    storePendingRows();
-    acquire(tile);
-  }
-  void drain() override {
-    storePendingRows();
-    finishAll();
-    NvptxFragmentTileOps::drain();
-  }
-  Tile transposed(const Tile &t) override;
-  void zip(Tile &t, const Tile &other, ZipFn fn) override;
-  void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
-                float fill) override;
-  void prefetch(Tile &tile, const GlobalRows &src, Value *valid) override;
-  void prefetchRows(RowVec &r, const GlobalRows &src, Value *valid,
-                    float fill) override;
-  std::optional<Tile> rowsView(const Tile &query) override {
-    return Tile{TileRole::QueryRows, query.rows, query.cols, query.storage};
-  }
-  bool addsToMemory() const override { return true; }
-  void storeAdd(const Tile &t, const GlobalRows &dst, Value *valid) override;
-
-private:
-  const SharedTile &sharedTile(TileRole) const override {
-    llvm_unreachable("makeTile places the shared tiles");
-  }
-  Value *chunkAddress(const Tile &tile, Value *key, Value *col) override;
-
-  /// The accumulator behind a register tile, as NvptxFragmentTileOps lays
-  /// out Output tiles: Scores transposed (rows keys, columns queries),
-  /// KeyGrad as is, dQ (Output) the warpgroup's columns.
-  Tile accumulator(const Tile &t) const;
-  /// Runs \p body with rowOf and colOf counting from \p tile's origin: dQ's
-  /// rows and columns of this warpgroup, else the warp's keys.
-  template <typename Fn> void withOrigin(const Tile &tile, Fn body) {
-    bool dq = tile.role == TileRole::Output;
-    Value *row = warpRow0, *col = warpCol0;
-    warpRow0 = dq ? queryRow0 : keyRow0;
-    warpCol0 = dq ? gradCol0 : nullptr;
-    body();
-    warpRow0 = row, warpCol0 = col;
-  }
-  /// Row \p row (i32) of \p src where it is below \p valid, else \p fill.
-  Value *loadRow(const GlobalRows &src, Value *row, Value *valid, float fill);
-  /// A Tile naming row vector \p r's shared floats, for the barrier
-  /// bookkeeping of shared tiles.
-  static Tile rowTile(const RowVec &r) {
-    return {TileRole::Query, 1, r.rows, r.storage};
-  }
-
-  /// acc (+)= a * b for every product of the recipe.
-  void multiply(Tile &acc, const Tile &a, const Tile &bt, bool accumulate);
-  /// Waits for \p tile's copies if they are in flight (its first product
-  /// since its load): the barrier also publishes the row vectors.
-  void acquire(const Tile &tile);
-  /// S^T = K Q^T or dP^T = V dO^T: \p keys (K or V) the A rows of this
-  /// warpgroup, \p rows (Q or dO) B.
-  SmallVector<Value *, 128> keysTimesRows(const Tile &keys, const Tile &rows,
-                                          unsigned n);
-  /// dV += P^T dO or dK += dS^T Q: \p scoresT's registers as A.
-  SmallVector<Value *, 128> scoresTTimesRows(const Tile &scoresT,
-                                             const Tile &rows,
-                                             ArrayRef<Value *> acc);
-  /// dQ (+)= dS K from dS^T in shared memory.
-  SmallVector<Value *, 128>
-  gradsTimesKeys(const Tile &keys, ArrayRef<Value *> acc, bool accumulate);
-  /// P^T's (dS^T's) A fragments from Scores tile \p scores: one set of four
-  /// packed words per 16 queries. Built once per value of the tile: dK's
-  /// product and dS^T's copy share them, so dS's fp32 registers need not
-  /// outlive them.
-  ArrayRef<SmallVector<Value *, 4>> packedFragments(const Tile &scores);
-  /// \p storage is rewritten: fragments made from it are stale.
-  void forget(Value *storage) {
-    if (fragmentsOf == storage)
-      fragmentsOf = nullptr;
-  }
-  /// Writes Scores tile \p dS into the shared dS^T tile and publishes it.
-  void writeGrads(const Tile &dS);
-
-  /// Where \p tile's current contents are: its storage, or for Q and dO
-  /// (two buffers) the buffer the latest load() took.
-  Value *currentAddress(const Tile &tile);
-  /// Buffer \p index (i32) of Q's or dO's two.
-  Value *bufferAddress(const Tile &tile, Value *index) {
-    unsigned bytes = WgmmaBackwardLayout::bufferBytes(
-        tile.storage == queryStorage ? layout.query : layout.dO);
-    return b.CreateInBoundsGEP(b.getInt8Ty(), tile.storage,
-                               b.CreateMul(index, b.getInt32(bytes)));
-  }
-
-  /// A product issued and committed, not yet waited for.
-  struct InFlight {
-    Tile acc;                       ///< the accumulator view it writes
-    SmallVector<Value *, 128> sums; ///< its accumulators, until the wait
-    Value *scale;                   ///< S's deferred softmax scale, or null
-  };
-  void issue(const Tile &acc, SmallVector<Value *, 128> sums, Value *scale) {
-    inFlight.push_back({acc, std::move(sums), scale});
-  }
-  /// Waits for the product into \p storage (and every older one).
-  void finish(Value *storage);
-  void finishAll() {
-    while (!inFlight.empty())
-      finish(inFlight.back().acc.storage);
-  }
-  /// The accumulators of \p acc, or poison where a product starts them.
-  SmallVector<Value *, 128> accumulators(const Tile &acc, bool accumulate);
-
-  WgmmaBackwardLayout layout;
-  /// This thread's warpgroup, its first key (S, dK, dV rows: the base
-  /// class's warp row), its first dQ row and column (null: column 0).
-  Value *group, *keyRow0, *queryRow0, *gradCol0 = nullptr;
-  unsigned queryTiles = 0, keyTiles = 0, rowVecs = 0;
-  /// Row vectors written since the last barrier.
-  bool rowsUnpublished = false;
-  SmallVector<InFlight, 4> inFlight;
-  /// Q's storage (its first buffer), and for Q and dO the buffer their
-  /// latest load() took (an i32 in registers, 0 or 1), once prefetched.
-  Value *queryStorage = nullptr;
-  DenseMap<Value *, Value *> bufferIndex;
-  /// Prefetched tiles loaded but not yet waited for.
-  SmallPtrSet<Value *, 2> awaiting;
-  /// Row vector storage -> the buffer its latest loadRows() took (i32 in
-  /// registers), once prefetched.
-  DenseMap<Value *, Value *> rowBuffer;
-  /// Rows prefetched into registers, stored into the other buffer at the
-  /// next product's wait (the loads have landed by then).
-  struct PendingRow {
-    RowVec rows;
-    Value *value;
-  };
-  SmallVector<PendingRow, 2> pendingRows;
-  void storePendingRows();
-  /// \p r's current buffer, or the other one (\p other).
-  Value *rowAddress(const RowVec &r, bool other = false);
-  /// The tile the fragments were made from (null: none), and where.
-  Value *fragmentsOf = nullptr;
-  BasicBlock *fragmentsBlock = nullptr;
-  SmallVector<SmallVector<Value *, 4>, 16> fragments;
-};
-} // namespace
 
 NvptxWgmmaBackwardTileOps::NvptxWgmmaBackwardTileOps(IRBuilderBase &b,
                                                      GpuTargetInfo &target)
@@ -283,13 +93,6 @@ Tile NvptxWgmmaBackwardTileOps::makeTile(TileRole role, unsigned rows,
   default:
     llvm_unreachable("QueryRows, Keys and ScoresT are views");
   }
-}
-
-RowVec NvptxWgmmaBackwardTileOps::makeRowVec(unsigned rows, const Twine &) {
-  assert(rowVecs < 2 && "the LSE and D");
-  const SharedTile &place = rowVecs++ ? layout.dsum : layout.lse;
-  return {rows,
-          b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, place.offset)};
 }
 
 Tile NvptxWgmmaBackwardTileOps::accumulator(const Tile &t) const {
@@ -379,108 +182,6 @@ Value *NvptxWgmmaBackwardTileOps::currentAddress(const Tile &tile) {
   return bufferAddress(tile, b.CreateLoad(b.getInt32Ty(), index));
 }
 
-// Thread r holds row r of each vector: it loads it (or takes the buffer
-// its prefetch filled), maps it and (after the next barrier) every thread
-// reads it.
-void NvptxWgmmaBackwardTileOps::loadRows(RowVec &r, const GlobalRows &src,
-                                         Value *valid, float fill) {
-  storePendingRows();
-  if (Value *index = rowBuffer.lookup(r.storage)) {
-    b.CreateStore(
-        b.CreateXor(b.CreateLoad(b.getInt32Ty(), index), b.getInt32(1)), index);
-    rowsUnpublished = true;
-    return;
-  }
-  barrierIfRead(rowTile(r));
-  Value *row = target.threadId(b);
-  emitIf(b, b.CreateICmpULT(row, b.getInt32(r.rows)), "row", [&] {
-    b.CreateStore(loadRow(src, row, valid, fill),
-                  b.CreateInBoundsGEP(b.getFloatTy(), r.storage, row));
-  });
-  rowsUnpublished = true;
-}
-
-// Every thread loads (rows past the vector's repeat its last); the stores
-// wait for the next product's wait, so that the loads' latency passes
-// under the product rather than stalling the prefetch. With bm = 128 the
-// two values held through the product spilled (12-56 bytes at d = 64):
-// there loadRows loads them.
-void NvptxWgmmaBackwardTileOps::prefetchRows(RowVec &r, const GlobalRows &src,
-                                             Value *valid, float fill) {
-  if (spec.bm > WgmmaBackwardLayout::kKeysPerGroup)
-    return;
-  Value *&index = rowBuffer[r.storage];
-  if (!index) {
-    index = entryAlloca(b, b.getInt32Ty(), "row.buffer");
-    b.CreateStore(b.getInt32(0), index);
-  }
-  Value *tid = target.threadId(b);
-  Value *row = b.CreateSelect(b.CreateICmpULT(tid, b.getInt32(r.rows)), tid,
-                              b.getInt32(r.rows - 1));
-  pendingRows.push_back({r, loadRow(src, row, valid, fill)});
-}
-
-// The other buffer was last read before the barrier that follows the
-// current step's loads.
-void NvptxWgmmaBackwardTileOps::storePendingRows() {
-  Value *row = target.threadId(b);
-  for (PendingRow &pending : pendingRows)
-    emitIf(b, b.CreateICmpULT(row, b.getInt32(pending.rows.rows)), "row.next",
-           [&] {
-             Value *other = rowAddress(pending.rows, /*other=*/true);
-             b.CreateStore(pending.value,
-                           b.CreateInBoundsGEP(b.getFloatTy(), other, row));
-           });
-  pendingRows.clear();
-}
-
-Value *NvptxWgmmaBackwardTileOps::rowAddress(const RowVec &r, bool other) {
-  Value *index = rowBuffer.lookup(r.storage);
-  if (!index)
-    return r.storage;
-  Value *buffer = b.CreateLoad(b.getInt32Ty(), index);
-  if (other)
-    buffer = b.CreateXor(buffer, b.getInt32(1));
-  return b.CreateInBoundsGEP(b.getInt8Ty(), r.storage,
-                             b.CreateMul(buffer, b.getInt32(4 * r.rows)));
-}
-
-Value *NvptxWgmmaBackwardTileOps::loadRow(const GlobalRows &src, Value *row,
-                                          Value *valid, float fill) {
-  Value *inside = b.CreateICmpSLT(row, valid);
-  Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-  Value *x = b.CreateLoad(
-      b.getFloatTy(), src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
-  return b.CreateSelect(inside, x, f32(fill));
-}
-
-void NvptxWgmmaBackwardTileOps::fill(RowVec &r, float value) {
-  barrierIfRead(rowTile(r));
-  Value *row = target.threadId(b);
-  emitIf(b, b.CreateICmpULT(row, b.getInt32(r.rows)), "row", [&] {
-    b.CreateStore(f32(value),
-                  b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(r), row));
-  });
-  rowsUnpublished = true;
-}
-
-void NvptxWgmmaBackwardTileOps::mapRows(RowVec &out,
-                                        ArrayRef<const RowVec *> in, RowFn fn) {
-  storePendingRows();
-  barrierIfRead(rowTile(out));
-  Value *row = target.threadId(b);
-  emitIf(b, b.CreateICmpULT(row, b.getInt32(out.rows)), "row", [&] {
-    SmallVector<Value *, 4> values;
-    for (const RowVec *r : in)
-      values.push_back(b.CreateLoad(
-          b.getFloatTy(),
-          b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(*r), row)));
-    b.CreateStore(fn(b, values),
-                  b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(out), row));
-  });
-  rowsUnpublished = true;
-}
-
 // The callbacks take (query, key): the accumulator's column and row.
 void NvptxWgmmaBackwardTileOps::map(Tile &tile, ElementFn fn) {
   assert(tile.role == TileRole::Scores && "map of S, P, dP or dS");
@@ -490,30 +191,6 @@ void NvptxWgmmaBackwardTileOps::map(Tile &tile, ElementFn fn) {
     return fn(b, query, key, x);
   };
   withOrigin(tile, [&] { NvptxFragmentTileOps::map(acc, swapped); });
-}
-
-// Lane (g, t) holds queries 8j + 2t and 8j + 2t + 1 of every n-tile j: one
-// 8-byte shared load of the row vector for each.
-void NvptxWgmmaBackwardTileOps::mapWithRow(Tile &tile, const RowVec &row,
-                                           WithRowFn fn) {
-  assert(tile.role == TileRole::Scores && "mapWithRow of S or dP");
-  forget(tile.storage);
-  if (rowsUnpublished)
-    barrier();
-  rowsUnpublished = false;
-  markRead(rowTile(row));
-  Tile acc = accumulator(tile);
-  auto *pairType = FixedVectorType::get(b.getFloatTy(), 2);
-  for (unsigned j = 0; j < acc.cols / 8; ++j) {
-    Value *at =
-        b.CreateInBoundsGEP(b.getFloatTy(), rowAddress(row), colOf(j, 0));
-    Value *pair = b.CreateAlignedLoad(pairType, at, Align(8));
-    for (unsigned e = 0; e < 4; ++e) {
-      Value *p = slot(acc.storage, accIndex(acc, 0, j, e));
-      Value *r = b.CreateExtractElement(pair, uint64_t(e & 1));
-      b.CreateStore(fn(b, b.CreateLoad(b.getFloatTy(), p), r), p);
-    }
-  }
 }
 
 void NvptxWgmmaBackwardTileOps::zip(Tile &t, const Tile &other, ZipFn fn) {
