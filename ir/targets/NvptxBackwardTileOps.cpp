@@ -34,7 +34,6 @@
 #include "ir/targets/NvptxMmaTileOps.h"
 #include "specs/ArchTable.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
-#include "llvm/IR/InlineAsm.h"
 
 using namespace fmhajit;
 using namespace llvm;

@@ -31,7 +31,6 @@
 #include "ir/targets/NvptxWgmma.h"
 #include "specs/ArchTable.h"
 #include "specs/pipelines/WgmmaLayout.h"
-#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include <optional>
 
