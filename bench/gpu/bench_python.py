@@ -4,7 +4,9 @@
 1. call cost on a cached plan: host microseconds per call of a tiny problem
    (one query, 16 keys, one head, d = 64, bf16), launches queued without
    waiting, for fmhajit.attention (allocating out, and with out=), its
-   compiled half alone (fmhajit._fmhajit.attention on prepared tuples) and
+   compiled half alone (fmhajit._fmhajit.attention on prepared tuples,
+   given the stream, and asking torch for it as fmhajit.attention does
+   where torch.Tensor has DLPack's exchange API) and
    F.scaled_dot_product_attention, interleaved in rounds;
 2. speed: fmhajit.attention against F.scaled_dot_product_attention (PyTorch's
    own backend choice) on a few shapes, CUDA events, median of --iters.
@@ -48,13 +50,20 @@ def tiny_calls():
     qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
     stream = torch.cuda.current_stream().cuda_stream
     keywords = ("none", -1, -1, 0.0, 0.0, False, 0, "", "", "", stream, -1)
+    # No stream named: the compiled half asks torch through DLPack's
+    # exchange API (python/src/ExchangeApi.h), where torch.Tensor has it.
+    asking = keywords[:10] + (None, None)
     arrays = (out,) + (None,) * 9
-    return {
+    fns = {
         "fmhajit.attention": lambda: fmhajit.attention(q, k, v),
         "fmhajit.attention(out=)": lambda: fmhajit.attention(q, k, v, out=out),
         "compiled half": lambda: _fmhajit.attention(q, k, v, arrays, keywords, None, None),
-        "F.sdpa": lambda: F.scaled_dot_product_attention(qt, kt, vt),
     }
+    if "__dlpack_c_exchange_api__" in vars(torch.Tensor):
+        fns["compiled half, torch's stream"] = lambda: _fmhajit.attention(
+            q, k, v, arrays, asking, None, None)
+    fns["F.sdpa"] = lambda: F.scaled_dot_product_attention(qt, kt, vt)
+    return fns
 
 
 def measure_overhead(rounds, calls):

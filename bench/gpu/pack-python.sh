@@ -17,7 +17,10 @@ cmake -S "$root" -B "$root/build-py312" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher" >/dev/null
 ninja -C "$root/build-py312" fmhajit-python fmhajit fmhajit-bench-api
 mkdir -p "$root/dist-py"
-tar -C "$root/build-py312/python" -cf - fmhajit | xz -T2 -6 > "$root/dist-py/fmhajit-python.tar.xz"
+# The package, and beside it the tests' array type with DLPack's exchange
+# API (fmhajit_test_producer, which tests/python/test_exchange.py imports).
+(cd "$root/build-py312/python" && tar -cf - fmhajit fmhajit_test_producer.*.so) |
+  xz -T2 -6 > "$root/dist-py/fmhajit-python.tar.xz"
 xz -T2 -6 -c "$root/build-py312/bin/fmhajit" > "$root/dist-py/fmhajit.xz"
 xz -T2 -6 -c "$root/build-py312/bin/fmhajit-bench-api" > "$root/dist-py/fmhajit-bench-api.xz"
 ls -la "$root/dist-py"

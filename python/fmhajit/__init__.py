@@ -104,20 +104,27 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
         return (out, lse) if return_lse else out
     glue = _torch_glue_for(q)
     if glue is not None:
-        grad = glue.requires_grad(q, k, v, sinks, attn_bias, variant_call)
+        tensor = glue.torch.Tensor
+        # Plain tensors without cu_seqlens, slopes, sinks, a bias or a
+        # variant take a short path (_torch_attention); q, k and v's
+        # requires_grad are then read as attributes of plain tensors.
+        plain = (type(q) is tensor and type(k) is tensor and type(v) is tensor
+                 and (out is None or type(out) is tensor)
+                 and (lse is None or type(lse) is tensor)
+                 and cu_seqlens_q is None and cu_seqlens_k is None
+                 and alibi_slopes is None and sinks is None
+                 and attn_bias is None and variant_call is None)
+        if plain:
+            grad = q.requires_grad or k.requires_grad or v.requires_grad
+        else:
+            grad = glue.requires_grad(q, k, v, sinks, attn_bias, variant_call)
         if glue.use_op(grad):
             return glue.attention_op_call(
                 q, k, v, causal, window, softcap, alibi_slopes, scale,
                 return_lse, cu_seqlens_q, cu_seqlens_k, threads, target, kernel,
                 dropout, sinks, attn_bias, variant_call)
-        tensor = glue.torch.Tensor
-        if (type(k) is tensor and type(v) is tensor and type(q) is tensor
-                and (out is None or type(out) is tensor)
-                and (lse is None or type(lse) is tensor)
-                and cu_seqlens_q is None and cu_seqlens_k is None
-                and alibi_slopes is None and sinks is None
-                and attn_bias is None and variant_call is None):
-            return _torch_attention(glue.torch, q, k, v, causal, window, softcap,
+        if plain:
+            return _torch_attention(glue, q, k, v, causal, window, softcap,
                                     scale, return_lse, out, lse, threads, target,
                                     kernel, cache_dir, dropout, grad)
     return _attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
@@ -270,20 +277,24 @@ def _detached(x):
     return x.detach() if getattr(x, "requires_grad", False) else x
 
 
-def _torch_attention(torch, q, k, v, causal, window, softcap, scale,
+def _torch_attention(glue, q, k, v, causal, window, softcap, scale,
                      return_lse, out, lse, threads, target, kernel, cache_dir,
                      dropout, grad):
     """_attention for plain tensors (torch.Tensor itself) without cu_seqlens
     or ALiBi slopes, as a TorchKind would run it with less on the way: a
     call on a cached plan must cost little more than the C++ run
-    (bench/python/overhead.py, bench/gpu/bench_python.py). grad: whether
-    q, k or v requires grad (the op was not wanted: grad mode is off). An
-    out of None is made by the compiled half, which reads q anyway
-    (python/src/Calls.h): q.new_empty here would cost its shape, and the
-    compiled half's reading of the new tensor."""
+    (bench/python/overhead.py, bench/gpu/bench_python.py). glue is
+    fmhajit._torch; grad: whether q, k or v requires grad (the op was not
+    wanted: grad mode is off). An out of None is made by the compiled half,
+    which reads q anyway (python/src/Calls.h): q.new_empty here would cost
+    its shape, and the compiled half's reading of the new tensor."""
+    torch = glue.torch
     like = q if out is None else out
     streams, workspace = _NO_STREAMS, None
-    if like.is_cuda:
+    # Where torch.Tensor has DLPack's exchange API, the compiled half asks
+    # torch for the current stream and a CUDA plan's workspace itself
+    # (python/src/ExchangeApi.h): none is passed.
+    if not glue.EXCHANGE and like.is_cuda:
         # Every array is a tensor ordered on the current stream: -1 for
         # __dlpack__ (TorchKind.streams_for).
         streams = (_arrays.current_stream(torch, like.get_device()), -1)

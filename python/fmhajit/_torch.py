@@ -25,6 +25,14 @@ from torch import Tensor
 HAS_OP = hasattr(torch.library, "custom_op")
 
 
+# DLPack's C exchange API, defined by torch.Tensor itself (PyTorch 2.11 has
+# DLPack 1.3's): where it is, the compiled half reads plain tensors, finds
+# the current CUDA stream and takes a CUDA plan's workspace through it
+# (python/src/ExchangeApi.h), so the eager path passes no stream and no
+# workspace allocator.
+EXCHANGE = "__dlpack_c_exchange_api__" in vars(torch.Tensor)
+
+
 # torch.compiler.is_compiling (the PyTorch versions with the op have it),
 # found once rather than at every call: every eager call asks it.
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)

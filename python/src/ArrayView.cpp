@@ -1,6 +1,7 @@
 //===- ArrayView.cpp - Consuming DLPack capsules
 //---------------------------===//
 #include "python/src/ArrayView.h"
+#include "python/src/ExchangeApi.h"
 #include "python/src/TorchTensor.h"
 #include <cstring>
 
@@ -19,6 +20,12 @@ static const intptr_t kLegacyDefaultStream = 1;
 static const intptr_t kNoSync = -1;
 
 void ManagedTensorDeleter::operator()(DLManagedTensor *managed) const {
+  if (managed->deleter)
+    managed->deleter(managed);
+}
+
+void VersionedTensorDeleter::operator()(
+    dlx::ManagedTensorVersioned *managed) const {
   if (managed->deleter)
     managed->deleter(managed);
 }
@@ -172,15 +179,7 @@ static void readShape(ArrayView &view, const DLTensor &t) {
   }
 }
 
-ArrayView python::importArray(py::handle array, const char *what,
-                              std::optional<intptr_t> stream) {
-  ArrayView view;
-  view.what = what;
-  if (readTorchTensor(array, stream, view))
-    return view;
-  py::object capsule = capsuleOf(array, what, stream);
-  view.owner.reset(consume(capsule, what));
-  const DLTensor &t = view.owner->dl_tensor;
+void python::readDLTensor(const DLTensor &t, ArrayView &view) {
   checkDevice(view, t.device);
   view.onCuda = t.device.device_type == kDLCUDA;
   view.deviceId = t.device.device_id;
@@ -188,5 +187,19 @@ ArrayView python::importArray(py::handle array, const char *what,
   view.typeName = dlpackTypeName(t.dtype);
   view.data = static_cast<char *>(t.data) + t.byte_offset;
   readShape(view, t);
+}
+
+ArrayView python::importArray(py::handle array, const char *what,
+                              std::optional<intptr_t> stream) {
+  ArrayView view;
+  view.what = what;
+  if (const dlx::ExchangeApi *api = exchangeApiOf(array))
+    if (readExchangeArray(*api, array, stream, view))
+      return view;
+  if (readTorchTensor(array, stream, view))
+    return view;
+  py::object capsule = capsuleOf(array, what, stream);
+  view.owner.reset(consume(capsule, what));
+  readDLTensor(view.owner->dl_tensor, view);
   return view;
 }

@@ -7,13 +7,16 @@
 // pointer, dtype, device, shape and strides in elements. It owns the
 // managed tensor and calls the producer's deleter when destroyed, which
 // needs the GIL: views live outside any gil_scoped_release. A plain
-// PyTorch tensor is read without DLPack (TorchTensor.h); its view holds a
-// reference to the tensor instead.
+// PyTorch tensor is read without DLPack's capsules (through DLPack's C
+// exchange API where its type has one, ExchangeApi.h, else from its
+// attributes, TorchTensor.h); its view holds a reference to the tensor
+// instead.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "fmhajit/Problem.h"
+#include "python/src/DLPackExchange.h"
 #include <array>
 #include <dlpack/dlpack.h>
 #include <memory>
@@ -26,6 +29,19 @@ namespace fmhajit::python {
 /// Calls the producer's deleter, as the DLPack protocol asks a consumer to.
 struct ManagedTensorDeleter {
   void operator()(DLManagedTensor *managed) const;
+};
+
+/// Calls a versioned tensor's deleter (an exchange API's allocation).
+struct VersionedTensorDeleter {
+  void operator()(dlx::ManagedTensorVersioned *managed) const;
+};
+
+/// A view read through an array type's C exchange API (ExchangeApi.h): the
+/// API, and the device as the producer named it, where the API allocates
+/// for the call (a CUDA plan's workspace).
+struct ExchangeOrigin {
+  const dlx::ExchangeApi *api = nullptr;
+  DLDevice device{};
 };
 
 /// The element types fmhajit reads, with the DLPack codes that carry them.
@@ -42,7 +58,11 @@ struct ArrayView {
   int ndim = 0;
   std::array<int64_t, 4> shape{}, strides{}; ///< strides in elements
   std::unique_ptr<DLManagedTensor, ManagedTensorDeleter> owner;
-  pybind11::object source; ///< a tensor read without DLPack, kept alive
+  /// An exchange API's allocation held without a Python object (a CUDA
+  /// plan's workspace).
+  std::unique_ptr<dlx::ManagedTensorVersioned, VersionedTensorDeleter> made;
+  pybind11::object source; ///< a tensor read without a capsule, kept alive
+  std::optional<ExchangeOrigin> producer; ///< read through an exchange API
 
   /// The public API's dtype of a floating-point view (F32, F16 or BF16).
   api::DType dtype() const;
@@ -52,10 +72,17 @@ struct ArrayView {
   std::string deviceText() const;
 };
 
+/// Fills \p view's data, dtype, device and dims from \p t, as importArray
+/// reads every DLPack tensor: raises ValueError for memory other than the
+/// host's or CUDA's, TypeError past 4 dims. Strides are DLPack's (computed
+/// where a producer before DLPack 1.2 left them null).
+void readDLTensor(const DLTensor &t, ArrayView &view);
+
 /// Imports \p array, an object with __dlpack__ or a legacy capsule, as
-/// \p what. \p stream is the consumer's stream, passed to a CUDA array's
-/// __dlpack__ so that the producer orders its work before ours; -1 (the
-/// protocol's "no synchronization") goes to every array as it is. Raises
+/// \p what (through its type's exchange API where it has one, ExchangeApi.h).
+/// \p stream is the consumer's stream, passed to a CUDA array's __dlpack__
+/// so that the producer orders its work before ours; -1 (the protocol's "no
+/// synchronization") goes to every array as it is. Raises
 /// TypeError for what is not an array of at most 4 dims of a dtype fmhajit
 /// reads, ValueError for memory on a device other than the host or CUDA.
 ArrayView importArray(pybind11::handle array, const char *what,

@@ -47,6 +47,10 @@ struct CallKeywords {
   /// work is on `stream` already (PyTorch's current stream), which spares
   /// each export the producer's stream check.
   std::optional<intptr_t> exportStream;
+  /// Where set, `stream` is the current work stream of this array type's
+  /// library (DLPack's exchange API, Calls.cpp): arrays of that type are
+  /// read without synchronizing (-1), others are exported with `stream`.
+  PyTypeObject *streamOwner = nullptr;
   api::Options options;
   /// plan() only: plan for this device instead of the arrays'.
   std::optional<api::Device> device;

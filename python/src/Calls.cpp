@@ -2,6 +2,7 @@
 //-----===//
 #include "python/src/Calls.h"
 #include "python/src/CallArgs.h"
+#include "python/src/ExchangeApi.h"
 #include "python/src/PlanCache.h"
 #include "python/src/StatusError.h"
 #include "python/src/TorchTensor.h"
@@ -102,33 +103,65 @@ static std::optional<api::Dropout> readDropout(py::handle t) {
                       values[2].cast<uint32_t>()};
 }
 
-static std::optional<ArrayView> optionalArray(py::handle array,
-                                              const char *what,
-                                              std::optional<intptr_t> stream) {
-  if (array.is_none())
-    return std::nullopt;
-  return importArray(array, what, stream);
+// __dlpack__'s stream asking the producer for no synchronization at all.
+static const intptr_t kNoSync = -1;
+
+// The stream given to \p array's __dlpack__ (importArray).
+static std::optional<intptr_t> exportStreamOf(py::handle array,
+                                              const CallKeywords &kw) {
+  if (kw.streamOwner && Py_TYPE(array.ptr()) != kw.streamOwner)
+    return kw.stream;
+  return kw.exportStream;
 }
 
-// The arrays tuple, in Calls.h's order.
+// Reads q. Where the keywords name no stream and q's type has DLPack's
+// exchange API (ExchangeApi.h), a CUDA call runs on that library's current
+// work stream of q's device, where its arrays' work is ordered already:
+// they are read without synchronizing (export stream -1; q too, also where
+// the API declines q and its __dlpack__ exports it), and the arrays of
+// other libraries are exported with that stream.
+static ArrayView readQuery(py::handle q, CallKeywords &kw) {
+  const dlx::ExchangeApi *api = nullptr;
+  if (!kw.stream && !kw.exportStream)
+    api = exchangeApiOf(q);
+  if (!api)
+    return importArray(q, "q", kw.exportStream);
+  ArrayView view = importArray(q, "q", kNoSync);
+  if (view.onCuda) {
+    kw.stream = currentWorkStream(*api, view.deviceId);
+    kw.exportStream = kNoSync;
+    kw.streamOwner = Py_TYPE(q.ptr());
+  }
+  return view;
+}
+
+static std::optional<ArrayView>
+optionalArray(py::handle array, const char *what, const CallKeywords &kw) {
+  if (array.is_none())
+    return std::nullopt;
+  return importArray(array, what, exportStreamOf(array, kw));
+}
+
+// The arrays tuple, in Calls.h's order; \p kw gets q's stream where it
+// names none (readQuery).
 static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
-                             py::tuple t, std::optional<intptr_t> stream) {
+                             py::tuple t, CallKeywords &kw) {
   if (t.size() != 10)
     throw py::type_error("internal: the arrays tuple needs 10 entries");
   CallArrays a;
-  a.q = importArray(q, "q", stream);
-  a.k = importArray(k, "k", stream);
-  a.v = importArray(v, "v", stream);
-  a.out = optionalArray(t[0], "out", stream);
-  a.lse = optionalArray(t[1], "lse", stream);
-  a.cuSeqlensQ = optionalArray(t[2], "cu_seqlens_q", stream);
-  a.cuSeqlensK = optionalArray(t[3], "cu_seqlens_k", stream);
-  a.cuSeqlensQDevice = optionalArray(t[4], "cu_seqlens_q (device)", stream);
-  a.cuSeqlensKDevice = optionalArray(t[5], "cu_seqlens_k (device)", stream);
-  a.alibiSlopes = optionalArray(t[6], "alibi_slopes", stream);
-  a.alibiSlopesDevice = optionalArray(t[7], "alibi_slopes (device)", stream);
-  a.sinks = optionalArray(t[8], "sinks", stream);
-  a.bias = optionalArray(t[9], "attn_bias", stream);
+  a.q = readQuery(q, kw);
+  a.k = importArray(k, "k", exportStreamOf(k, kw));
+  a.v = importArray(v, "v", exportStreamOf(v, kw));
+  a.out = optionalArray(t[0], "out", kw);
+  a.lse = optionalArray(t[1], "lse", kw);
+  a.cuSeqlensQ = optionalArray(t[2], "cu_seqlens_q", kw);
+  a.cuSeqlensK = optionalArray(t[3], "cu_seqlens_k", kw);
+  a.cuSeqlensQDevice = optionalArray(t[4], "cu_seqlens_q (device)", kw);
+  a.cuSeqlensKDevice = optionalArray(t[5], "cu_seqlens_k (device)", kw);
+  a.alibiSlopes = optionalArray(t[6], "alibi_slopes", kw);
+  a.alibiSlopesDevice = optionalArray(t[7], "alibi_slopes (device)", kw);
+  a.sinks = optionalArray(t[8], "sinks", kw);
+  a.bias = optionalArray(t[9], "attn_bias", kw);
   return a;
 }
 
@@ -146,8 +179,8 @@ static void readVariant(py::handle variant, CallKeywords &kw, CallArrays &a) {
   auto tensors = t[2].cast<py::tuple>();
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     std::string what = "variant_tensors[" + std::to_string(slot) + "]";
-    a.variantTensors.push_back(
-        importArray(tensors[slot], what.c_str(), kw.exportStream));
+    a.variantTensors.push_back(importArray(tensors[slot], what.c_str(),
+                                           exportStreamOf(tensors[slot], kw)));
   }
 }
 
@@ -170,19 +203,27 @@ static api::Plan planFor(const api::Problem &problem,
   return plan;
 }
 
-// A CUDA plan's workspace, from the caller's allocator (the host takes
-// fmhajit's own per-thread buffer).
+// A CUDA plan's workspace, from the caller's allocator, else from the
+// allocator of q's library where q was read through its exchange API (the
+// host takes fmhajit's own per-thread buffer).
 static std::optional<ArrayView> workspaceFor(const api::Plan &plan,
                                              py::object allocate,
-                                             std::optional<intptr_t> stream) {
+                                             const CallKeywords &kw,
+                                             const ArrayView &q) {
   int64_t bytes = plan.workspaceBytes();
   if (plan.device() == api::Device::Host || bytes == 0)
     return std::nullopt;
-  if (allocate.is_none())
+  if (allocate.is_none() && !(q.producer && q.onCuda))
     throw py::value_error("this CUDA plan needs a workspace of " +
                           std::to_string(bytes) +
                           " bytes and no allocator was given");
-  ArrayView ws = importArray(allocate(bytes), "workspace", stream);
+  ArrayView ws;
+  if (allocate.is_none()) {
+    ws = makeExchangeWorkspace(q, bytes);
+  } else {
+    py::object made = allocate(bytes);
+    ws = importArray(made, "workspace", exportStreamOf(made, kw));
+  }
   if (!ws.onCuda || ws.ndim != 1 || ws.shape[0] < bytes)
     throw py::value_error("workspace: the allocator must return " +
                           std::to_string(bytes) + " bytes of CUDA memory");
@@ -193,8 +234,9 @@ static std::optional<ArrayView> workspaceFor(const api::Plan &plan,
 // without the GIL, with the workspace a CUDA plan needs.
 template <typename T, typename Call>
 static void launch(const api::Plan &plan, T tensors, Call call,
-                   py::object workspace, std::optional<intptr_t> stream) {
-  std::optional<ArrayView> ws = workspaceFor(plan, workspace, stream);
+                   py::object workspace, const CallKeywords &kw,
+                   const ArrayView &q) {
+  std::optional<ArrayView> ws = workspaceFor(plan, workspace, kw, q);
   if (ws)
     tensors.workspace = ws->data;
   api::Status status;
@@ -212,7 +254,7 @@ static py::object attention(py::handle q, py::handle k, py::handle v,
                             py::handle variant) {
   CallKeywords kw = readKeywordsOnce(keywords);
   kw.dropout = readDropout(dropout);
-  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  CallArrays a = readArrays(q, k, v, arrays, kw);
   readVariant(variant, kw, a);
   if (!a.out && !isPlainTensor(q))
     throw py::value_error("out: attention needs an output array");
@@ -224,7 +266,7 @@ static py::object attention(py::handle q, py::handle k, py::handle v,
                          *a.out);
   }
   api::Plan plan = planFor(problem, kw.options);
-  launch(plan, tensorsFor(a, kw), api::run, workspace, kw.exportStream);
+  launch(plan, tensorsFor(a, kw), api::run, workspace, kw, a.q);
   return out;
 }
 
@@ -248,19 +290,18 @@ void python::runBackward(py::handle q, py::handle k, py::handle v,
                          py::object workspace, py::object dropout) {
   CallKeywords kw = readKeywords(keywords);
   kw.dropout = readDropout(dropout);
-  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  CallArrays a = readArrays(q, k, v, arrays, kw);
   if (!a.out || !a.lse)
     throw py::value_error("backward needs the forward's out and lse");
   if (grads.size() != 4)
     throw py::type_error("internal: grads needs (dO, dQ, dK, dV)");
-  GradArrays g{importArray(grads[0], "dO", kw.exportStream),
-               importArray(grads[1], "dQ", kw.exportStream),
-               importArray(grads[2], "dK", kw.exportStream),
-               importArray(grads[3], "dV", kw.exportStream)};
+  GradArrays g{importArray(grads[0], "dO", exportStreamOf(grads[0], kw)),
+               importArray(grads[1], "dQ", exportStreamOf(grads[1], kw)),
+               importArray(grads[2], "dK", exportStreamOf(grads[2], kw)),
+               importArray(grads[3], "dV", exportStreamOf(grads[3], kw))};
   api::Problem problem = problemFor(a, kw);
   api::Plan plan = planFor(problem, kw.options, /*backward=*/true);
-  launch(plan, backwardTensorsFor(a, g, kw), api::backward, workspace,
-         kw.exportStream);
+  launch(plan, backwardTensorsFor(a, g, kw), api::backward, workspace, kw, a.q);
 }
 
 static py::dict stepDict(const api::PlanStep &step) {
@@ -323,7 +364,7 @@ py::dict python::describePlan(py::handle q, py::handle k, py::handle v,
   kw.device = deviceNamed(device);
   kw.options.load = load;
   kw.options.autotune = autotune;
-  CallArrays a = readArrays(q, k, v, arrays, kw.exportStream);
+  CallArrays a = readArrays(q, k, v, arrays, kw);
   readVariant(variant, kw, a);
   api::Problem problem = problemFor(a, kw);
   std::optional<api::Result<api::Plan>> planned;

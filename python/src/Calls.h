@@ -12,6 +12,11 @@
 //
 // mask is "none", "causal", "causal_br" or "window"; stream (the API's) and
 // export_stream (given to __dlpack__) are None or a CUDA stream as an int.
+// Where both are None and q's type has DLPack's C exchange API (PyTorch
+// 2.11's torch.Tensor), a CUDA call takes that library's current work
+// stream of q's device and reads its arrays without synchronizing
+// (ExchangeApi.h); a CUDA plan's workspace then comes from its allocator
+// where no workspace allocator is given.
 // The arrays may be None where the Python layer has nothing to pass.
 // sinks and attn_bias are on q's device (the kernels read them). attention
 // makes out where it is None and q is a plain torch.Tensor: it reads q

@@ -221,6 +221,10 @@ bool python::isPlainTensor(py::handle array) {
   return torch.find() && torch.isTensor(array.ptr());
 }
 
+bool python::requiresGrad(py::handle tensor) {
+  return torchObjects().requiresGrad.read(tensor.ptr()).ptr() != Py_False;
+}
+
 // torch.empty_like(q, memory_format=torch.contiguous_format) where the
 // head dims agree (0.8 against 1.2 us for q.new_empty(shape) on torch
 // 1.13's CPU), else q.new_empty(shape): both packed, of q's dtype and device.

@@ -41,6 +41,12 @@ bool readTorchTensor(pybind11::handle array, std::optional<intptr_t> stream,
 /// Whether \p array is a plain torch.Tensor (that exact type).
 bool isPlainTensor(pybind11::handle array);
 
+/// Whether \p tensor, a plain tensor, requires grad (true where that
+/// cannot be read): DLPack refuses such tensors, and so does the reading
+/// of one through the exchange API (ExchangeApi.h), which leaves it to
+/// DLPack.
+bool requiresGrad(pybind11::handle tensor);
+
 /// A new output for \p q, a plain tensor imported as \p qView: packed, of
 /// q's dtype and device and q's shape with head_dim \p headDimV, as
 /// q.new_empty(shape) makes it (torch.empty_like where the head dims
