@@ -4,7 +4,8 @@
 // exchange API (python/src/DLPackExchange.h), as PyTorch 2.11's
 // torch.Tensor does, so that the module's reading through it
 // (python/src/ExchangeApi.h) runs on a machine whose PyTorch predates it.
-// `Array` holds a NumPy array's memory and claims any DLPack device type;
+// `Array` holds a NumPy array's memory (through the buffer protocol, which
+// np.asarray reads back) and claims any DLPack device type;
 // its type's __dlpack_c_exchange_api__ reads one into a DLTensor, allocates
 // new ones, and names a current work stream. Every call is counted
 // (`calls()`), and `fail(name)` makes the next call of one function fail
@@ -21,7 +22,6 @@
 #include "python/src/DLPackExchange.h"
 #include <cstring>
 #include <memory>
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <string>
@@ -69,20 +69,42 @@ void deleteMade(dlx::ManagedTensorVersioned *managed) {
   delete static_cast<MadeTensor *>(managed->managerContext);
 }
 
-/// An array of the producer: a NumPy array's memory, or memory the
-/// allocator made, on the device type it claims.
+/// DLPack's dtype of a buffer's struct format ("f", "<e", "H"...), and
+/// the format of one: what NumPy reads and writes through the buffer
+/// protocol, which (unlike the NumPy C API of pybind11 2.10's numpy.h) is
+/// the same in NumPy 1 and 2.
+DLDataType dtypeOfFormat(const std::string &format, py::ssize_t itemsize) {
+  char kind = format.empty() ? 'B' : format.back();
+  uint8_t code = std::strchr("efd", kind)     ? kDLFloat
+                 : std::strchr("BHILQ", kind) ? kDLUInt
+                                              : kDLInt;
+  return {code, uint8_t(itemsize * 8), 1};
+}
+
+std::string formatOf(DLDataType dtype) {
+  const char *floats[] = {"", "", "e", "", "f", "", "", "", "d"};
+  const char *uints[] = {"", "B", "H", "", "I", "", "", "", "Q"};
+  const char *ints[] = {"", "b", "h", "", "i", "", "", "", "q"};
+  int bytes = dtype.bits / 8;
+  return dtype.code == kDLFloat  ? floats[bytes]
+         : dtype.code == kDLUInt ? uints[bytes]
+                                 : ints[bytes];
+}
+
+/// An array of the producer: the memory of an object with the buffer
+/// protocol (a NumPy array), or memory the allocator made, on the device
+/// type it claims.
 class Array {
 public:
-  Array(py::array values, int deviceType) : values(values) {
+  Array(py::buffer values, int deviceType) : values(values) {
+    py::buffer_info info = values.request(/*writable=*/true);
     device = {DLDeviceType(deviceType), 0};
-    char kind = values.dtype().kind();
-    uint8_t code = kind == 'f' ? kDLFloat : kind == 'u' ? kDLUInt : kDLInt;
-    dtype = {code, uint8_t(values.itemsize() * 8), 1};
-    for (py::ssize_t d = 0; d < values.ndim(); ++d) {
-      shape.push_back(values.shape(d));
-      strides.push_back(values.strides(d) / values.itemsize());
+    dtype = dtypeOfFormat(info.format, info.itemsize);
+    for (py::ssize_t d = 0; d < info.ndim; ++d) {
+      shape.push_back(info.shape[d]);
+      strides.push_back(info.strides[d] / info.itemsize);
     }
-    data = values.mutable_data();
+    data = info.ptr;
   }
 
   explicit Array(dlx::ManagedTensorVersioned *managed) : made(managed) {
@@ -110,16 +132,13 @@ public:
     t.byte_offset = 0;
   }
 
-  /// A NumPy view of the memory (host arrays), keeping \p self alive.
-  py::array numpy(py::handle self) const {
-    std::string format = dtype.code == kDLFloat  ? "f"
-                         : dtype.code == kDLUInt ? "u"
-                                                 : "i";
-    py::dtype type(format + std::to_string(dtype.bits / 8));
-    std::vector<py::ssize_t> byteStrides;
+  /// The memory through the buffer protocol (np.asarray(array)).
+  py::buffer_info buffer() {
+    std::vector<py::ssize_t> dims(shape.begin(), shape.end()), byteStrides;
     for (int64_t s : strides)
       byteStrides.push_back(s * (dtype.bits / 8));
-    return py::array(type, shape, byteStrides, data, self);
+    return py::buffer_info(data, dtype.bits / 8, formatOf(dtype),
+                           py::ssize_t(shape.size()), dims, byteStrides);
   }
 
   DLDevice device{};
@@ -128,7 +147,7 @@ public:
   void *data = nullptr;
 
 private:
-  py::array values;
+  py::buffer values; ///< keeps the memory alive
   dlx::ManagedTensorVersioned *made = nullptr;
 };
 
@@ -275,11 +294,10 @@ py::dict callsDict() {
 PYBIND11_MODULE(fmhajit_test_producer, m) {
   m.doc() = "A test array type with DLPack's C exchange API (fmhajit's tests)";
   auto array =
-      py::class_<Array>(m, "Array")
-          .def(py::init<py::array, int>(), py::arg("values"),
+      py::class_<Array>(m, "Array", py::buffer_protocol())
+          .def(py::init<py::buffer, int>(), py::arg("values"),
                py::arg("device_type") = int(kDLCPU))
-          .def("numpy",
-               [](py::object self) { return self.cast<Array &>().numpy(self); })
+          .def_buffer(&Array::buffer)
           .def("__dlpack__", exportLegacy, py::arg("stream") = py::none())
           .def("__dlpack_device__",
                [](Array &a) {
