@@ -12,6 +12,11 @@
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 using namespace fmhajit;
 using namespace llvm;
@@ -19,7 +24,7 @@ using namespace llvm;
 namespace {
 class HostTargetInfo : public TargetInfo {
 public:
-  explicit HostTargetInfo(unsigned lanes) : lanes(lanes) {}
+  HostTargetInfo(unsigned lanes, bool amx) : lanes(lanes), amx(amx) {}
 
   Function *emitKernel(
       Module &m, StringRef name, StructType *params,
@@ -33,6 +38,10 @@ public:
     // Tile copies must stay inline loops: as memcpy/memset calls they would
     // cost a call per row in the hot loop.
     fn->addFnAttr("no-builtins");
+    // Some kernels (bf16 d=160 split-KV for sapphirerapids, where the
+    // vectors are bf16 too) need more than one round of instcombine, and
+    // LLVM builds that verify its fixpoint would abort the process.
+    fn->addFnAttr("instcombine-no-verify-fixpoint");
     fn->addParamAttr(0, Attribute::NoAlias);
     fn->addParamAttr(0, Attribute::ReadOnly);
     IRBuilder<> b(BasicBlock::Create(ctx, "entry", fn));
@@ -107,7 +116,7 @@ public:
   }
 
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
-    return createHostTileOps(b, lanes);
+    return createHostTileOps(b, lanes, amx);
   }
 
 private:
@@ -134,11 +143,13 @@ private:
   }
 
   unsigned lanes;
+  bool amx;
 };
 } // namespace
 
-std::unique_ptr<TargetInfo> fmhajit::createHostTargetInfo(unsigned lanes) {
-  return std::make_unique<HostTargetInfo>(lanes);
+std::unique_ptr<TargetInfo> fmhajit::createHostTargetInfo(unsigned lanes,
+                                                          bool amx) {
+  return std::make_unique<HostTargetInfo>(lanes, amx);
 }
 
 Value *fmhajit::roundToBf16(IRBuilderBase &b, Value *x) {
@@ -155,9 +166,40 @@ Value *fmhajit::roundToBf16(IRBuilderBase &b, Value *x) {
       x->getType()->getWithNewType(b.getBFloatTy()));
 }
 
+// Linux hands a process the AMX tile registers only once it asks
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA); the first tile
+// instruction of a process that did not ask dies with SIGILL.
+static bool mayUseAmx() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtileData = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
+#else
+  return false;
+#endif
+}
+
+// The AMX features count only once the OS lets this process use them, so
+// no kernel compiled (or loaded from the cache, whose key holds these
+// features) here issues a tile instruction it may not.
 const StringMap<bool> &fmhajit::hostCpuFeatures() {
-  static const StringMap<bool> features = sys::getHostCPUFeatures();
+  static const StringMap<bool> features = [] {
+    StringMap<bool> f = sys::getHostCPUFeatures();
+    if (f.lookup("amx-tile") && !mayUseAmx())
+      for (auto &entry : f)
+        if (entry.first().starts_with("amx-"))
+          entry.second = false;
+    return f;
+  }();
   return features;
+}
+
+bool fmhajit::hostHasAmxBf16(const ArchInfo &arch) {
+  if (arch.cpu == "native")
+    return hostCpuFeatures().lookup("amx-bf16");
+  SmallVector<StringRef, 64> features;
+  X86::getFeaturesForCPU(arch.cpu, features);
+  return is_contained(features, "amx-bf16");
 }
 
 unsigned fmhajit::hostVectorLanes(const ArchInfo &arch) {

@@ -13,6 +13,7 @@
 #include "ir/targets/HostTileOps.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "ir/targets/HostAmx.h"
 #include "ir/targets/HostMicroKernel.h"
 #include "ir/targets/HostTarget.h"
 #include "ir/targets/HostTranspose.h"
@@ -40,8 +41,9 @@ Layout layoutOf(const Tile &t) {
 
 class HostTileOps : public TileOps {
 public:
-  HostTileOps(IRBuilderBase &b, unsigned lanes)
-      : b(b), lanes(lanes), vec(FixedVectorType::get(b.getFloatTy(), lanes)) {
+  HostTileOps(IRBuilderBase &b, unsigned lanes, bool amx)
+      : b(b), lanes(lanes), amx(amx),
+        vec(FixedVectorType::get(b.getFloatTy(), lanes)) {
     // Validation keeps every tile edge a multiple of kMaxLanes.
     assert(VectorLayout::kMaxLanes % lanes == 0 &&
            "a vector wider than VectorLayout allows");
@@ -117,6 +119,16 @@ private:
   /// (row by row) as it is loaded.
   void product(Tile &acc, const Tile &a, const Tile &bt, AccStart start,
                const RowVec *accScale = nullptr);
+  /// product() on the tile unit (HostAmx.h); a scale that load() left
+  /// pending on an operand multiplies the result.
+  void productOnAmx(Tile &acc, const Tile &a, const Tile &bt, AccStart start,
+                    const RowVec *accScale);
+  /// acc's rows times \p accScale's (a LoadScaled start done apart).
+  void scaleRows(Tile &acc, const RowVec &accScale);
+  /// \p t packed as \p p's left (A') or right (B') operand: a loaded K or V
+  /// tile keeps its packed copy until its next load (a backward key item
+  /// multiplies by its K and V at every query step); others pack anew.
+  Value *packedOperand(const Tile &t, bool left, const AmxProduct &p);
   using CombineFn = function_ref<Value *(Value *x, Value *acc)>;
   using MapFn = function_ref<Value *(Value *index, unsigned chunk, Value *x)>;
   /// out[logical row] = combine over the physical rows of a transposed \p t,
@@ -143,6 +155,16 @@ private:
 
   IRBuilderBase &b;
   unsigned lanes;
+  /// Products on AMX tiles (bf16 kernels on CPUs with AMX-BF16). A Query
+  /// tile's scale is then not applied at the load but to the product's
+  /// result, as the GPU does: Q * scale rounded to bf16 would no longer be
+  /// the input, and the scores (and the LSE) would lose their fp32 accuracy.
+  bool amx;
+  DenseMap<Value *, Value *> pendingScale; ///< tile storage -> scale
+  /// Per loaded K or V tile's storage: an i1 in the frame, "its packed
+  /// copies are current", cleared by each load(); and those copies.
+  DenseMap<Value *, Value *> packFresh;
+  DenseMap<Value *, Value *> leftPacks, rightPacks;
   FixedVectorType *vec;
   Value *queryRows = nullptr; ///< i32; null: every row is live
 };
@@ -220,6 +242,20 @@ void HostTileOps::loadOrZeroRow(const Tile &t, const GlobalRows &src,
 
 void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
                        Value *scale) {
+  pendingScale.erase(t.storage);
+  if (amx && t.role == TileRole::Query && scale) {
+    pendingScale[t.storage] = scale;
+    scale = nullptr;
+  }
+  if (amx && (t.role == TileRole::KeyT || t.role == TileRole::Value)) {
+    auto [entry, created] = packFresh.try_emplace(t.storage);
+    if (created) { // false from the kernel's entry on
+      auto *flag = entryAlloca(b, b.getInt1Ty(), "amx.fresh");
+      (new StoreInst(b.getFalse(), flag, false, Align(1)))->insertAfter(flag);
+      entry->second = flag;
+    }
+    b.CreateStore(b.getFalse(), entry->second);
+  }
   if (t.role == TileRole::Query)
     return loadTransposed(t, src, valid, scale);
   unsigned sourceRows = t.role == TileRole::KeyT ? t.cols : t.rows;
@@ -281,6 +317,8 @@ void HostTileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
 
 void HostTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
                           AccStart start, const RowVec *accScale) {
+  if (amx)
+    return productOnAmx(acc, a, bt, start, accScale);
   Layout layout = layoutOf(acc);
   unsigned M = layout.physRows, N = layout.physCols, K = a.cols;
   // A'(m, k) = transposed acc ? bt(k, m) : a(m, k), at m*strideM + k*strideK.
@@ -357,6 +395,78 @@ void HostTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
               storeVec(acc.storage, accIndex(r, c), sums[r * C + c]);
         });
       });
+}
+
+void HostTileOps::productOnAmx(Tile &acc, const Tile &a, const Tile &bt,
+                               AccStart start, const RowVec *accScale) {
+  Layout layout = layoutOf(acc);
+  unsigned M = layout.physRows, N = layout.physCols;
+  const Tile &aSrc = layout.transposed ? bt : a;
+  bool aT = isTransposed(aSrc.role);
+  bool kContiguous = layout.transposed == aT;
+  unsigned aStride = aT ? aSrc.rows : aSrc.cols;
+  if (start == AccStart::LoadScaled)
+    scaleRows(acc, *accScale);
+  AmxProduct p{acc.storage,
+               M,
+               N,
+               a.cols,
+               aSrc.storage,
+               kContiguous ? aStride : 1,
+               kContiguous ? 1 : aStride,
+               layout.transposed ? a.storage : bt.storage,
+               liveExtent(acc, !layout.transposed, M, amxBlockRows(M)),
+               liveExtent(acc, layout.transposed, N, amxBlockCols(N)),
+               start != AccStart::Zero};
+  Value *left = packedOperand(aSrc, /*left=*/true, p);
+  Value *right = packedOperand(layout.transposed ? a : bt, /*left=*/false, p);
+  emitAmxMultiply(b, p, left, right);
+  Value *scale = pendingScale.lookup(a.storage);
+  if (!scale)
+    scale = pendingScale.lookup(bt.storage);
+  if (!scale)
+    return;
+  assert(start == AccStart::Zero &&
+         "a pending scale on an accumulated product");
+  map(acc, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
+    return b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
+  });
+}
+
+Value *HostTileOps::packedOperand(const Tile &t, bool left,
+                                  const AmxProduct &p) {
+  auto pack = [&](Value *buffer) {
+    left ? emitAmxPackLeft(b, p, buffer) : emitAmxPackRight(b, p, buffer);
+  };
+  auto *extent = dyn_cast<ConstantInt>(left ? p.mEnd : p.nEnd);
+  bool whole = extent && extent->getZExtValue() == (left ? p.M : p.N);
+  Value *fresh = packFresh.lookup(t.storage);
+  if (!fresh || !whole) {
+    Value *buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
+    pack(buffer);
+    return buffer;
+  }
+  Value *&buffer = (left ? leftPacks : rightPacks)[t.storage];
+  if (!buffer)
+    buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
+  emitIf(b, b.CreateNot(b.CreateLoad(b.getInt1Ty(), fresh)), "amx.pack", [&] {
+    pack(buffer);
+    b.CreateStore(b.getTrue(), fresh);
+  });
+  return buffer;
+}
+
+void HostTileOps::scaleRows(Tile &acc, const RowVec &accScale) {
+  emitFor(b, acc.rows, "scale.rows", [&](Value *r) {
+    Value *rowScale = b.CreateVectorSplat(
+        lanes, b.CreateLoad(b.getFloatTy(), at(accScale.storage, r)));
+    Value *rowStart = b.CreateMul(r, b.getInt64(acc.cols));
+    for (unsigned c = 0; c < acc.cols / lanes; ++c) {
+      Value *index = b.CreateAdd(rowStart, b.getInt64(c * lanes));
+      storeVec(acc.storage, index,
+               b.CreateFMul(loadVec(acc.storage, index), rowScale));
+    }
+  });
 }
 
 Value *HostTileOps::liveExtent(const Tile &acc, bool queryDim, unsigned extent,
@@ -541,6 +651,6 @@ void HostTileOps::loadRows(RowVec &r, const GlobalRows &src, Value *valid,
 }
 
 std::unique_ptr<TileOps> fmhajit::createHostTileOps(IRBuilderBase &b,
-                                                    unsigned lanes) {
-  return std::make_unique<HostTileOps>(b, lanes);
+                                                    unsigned lanes, bool amx) {
+  return std::make_unique<HostTileOps>(b, lanes, amx);
 }

@@ -10,7 +10,8 @@ namespace fmhajit {
 /// stored transposed (and KeyT as the K rows it came from) so that both
 /// products broadcast one operand and stream the other along contiguous
 /// vectors, and the softmax's row reductions become element-wise vector ops.
+/// With \p amx, products run on AMX tiles in bf16 (HostAmx.h).
 std::unique_ptr<TileOps> createHostTileOps(llvm::IRBuilderBase &b,
-                                           unsigned lanes);
+                                           unsigned lanes, bool amx);
 
 } // namespace fmhajit

@@ -11,8 +11,12 @@ using namespace fmhajit;
 llvm::Expected<std::unique_ptr<TargetInfo>>
 fmhajit::createTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
   switch (arch.backend) {
-  case Backend::Host:
-    return createHostTargetInfo(hostVectorLanes(arch));
+  case Backend::Host: {
+    // bf16 products on AMX tiles where the CPU has them (AVX-512 with it).
+    unsigned lanes = hostVectorLanes(arch);
+    bool amx = spec.dtype == DType::BF16 && lanes == 16 && hostHasAmxBf16(arch);
+    return createHostTargetInfo(lanes, amx);
+  }
   case Backend::Nvptx:
     if (spec.pipeline == Pipeline::Simt || spec.pipeline == Pipeline::Mma ||
         spec.pipeline == Pipeline::Wgmma)

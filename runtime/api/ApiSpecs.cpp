@@ -65,7 +65,8 @@ Result<Accuracy> api::accuracyFor(DType input, DType output, bool gradients) {
   if (output == DType::F8E4M3 || output == DType::F8E5M2)
     return Status(StatusCode::InvalidArgument,
                   "outputs are fp32, fp16 or bf16, never fp8");
-  Tolerance t = gradients ? backwardToleranceFor(toDType(output))
-                          : toleranceFor(toDType(input), toDType(output));
+  Tolerance t = gradients
+                    ? backwardToleranceFor(toDType(input), toDType(output))
+                    : toleranceFor(toDType(input), toDType(output));
   return Accuracy{t.relL2, t.maxAbs, t.lseRel};
 }

@@ -121,7 +121,7 @@ llvm::Error GpuBackwardCase::run() {
 BackwardCheck GpuBackwardCase::check() const {
   ReferenceGrads ref = referenceBackward(spec, p, q.toFloat(), k.toFloat(),
                                          v.toFloat(), dO.toFloat());
-  Tolerance tol = backwardToleranceFor(spec.outType());
+  Tolerance tol = backwardToleranceFor(spec.dtype, spec.outType());
   return {compareOutputs(dQ.toFloat(), ref.dq, {}, {}, tol),
           compareOutputs(dK.toFloat(), ref.dk, {}, {}, tol),
           compareOutputs(dV.toFloat(), ref.dv, {}, {}, tol)};

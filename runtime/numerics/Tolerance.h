@@ -21,12 +21,13 @@ struct Tolerance {
 /// The tolerance for outputs of \p outType (fp32, fp16 or bf16).
 Tolerance toleranceFor(DType outType);
 /// The tolerance for a kernel with inputs of \p inType: fp8 inputs have
-/// their own row, whatever \p outType; others take toleranceFor(outType).
+/// their own row, whatever \p outType; others take the looser of the rows
+/// of \p inType and \p outType (products may round P to the input dtype).
 Tolerance toleranceFor(DType inType, DType outType);
 
-/// The tolerance of gradients (dQ, dK, dV) in \p outType: looser than the
-/// forward's, since D is formed from O as stored and dS = P (dP - D)
-/// cancels.
-Tolerance backwardToleranceFor(DType outType);
+/// The tolerance of gradients (dQ, dK, dV) in \p outType from inputs of
+/// \p inType: looser than the forward's, since D is formed from O as stored
+/// and dS = P (dP - D) cancels; 16-bit inputs as toleranceFor(in, out).
+Tolerance backwardToleranceFor(DType inType, DType outType);
 
 } // namespace fmhajit

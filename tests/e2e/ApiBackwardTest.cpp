@@ -101,7 +101,8 @@ void expectGradientsMatch(const api::Problem &problem, uint64_t seed = 1,
   ReferenceGrads ref =
       referenceBackward(l->features, l->problem, buf.q.packed(), buf.k.packed(),
                         buf.v.packed(), buf.dO.packed());
-  Tolerance tol = backwardToleranceFor(l->features.outType());
+  Tolerance tol =
+      backwardToleranceFor(l->features.dtype, l->features.outType());
   for (auto [name, got, want] : {std::tuple{"dq", buf.dQ.packed(), &ref.dq},
                                  std::tuple{"dk", buf.dK.packed(), &ref.dk},
                                  std::tuple{"dv", buf.dV.packed(), &ref.dv}}) {

@@ -407,4 +407,19 @@ TEST(Tolerance, TightensWithPrecision) {
   EXPECT_LT(toleranceFor(DType::F16).relL2, toleranceFor(DType::BF16).relL2);
 }
 
+// A bf16 -> fp32 kernel may round P to bf16 for its products (GPU
+// pipelines, the host's AMX tiles): it is held to bf16's row, not fp32's.
+TEST(Tolerance, SixteenBitInputsKeepTheirRowWithWiderOutputs) {
+  EXPECT_EQ(toleranceFor(DType::BF16, DType::F32).relL2,
+            toleranceFor(DType::BF16).relL2);
+  EXPECT_EQ(toleranceFor(DType::F16, DType::F32).maxAbs,
+            toleranceFor(DType::F16).maxAbs);
+  EXPECT_EQ(toleranceFor(DType::F32, DType::F32).relL2,
+            toleranceFor(DType::F32).relL2);
+  EXPECT_EQ(backwardToleranceFor(DType::BF16, DType::F32).relL2,
+            toleranceFor(DType::BF16).relL2);
+  EXPECT_LT(backwardToleranceFor(DType::F32, DType::F32).relL2,
+            toleranceFor(DType::F16).relL2);
+}
+
 } // namespace
