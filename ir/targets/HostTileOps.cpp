@@ -51,13 +51,17 @@ public:
 
   Tile makeTile(TileRole role, unsigned rows, unsigned cols,
                 const Twine &name) override {
-    return {role, rows, cols,
-            entryAlloca(b, b.getFloatTy(), name, 64, rows * cols)};
+    Tile t{role, rows, cols,
+           entryAlloca(b, b.getFloatTy(), name, 64, rows * cols)};
+    if (amx)
+      packs[t.storage] = {packFlag(), packFlag(), nullptr, nullptr};
+    return t;
   }
   RowVec makeRowVec(unsigned rows, const Twine &name) override {
     return {rows, entryAlloca(b, b.getFloatTy(), name, 64, rows)};
   }
   void fill(Tile &t, float value) override {
+    wrote(t);
     emitFor(b, t.rows * t.cols / lanes, "fill", [&](Value *i) {
       storeVec(t.storage, b.CreateMul(i, b.getInt64(lanes)), splat(value));
     });
@@ -125,10 +129,14 @@ private:
                     const RowVec *accScale);
   /// acc's rows times \p accScale's (a LoadScaled start done apart).
   void scaleRows(Tile &acc, const RowVec &accScale);
-  /// \p t packed as \p p's left (A') or right (B') operand: a loaded K or V
-  /// tile keeps its packed copy until its next load (a backward key item
-  /// multiplies by its K and V at every query step); others pack anew.
+  /// \p t packed as \p p's left (A') or right (B') operand: a tile keeps
+  /// its packed copies until it is written (Q across a forward item's key
+  /// steps, K and V across a backward key item's query steps).
   Value *packedOperand(const Tile &t, bool left, const AmxProduct &p);
+  /// An i1 in the frame, false from the kernel's entry on.
+  Value *packFlag();
+  /// \p t's packed copies are stale (every word that writes a tile says so).
+  void wrote(const Tile &t);
   using CombineFn = function_ref<Value *(Value *x, Value *acc)>;
   using MapFn = function_ref<Value *(Value *index, unsigned chunk, Value *x)>;
   /// out[logical row] = combine over the physical rows of a transposed \p t,
@@ -161,10 +169,13 @@ private:
   /// the input, and the scores (and the LSE) would lose their fp32 accuracy.
   bool amx;
   DenseMap<Value *, Value *> pendingScale; ///< tile storage -> scale
-  /// Per loaded K or V tile's storage: an i1 in the frame, "its packed
-  /// copies are current", cleared by each load(); and those copies.
-  DenseMap<Value *, Value *> packFresh;
-  DenseMap<Value *, Value *> leftPacks, rightPacks;
+  /// Per tile's storage: "its packed copy is current" flags (i1 in the
+  /// frame) for the left and right forms, and those copies.
+  struct Packs {
+    Value *leftFresh, *rightFresh;
+    Value *left, *right;
+  };
+  DenseMap<Value *, Packs> packs;
   FixedVectorType *vec;
   Value *queryRows = nullptr; ///< i32; null: every row is live
 };
@@ -247,15 +258,7 @@ void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
     pendingScale[t.storage] = scale;
     scale = nullptr;
   }
-  if (amx && (t.role == TileRole::KeyT || t.role == TileRole::Value)) {
-    auto [entry, created] = packFresh.try_emplace(t.storage);
-    if (created) { // false from the kernel's entry on
-      auto *flag = entryAlloca(b, b.getInt1Ty(), "amx.fresh");
-      (new StoreInst(b.getFalse(), flag, false, Align(1)))->insertAfter(flag);
-      entry->second = flag;
-    }
-    b.CreateStore(b.getFalse(), entry->second);
-  }
+  wrote(t);
   if (t.role == TileRole::Query)
     return loadTransposed(t, src, valid, scale);
   unsigned sourceRows = t.role == TileRole::KeyT ? t.cols : t.rows;
@@ -405,6 +408,7 @@ void HostTileOps::productOnAmx(Tile &acc, const Tile &a, const Tile &bt,
   bool aT = isTransposed(aSrc.role);
   bool kContiguous = layout.transposed == aT;
   unsigned aStride = aT ? aSrc.rows : aSrc.cols;
+  wrote(acc);
   if (start == AccStart::LoadScaled)
     scaleRows(acc, *accScale);
   AmxProduct p{acc.storage,
@@ -433,27 +437,42 @@ void HostTileOps::productOnAmx(Tile &acc, const Tile &a, const Tile &bt,
   });
 }
 
+// A copy packed at a product of the item's first step serves the products
+// of its later steps: it is packed whole (not only to the live extent),
+// since the live query rows change only with the item, whose loads make it
+// stale.
 Value *HostTileOps::packedOperand(const Tile &t, bool left,
                                   const AmxProduct &p) {
-  auto pack = [&](Value *buffer) {
-    left ? emitAmxPackLeft(b, p, buffer) : emitAmxPackRight(b, p, buffer);
-  };
-  auto *extent = dyn_cast<ConstantInt>(left ? p.mEnd : p.nEnd);
-  bool whole = extent && extent->getZExtValue() == (left ? p.M : p.N);
-  Value *fresh = packFresh.lookup(t.storage);
-  if (!fresh || !whole) {
-    Value *buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
-    pack(buffer);
-    return buffer;
-  }
-  Value *&buffer = (left ? leftPacks : rightPacks)[t.storage];
+  auto it = packs.find(t.storage);
+  assert(it != packs.end() && "an operand not made by makeTile");
+  Packs &cached = it->second;
+  Value *&buffer = left ? cached.left : cached.right;
   if (!buffer)
     buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
+  Value *fresh = left ? cached.leftFresh : cached.rightFresh;
+  AmxProduct whole = p;
+  whole.mEnd = b.getInt64(p.M);
+  whole.nEnd = b.getInt64(p.N);
   emitIf(b, b.CreateNot(b.CreateLoad(b.getInt1Ty(), fresh)), "amx.pack", [&] {
-    pack(buffer);
+    left ? emitAmxPackLeft(b, whole, buffer)
+         : emitAmxPackRight(b, whole, buffer);
     b.CreateStore(b.getTrue(), fresh);
   });
   return buffer;
+}
+
+Value *HostTileOps::packFlag() {
+  AllocaInst *flag = entryAlloca(b, b.getInt1Ty(), "amx.fresh");
+  (new StoreInst(b.getFalse(), flag, false, Align(1)))->insertAfter(flag);
+  return flag;
+}
+
+void HostTileOps::wrote(const Tile &t) {
+  auto it = packs.find(t.storage);
+  if (it == packs.end())
+    return;
+  b.CreateStore(b.getFalse(), it->second.leftFresh);
+  b.CreateStore(b.getFalse(), it->second.rightFresh);
 }
 
 void HostTileOps::scaleRows(Tile &acc, const RowVec &accScale) {
@@ -483,6 +502,7 @@ Value *HostTileOps::liveExtent(const Tile &acc, bool queryDim, unsigned extent,
 }
 
 void HostTileOps::map(Tile &t, ElementFn fn) {
+  wrote(t);
   Layout layout = layoutOf(t);
   emitFor(b, layout.physRows, "map", [&](Value *pr) {
     Value *prCoord =
@@ -499,6 +519,7 @@ void HostTileOps::map(Tile &t, ElementFn fn) {
 }
 
 void HostTileOps::mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) {
+  wrote(t);
   Layout layout = layoutOf(t);
   emitFor(b, layout.physRows, "maprow", [&](Value *pr) {
     Value *perRow =
@@ -534,6 +555,7 @@ void HostTileOps::reduceRows(const Tile &t, RowVec &out, bool isMax) {
 
 void HostTileOps::mapWithRowThenSum(Tile &t, const RowVec &row, WithRowFn fn,
                                     RowVec &sum) {
+  wrote(t);
   if (!layoutOf(t).transposed)
     return TileOps::mapWithRowThenSum(t, row, fn, sum);
   reduceDown(
@@ -624,6 +646,7 @@ Tile HostTileOps::transposed(const Tile &t) {
 }
 
 void HostTileOps::zip(Tile &t, const Tile &other, ZipFn fn) {
+  wrote(t);
   assert(t.role == other.role && t.rows == other.rows && t.cols == other.cols &&
          "zip takes tiles of one layout");
   emitFor(b, t.rows * t.cols / lanes, "zip", [&](Value *i) {
