@@ -6,8 +6,11 @@
 // tiles that see it; its query items own dQ of one query tile and walk the
 // key tiles it sees, keeping dQ in fp32 until the one store. Both recompute
 // P from the forward's LSE, and the score modifiers are ScoreMods', the
-// forward's own. Scores stay in log2 units (Q carries scale*log2e, or scale
-// before a soft-cap) so that P = exp2(S - LSE*log2e).
+// forward's own. Scores stay in log2 units (Q carries scale*log2e, or
+// scale before a soft-cap) so that P = exp2(S - LSE*log2e). Under
+// head_items=1 a head item runs every key item of a (sequence, K/V head) in
+// turn and adds each step's dS K into fp32 dQ sums of its own: 5 products a
+// step, where a query item would recompute S and dP for dQ in 2 more.
 //
 // dropout=1 (Dropout.h): with z = keep / (1 - p), the forward's
 // O = (P * z) V, so dV = (P * z)^T dO and dP = z * (dO V^T); D = rowsum(dO
@@ -70,6 +73,11 @@ private:
   /// dK and dV of key tile \p j0 of \p s's sequence and K/V head.
   void emitKeyTile(GradTiles &t, WorkItem &s, Value *group, Value *j0);
   void emitQueryItem(GradTiles &t, Value *workItem);
+  void emitHeadItem(GradTiles &t, Value *workItem);
+  /// Runs \p body(valid rows) for each query tile of each query head of
+  /// \p s's K/V head's group, with s.h and s.i0 set to the tile's.
+  void forEachGroupQueryTile(WorkItem &s, Value *group, const Twine &name,
+                             function_ref<void(Value *rows)> body);
   /// The query tiles that may see keys [j0, j0 + keys): [begin, end).
   std::pair<Value *, Value *> queryRange(const WorkItem &s, const Band &band,
                                          Value *j0, Value *keys);
@@ -102,6 +110,14 @@ private:
   /// dQAccum's fp32 rows from row \p row (i64) of the item's head.
   GlobalRows dqAccumRows(const WorkItem &s, Value *row) {
     return rowsOf(kDQAccum, kDQAccumStrides, s, row, s.h, DType::F32);
+  }
+  /// Where a head item sums dQ of \p s's query tile in fp32: dQ itself
+  /// when it is fp32, else its dQAccum rows (bwdSumsDqInWorkspace).
+  GlobalRows dqSumRows(const WorkItem &s) {
+    Value *row = tileQueryRow(b, s);
+    if (bwdSumsDqInWorkspace(spec))
+      return dqAccumRows(s, row);
+    return rowsOf(kDQ, kDQStrides, s, row, s.h, DType::F32);
   }
   /// LSE-shaped rows (the LSE, D) of the item's query tile.
   GlobalRows lseRows(KernelArgsField tensor, const WorkItem &s) {
@@ -387,6 +403,12 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
       ops->matmul(t.dQ, t.dP, ops->transposed(t.kT));
       ops->storeAdd(t.dQ, dqAccumRows(s, tileQueryRow(b, s)), rows);
     }
+    if (spec.head_items) { // the item's own fp32 sums: dQ += dS K, in order
+      GlobalRows sums = dqSumRows(s);
+      ops->load(t.dQ, sums, rows, nullptr);
+      ops->mma(t.dQ, t.dP, ops->transposed(t.kT));
+      ops->store(t.dQ, sums, rows);
+    }
   });
   Value *row = b.CreateAdd(s.kStart, sext(j0));
   ops->store(t.dK, rowsOf(kDK, kDKStrides, s, row, s.hk, spec.outType()), keys);
@@ -415,10 +437,55 @@ void BackwardEmitter::emitQueryItem(GradTiles &t, Value *w) {
   });
 }
 
+// Head item w = b * headsKv + hk: every key tile of the sequence's K/V
+// head, first to last, each as a key item's (emitKeyTile), which also adds
+// dS K into the fp32 dQ sums of the group's query heads. No other item
+// writes those rows, so they are summed in one order whatever the threads:
+// zeroed here first and, where they are not dQ itself, converted at the end.
+void BackwardEmitter::emitHeadItem(GradTiles &t, Value *w) {
+  Value *headsKv = sext(p.get(kHeadsKv));
+  WorkItem s{};
+  s.b = b.CreateSDiv(w, headsKv, "b");
+  s.hk = b.CreateSRem(w, headsKv, "hk");
+  locateSequence(b, p, spec, {}, s);
+  s.rows = s.sq;
+  Value *group = b.CreateSDiv(sext(p.get(kHeadsQ)), headsKv, "group");
+  ops->fill(t.dQ, 0.0f);
+  forEachGroupQueryTile(s, group, "dq.zero", [&](Value *rows) {
+    ops->store(t.dQ, dqSumRows(s), rows);
+  });
+  emitFor(b, i32(0), s.sk, i32(spec.bn), "key.tile",
+          [&](Value *j0) { emitKeyTile(t, s, group, j0); });
+  if (!bwdSumsDqInWorkspace(spec))
+    return;
+  forEachGroupQueryTile(s, group, "dq.convert", [&](Value *rows) {
+    Value *row = tileQueryRow(b, s);
+    ops->load(t.dQ, dqAccumRows(s, row), rows, nullptr);
+    ops->store(t.dQ, rowsOf(kDQ, kDQStrides, s, row, s.h, spec.outType()),
+               rows);
+  });
+}
+
+void BackwardEmitter::forEachGroupQueryTile(
+    WorkItem &s, Value *group, const Twine &name,
+    function_ref<void(Value *rows)> body) {
+  Value *firstHead = b.CreateMul(s.hk, group);
+  emitFor(b, firstHead, b.CreateAdd(firstHead, group), b.getInt64(1),
+          name + ".head", [&](Value *h) {
+            emitFor(b, i32(0), s.sq, i32(spec.bm), name + ".tile",
+                    [&](Value *i0) {
+                      s.h = h, s.i0 = i0;
+                      body(minI(i32(spec.bm), b.CreateSub(s.sq, i0)));
+                    });
+          });
+}
+
 void BackwardEmitter::emitDqDkDv(Value *w) {
   GradTiles t = makeGradTiles();
   if (spec.dropout)
     dropout.emplace(b, p);
+  if (spec.head_items) // no query items
+    return emitHeadItem(t, w);
   // bwdKeyItems (KernelAbi.h): batch * headsKv * ceil(seqlenK / bn)
   Value *keyTiles = b.CreateSDiv(b.CreateAdd(p.get(kSeqlenK), i32(spec.bn - 1)),
                                  i32(spec.bn));

@@ -18,6 +18,15 @@ void emitDotDoOKernel(const KernelSpec &spec, TargetInfo &target,
 /// no fp32 workspace, and results do not depend on thread timing. Two kinds
 /// of work item (bwdKeyItems, ir/KernelAbi.h, counts the first kind):
 ///
+/// Under head_items=1 (the host) there are head items only, one per
+/// (b, K/V head hk), each the key items of every key tile of its head in
+/// turn, whose steps also add into dQ's fp32 sums, which no other item
+/// writes (dQ itself when fp32, else dQAccum):
+///       sums_i = 0 for each query tile i of each query head of the group
+///       for each key tile j, first to last: key item (b, hk, j) below,
+///         each step also  sums_i += dS K_j   (load, mma, store: in order)
+///       dQ_i = sums_i                      (from dQAccum: converted)
+///
 /// Where bwdKeyItemsAddDq (GPU targets unless deterministic=1) there are key
 /// items only, and each step also adds dQ_i's share atomically:
 ///       dQAccum_i += dS K_j                (fp32; bwd_convert_dq finishes)

@@ -130,19 +130,36 @@ inline int64_t itemQueryRows(const KernelSpec &spec, int64_t seqlenQ,
 
 /// bwd_dq_dk_dv's first work items, one per key tile of a (sequence, K/V
 /// head), own dK and dV; the batch * headsQ * numQTiles after them own dQ
-/// of a query tile (ir/BackwardKernel.h).
+/// of a query tile (ir/BackwardKernel.h). Under head_items one item per
+/// (sequence, K/V head) owns dK, dV and its group's dQ, and none follow.
 inline int64_t bwdKeyItems(const KernelSpec &spec, int64_t batch,
                            int64_t headsKv, int64_t seqlenK) {
+  if (spec.head_items)
+    return batch * headsKv;
   return batch * headsKv * ((seqlenK + spec.bn - 1) / spec.bn);
 }
 
 /// Whether bwd_dq_dk_dv's key items also add each step's dS K into
 /// KernelArgs::dQAccum (FlashAttention-2's split, which bwd_convert_dq
 /// finishes): on GPU targets unless deterministic=1. Else query items after
-/// the key items own dQ, one writer per element (the host always).
+/// the key items own dQ, one writer per element (the host), or head items
+/// sum it (head_items=1, the host).
 inline bool bwdKeyItemsAddDq(const KernelSpec &spec) {
   return !spec.deterministic && findArch(spec.target) &&
          findArch(spec.target)->backend != Backend::Host;
+}
+
+/// Whether query items follow bwd_dq_dk_dv's key items (bwdKeyItems).
+inline bool bwdHasQueryItems(const KernelSpec &spec) {
+  return !bwdKeyItemsAddDq(spec) && !spec.head_items;
+}
+
+/// Whether bwd_dq_dk_dv sums dQ in KernelArgs::dQAccum: where key items add
+/// it atomically, or where head items sum it for a dQ that is not fp32 (an
+/// fp32 dQ is its own sum, so there head items add into dQ itself).
+inline bool bwdSumsDqInWorkspace(const KernelSpec &spec) {
+  return bwdKeyItemsAddDq(spec) ||
+         (spec.head_items && spec.outType() != DType::F32);
 }
 
 /// The host entry point: runs work items [begin, end), where item

@@ -91,9 +91,10 @@ Value *ArgsReader::workItems(const KernelSpec &spec) {
     Value *keyTiles =
         b.CreateSDiv(b.CreateAdd(wide(kSeqlenK), b.getInt64(spec.bn - 1)),
                      b.getInt64(spec.bn));
-    Value *keyItems =
-        b.CreateMul(b.CreateMul(wide(kBatch), wide(kHeadsKv)), keyTiles);
-    return bwdKeyItemsAddDq(spec) ? keyItems : b.CreateAdd(keyItems, tiles);
+    Value *keyItems = b.CreateMul(wide(kBatch), wide(kHeadsKv));
+    if (!spec.head_items)
+      keyItems = b.CreateMul(keyItems, keyTiles);
+    return bwdHasQueryItems(spec) ? b.CreateAdd(keyItems, tiles) : keyItems;
   }
   if (!hasSplitWorkItems(spec.family))
     return tiles;

@@ -30,6 +30,7 @@ enum Feature : unsigned {
   kPackGqa = 256,
   kDeterministic = 512,
   kVariant = 1024,
+  kHeadItems = 2048,
 };
 struct FamilyRule {
   Family family;
@@ -56,7 +57,8 @@ const FamilyRule kFamilyRules[] = {
     {Family::AppendKv, kFp8, "append_kv only writes K/V rows"},
     {Family::BwdDotDoO, kVarlen, "bwd_dot_do_o runs no attention loop"},
     {Family::BwdDqDkDv,
-     kMask | kBias | kSoftcap | kDropout | kSink | kVarlen | kDeterministic,
+     kMask | kBias | kSoftcap | kDropout | kSink | kVarlen | kDeterministic |
+         kHeadItems,
      "the backward pass reads the forward LSE, has no fp8 form and keeps "
      "one query head per tile"},
     {Family::BwdConvertDq, kVarlen, "bwd_convert_dq runs no attention loop"},
@@ -75,7 +77,8 @@ constexpr FlagFeature kFlagFeatures[] = {
     {&KernelSpec::sink, kSink, "sink"},
     {&KernelSpec::varlen, kVarlen, "varlen"},
     {&KernelSpec::pack_gqa, kPackGqa, "pack_gqa"},
-    {&KernelSpec::deterministic, kDeterministic, "deterministic"}};
+    {&KernelSpec::deterministic, kDeterministic, "deterministic"},
+    {&KernelSpec::head_items, kHeadItems, "head_items"}};
 
 // A flag added to SpecKeys.def must say here which families take it, or the
 // build stops: an unchecked flag would be accepted by every family.
@@ -162,6 +165,13 @@ void Validator::checkFamilyFeatures() {
     check(s.*f.field, f.feature, f.key, "1");
   check(isFp8(s.dtype), kFp8, "dtype", keyOf(s.dtype));
   check(!s.variant.empty(), kVariant, "variant", s.variant.hex);
+  // One GPU block per head would leave most of the GPU idle: there key
+  // items add dQ atomically, or query items own it (deterministic=1).
+  if (s.head_items && arch.backend != Backend::Host)
+    fail("head_items", "1",
+         "a schedule of the host's backward; on " + arch.name +
+             " leave it out (key items add dQ atomically, or with "
+             "deterministic=1 query items own it)");
 }
 
 void Validator::checkDTypes() {

@@ -9,7 +9,11 @@ batch x heads only (one parallel_for over B*H): fewer would idle its threads.
 - fmhajit: `fmhajit run family=bwd_dq_dk_dv,... --threads N`, which runs the forward
   once for O and LSE, then times the backward alone: its two kernels bwd_dot_do_o
   (D = rowsum(dO*O)) and bwd_dq_dk_dv, wall clock, after one untimed call. We read
-  its `time` line.
+  its `time` line. `fmhajit run` runs the spec as given, so the schedule of
+  bwd_dq_dk_dv (docs/design.md, "The backward (host)": key and query items, or head
+  items, head_items=1) comes from --schedule: `plan` (the default) asks `fmhajit plan
+  --backward` for the row's problem and threads and runs the schedule it prints;
+  `split` and `heads` force one (for A/B runs). Each row records the spec it ran.
 - PyTorch: scaled_dot_product_attention on the CPU, restricted to its fused
   FLASH_ATTENTION backend (what CPU dispatch picks for these inputs anyway;
   --torch-backend MATH for the unfused one), torch.set_num_threads(N). The forward runs
@@ -40,6 +44,9 @@ def parse_args():
     p.add_argument("--timeout", type=int, default=600, help="seconds per fmhajit process")
     p.add_argument("--torch-backend", default="FLASH_ATTENTION", help="an SDPBackend name")
     p.add_argument("--no-peers", action="store_true", help="time fmhajit only (no PyTorch needed)")
+    p.add_argument("--schedule", default="plan", choices=["plan", "split", "heads"],
+                   help="bwd_dq_dk_dv's host schedule: the plan's choice, key and query items "
+                        "(head_items=0) or head items (head_items=1)")
     return p.parse_args()
 
 def grid(args):
@@ -54,12 +61,24 @@ def backward_flops(c):
     fwd = 4.0 * c["batch"] * c["heads"] * c["seqlen"] * c["seqlen"] * c["d"]
     return 2.5 * (fwd / 2 if c["causal"] else fwd)
 
+def problem_flags(c):
+    return ["--batch", str(c["batch"]), "--heads", str(c["heads"]),
+            "--seqlen-q", str(c["seqlen"]), "--threads", str(c["threads"])]
+
+def head_items(args, c):
+    """Whether the row runs head items (head_items=1): --schedule's, or the plan's."""
+    if args.schedule != "plan":
+        return args.schedule == "heads"
+    cmd = [args.fmhajit, "plan", "--backward", "--dtype", c["dtype"], "--d", str(c["d"])]
+    cmd += (["--mask", "causal"] if c["causal"] else []) + problem_flags(c)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    return r.returncode == 0 and "schedule: head items" in r.stdout
+
 def run_fmhajit(args, c, cache_dir):
-    """(median ms, timed calls, error) of the backward from `fmhajit run`."""
-    spec = "family=bwd_dq_dk_dv,dtype={},d={},mask={},target=host".format(
-        c["dtype"], c["d"], "causal" if c["causal"] else "none")
-    cmd = [args.fmhajit, "run", spec, "--batch", str(c["batch"]), "--heads", str(c["heads"]),
-           "--seqlen-q", str(c["seqlen"]), "--threads", str(c["threads"])]
+    """(median ms, timed calls, error, spec) of the backward from `fmhajit run`."""
+    spec = "family=bwd_dq_dk_dv,dtype={},d={},mask={},head_items={},target=host".format(
+        c["dtype"], c["d"], "causal" if c["causal"] else "none", int(head_items(args, c)))
+    cmd = [args.fmhajit, "run", spec] + problem_flags(c)
     if args.iters:
         cmd += ["--iters", str(args.iters)]
     # A cache of our own: the first row of each spec pays the compile, outside the timing.
@@ -67,15 +86,15 @@ def run_fmhajit(args, c, cache_dir):
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        return None, 0, "timed out after %d s" % args.timeout
+        return None, 0, "timed out after %d s" % args.timeout, spec
     if r.returncode != 0:
-        return None, 0, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:160]
+        return None, 0, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:160], spec
     m = re.search(r"^time\s+([0-9.]+) ms \(median of (\d+), (\d+) threads?\)", r.stdout, re.M)
     if not m:
-        return None, 0, "no time line in: " + r.stdout.strip()[-160:]
+        return None, 0, "no time line in: " + r.stdout.strip()[-160:], spec
     if int(m.group(3)) != c["threads"]:  # fmhajit says how many threads it used
-        return None, 0, "ran on %s threads, not %d" % (m.group(3), c["threads"])
-    return float(m.group(1)), int(m.group(2)), None
+        return None, 0, "ran on %s threads, not %d" % (m.group(3), c["threads"]), spec
+    return float(m.group(1)), int(m.group(2)), None, spec
 
 def enough(args, times, start):
     """Whether the timed calls suffice: exactly --iters, else fmhajit's host rule."""
@@ -114,7 +133,8 @@ def measure(args, c, cache_dir):
     # Let the previous row's PyTorch OpenMP workers stop spin-waiting (KMP_BLOCKTIME,
     # GOMP_SPINCOUNT) before fmhajit's threads want the same cores.
     time.sleep(0.5)
-    row["fmhajit_ms"], row["fmhajit_runs"], row["fmhajit_error"] = run_fmhajit(args, c, cache_dir)
+    (row["fmhajit_ms"], row["fmhajit_runs"], row["fmhajit_error"],
+     row["fmhajit_spec"]) = run_fmhajit(args, c, cache_dir)
     row["torch_ms"], row["torch_runs"], row["torch_error"] = (
         (None, 0, "skipped") if args.no_peers else time_torch(args, c))
     f = backward_flops(c)
@@ -130,9 +150,10 @@ def print_row(row):
     rat = lambda x: "%6.2fx" % x if x else "     - "
     errs = "".join("  [%s: %s]" % (side, row[side + "_error"]) for side in ("fmhajit", "torch")
                    if row[side + "_error"] and row[side + "_error"] != "skipped")
-    print("%-4s %-6s d=%-3d S=%-5d B=%d H=%-2d T=%-2d | %s | %s | %s%s" % (
+    print("%-4s %-6s d=%-3d S=%-5d B=%d H=%-2d T=%-2d %-5s | %s | %s | %s%s" % (
         row["dtype"], "causal" if row["causal"] else "full", row["d"], row["seqlen"], row["batch"],
-        row["heads"], row["threads"], fmt(row["fmhajit_gflops"]), fmt(row["torch_gflops"]),
+        row["heads"], row["threads"], "heads" if "head_items=1" in row["fmhajit_spec"] else "split",
+        fmt(row["fmhajit_gflops"]), fmt(row["torch_gflops"]),
         rat(row["fmhajit_vs_torch"]), errs), flush=True)
 
 def cpu_name():
@@ -150,7 +171,7 @@ def main():
         import torch
         info["torch"] = torch.__version__
     print("host backward | %s, %s cpus | torch %s (%s)" % (info["cpu"], info["cpus"], info["torch"], info["torch_backend"]))
-    print("%-40s | %8s | %8s | %7s" % ("row (T = threads)", "fmhajit", "torch", "ratio"))
+    print("%-46s | %8s | %8s | %7s" % ("row (T = threads, schedule)", "fmhajit", "torch", "ratio"))
     cache_dir = tempfile.mkdtemp(prefix="fmhajit-bench-bwd-cache-")
     rows = []
     for c in grid(args):
@@ -158,7 +179,8 @@ def main():
         print_row(rows[-1])
         # After every row: a run cut off by the device's time limit still leaves its rows.
         with open(args.json, "w") as f:
-            json.dump(dict(info, d=args.d, iters=args.iters, rows=rows), f, indent=1)
+            json.dump(dict(info, d=args.d, iters=args.iters, schedule=args.schedule, rows=rows),
+                      f, indent=1)
     print("GFLOPS of the backward (2.5 x forward); ratio = torch time / fmhajit time: above 1 means fmhajit is faster")
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ public:
     Tile t{role, rows, cols,
            entryAlloca(b, b.getFloatTy(), name, 64, rows * cols)};
     if (amx)
-      packs[t.storage] = {packFlag(), packFlag(), nullptr, nullptr};
+      packs[t.storage] = {{packFlag(), packFlag(), packFlag()}, {}, {}};
     return t;
   }
   RowVec makeRowVec(unsigned rows, const Twine &name) override {
@@ -169,11 +169,16 @@ private:
   /// the input, and the scores (and the LSE) would lose their fp32 accuracy.
   bool amx;
   DenseMap<Value *, Value *> pendingScale; ///< tile storage -> scale
-  /// Per tile's storage: "its packed copy is current" flags (i1 in the
-  /// frame) for the left and right forms, and those copies.
+  /// Per tile's storage, for each form it may be packed in (A' read along
+  /// k, A' read along m, B'): a "the packed copy is current" flag (i1 in
+  /// the frame), the copy, and the product shape it was packed for. Views
+  /// share their tile's storage (dS and its dS^T are one buffer), so the
+  /// form, not the tile, tells the copies apart.
+  enum PackForm : unsigned { LeftAlongK, LeftAlongM, Right, kPackForms };
   struct Packs {
-    Value *leftFresh, *rightFresh;
-    Value *left, *right;
+    Value *fresh[kPackForms];
+    Value *buffer[kPackForms];
+    std::pair<unsigned, unsigned> shape[kPackForms];
   };
   DenseMap<Value *, Packs> packs;
   FixedVectorType *vec;
@@ -446,16 +451,27 @@ Value *HostTileOps::packedOperand(const Tile &t, bool left,
   auto it = packs.find(t.storage);
   assert(it != packs.end() && "an operand not made by makeTile");
   Packs &cached = it->second;
-  Value *&buffer = left ? cached.left : cached.right;
-  if (!buffer)
+  PackForm form = !left ? Right : p.strideK == 1 ? LeftAlongK : LeftAlongM;
+  std::pair<unsigned, unsigned> shape{left ? p.M : p.K, left ? p.K : p.N};
+  auto pack = [&](Value *buffer, const AmxProduct &q) {
+    left ? emitAmxPackLeft(b, q, buffer) : emitAmxPackRight(b, q, buffer);
+  };
+  if (cached.buffer[form] && cached.shape[form] != shape) {
+    Value *buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
+    pack(buffer, p); // another shape of this form: not kept
+    return buffer;
+  }
+  Value *&buffer = cached.buffer[form];
+  if (!buffer) {
     buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
-  Value *fresh = left ? cached.leftFresh : cached.rightFresh;
+    cached.shape[form] = shape;
+  }
   AmxProduct whole = p;
   whole.mEnd = b.getInt64(p.M);
   whole.nEnd = b.getInt64(p.N);
+  Value *fresh = cached.fresh[form];
   emitIf(b, b.CreateNot(b.CreateLoad(b.getInt1Ty(), fresh)), "amx.pack", [&] {
-    left ? emitAmxPackLeft(b, whole, buffer)
-         : emitAmxPackRight(b, whole, buffer);
+    pack(buffer, whole);
     b.CreateStore(b.getTrue(), fresh);
   });
   return buffer;
@@ -471,8 +487,8 @@ void HostTileOps::wrote(const Tile &t) {
   auto it = packs.find(t.storage);
   if (it == packs.end())
     return;
-  b.CreateStore(b.getFalse(), it->second.leftFresh);
-  b.CreateStore(b.getFalse(), it->second.rightFresh);
+  for (Value *fresh : it->second.fresh)
+    b.CreateStore(b.getFalse(), fresh);
 }
 
 void HostTileOps::scaleRows(Tile &acc, const RowVec &accScale) {

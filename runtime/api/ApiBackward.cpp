@@ -2,7 +2,8 @@
 //
 //   resolveTarget -> lowerProblem (the forward's checks, shapes, layouts)
 //   -> the bwd_dq_dk_dv spec of the problem's features (or Options::kernel;
-//   Options::deterministic sets deterministic=1) and its bwd_dot_do_o, and
+//   Options::deterministic sets deterministic=1; on the host head_items=1
+//   where BackwardSchedule.h's rule says so) and its bwd_dot_do_o, and
 //   bwd_convert_dq where the grad kernel adds dQ atomically (a GPU without
 //   deterministic=1) -> two or three launches, D (and the fp32 dQ) in the
 //   workspace -> load (Options::load): the kernels and the host executor,
@@ -14,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/api/ApiContext.h"
 #include "runtime/api/ApiStatus.h"
+#include "runtime/api/BackwardSchedule.h"
 #include "runtime/api/GpuBackwardStep.h"
 #include "runtime/api/HostBackwardStep.h"
 #include "runtime/api/PinnedKernel.h"
@@ -25,6 +27,7 @@
 #include "specs/Keys.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "llvm/Support/Threading.h"
 #include <chrono>
 #include <optional>
 
@@ -64,8 +67,15 @@ static llvm::Error checkBackward(const Problem &p, const LoweredProblem &l,
   return errors.take();
 }
 
+/// The host threads Options::threads asks for.
+static unsigned hostThreads(const Options &options) {
+  return options.threads ? options.threads
+                         : llvm::hardware_concurrency().compute_thread_count();
+}
+
 /// The bwd_dq_dk_dv kernel: Options::kernel's, which must compute the
-/// problem's features, or the target's default for them.
+/// problem's features (with the schedule it names), or the target's default
+/// for them, with head items on the host where they keep up.
 static llvm::Expected<KernelSpec> gradSpecFor(const LoweredProblem &l,
                                               const Options &options) {
   KernelSpec wanted = l.features;
@@ -73,12 +83,16 @@ static llvm::Expected<KernelSpec> gradSpecFor(const LoweredProblem &l,
   wanted.lse = false;
   wanted.pack_gqa = false;
   wanted.deterministic = options.deterministic;
+  wanted.head_items =
+      l.device == Device::Host &&
+      hostBackwardTakesHeadItems(l.problem, hostThreads(options));
   if (options.kernel.empty())
     return validateSpec(wanted);
   auto pinned = resolvePinnedKernel(options.kernel, l.features.target);
   if (!pinned)
     return pinned.takeError();
   wanted.deterministic |= pinned->deterministic;
+  wanted.head_items = pinned->head_items;
   KernelSpec same = *pinned;
 #define SPEC_TILE(Name, Letter, Help) same.Name = wanted.Name;
 #include "specs/SpecKeys.def"
@@ -96,6 +110,26 @@ static PlanStep stepOf(const KernelSpec &spec, const std::string &role,
                        int64_t items, const std::string &grid,
                        int64_t workspaceBytes, const std::string &why) {
   return {encodeName(spec), role, items, 1, grid, 0, workspaceBytes, why};
+}
+
+// Head items' one launch: dQ's sums in the workspace, or in dQ itself.
+static PlanStep headItemsStep(const AttentionProblem &a,
+                              const KernelSpec &grad) {
+  BackwardWorkspace w = BackwardWorkspace::of(a, grad);
+  std::string sums = w.dqBytes ? "summed in fp32 in the workspace, then "
+                                 "stored in dQ"
+                               : "summed in dQ (fp32)";
+  PlanStep step = stepOf(
+      grad, "bwd_dq_dk_dv", bwdKeyItems(grad, a.batch, a.headsKv, 0),
+      std::to_string(a.batch) + " x " + std::to_string(a.headsKv) +
+          " (batch x heads_kv) head items (dK, dV of each key tile of " +
+          std::to_string(grad.bn) + ", in order; dQ of the group's " +
+          std::to_string(a.headsQ / a.headsKv) + " query heads " + sums + ")",
+      w.dqBytes,
+      "each item sums its head's gradients alone, in order: deterministic, "
+      "5 products a tile pair (key and query items take 7)");
+  step.workspaceOffset = w.dqBytes ? w.dqOffset : 0;
+  return step;
 }
 
 // The two launches, as `fmhajit plan` prints them.
@@ -116,10 +150,16 @@ static void addSteps(PlanState &s, const LoweredProblem &l,
   std::string keyGrid = grid("heads_kv", a.headsKv,
                              keyItems / (a.batch * a.headsKv), "key", grad.bn) +
                         " key items (dK, dV";
-  s.steps.push_back(
-      stepOf(dot, "bwd_dot_do_o", a.batch * a.headsQ * queryTiles(dot),
-             grid("heads_q", a.headsQ, queryTiles(dot), "query", dot.bm),
-             s.workspaceBytes, "D = rowsum(dO * O), fp32, into the workspace"));
+  // Where key items add dQ atomically, bwd_dot_do_o zeroes their sums too.
+  s.steps.push_back(stepOf(
+      dot, "bwd_dot_do_o", a.batch * a.headsQ * queryTiles(dot),
+      grid("heads_q", a.headsQ, queryTiles(dot), "query", dot.bm),
+      convert ? s.workspaceBytes : BackwardWorkspace::of(a, grad).dsumBytes,
+      "D = rowsum(dO * O), fp32, into the workspace"));
+  if (grad.head_items) {
+    s.steps.push_back(headItemsStep(a, grad));
+    return;
+  }
   if (!convert) {
     s.steps.push_back(stepOf(
         grad, "bwd_dq_dk_dv", keyItems + queryItems,
@@ -185,7 +225,8 @@ static llvm::Error loadBackward(PlanState &s, const LoweredProblem &l,
   };
   s.backwarder = std::make_unique<const HostBackwardStep>(
       *kernels[0], binding(specs[0]), *kernels[1], binding(specs[1]),
-      numElements(l.problem.lseShape()), sharedHostExecutor(options.threads));
+      BackwardWorkspace::of(l.problem, specs[1]),
+      sharedHostExecutor(options.threads));
   return llvm::Error::success();
 }
 
@@ -197,6 +238,7 @@ static llvm::Expected<KernelSpec> helperSpec(const KernelSpec &grad,
   wanted.family = family;
   wanted.mask = fmhajit::Mask::None, wanted.bias = Bias::None;
   wanted.softcap = wanted.deterministic = wanted.dropout = false;
+  wanted.head_items = false;
   wanted.bm = wanted.bn = wanted.warps = wanted.stages = 0;
   wanted.pipeline = fmhajit::Pipeline::Auto;
   return validateSpec(wanted);
@@ -220,6 +262,29 @@ backwardSpecs(const LoweredProblem &l, const Options &options) {
     return convert.takeError();
   specs.push_back(*convert);
   return specs;
+}
+
+// Why the host runs head items or key and query items (BackwardSchedule.h).
+static std::string scheduleDecision(const LoweredProblem &l,
+                                    const KernelSpec &grad,
+                                    const Options &options) {
+  const AttentionProblem &a = l.problem;
+  unsigned threads = hostThreads(options);
+  std::string items =
+      std::to_string(a.batch * a.headsKv) + " (sequence, K/V head) items on " +
+      std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  std::string which =
+      grad.head_items ? "head items (head_items=1)" : "key and query items";
+  if (!options.kernel.empty())
+    return "schedule: " + which + " (Options::kernel)";
+  if (grad.head_items)
+    return "schedule: " + which + ": " + items +
+           " finish no later than key and query items, whose query items "
+           "recompute S and dP (7 products a tile pair, not 5; "
+           "BackwardSchedule.h)";
+  return "schedule: " + which + ": as head items, " + items +
+         " would finish later, threads idle while the last run "
+         "(BackwardSchedule.h)";
 }
 
 // What run() requires of the caller's BackwardTensors on a GPU.
@@ -251,9 +316,9 @@ static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
   s->dropout = grad.dropout;
   s->target = *target;
   s->device = problem.device;
-  s->workspaceBytes = l->device == Device::Host
-                          ? 4 * numElements(l->problem.lseShape())
-                          : BackwardWorkspace::of(l->problem, grad).bytes();
+  BackwardWorkspace workspace = BackwardWorkspace::of(l->problem, grad);
+  s->workspaceBytes =
+      l->device == Device::Host ? workspace.hostBytes() : workspace.bytes();
   if (l->device != Device::Host)
     setGpuNeeds(*s, *l);
   s->problemText = describeProblem(*l);
@@ -263,6 +328,8 @@ static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
       (options.kernel.empty() ? "the target's default tile"
                               : "Options::kernel") +
       ")");
+  if (l->device == Device::Host)
+    s->decisions.push_back(scheduleDecision(*l, grad, options));
   addSteps(*s, *l, (*specs)[0], grad, convert);
   s->loadText =
       "not loaded (Options::load = false): backward() refuses this plan";

@@ -8,19 +8,6 @@
 
 using namespace fmhajit;
 
-BackwardWorkspace BackwardWorkspace::of(const AttentionProblem &problem,
-                                        const KernelSpec &grad) {
-  constexpr int64_t kAlign = 256;
-  BackwardWorkspace w;
-  w.dsumBytes = 4 * numElements(problem.lseShape());
-  w.dqOffset = (w.dsumBytes + kAlign - 1) / kAlign * kAlign;
-  int64_t d = grad.d, heads = problem.headsQ;
-  w.dqStrides = {problem.maxSeqlenQ() * heads * d, heads * d, d};
-  if (bwdKeyItemsAddDq(grad))
-    w.dqBytes = 4 * numElements(problem.qShape());
-  return w;
-}
-
 // The gradients are laid out like the tensors they belong to: dO, dQ, dK
 // and dV take the bound strides of O, Q, K and V.
 llvm::Error GpuBackwardStep::run(const api::BackwardTensors &t) const {
@@ -41,12 +28,7 @@ llvm::Error GpuBackwardStep::run(const api::BackwardTensors &t) const {
   p.alibiSlopes = t.alibiSlopes;
   setDropout(p, t.dropout);
   p.dO = t.dO, p.dQ = t.dQ, p.dK = t.dK, p.dV = t.dV;
-  auto *base = static_cast<char *>(t.workspace);
-  p.dPsum = reinterpret_cast<float *>(base);
-  p.dQAccum = workspace.dqBytes
-                  ? reinterpret_cast<float *>(base + workspace.dqOffset)
-                  : nullptr;
-  p.dQAccumStrides = workspace.dqStrides;
+  workspace.bind(p, t.workspace);
   GpuStreamHandle on = t.stream ? t.stream : stream;
   // Each kernel counts query tiles of its own bm (a pinned grad kernel's
   // may differ from the helpers').

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ir/KernelAbi.h"
+#include "runtime/api/BackwardWorkspace.h"
 #include "runtime/api/PlanState.h"
 #include "runtime/device/GpuKernel.h"
 #include "runtime/numerics/AttentionProblem.h"
@@ -20,19 +21,6 @@
 #include <vector>
 
 namespace fmhajit {
-
-/// Where D and the dQ accumulator sit in a GPU backward's workspace.
-struct BackwardWorkspace {
-  int64_t dsumBytes = 0;   ///< D: one float per LSE element
-  int64_t dqOffset = 0;    ///< the fp32 dQ accumulator, 256-byte aligned
-  int64_t dqBytes = 0;     ///< 0 when dQ has one writer (no accumulator)
-  TensorStrides dqStrides; ///< packed [batch, seqlenQ, headsQ, d] (or THD)
-
-  /// For \p problem and its bwd_dq_dk_dv spec \p grad.
-  static BackwardWorkspace of(const AttentionProblem &problem,
-                              const KernelSpec &grad);
-  int64_t bytes() const { return dqOffset + dqBytes; }
-};
 
 class GpuBackwardStep : public BackwardRunner {
 public:

@@ -8,7 +8,7 @@ using namespace fmhajit;
 // strides are the bound ones of O (dO), Q, K and V.
 KernelArgs HostBackwardStep::bind(const HostBinding &binding,
                                   const api::BackwardTensors &t,
-                                  float *dsum) const {
+                                  void *space) const {
   api::Tensors forward;
   forward.q = t.q, forward.k = t.k, forward.v = t.v;
   forward.o = const_cast<void *>(t.o); // read only: the kernels never write O
@@ -20,19 +20,20 @@ KernelArgs HostBackwardStep::bind(const HostBinding &binding,
   p.dO = t.dO, p.dQ = t.dQ, p.dK = t.dK, p.dV = t.dV;
   p.dOStrides = p.oStrides, p.dQStrides = p.qStrides;
   p.dKStrides = p.kStrides, p.dVStrides = p.vStrides;
-  p.dPsum = dsum;
+  workspace.bind(p, space);
   return p;
 }
 
 llvm::Error HostBackwardStep::run(const api::BackwardTensors &t) const {
-  float *dsum = static_cast<float *>(t.workspace);
-  if (!dsum) { // the calling thread's own, kept for its next call
+  void *space = t.workspace;
+  if (!space) { // the calling thread's own, kept for its next call
     thread_local std::vector<float> buffer;
-    if (buffer.size() < size_t(dsumFloats))
-      buffer.resize(size_t(dsumFloats));
-    dsum = buffer.data();
+    size_t floats = size_t(workspace.hostBytes() + 3) / 4;
+    if (buffer.size() < floats)
+      buffer.resize(floats);
+    space = buffer.data();
   }
-  dot.run(bind(dotBinding, t, dsum), *executor);
-  grad.run(bind(gradBinding, t, dsum), *executor);
+  dot.run(bind(dotBinding, t, space), *executor);
+  grad.run(bind(gradBinding, t, space), *executor);
   return llvm::Error::success();
 }

@@ -4,11 +4,13 @@
 // buffers, each with its KernelArgs bound in advance but for the pointers:
 // the forward's tensors through HostBinding (cu_seqlens and slopes default
 // to the plan's copies), then dO, dQ, dK, dV at the strides of O, Q, K, V,
-// and D in the caller's workspace or a per-thread buffer.
+// and D (and, for head items, dQ's fp32 sums: BackwardWorkspace) in the
+// caller's workspace or a per-thread buffer.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/api/BackwardWorkspace.h"
 #include "runtime/api/HostForwardStep.h"
 #include "runtime/api/PlanState.h"
 #include "runtime/device/HostExecutor.h"
@@ -19,23 +21,23 @@ namespace fmhajit {
 
 class HostBackwardStep : public BackwardRunner {
 public:
-  /// \p dsumFloats: the floats of D (the LSE's shape).
+  /// \p workspace: where D and dQ's sums go in the workspace.
   HostBackwardStep(HostKernel dot, HostBinding dotBinding, HostKernel grad,
-                   HostBinding gradBinding, int64_t dsumFloats,
+                   HostBinding gradBinding, BackwardWorkspace workspace,
                    std::shared_ptr<HostExecutor> executor)
       : dot(std::move(dot)), grad(std::move(grad)),
         dotBinding(std::move(dotBinding)), gradBinding(std::move(gradBinding)),
-        dsumFloats(dsumFloats), executor(std::move(executor)) {}
+        workspace(workspace), executor(std::move(executor)) {}
 
   llvm::Error run(const api::BackwardTensors &tensors) const override;
 
 private:
   KernelArgs bind(const HostBinding &binding, const api::BackwardTensors &t,
-                  float *dsum) const;
+                  void *space) const;
 
   HostKernel dot, grad;
   HostBinding dotBinding, gradBinding;
-  int64_t dsumFloats;
+  BackwardWorkspace workspace;
   std::shared_ptr<HostExecutor> executor;
 };
 

@@ -85,7 +85,7 @@ int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
       int64_t(p.batch) * itemHeads(spec, p.headsQ, p.headsKv) * p.numQTiles;
   if (spec.family == Family::BwdDqDkDv)
     return bwdKeyItems(spec, p.batch, p.headsKv, p.seqlenK) +
-           (bwdKeyItemsAddDq(spec) ? 0 : tiles);
+           (bwdHasQueryItems(spec) ? tiles : 0);
   if (!hasSplitWorkItems(spec.family))
     return tiles;
   if (p.splitSchedule) // numSplits counts every sequence's parts

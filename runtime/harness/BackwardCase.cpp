@@ -77,6 +77,8 @@ BackwardCase::BackwardCase(const AttentionProblem &problem,
       dK(laidOut(grad.spec(), gradLayout, shapeOf(false, p.d))),
       dV(laidOut(grad.spec(), gradLayout, shapeOf(false, p.dv))),
       lseRows(numElements(p.lseShape())), dsum(numElements(p.lseShape())) {
+  if (bwdSumsDqInWorkspace(grad.spec()))
+    dqAccum.resize(size_t(numElements(p.qShape())));
   if (grad.spec().bias == Bias::Alibi)
     slopes = p.resolvedAlibiSlopes();
   if (p.isVarlen()) {
@@ -93,6 +95,7 @@ static llvm::Expected<KernelSpec> companionSpec(const KernelSpec &spec,
   s.family = family;
   s.bm = s.bn = s.warps = s.stages = 0;
   s.pipeline = Pipeline::Auto;
+  s.head_items = false;
   if (family == Family::Fwd) {
     s.lse = true;
   } else {
@@ -158,6 +161,9 @@ KernelArgs BackwardCase::argsFor(const KernelSpec &spec) {
   args.dK = dK.data.data();
   args.dV = dV.data.data();
   args.dPsum = dsum.data();
+  // Packed [batch, seqlenQ, headsQ, d] (or THD), as a GPU plan's workspace.
+  args.dQAccum = dqAccum.empty() ? nullptr : dqAccum.data();
+  args.dQAccumStrides = {p.maxSeqlenQ() * p.headsQ * p.d, p.headsQ * p.d, p.d};
   args.dOStrides = dO.strides;
   args.dQStrides = dQ.strides;
   args.dKStrides = dK.strides;
@@ -167,6 +173,7 @@ KernelArgs BackwardCase::argsFor(const KernelSpec &spec) {
 
 void BackwardCase::run() {
   std::fill(dsum.begin(), dsum.end(), NAN);
+  std::fill(dqAccum.begin(), dqAccum.end(), NAN);
   dQ.data.poison();
   dK.data.poison();
   dV.data.poison();
@@ -181,7 +188,8 @@ void BackwardCase::launch() {
 BackwardCheck BackwardCase::check() const {
   ReferenceGrads ref = referenceBackward(grad.spec(), p, q.toFloat(),
                                          k.toFloat(), v.toFloat(), dO.packed());
-  Tolerance tol = backwardToleranceFor(grad.spec().outType());
+  Tolerance tol =
+      backwardToleranceFor(grad.spec().dtype, grad.spec().outType());
   return {compareOutputs(dQ.packed(), ref.dq, {}, {}, tol),
           compareOutputs(dK.packed(), ref.dk, {}, {}, tol),
           compareOutputs(dV.packed(), ref.dv, {}, {}, tol)};

@@ -4,8 +4,10 @@
 // random Q, K, V and dO, the forward kernel run once for O and LSE, then the
 // backward's two host kernels (bwd_dot_do_o for D = rowsum(dO * O), then
 // bwd_dq_dk_dv) on gradients poisoned with NaN, and the float64 reference's
-// verdict on dQ, dK and dV. Host only, in the packed layouts of
-// AttentionProblem (BSHD, or THD under varlen).
+// verdict on dQ, dK and dV. Where the grad kernel sums dQ in the workspace
+// (head_items=1 with a dQ that is not fp32) the case holds that fp32
+// dQAccum too, poisoned as well: the kernel must zero it. Host only, in the
+// packed layouts of AttentionProblem (BSHD, or THD under varlen).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -55,7 +57,7 @@ public:
        KernelCache &cache, unsigned threads,
        const api::TensorLayout &gradLayout = api::TensorLayout::bshd());
 
-  /// Poisons D, dQ, dK and dV with NaN and runs the backward once.
+  /// Poisons D, dQ, dK, dV (and dQAccum) with NaN and runs the backward once.
   void run();
   /// The backward's two kernels again on the same buffers (timing).
   void launch();
@@ -97,6 +99,7 @@ private:
   HostTensor q, k, v, out;
   LaidOutTensor dO, dQ, dK, dV;
   std::vector<float> lseRows, dsum, slopes;
+  std::vector<float> dqAccum;    ///< bwdSumsDqInWorkspace only
   std::vector<int32_t> cuQ, cuK; ///< varlen only
   uint64_t seed = 0;
 };

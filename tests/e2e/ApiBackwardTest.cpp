@@ -73,10 +73,10 @@ api::Problem problemOf(api::DType dtype, int64_t d, api::Mask mask) {
   return p;
 }
 
-/// Forward, then backward, through the API (both with \p dropout); the
-/// reference's verdict.
+/// Forward, then backward, through the API (both with \p dropout; the
+/// backward on \p threads host threads, 0: all); the reference's verdict.
 void expectGradientsMatch(const api::Problem &problem, uint64_t seed = 1,
-                          api::Dropout dropout = {}) {
+                          api::Dropout dropout = {}, unsigned threads = 0) {
   auto l = lowerProblem(problem, "host");
   ASSERT_TRUE(bool(l)) << llvm::toString(l.takeError());
   l->problem.dropout = {dropout.p, dropout.seed, dropout.offset};
@@ -88,6 +88,7 @@ void expectGradientsMatch(const api::Problem &problem, uint64_t seed = 1,
   ASSERT_TRUE(api::run(*forward, forwardTensors).ok());
   api::Options options;
   options.cacheDir = apiCacheDir();
+  options.threads = threads;
   api::Result<api::Plan> plan = api::planBackward(problem, options);
   ASSERT_TRUE(plan.ok()) << plan.status().toString();
   ASSERT_EQ(plan->steps().size(), 2u);
@@ -117,6 +118,32 @@ TEST(ApiBackward, GqaCausalSoftcapAlibi) {
   p.softcap = 4.0f;
   p.alibi = true;
   expectGradientsMatch(p);
+}
+
+/// Whether the host plan of \p p on \p threads threads runs head items.
+bool plansHeadItems(const api::Problem &p, unsigned threads) {
+  api::Options options;
+  options.cacheDir = apiCacheDir();
+  options.threads = threads;
+  options.load = false;
+  api::Result<api::Plan> plan = api::planBackward(p, options);
+  EXPECT_TRUE(plan.ok()) << plan.status().toString();
+  return plan.ok() && plan->steps()[1].kernel.find("_hi_") != std::string::npos;
+}
+
+// Both host schedules (runtime/api/BackwardSchedule.h): one thread takes
+// head items, eight threads for four (sequence, K/V head) pairs key and
+// query items. bf16, so that head items sum dQ in the workspace.
+TEST(ApiBackward, BothHostSchedules) {
+  api::Problem p = problemOf(api::DType::BF16, 64, api::Mask::Causal);
+  p.batch = 2, p.headsQ = 4, p.headsKv = 2, p.seqlenQ = 97, p.seqlenK = 130;
+  p.softcap = 4.0f;
+  p.alibi = true;
+  for (unsigned threads : {1u, 8u}) {
+    SCOPED_TRACE(threads);
+    EXPECT_EQ(plansHeadItems(p, threads), threads == 1);
+    expectGradientsMatch(p, 21, {}, threads);
+  }
 }
 
 // Q, K, V, O (and so dQ, dK, dV, dO) laid out BHSD.
@@ -169,23 +196,15 @@ TEST(ApiBackward, DropoutWithZeroProbability) {
   expectGradientsMatch(p, 17, {0.0f, 5, 5});
 }
 
-// Twice on the same inputs, and once with a workspace of the caller's:
-// the same bits.
-TEST(ApiBackward, IsDeterministic) {
-  api::Problem p = problemOf(api::DType::BF16, 64, api::Mask::Causal);
-  p.batch = 2, p.headsQ = 4, p.headsKv = 1, p.seqlenQ = 200;
-  auto l = lowerProblem(p, "host");
-  ASSERT_TRUE(bool(l)) << llvm::toString(l.takeError());
-  BackwardBuffers buf(*l, 9);
-  std::optional<api::Plan> forward = planChecked(p);
-  ASSERT_TRUE(forward);
-  ASSERT_TRUE(api::run(*forward, buf.forward()).ok());
+/// Appends to \p runs the gradients' bytes of three backward calls of
+/// \p p's plan on \p threads threads: two without a workspace, one with.
+void runAllWays(const api::Problem &p, unsigned threads, BackwardBuffers &buf,
+                std::vector<std::vector<uint8_t>> &runs) {
   api::Options options;
   options.cacheDir = apiCacheDir();
-  options.threads = 3;
+  options.threads = threads;
   api::Result<api::Plan> plan = api::planBackward(p, options);
   ASSERT_TRUE(plan.ok()) << plan.status().toString();
-  std::vector<std::vector<uint8_t>> runs;
   std::vector<uint8_t> workspace(size_t(plan->workspaceBytes()));
   for (void *space :
        {(void *)nullptr, (void *)nullptr, (void *)workspace.data()}) {
@@ -200,8 +219,29 @@ TEST(ApiBackward, IsDeterministic) {
     }
     runs.push_back(std::move(bytes));
   }
-  EXPECT_EQ(runs[0], runs[1]);
-  EXPECT_EQ(runs[0], runs[2]);
+}
+
+// Twice on the same inputs, and once with a workspace of the caller's:
+// the same bits. On three threads (key and query items) and on one (head
+// items, whose dQ sums are in the workspace too); without a window the
+// two schedules sum in one order, so they agree as well.
+TEST(ApiBackward, IsDeterministic) {
+  api::Problem p = problemOf(api::DType::BF16, 64, api::Mask::Causal);
+  p.batch = 2, p.headsQ = 4, p.headsKv = 1, p.seqlenQ = 200;
+  auto l = lowerProblem(p, "host");
+  ASSERT_TRUE(bool(l)) << llvm::toString(l.takeError());
+  BackwardBuffers buf(*l, 9);
+  std::optional<api::Plan> forward = planChecked(p);
+  ASSERT_TRUE(forward);
+  ASSERT_TRUE(api::run(*forward, buf.forward()).ok());
+  std::vector<std::vector<uint8_t>> runs;
+  for (unsigned threads : {3u, 1u}) {
+    EXPECT_EQ(plansHeadItems(p, threads), threads == 1);
+    runAllWays(p, threads, buf, runs);
+  }
+  ASSERT_EQ(runs.size(), 6u);
+  for (size_t i = 1; i < runs.size(); ++i)
+    EXPECT_EQ(runs[0], runs[i]) << "run " << i;
 }
 
 void expectBackwardRefused(const api::Problem &p, const std::string &says,
