@@ -13,6 +13,7 @@
 // must not overlap themselves; that is checked as for O.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/targets/HostTarget.h"
 #include "runtime/api/ApiContext.h"
 #include "runtime/api/ApiStatus.h"
 #include "runtime/api/BackwardSchedule.h"
@@ -76,6 +77,27 @@ static unsigned hostThreads(const Options &options) {
 /// The bwd_dq_dk_dv kernel: Options::kernel's, which must compute the
 /// problem's features (with the schedule it names), or the target's default
 /// for them, with head items on the host where they keep up.
+/// bf16 on a host with AMX tiles: the key tile of 256 rather than the
+/// target's 128 halves, per key, the packing of Q and dO that every product
+/// step pays (1.5x on one Sapphire Rapids core, bf16 d=128 S=2048, head
+/// items; docs/results.md). Kept only where it validates.
+static bool amxBackwardTile(KernelSpec &wanted) {
+  if (wanted.dtype != fmhajit::DType::BF16 || wanted.bm || wanted.bn)
+    return false;
+  const ArchInfo *arch = findArch(wanted.target);
+  if (!arch || arch->backend != Backend::Host || !hostHasAmxBf16(*arch))
+    return false;
+  KernelSpec tiled = wanted;
+  tiled.bm = 64, tiled.bn = 256;
+  llvm::Expected<KernelSpec> valid = validateSpec(tiled);
+  if (!valid) {
+    llvm::consumeError(valid.takeError());
+    return false;
+  }
+  wanted = tiled;
+  return true;
+}
+
 static llvm::Expected<KernelSpec> gradSpecFor(const LoweredProblem &l,
                                               const Options &options) {
   KernelSpec wanted = l.features;
@@ -86,8 +108,11 @@ static llvm::Expected<KernelSpec> gradSpecFor(const LoweredProblem &l,
   wanted.head_items =
       l.device == Device::Host &&
       hostBackwardTakesHeadItems(l.problem, hostThreads(options));
-  if (options.kernel.empty())
+  if (options.kernel.empty()) {
+    if (l.device == Device::Host)
+      amxBackwardTile(wanted);
     return validateSpec(wanted);
+  }
   auto pinned = resolvePinnedKernel(options.kernel, l.features.target);
   if (!pinned)
     return pinned.takeError();
@@ -325,8 +350,10 @@ static llvm::Expected<Plan> buildBackwardPlan(const Problem &problem,
   s->decisions.push_back(
       std::string("backward: bwd_dot_do_o, then bwd_dq_dk_dv") +
       (convert ? ", then bwd_convert_dq" : "") + " (" +
-      (options.kernel.empty() ? "the target's default tile"
-                              : "Options::kernel") +
+      (!options.kernel.empty() ? "Options::kernel"
+       : grad.bn == 256 && l->features.bn == 0 && l->device == Device::Host
+           ? "bm=64, bn=256: bf16 products on AMX tiles"
+           : "the target's default tile") +
       ")");
   if (l->device == Device::Host)
     s->decisions.push_back(scheduleDecision(*l, grad, options));

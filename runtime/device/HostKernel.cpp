@@ -93,7 +93,8 @@ int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
   return tiles * std::max(p.numSplits, 1);
 }
 
-// x86-64-v3/v4 code runs only where the CPU has their features.
+// x86-64-v3/v4 and sapphirerapids code runs only where the CPU has their
+// features (AMX's only where the OS lets this process use it).
 static llvm::Error checkRunnable(const ArchInfo &arch) {
   if (arch.backend != Backend::Host)
     return makeError(ErrorKind::Usage,
@@ -111,6 +112,8 @@ static llvm::Error checkRunnable(const ArchInfo &arch) {
     return require("avx512f");
   if (arch.name == "x86-64-v3")
     return require("avx2");
+  if (arch.name == "sapphirerapids")
+    return require("amx-bf16");
   return llvm::Error::success();
 }
 
