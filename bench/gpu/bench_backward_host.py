@@ -65,19 +65,23 @@ def problem_flags(c):
     return ["--batch", str(c["batch"]), "--heads", str(c["heads"]),
             "--seqlen-q", str(c["seqlen"]), "--threads", str(c["threads"])]
 
-def head_items(args, c):
-    """Whether the row runs head items (head_items=1): --schedule's, or the plan's."""
+def schedule_keys(args, c):
+    """The row's head_items (and, from the plan, its tile) as spec keys:
+    --schedule's, or what `fmhajit plan --backward` picks (head items or not,
+    and the grad kernel's bm, bn: bf16 on AMX tiles takes bn=256)."""
     if args.schedule != "plan":
-        return args.schedule == "heads"
+        return "head_items=%d" % (args.schedule == "heads")
     cmd = [args.fmhajit, "plan", "--backward", "--dtype", c["dtype"], "--d", str(c["d"])]
     cmd += (["--mask", "causal"] if c["causal"] else []) + problem_flags(c)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    return r.returncode == 0 and "schedule: head items" in r.stdout
+    keys = "head_items=%d" % (r.returncode == 0 and "schedule: head items" in r.stdout)
+    tile = re.search(r"bwd_dq_dk_dv fmha_bwddqdkdv_\S*_m(\d+)n(\d+)w", r.stdout)
+    return keys + (",bm=%s,bn=%s" % tile.groups() if tile else "")
 
 def run_fmhajit(args, c, cache_dir):
     """(median ms, timed calls, error, spec) of the backward from `fmhajit run`."""
-    spec = "family=bwd_dq_dk_dv,dtype={},d={},mask={},head_items={},target=host".format(
-        c["dtype"], c["d"], "causal" if c["causal"] else "none", int(head_items(args, c)))
+    spec = "family=bwd_dq_dk_dv,dtype={},d={},mask={},{},target=host".format(
+        c["dtype"], c["d"], "causal" if c["causal"] else "none", schedule_keys(args, c))
     cmd = [args.fmhajit, "run", spec] + problem_flags(c)
     if args.iters:
         cmd += ["--iters", str(args.iters)]
