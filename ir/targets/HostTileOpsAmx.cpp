@@ -1,0 +1,114 @@
+//===- HostTileOpsAmx.cpp - Host tile products on AMX tiles ---------------===//
+//
+// The host's products on the tile unit (HostAmx.h says how they run): each
+// operand is packed into a bf16 copy that the tile keeps until it is next
+// written (HostTileOpsImpl.h), a rescaled accumulator is scaled row by row
+// before the product, and a Query tile's scale, left pending by load(),
+// multiplies the product's result.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Loops.h"
+#include "ir/targets/HostAmx.h"
+#include "ir/targets/HostTileOpsImpl.h"
+
+using namespace fmhajit;
+using namespace llvm;
+
+void HostTileOps::productOnAmx(Tile &acc, const Tile &a, const Tile &bt,
+                               AccStart start, const RowVec *accScale) {
+  Layout layout = layoutOf(acc);
+  unsigned M = layout.physRows, N = layout.physCols;
+  const Tile &aSrc = layout.transposed ? bt : a;
+  bool aT = isTransposed(aSrc.role);
+  bool kContiguous = layout.transposed == aT;
+  unsigned aStride = aT ? aSrc.rows : aSrc.cols;
+  wrote(acc);
+  if (start == AccStart::LoadScaled)
+    scaleRows(acc, *accScale);
+  AmxProduct p{acc.storage,
+               M,
+               N,
+               a.cols,
+               aSrc.storage,
+               kContiguous ? aStride : 1,
+               kContiguous ? 1 : aStride,
+               layout.transposed ? a.storage : bt.storage,
+               liveExtent(acc, !layout.transposed, M, amxBlockRows(M)),
+               liveExtent(acc, layout.transposed, N, amxBlockCols(N)),
+               start != AccStart::Zero};
+  Value *left = packedOperand(aSrc, /*left=*/true, p);
+  Value *right = packedOperand(layout.transposed ? a : bt, /*left=*/false, p);
+  emitAmxMultiply(b, p, left, right);
+  Value *scale = pendingScale.lookup(a.storage);
+  if (!scale)
+    scale = pendingScale.lookup(bt.storage);
+  if (!scale)
+    return;
+  assert(start == AccStart::Zero &&
+         "a pending scale on an accumulated product");
+  map(acc, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
+    return b.CreateFMul(x, b.CreateVectorSplat(lanes, scale));
+  });
+}
+
+// A copy packed at a product of the item's first step serves the products
+// of its later steps: it is packed whole (not only to the live extent),
+// since the live query rows change only with the item, whose loads make it
+// stale.
+Value *HostTileOps::packedOperand(const Tile &t, bool left,
+                                  const AmxProduct &p) {
+  auto it = packs.find(t.storage);
+  assert(it != packs.end() && "an operand not made by makeTile");
+  Packs &cached = it->second;
+  PackForm form = !left ? Right : p.strideK == 1 ? LeftAlongK : LeftAlongM;
+  std::pair<unsigned, unsigned> shape{left ? p.M : p.K, left ? p.K : p.N};
+  auto pack = [&](Value *buffer, const AmxProduct &q) {
+    left ? emitAmxPackLeft(b, q, buffer) : emitAmxPackRight(b, q, buffer);
+  };
+  if (cached.buffer[form] && cached.shape[form] != shape) {
+    Value *buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
+    pack(buffer, p); // another shape of this form: not kept
+    return buffer;
+  }
+  Value *&buffer = cached.buffer[form];
+  if (!buffer) {
+    buffer = left ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
+    cached.shape[form] = shape;
+  }
+  AmxProduct whole = p;
+  whole.mEnd = b.getInt64(p.M);
+  whole.nEnd = b.getInt64(p.N);
+  Value *fresh = cached.fresh[form];
+  emitIf(b, b.CreateNot(b.CreateLoad(b.getInt1Ty(), fresh)), "amx.pack", [&] {
+    pack(buffer, whole);
+    b.CreateStore(b.getTrue(), fresh);
+  });
+  return buffer;
+}
+
+Value *HostTileOps::packFlag() {
+  AllocaInst *flag = entryAlloca(b, b.getInt1Ty(), "amx.fresh");
+  (new StoreInst(b.getFalse(), flag, false, Align(1)))->insertAfter(flag);
+  return flag;
+}
+
+void HostTileOps::wrote(const Tile &t) {
+  auto it = packs.find(t.storage);
+  if (it == packs.end())
+    return;
+  for (Value *fresh : it->second.fresh)
+    b.CreateStore(b.getFalse(), fresh);
+}
+
+void HostTileOps::scaleRows(Tile &acc, const RowVec &accScale) {
+  emitFor(b, acc.rows, "scale.rows", [&](Value *r) {
+    Value *rowScale = b.CreateVectorSplat(
+        lanes, b.CreateLoad(b.getFloatTy(), at(accScale.storage, r)));
+    Value *rowStart = b.CreateMul(r, b.getInt64(acc.cols));
+    for (unsigned c = 0; c < acc.cols / lanes; ++c) {
+      Value *index = b.CreateAdd(rowStart, b.getInt64(c * lanes));
+      storeVec(acc.storage, index,
+               b.CreateFMul(loadVec(acc.storage, index), rowScale));
+    }
+  });
+}
