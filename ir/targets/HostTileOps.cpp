@@ -24,10 +24,11 @@ using namespace llvm;
 
 // O's rows are physical rows: the micro-kernel scales each accumulator row
 // as it loads it, sparing a pass over O. S^T's rows are physical columns,
-// which only the generic pass handles.
+// which only the generic pass handles; so does O on AMX tiles, whose
+// accumulators load straight from memory.
 void HostTileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
                               const Tile &bt) {
-  if (layoutOf(acc).transposed)
+  if (layoutOf(acc).transposed || amx)
     return TileOps::mmaRescaled(acc, accScale, a, bt);
   product(acc, a, bt, AccStart::LoadScaled, &accScale);
 }
@@ -35,7 +36,7 @@ void HostTileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
 void HostTileOps::product(Tile &acc, const Tile &a, const Tile &bt,
                           AccStart start, const RowVec *accScale) {
   if (amx)
-    return productOnAmx(acc, a, bt, start, accScale);
+    return productOnAmx(acc, a, bt, start);
   Layout layout = layoutOf(acc);
   unsigned M = layout.physRows, N = layout.physCols, K = a.cols;
   // A'(m, k) = transposed acc ? bt(k, m) : a(m, k), at m*strideM + k*strideK.

@@ -2,9 +2,8 @@
 //
 // The host's products on the tile unit (HostAmx.h says how they run): each
 // operand is packed into a bf16 copy that the tile keeps until it is next
-// written (HostTileOpsImpl.h), a rescaled accumulator is scaled row by row
-// before the product, and a Query tile's scale, left pending by load(),
-// multiplies the product's result.
+// written (HostTileOpsImpl.h), and a Query tile's scale, left pending by
+// load(), multiplies the product's result.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Loops.h"
@@ -15,7 +14,8 @@ using namespace fmhajit;
 using namespace llvm;
 
 void HostTileOps::productOnAmx(Tile &acc, const Tile &a, const Tile &bt,
-                               AccStart start, const RowVec *accScale) {
+                               AccStart start) {
+  assert(start != AccStart::LoadScaled && "mmaRescaled scales O first");
   Layout layout = layoutOf(acc);
   unsigned M = layout.physRows, N = layout.physCols;
   const Tile &aSrc = layout.transposed ? bt : a;
@@ -23,8 +23,6 @@ void HostTileOps::productOnAmx(Tile &acc, const Tile &a, const Tile &bt,
   bool kContiguous = layout.transposed == aT;
   unsigned aStride = aT ? aSrc.rows : aSrc.cols;
   wrote(acc);
-  if (start == AccStart::LoadScaled)
-    scaleRows(acc, *accScale);
   AmxProduct p{acc.storage,
                M,
                N,
@@ -98,17 +96,4 @@ void HostTileOps::wrote(const Tile &t) {
     return;
   for (Value *fresh : it->second.fresh)
     b.CreateStore(b.getFalse(), fresh);
-}
-
-void HostTileOps::scaleRows(Tile &acc, const RowVec &accScale) {
-  emitFor(b, acc.rows, "scale.rows", [&](Value *r) {
-    Value *rowScale = b.CreateVectorSplat(
-        lanes, b.CreateLoad(b.getFloatTy(), at(accScale.storage, r)));
-    Value *rowStart = b.CreateMul(r, b.getInt64(acc.cols));
-    for (unsigned c = 0; c < acc.cols / lanes; ++c) {
-      Value *index = b.CreateAdd(rowStart, b.getInt64(c * lanes));
-      storeVec(acc.storage, index,
-               b.CreateFMul(loadVec(acc.storage, index), rowScale));
-    }
-  });
 }

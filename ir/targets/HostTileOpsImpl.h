@@ -121,10 +121,8 @@ private:
                const RowVec *accScale = nullptr);
   /// product() on the tile unit (HostAmx.h); a scale that load() left
   /// pending on an operand multiplies the result.
-  void productOnAmx(Tile &acc, const Tile &a, const Tile &bt, AccStart start,
-                    const RowVec *accScale);
-  /// acc's rows times \p accScale's (a LoadScaled start done apart).
-  void scaleRows(Tile &acc, const RowVec &accScale);
+  /// (No LoadScaled start: mmaRescaled scales O in a pass first.)
+  void productOnAmx(Tile &acc, const Tile &a, const Tile &bt, AccStart start);
   /// \p t packed as \p p's left (A') or right (B') operand: a tile keeps
   /// its packed copies until it is written (Q across a forward item's key
   /// steps, K and V across a backward key item's query steps).

@@ -74,30 +74,29 @@ static unsigned hostThreads(const Options &options) {
                          : llvm::hardware_concurrency().compute_thread_count();
 }
 
-/// The bwd_dq_dk_dv kernel: Options::kernel's, which must compute the
-/// problem's features (with the schedule it names), or the target's default
-/// for them, with head items on the host where they keep up.
 /// bf16 on a host with AMX tiles: the key tile of 256 rather than the
 /// target's 128 halves, per key, the packing of Q and dO that every product
 /// step pays (1.5x on one Sapphire Rapids core, bf16 d=128 S=2048, head
 /// items; docs/results.md). Kept only where it validates.
-static bool amxBackwardTile(KernelSpec &wanted) {
+static void amxBackwardTile(KernelSpec &wanted) {
   if (wanted.dtype != fmhajit::DType::BF16 || wanted.bm || wanted.bn)
-    return false;
+    return;
   const ArchInfo *arch = findArch(wanted.target);
   if (!arch || arch->backend != Backend::Host || !hostHasAmxBf16(*arch))
-    return false;
+    return;
   KernelSpec tiled = wanted;
   tiled.bm = 64, tiled.bn = 256;
   llvm::Expected<KernelSpec> valid = validateSpec(tiled);
   if (!valid) {
     llvm::consumeError(valid.takeError());
-    return false;
+    return;
   }
   wanted = tiled;
-  return true;
 }
 
+/// The bwd_dq_dk_dv kernel: Options::kernel's, which must compute the
+/// problem's features (with the schedule it names), or the target's default
+/// for them, with head items on the host where they keep up.
 static llvm::Expected<KernelSpec> gradSpecFor(const LoweredProblem &l,
                                               const Options &options) {
   KernelSpec wanted = l.features;
