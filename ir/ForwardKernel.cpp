@@ -4,12 +4,25 @@
 // Scores are kept in log2 units (Q carries scale*log2e) so the softmax uses
 // exp2; softcap and alibi are applied in those units too.
 //
+// Without score modifiers (soft-cap, ALiBi, a bias, a score_mod) the
+// scale never touches S: Q is loaded as stored, the row max is taken of the
+// raw products, and P = 2^(s * scale - m) is one fma before the exp2
+// (FlashAttention-3's), where a scaled S cost a multiply per score more.
+//
+// The running max m moves only when a tile raises it by more than
+// kRescaleThreshold (log2 units; FlashAttention-4's lazy rescale). Otherwise
+// the tile's P is taken against the old m, at most 2^threshold, and the
+// factor O and l are rescaled by is exactly 1, which a target may skip
+// (TileOps::scaleRows): past the first tiles a row's max rarely grows that
+// much, so most tiles skip O's rescale, a multiply per output element.
+//
 // fp8: the products see the stored 8-bit values; Q's and K's descale
 // factors come folded into the scale and V's multiplies O at the end. P is
-// rounded to e4m3 for O += P V, so it is taken as 2^(s - m + 8), in
-// [0, 256] rather than [0, 1]: small probabilities keep e4m3's normal
-// range (FlashAttention-3's Max_offset). l carries the same 2^8, which
-// O / l cancels and the LSE subtracts.
+// rounded to e4m3 for O += P V, so it is taken as 2^(s - m + 6), in
+// [0, 2^(6 + threshold)] rather than [0, 1]: small probabilities keep
+// e4m3's normal range (FlashAttention-3's Max_offset, 8 there without a
+// lazy rescale). l carries the same 2^6, which O / l cancels and the LSE
+// subtracts.
 //
 // fwd_splitkv and fwd_paged are this recipe with two small additions: a
 // work item may own one of numSplits parts of its key range (and then
@@ -49,7 +62,14 @@ using namespace fmhajit;
 using namespace llvm;
 
 /// fp8's P = 2^(s - m + kFp8ProbabilityShift): see the file comment.
-static constexpr double kFp8ProbabilityShift = 8;
+static constexpr double kFp8ProbabilityShift = 6;
+/// How far (log2 units) a tile must raise a row's max before m moves and O
+/// is rescaled: P stays below 2^threshold. fp8's P also carries
+/// 2^kFp8ProbabilityShift and must stay below e4m3's largest value, 448.
+static constexpr double kRescaleThreshold = 8;
+static constexpr double kFp8RescaleThreshold = 2;
+static_assert(kFp8ProbabilityShift + kFp8RescaleThreshold <= 8,
+              "fp8's P would pass e4m3's 448");
 
 namespace {
 
@@ -63,6 +83,9 @@ struct KeyWalk {
   KeyTiles keys;
   Tile q, kT, v, scores, out;
   RowVec m, l;
+  /// The scale P = 2^(s * scoreScale - m) applies, or null where S is
+  /// scaled already (score modifiers need it so).
+  Value *scoreScale;
   /// Under fwd_paged: K's and V's rows through the block table; kvRows()
   /// hands them to the loads by reference.
   PagedRows pagedK{}, pagedV{};
@@ -102,7 +125,7 @@ private:
   void emitOverlappedKeyLoop(KeyWalk &w);
   /// Turns \p scores into P and updates m and l; returns the factor O's
   /// rows must be rescaled by before P V is added.
-  RowVec emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l);
+  RowVec emitOnlineSoftmax(KeyWalk &w);
   void emitEpilogue(const WorkItem &s, Tile &out, RowVec &m, RowVec &l,
                     Value *rows);
   void storeOutputs(const WorkItem &s, Tile &out, RowVec &lse, Value *rows);
@@ -157,34 +180,53 @@ PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
           elem};
 }
 
-RowVec ForwardEmitter::emitOnlineSoftmax(Tile &scores, RowVec &m, RowVec &l) {
+RowVec ForwardEmitter::emitOnlineSoftmax(KeyWalk &w) {
   bool fp8 = isFp8(spec.dtype);
+  Value *scale = w.scoreScale;
+  double threshold = fp8 ? kFp8RescaleThreshold : kRescaleThreshold;
   RowVec mNew = ops->makeRowVec(spec.bm, "m.new");
   RowVec alpha = ops->makeRowVec(spec.bm, "alpha");
   RowVec sum = ops->makeRowVec(spec.bm, "rowsum");
-  ops->rowMax(scores, mNew);
-  ops->mapRows(mNew, {&m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
-    return b.CreateMaxNum(v[0], v[1]);
+  ops->rowMax(w.scores, mNew);
+  ops->mapRows(mNew, {&w.m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+    Value *tileMax =
+        scale ? b.CreateFMul(v[1], splatLike(b, scale, v[1])) : v[1];
+    return b.CreateMaxNum(v[0], tileMax);
   });
-  ops->mapRows(alpha, {&m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
-    return target.exp2(b, b.CreateFSub(v[0], finiteOrZero(v[1])));
+  // Whether the max grew past the threshold (false while both are -inf).
+  auto grown = [&](IRBuilderBase &b, Value *m, Value *mNew) {
+    return b.CreateFCmpOGT(b.CreateFSub(mNew, m),
+                           splatLike(b, f32(threshold), m));
+  };
+  ops->mapRows(alpha, {&w.m, &mNew},
+               [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+                 return b.CreateSelect(
+                     grown(b, v[0], v[1]),
+                     target.exp2(b, b.CreateFSub(v[0], finiteOrZero(v[1]))),
+                     splatLike(b, f32(1), v[0]));
+               });
+  ops->mapRows(w.m, {&w.m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+    return b.CreateSelect(grown(b, v[0], v[1]), v[1], v[0]);
   });
-  ops->mapRows(m, {&mNew},
-               [](IRBuilderBase &, ArrayRef<Value *> v) { return v[0]; });
-  RowVec pivot = m; // P = 2^(s - pivot)
+  RowVec pivot = w.m; // P = 2^(s - pivot)
   if (fp8) {
     pivot = ops->makeRowVec(spec.bm, "m.fp8");
-    ops->mapRows(pivot, {&m}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+    ops->mapRows(pivot, {&w.m}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
       return b.CreateFSub(v[0], splatLike(b, f32(kFp8ProbabilityShift), v[0]));
     });
   }
   ops->mapWithRowThenSum(
-      scores, pivot,
+      w.scores, pivot,
       [&](IRBuilderBase &b, Value *x, Value *row) { // P
-        return target.exp2(b, b.CreateFSub(x, finiteOrZero(row)));
+        Value *m = finiteOrZero(row);
+        if (!scale)
+          return target.exp2(b, b.CreateFSub(x, m));
+        return target.exp2(
+            b, b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()},
+                                 {x, splatLike(b, scale, x), b.CreateFNeg(m)}));
       },
       sum);
-  ops->mapRows(l, {&l, &alpha, &sum},
+  ops->mapRows(w.l, {&w.l, &alpha, &sum},
                [](IRBuilderBase &b, ArrayRef<Value *> v) {
                  return b.CreateFAdd(b.CreateFMul(v[0], v[1]), v[2]);
                });
@@ -321,15 +363,17 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
             ops->makeTile(TileRole::Scores, spec.bm, spec.bn, "s"),
             ops->makeTile(TileRole::Output, spec.bm, spec.dv, "o"),
             ops->makeRowVec(spec.bm, "m"),
-            ops->makeRowVec(spec.bm, "l")};
+            ops->makeRowVec(spec.bm, "l"),
+            nullptr};
 
   Value *scale = p.get(kScale);
   Value *qScale = spec.softcap ? scale : b.CreateFMul(scale, f32(kLog2e));
+  w.scoreScale = mods.changesScores() ? nullptr : qScale;
   QueryTileRows qRows = queryRows(s, kQ, kQStrides, spec.dtype);
   GlobalRows qSource = qRows.rows(b);
   if (!spec.varlen && !s.group)
     qSource.box = {kQMap, tileQueryRow(b, s), s.h, s.b};
-  ops->load(w.q, qSource, rows, qScale);
+  ops->load(w.q, qSource, rows, w.scoreScale ? nullptr : qScale);
   ops->limitQueryRows(rows);
   ops->fill(w.m, -INFINITY);
   ops->fill(w.l, 0.0f);
@@ -409,7 +453,7 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
       findNext();
     ops->load(w.kT, kvRows(w, kK, next),
               b.CreateSelect(more, keysAt(s, next), i32(0)), nullptr);
-    RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
+    RowVec alpha = emitOnlineSoftmax(w);
     if (w.dropout)
       w.dropout->apply(*ops, w.scores, s, j0, /*scaleKept=*/false);
     ops->mmaRescaled(w.out, alpha, w.scores, w.v);
@@ -445,7 +489,7 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     ops->endProducts();
     ops->finishProduct(w.scores);
     mods.apply(w.scores, s, w.mask, first.j0, w.tokens, first.full);
-    emitOnlineSoftmax(w.scores, w.m, w.l); // O is still 0: no rescale
+    emitOnlineSoftmax(w); // O is still 0: no rescale
     if (w.dropout)
       w.dropout->apply(*ops, w.scores, s, first.j0, /*scaleKept=*/false);
     ops->copy(probs, w.scores);
@@ -461,14 +505,12 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     ops->endProducts();
     ops->finishProduct(w.scores);
     mods.apply(w.scores, s, w.mask, j0, w.tokens, tile.full);
-    RowVec alpha = emitOnlineSoftmax(w.scores, w.m, w.l);
+    RowVec alpha = emitOnlineSoftmax(w);
     if (w.dropout)
       w.dropout->apply(*ops, w.scores, s, j0, /*scaleKept=*/false);
     ops->finishProduct(w.out);
     ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
-    ops->mapWithRow(w.out, alpha, [](IRBuilderBase &b, Value *x, Value *a) {
-      return b.CreateFMul(x, a);
-    });
+    ops->scaleRows(w.out, alpha);
     ops->copy(probs, w.scores);
   });
   ops->retire(w.q); // the next work item's Q may load during the last P V

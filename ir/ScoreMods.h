@@ -52,6 +52,12 @@ public:
              llvm::Value *maskModFull = nullptr);
   /// Whether the kernel's module has the variant's mask_mod.
   bool hasMaskMod() const { return maskMod != nullptr; }
+  /// Whether apply() changes scores other than by masking them (soft-cap,
+  /// ALiBi, a bias, a score_mod): those need S already scaled, so the
+  /// softmax cannot apply the scale itself.
+  bool changesScores() const {
+    return spec.softcap || spec.bias != Bias::None || scoreMod != nullptr;
+  }
   /// apply() in two halves, for the backward, which takes the soft-cap's
   /// derivative between them: the soft-cap, x -> c * log2e * tanh(x / c)
   /// (only under softcap=1), then ALiBi or the elementwise bias and the mask.

@@ -13,11 +13,15 @@ using namespace llvm::PatternMatch;
 TargetInfo::~TargetInfo() = default;
 TileOps::~TileOps() = default;
 
+void TileOps::scaleRows(Tile &t, const RowVec &factor) {
+  mapWithRow(t, factor, [](IRBuilderBase &b, Value *x, Value *f) {
+    return b.CreateFMul(x, f);
+  });
+}
+
 void TileOps::mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
                           const Tile &b) {
-  mapWithRow(acc, accScale, [](IRBuilderBase &b, Value *x, Value *scale) {
-    return b.CreateFMul(x, scale);
-  });
+  scaleRows(acc, accScale);
   mma(acc, a, b);
 }
 

@@ -116,14 +116,19 @@ public:
   /// registers instead, sparing a pass that writes the tile and reads it back.
   virtual void matmul(Tile &acc, const Tile &a, const Tile &b);
   /// acc = acc * accScale[r] (row by row) + a * b: the online softmax's
-  /// rescale of O and its product. Here as a pass and an mma; a target whose
-  /// accumulators live in memory folds the scale into the product's loads.
+  /// rescale of O and its product. Here as scaleRows and an mma; a target
+  /// whose accumulators live in memory folds the scale into the product's
+  /// loads.
   virtual void mmaRescaled(Tile &acc, const RowVec &accScale, const Tile &a,
                            const Tile &b);
   /// t[r][c] = fn(r, c, t[r][c]).
   virtual void map(Tile &t, ElementFn fn) = 0;
   /// t[r][c] = fn(t[r][c], row[r]).
   virtual void mapWithRow(Tile &t, const RowVec &row, WithRowFn fn) = 0;
+  /// t[r][c] *= factor[r]: the online softmax's rescale of O. Rows whose
+  /// factor is exactly 1 do not change, and a target may skip them (the
+  /// recipe's lazy rescale makes that the common case). Here a mapWithRow.
+  virtual void scaleRows(Tile &t, const RowVec &factor);
   /// mapWithRow, then sum[r] = the sum of t's new row r: the softmax's exp2
   /// and rowSum. Here as two passes; a target that keeps tiles in memory
   /// sums as it maps.

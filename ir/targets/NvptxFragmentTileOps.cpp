@@ -268,6 +268,22 @@ void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row,
     }
 }
 
+// Each lane asks whether any of its rows has a factor other than 1, and
+// the warp skips the pass when none has: the branch is uniform, so the
+// warp stays converged for the products that follow.
+void NvptxFragmentTileOps::scaleRows(Tile &tile, const RowVec &factor) {
+  if (!skipsUnitRescale)
+    return TileOps::scaleRows(tile, factor);
+  Value *any = b.getFalse();
+  for (unsigned s = 0; s < mTiles * 2; ++s)
+    any = b.CreateOr(any, b.CreateFCmpUNE(b.CreateLoad(b.getFloatTy(),
+                                                       slot(factor.storage, s)),
+                                          f32(1.0f)));
+  Value *warpAny = b.CreateIntrinsic(Intrinsic::nvvm_vote_any_sync, {},
+                                     {b.getInt32(~0u), any});
+  emitIf(b, warpAny, "rescale", [&] { TileOps::scaleRows(tile, factor); });
+}
+
 void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
                                       bool isMax) {
   auto combine = [&](Value *x, Value *y) {

@@ -64,6 +64,9 @@ public:
             llvm::Value *scale) override;
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
+  /// Skipped by a warp whose rows' factors are all 1 (a uniform branch)
+  /// where skipsUnitRescale.
+  void scaleRows(Tile &tile, const RowVec &factor) override;
   void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
   void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in,
                RowFn fn) override;
@@ -174,6 +177,9 @@ protected:
   /// O is stored 16 bytes a lane after a transpose across each quad
   /// (wgmma; on mma at 255 registers the transposed words spilled).
   bool storesWholeBlocks = false;
+  /// scaleRows() skips warps whose factors are all 1 (wgmma; on mma the
+  /// branch made a 255-register fp16 d = 64 dropout kernel spill 80 bytes).
+  bool skipsUnitRescale = false;
 
 private:
   /// Shared tiles with copies in flight, oldest first.

@@ -47,6 +47,7 @@ public:
     tensorCoresReadShared = true;
     reducesInTree = true;
     storesWholeBlocks = true;
+    skipsUnitRescale = spec.headDimV() >= 128;
     if (usesTensorMaps(spec))
       ring.emplace(b, target, this->layout, smem);
     // Tiles sit on swizzle-atom boundaries of the shared window.

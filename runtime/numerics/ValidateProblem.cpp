@@ -229,9 +229,11 @@ llvm::Error AttentionProblem::validate(const KernelSpec &spec) const {
   checkHeadDims(*this, spec, errs);
   checkVarlen(*this, spec, errs);
   checkLengths(*this, errs);
-  if (!std::isfinite(scale))
-    errs.add(ErrorKind::Usage,
-             "scale " + show(scale) + " must be finite (0 for 1/sqrt(d))");
+  // Kernels without score modifiers take each row's max of the unscaled
+  // scores (ir/ForwardKernel.cpp): a negative scale would need the min.
+  if (!std::isfinite(scale) || scale < 0)
+    errs.add(ErrorKind::Usage, "scale " + show(scale) +
+                                   " must be finite and > 0 (0 for 1/sqrt(d))");
   checkSoftcap(*this, spec, errs);
   checkWindow(*this, spec, errs);
   checkAlibi(*this, spec, errs);
