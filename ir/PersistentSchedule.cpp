@@ -13,7 +13,13 @@ PersistentSchedule::PersistentSchedule(const KernelSpec &spec, IRBuilderBase &b,
     return;
   tiles = p.get(kNumQTiles);
   heads = b.CreateUDiv(total, tiles, "heads");
-  perSection = sectionHeads(heads);
+  // At least 1 and at most all of them: 32-bit arithmetic only, as the
+  // producer walks with 32 registers.
+  Value *asked = p.get(kSectionHeads);
+  Value *atLeastOne = b.CreateSelect(b.CreateICmpSLT(asked, b.getInt32(1)),
+                                     b.getInt32(1), asked);
+  perSection = b.CreateSelect(b.CreateICmpULT(atLeastOne, heads), atLeastOne,
+                              heads, "section.heads");
   sectionRounds = divideUp(b.CreateMul(perSection, tiles), grid);
 }
 
@@ -37,23 +43,9 @@ Value *PersistentSchedule::divideUp(Value *x, Value *y) {
   return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(y, b.getInt32(1))), y);
 }
 
-// kSectionBytes / (seqlenK * row bytes) heads, at least 1 and at most all
-// of them: 32-bit arithmetic only, as the producer walks with 32 registers.
-Value *PersistentSchedule::sectionHeads(Value *heads) {
-  int64_t rowBytes = int64_t(spec.d + spec.headDimV()) * dtypeBytes(spec.dtype);
-  Value *keys = p.get(kSeqlenK);
-  Value *fit = b.CreateUDiv(b.getInt32(uint32_t(kSectionBytes / rowBytes)),
-                            b.CreateSelect(b.CreateICmpSGT(keys, b.getInt32(0)),
-                                           keys, b.getInt32(1)));
-  Value *atLeastOne =
-      b.CreateSelect(b.CreateICmpULT(fit, b.getInt32(1)), b.getInt32(1), fit);
-  return b.CreateSelect(b.CreateICmpULT(atLeastOne, heads), atLeastOne, heads,
-                        "section.heads");
-}
-
 // Section s = round / R holds heads [s * H, s * H + h') (h' = H, or fewer
 // in the last section); its round r = round % R gives block c position
-//   q = r * G + c  (r even)   or   r * G + G - 1 - c  (r odd)
+//   q = r * G + c  (round even)   or   r * G + G - 1 - c  (round odd)
 // which is the section's tile tiles-1 - q / h' of head s * H + q % h'.
 std::pair<Value *, Value *> PersistentSchedule::workItem(Value *cursor,
                                                          Value *block) {
@@ -65,8 +57,8 @@ std::pair<Value *, Value *> PersistentSchedule::workItem(Value *cursor,
   Value *round = cursor;
   Value *section = b.CreateUDiv(round, sectionRounds);
   Value *r = b.CreateURem(round, sectionRounds);
-  Value *odd =
-      b.CreateICmpNE(b.CreateAnd(r, b.getInt32(1)), b.getInt32(0), "round.odd");
+  Value *odd = b.CreateICmpNE(b.CreateAnd(round, b.getInt32(1)), b.getInt32(0),
+                              "round.odd");
   Value *reversed = b.CreateSub(b.CreateSub(grid, b.getInt32(1)), block);
   Value *q = b.CreateAdd(b.CreateMul(r, grid),
                          b.CreateSelect(odd, reversed, block), "position");

@@ -10,16 +10,18 @@
 // query tiles of a few heads, which share K and V in L2.
 //
 // Under causal and causal_br a query tile's cost grows with its index. The
-// items are cut into sections of heads (over batch and head), as many heads
-// as keep their K and V within kSectionBytes of L2, and each section runs
-// in rounds of its own. Inside a section the order lists tiles from the
-// last (dearest) to the first, each over the section's heads, and odd
-// rounds run backwards (block c takes position r * G + G - 1 - c): the
-// "snake" pairs each block's dear item with a cheap one, so the blocks of a
-// section finish together. A section's rounds start afresh: a snake that
-// ran on across sections would pair a dear tail with the next section's
-// dear head (measured on the H100: up to 36% slower than a block per item
-// at d = 256, S = 16384).
+// items are cut into sections of heads (over batch and head), as many as
+// the launch says (KernelArgs::sectionHeads: heads whose K and V stay in
+// L2 while the section runs), and each section runs in rounds of its own.
+// Inside a section the order lists tiles from the last (dearest) to the
+// first, each over the section's heads, and odd rounds run backwards
+// (block c takes position r * G + G - 1 - c): the "snake" pairs each
+// block's dear item with a cheap one, so the blocks of a section finish
+// together. A section's positions start afresh: a snake that ran on across
+// sections would pair a dear tail with the next section's dear head
+// (measured on the H100: up to 36% slower than a block per item at
+// d = 256, S = 16384). The direction alternates with the walk's round, not
+// the section's, so sections of one round alternate too.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -32,10 +34,6 @@ namespace fmhajit {
 
 class PersistentSchedule {
 public:
-  /// K and V bytes of the heads one section of the causal order holds:
-  /// about two thirds of an H100's 50 MB L2.
-  static constexpr int64_t kSectionBytes = 32ll << 20;
-
   /// The schedule of \p total (i32) work items over a grid of \p grid
   /// (i32) blocks.
   PersistentSchedule(const KernelSpec &spec, llvm::IRBuilderBase &b,
@@ -55,8 +53,6 @@ public:
                                                    llvm::Value *block);
 
 private:
-  /// Heads (batch x head pairs) per section of the causal order (i32).
-  llvm::Value *sectionHeads(llvm::Value *heads);
   llvm::Value *divideUp(llvm::Value *x, llvm::Value *y);
 
   const KernelSpec &spec;

@@ -1,5 +1,6 @@
 //===- GpuKernel.cpp - A compiled, loaded GPU kernel ----------------------===//
 #include "runtime/device/GpuKernel.h"
+#include "runtime/device/CausalSections.h"
 #include "runtime/device/GpuModule.h"
 #include "runtime/device/GpuResources.h"
 #include "runtime/device/GpuTensorMaps.h"
@@ -73,6 +74,16 @@ GpuKernel::load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache) {
 
 const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
 
+/// The value of tuning knob \p name, an integer >= 0, or -1 where it is
+/// unset or not one.
+static int64_t knobFromEnvironment(const char *name) {
+  const char *text = std::getenv(name);
+  int64_t value = -1;
+  if (!text || llvm::StringRef(text).getAsInteger(10, value) || value < 0)
+    return -1;
+  return value;
+}
+
 /// A persistent kernel (walksWorkItems) runs any grid. A block per
 /// multiprocessor hides each item's start and end behind the next one's
 /// loads. Measured on an H100 (docs/results.md, "Persistent blocks"):
@@ -85,13 +96,8 @@ const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
 /// grid, a large value always does).
 static bool runsPersistent(const KernelSpec &spec, int64_t seqlenK) {
   static constexpr int64_t kUnmaskedMaxKeys = 2048;
-  static const int64_t override = [] {
-    const char *text = std::getenv("FMHAJIT_PERSISTENT_MAX_KEYS");
-    int64_t value = -1;
-    if (!text || llvm::StringRef(text).getAsInteger(10, value) || value < 0)
-      return int64_t(-1);
-    return value;
-  }();
+  static const int64_t override =
+      knobFromEnvironment("FMHAJIT_PERSISTENT_MAX_KEYS");
   if (!walksWorkItems(spec))
     return false;
   if (override >= 0)
@@ -111,6 +117,12 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
     blocks = std::min<int64_t>(blocks, gpu->device().computeUnits);
   // The driver copies the bytes at launch; a copy keeps the caller's const.
   KernelArgs copy = params;
+  if (sortsWorkItemsByCost(kernelSpec)) {
+    static const int64_t sectionBytes =
+        knobFromEnvironment("FMHAJIT_SECTION_BYTES");
+    copy.sectionHeads =
+        causalSectionHeads(kernelSpec, params, blocks, sectionBytes);
+  }
   if (!usesTensorMaps(kernelSpec))
     return gpu->launch(fn, unsigned(blocks), shape, stream, &copy,
                        sizeof(copy));

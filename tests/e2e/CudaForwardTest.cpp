@@ -321,7 +321,15 @@ std::vector<CudaCase> walkCases() {
             Shape::dense(1, 16, 16, 2048, 2048)},
            {"e4m3_d128_n224_256_items",
             "family=fwd,dtype=fp8_e4m3,d=128,bn=224",
-            Shape::dense(1, 16, 16, 2048, 2048)}})
+            Shape::dense(1, 16, 16, 2048, 2048)},
+           {"e4m3_d128_n192_256_items",
+            "family=fwd,dtype=fp8_e4m3,d=128,bn=192",
+            Shape::dense(1, 16, 16, 2048, 2048)},
+           // 120 heads of 4 tiles: sections of 33 heads, one round each
+           // (runtime/device/CausalSections.h), the last one partial.
+           {"bf16_d128_causal_one_round_sections_480_items",
+            "family=fwd,dtype=bf16,d=128,mask=causal,lse=1",
+            Shape::dense(8, 15, 5, 512, 512)}})
     out.push_back({c, "wgmma,stages=2"});
   return out;
 }
