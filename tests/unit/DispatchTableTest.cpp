@@ -138,7 +138,7 @@ TEST(DispatchTable, TilesForAreWhatChooseReturns) {
 // Rows may name masks: without one, d = 128 takes a wider key tile for
 // long queries (bn = 160 for fp16/bf16 from 2048, 192 for fp8 past 2048),
 // which causal kernels spill; causal d = 64 takes 128 query rows instead of
-// 192 up to 8192, and causal d = 256 a narrower key tile up to 1024.
+// 192 up to 1024, and causal d = 256 a narrower key tile up to 1024.
 TEST(DispatchTable, RowsMayNameMasks) {
   const ArchInfo &arch = *findArch("sm_90a");
   const DispatchTable &t = DispatchTable::forTarget("sm_90a");
@@ -158,7 +158,8 @@ TEST(DispatchTable, RowsMayNameMasks) {
            {128, DType::BF16, Mask::Causal, 8192, "m128n128w8s2"},
            {128, DType::F8E4M3, Mask::None, 8192, "m128n192w8s2"},
            {128, DType::F8E4M3, Mask::Causal, 8192, "m128n128w8s2"},
-           {64, DType::BF16, Mask::Causal, 2048, "m128n128w8s2"},
+           {64, DType::BF16, Mask::Causal, 1024, "m128n128w8s2"},
+           {64, DType::BF16, Mask::Causal, 2048, "m192n128w12s2"},
            {64, DType::BF16, Mask::Causal, 16384, "m192n128w12s2"},
            {64, DType::BF16, Mask::None, 2048, "m192n128w12s2"},
            {256, DType::BF16, Mask::Causal, 1024, "m128n64w8s2"},
