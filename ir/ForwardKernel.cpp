@@ -467,7 +467,7 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
 //   S_0 = Q K_0^T; P_0 = softmax(S_0)
 //   for j = 1..: start S_j = Q K_j^T; start O += P_j-1 V_j-1
 //                finish S_j; P_j, alpha_j = softmax(S_j)
-//                finish O; O *= alpha_j
+//                finish O and O *= alpha_j (one word: finishProductScaled)
 //   retire Q; O += P_last V_last
 // P is a tile of its own, so S_j can land while P_j-1 is still being read.
 // Each K and V tile is requested just before the one use that first needs
@@ -508,9 +508,8 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     RowVec alpha = emitOnlineSoftmax(w);
     if (w.dropout)
       w.dropout->apply(*ops, w.scores, s, j0, /*scaleKept=*/false);
-    ops->finishProduct(w.out);
+    ops->finishProductScaled(w.out, alpha);
     ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
-    ops->scaleRows(w.out, alpha);
     ops->copy(probs, w.scores);
   });
   ops->retire(w.q); // the next work item's Q may load during the last P V

@@ -186,6 +186,14 @@ public:
                             bool accumulate);
   /// Waits for acc's product; shared tiles it read may then be reloaded.
   virtual void finishProduct(Tile &acc) {}
+  /// finishProduct(acc), then scaleRows(acc, factor): one word, so that a
+  /// target may decide whether to scale before it waits (wgmma: ptxas
+  /// hoists a lone wait for O's product above the softmax that was to
+  /// overlap it; behind the decision's branch it stays put).
+  virtual void finishProductScaled(Tile &acc, const RowVec &factor) {
+    finishProduct(acc);
+    scaleRows(acc, factor);
+  }
   /// Bracket the products one group of threads issues together. Where
   /// several groups share the tensor cores they take turns here (ping-pong),
   /// so that one group's softmax runs while another's products do.

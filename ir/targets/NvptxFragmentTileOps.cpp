@@ -274,14 +274,18 @@ void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row,
 void NvptxFragmentTileOps::scaleRows(Tile &tile, const RowVec &factor) {
   if (!skipsUnitRescale)
     return TileOps::scaleRows(tile, factor);
+  emitIf(b, anyFactorOtherThanOne(factor), "rescale",
+         [&] { TileOps::scaleRows(tile, factor); });
+}
+
+Value *NvptxFragmentTileOps::anyFactorOtherThanOne(const RowVec &factor) {
   Value *any = b.getFalse();
   for (unsigned s = 0; s < mTiles * 2; ++s)
     any = b.CreateOr(any, b.CreateFCmpUNE(b.CreateLoad(b.getFloatTy(),
                                                        slot(factor.storage, s)),
                                           f32(1.0f)));
-  Value *warpAny = b.CreateIntrinsic(Intrinsic::nvvm_vote_any_sync, {},
-                                     {b.getInt32(~0u), any});
-  emitIf(b, warpAny, "rescale", [&] { TileOps::scaleRows(tile, factor); });
+  return b.CreateIntrinsic(Intrinsic::nvvm_vote_any_sync, {},
+                           {b.getInt32(~0u), any});
 }
 
 void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,

@@ -118,6 +118,9 @@ protected:
     return queryScale.lookup(query.storage);
   }
 
+  /// Whether a lane of the warp holds a factor other than 1 in \p factor
+  /// (i1, the same in every lane: a vote).
+  llvm::Value *anyFactorOtherThanOne(const RowVec &factor);
   llvm::Value *f32(float v);
   /// Element \p i of a register array (an alloca SROA turns into registers).
   llvm::Value *slot(llvm::Value *base, unsigned i);

@@ -71,6 +71,11 @@ public:
   void beginProducts() override;
   void endProducts() override;
   void finishProduct(Tile &acc) override;
+  /// Under the ring, 16-bit inputs, dv >= 128: the warp's vote on O's
+  /// factors first, then the wait on both sides of its branch (ptxas
+  /// otherwise hoists the wait above the softmax, defeating the overlap
+  /// with O's product).
+  void finishProductScaled(Tile &acc, const RowVec &factor) override;
   void load(Tile &tile, const GlobalRows &src, Value *valid,
             Value *scale) override;
   void sync(Tile &tile) override {
@@ -131,7 +136,13 @@ private:
     SmallVector<Value *, 128> sums; ///< its accumulators, until the wait
     SmallVector<Value *, 128> old;  ///< S's previous values when accumulating
     Value *scale;                   ///< S's deferred softmax scale, or null
+    unsigned younger; ///< products issued after it (set by takeProduct)
   };
+  /// Removes acc's product from those in flight.
+  InFlight takeProduct(const Tile &acc);
+  /// Waits for \p product, releases its shared operand and stores its
+  /// accumulators; may be emitted on several paths.
+  void emitFinish(const InFlight &product);
 
   WgmmaLayout layout;
   /// stages=2: the ring the producer warp fills.
@@ -276,7 +287,7 @@ void NvptxWgmmaTileOps::startProduct(Tile &acc, const Tile &a, const Tile &bt,
       waitFor(*operand);
     markRead(*operand);
   }
-  InFlight product{acc, bt, {}, {}, scores ? deferredScale(a) : nullptr};
+  InFlight product{acc, bt, {}, {}, scores ? deferredScale(a) : nullptr, 0};
   if (accumulate)
     for (unsigned e = 0; e < accCount(acc); ++e)
       product.old.push_back(b.CreateLoad(b.getFloatTy(), slot(acc.storage, e)));
@@ -322,16 +333,49 @@ void NvptxWgmmaTileOps::endProducts() {
                     {turnBarrier(next), b.getInt32(256)});
 }
 
-// wait_group N lets the N youngest groups run on: those issued after acc's.
 void NvptxWgmmaTileOps::finishProduct(Tile &acc) {
+  emitFinish(takeProduct(acc));
+}
+
+// ptxas schedules a wgmma wait as early as the registers allow: after the
+// softmax in the PTX, the wait for O's product landed before its first
+// exp2 in the SASS (fp8 and bf16, d = 128), so the softmax never overlapped
+// P V. A wait behind a branch stays there, so the vote comes first and
+// each side waits (docs/design.md, "The softmax's cost per score").
+//
+// Measured on the H100 against the wait ptxas hoisted (docs/results.md,
+// session 19): bf16 and fp16 at dv >= 128 gained up to 13% (d = 128), but
+// fp8 d = 128 lost 5-6% and unmasked d = 64 up to 5%, so those keep the
+// wait where ptxas puts it.
+void NvptxWgmmaTileOps::finishProductScaled(Tile &acc, const RowVec &factor) {
+  bool waitsBehindVote = ring && !isFp8(spec.dtype) && spec.headDimV() >= 128;
+  if (!waitsBehindVote)
+    return NvptxFragmentTileOps::finishProductScaled(acc, factor);
+  InFlight product = takeProduct(acc);
+  emitIfElse(
+      b, anyFactorOtherThanOne(factor), "rescale",
+      [&] {
+        emitFinish(product);
+        TileOps::scaleRows(acc, factor);
+      },
+      [&] { emitFinish(product); });
+}
+
+NvptxWgmmaTileOps::InFlight NvptxWgmmaTileOps::takeProduct(const Tile &acc) {
   auto it = llvm::find_if(inFlight, [&](const InFlight &p) {
     return p.acc.storage == acc.storage;
   });
   assert(it != inFlight.end() && "finishProduct without startProduct");
-  unsigned younger = static_cast<unsigned>(inFlight.end() - it - 1);
   InFlight product = std::move(*it);
+  product.younger = static_cast<unsigned>(inFlight.end() - it - 1);
   inFlight.erase(it);
-  SmallVector<Value *, 128> sums = emitWgmmaWait(b, younger, product.sums);
+  return product;
+}
+
+// wait_group N lets the N youngest groups run on: those issued after acc's.
+void NvptxWgmmaTileOps::emitFinish(const InFlight &product) {
+  SmallVector<Value *, 128> sums =
+      emitWgmmaWait(b, product.younger, product.sums);
   release(product.b);
   for (unsigned e = 0; e < sums.size(); ++e) { // S (+)= scale * (Q K^T)
     Value *v = sums[e];
@@ -342,7 +386,7 @@ void NvptxWgmmaTileOps::finishProduct(Tile &acc) {
       v = b.CreateFMul(v, product.scale);
     else if (!product.old.empty())
       v = b.CreateFAdd(v, product.old[e]);
-    b.CreateStore(v, slot(acc.storage, e));
+    b.CreateStore(v, slot(product.acc.storage, e));
   }
 }
 
