@@ -38,7 +38,7 @@ public:
   void matmul(Tile &acc, const Tile &a, const Tile &bt) override {
     multiply(acc, a, bt, /*accumulate=*/false);
   }
-  /// S^T and dP^T may run together (BackwardKernel.cpp issues both, then
+  /// S^T and dP^T may run together (BackwardScoreGrads.cpp issues both, then
   /// waits for each where it reads it): with 64 queries, 32 accumulators a
   /// thread each. dP's accumulators beside S's elementwise work spilled
   /// with 128 queries (64 each; 12 bytes at d = 64) and beside ALiBi's
