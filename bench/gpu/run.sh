@@ -9,7 +9,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | backward | backward-host | fp8 | profile | python | api-overhead
+mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | stalls | backward | backward-host | fp8 | profile | python | api-overhead
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode fmhajit-bench-api; do
@@ -171,6 +171,19 @@ if [ "$mode" = profile ]; then
   done
   grep -H "Duration\|Compute (SM) Throughput\|Issue Slots Busy\|No Eligible" "$prof"/ncu-*.txt | tee -a "$out/profile.log"
   tar -C "$prof" -cJf "$out/profile.tar.xz" .
+  exit 0
+fi
+if [ "$mode" = stalls ]; then
+  # Where a kernel's warps stall, instruction by instruction: Nsight
+  # Compute's source counters on one `fmhajit run` (arguments: the spec and
+  # run flags), summarized by bench/gpu/ncu_stalls.py (docs/bench.md).
+  ncu=/usr/local/cuda/bin/ncu
+  timeout 300 $ncu --clock-control none --section SourceCounters --section WarpStateStats \
+    --section SpeedOfLight --launch-skip 1 --launch-count 1 -o /tmp/fj/stalls \
+    /tmp/fj/fmhajit run "$@" --device cuda --iters 2 > "$out/stalls-ncu.log" 2>&1
+  $ncu --import /tmp/fj/stalls.ncu-rep --page source --csv --print-source sass > /tmp/fj/stalls.csv
+  python3 "$root/bench/gpu/ncu_stalls.py" /tmp/fj/stalls.csv 40 | tee "$out/stalls.txt"
+  xz -c /tmp/fj/stalls.csv > "$out/stalls-source.csv.xz"
   exit 0
 fi
 if [ "$mode" = sanitize ]; then
