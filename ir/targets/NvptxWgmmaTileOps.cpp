@@ -345,8 +345,8 @@ void NvptxWgmmaTileOps::finishProduct(Tile &acc) {
 //
 // Measured on the H100 against the wait ptxas hoisted (docs/results.md,
 // session 19): bf16 and fp16 at dv >= 128 gained up to 13% (d = 128), but
-// fp8 d = 128 lost 5-6% and unmasked d = 64 up to 5%, so those keep the
-// wait where ptxas puts it.
+// fp8 d = 128 lost 5-6% (a second run: a tie) and unmasked d = 64 up to 5%,
+// so those keep the wait where ptxas puts it.
 void NvptxWgmmaTileOps::finishProductScaled(Tile &acc, const RowVec &factor) {
   bool waitsBehindVote = ring && !isFp8(spec.dtype) && spec.headDimV() >= 128;
   if (!waitsBehindVote)
