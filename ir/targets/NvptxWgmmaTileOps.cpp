@@ -344,11 +344,15 @@ void NvptxWgmmaTileOps::finishProduct(Tile &acc) {
 // each side waits (docs/design.md, "The softmax's cost per score").
 //
 // Measured on the H100 against the wait ptxas hoisted (docs/results.md,
-// session 19): bf16 and fp16 at dv >= 128 gained up to 13% (d = 128), but
-// fp8 d = 128 lost 5-6% (a second run: a tie) and unmasked d = 64 up to 5%,
-// so those keep the wait where ptxas puts it.
+// session 19): bf16 and fp16 at dv >= 128 gained up to 13% (d = 128), and
+// causal d = 64 on three consumer warpgroups 3-6%; fp8 d = 128 lost 5-6%
+// (a second run: a tie) and unmasked d = 64 up to 5%, so those keep the
+// wait where ptxas puts it.
 void NvptxWgmmaTileOps::finishProductScaled(Tile &acc, const RowVec &factor) {
-  bool waitsBehindVote = ring && !isFp8(spec.dtype) && spec.headDimV() >= 128;
+  bool causal = spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
+  bool waitsBehindVote =
+      ring && !isFp8(spec.dtype) &&
+      (spec.headDimV() >= 128 || (causal && turnTakers() == 3));
   if (!waitsBehindVote)
     return NvptxFragmentTileOps::finishProductScaled(acc, factor);
   InFlight product = takeProduct(acc);
