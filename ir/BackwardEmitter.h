@@ -11,6 +11,7 @@
 
 #include "ir/Dropout.h"
 #include "ir/KernelAbiIR.h"
+#include "ir/Loops.h"
 #include "ir/ScoreMods.h"
 #include "ir/TargetInfo.h"
 #include "ir/TileOps.h"
@@ -128,12 +129,6 @@ private:
   llvm::Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
   llvm::Value *f32(double v) {
     return llvm::ConstantFP::get(b.getFloatTy(), v);
-  }
-  llvm::Value *minI(llvm::Value *x, llvm::Value *y) {
-    return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
-  }
-  llvm::Value *maxI(llvm::Value *x, llvm::Value *y) {
-    return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
   }
   llvm::Value *sext(llvm::Value *x) { return b.CreateSExt(x, b.getInt64Ty()); }
 

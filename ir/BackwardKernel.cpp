@@ -21,7 +21,7 @@ using namespace llvm;
 void BackwardEmitter::emitDotDoO(Value *workItem) {
   WorkItem s = locateWorkItem(b, p, spec, workItem, {});
   emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] {
-    Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+    Value *rows = signedMin(b, i32(spec.bm), b.CreateSub(s.rows, s.i0));
     unsigned dv = spec.headDimV();
     Tile dO = ops->makeTile(TileRole::Query, spec.bm, dv, "do");
     Tile o = ops->makeTile(TileRole::Query, spec.bm, dv, "o");
@@ -52,7 +52,7 @@ void BackwardEmitter::emitDotDoO(Value *workItem) {
 void BackwardEmitter::emitConvertDq(Value *workItem) {
   WorkItem s = locateWorkItem(b, p, spec, workItem, {});
   emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] {
-    Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+    Value *rows = signedMin(b, i32(spec.bm), b.CreateSub(s.rows, s.i0));
     Value *row = tileQueryRow(b, s);
     Tile dQ = ops->makeTile(TileRole::Output, spec.bm, spec.d, "dq");
     ops->load(dQ, dqAccumRows(s, row), rows, nullptr);

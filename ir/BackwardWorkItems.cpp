@@ -72,7 +72,7 @@ void BackwardEmitter::emitKeyItem(GradTiles &t, Value *w) {
 // loads are not asynchronous).
 void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
                                   Value *j0) {
-  Value *keys = minI(i32(spec.bn), b.CreateSub(s.sk, j0));
+  Value *keys = signedMin(b, i32(spec.bn), b.CreateSub(s.sk, j0));
   loadKeyTile(t, s, j0, keys);
   ops->fill(t.dK, 0.0f);
   ops->fill(t.dV, 0.0f);
@@ -80,18 +80,19 @@ void BackwardEmitter::emitKeyTile(GradTiles &t, WorkItem &s, Value *group,
   std::pair<Value *, Value *> queries = queryRange(s, band, j0, keys);
   Value *qBegin = queries.first;
   Value *qTiles =
-      maxI(i32(0), b.CreateSDiv(b.CreateAdd(b.CreateSub(queries.second, qBegin),
-                                            i32(spec.bm - 1)),
-                                i32(spec.bm)));
+      signedMax(b, i32(0),
+                b.CreateSDiv(b.CreateAdd(b.CreateSub(queries.second, qBegin),
+                                         i32(spec.bm - 1)),
+                             i32(spec.bm)));
   Value *steps = b.CreateMul(b.CreateTrunc(group, b.getInt32Ty()), qTiles);
-  Value *tilesPerHead = maxI(qTiles, i32(1)); // no step divides by 0
+  Value *tilesPerHead = signedMax(b, qTiles, i32(1)); // no step divides by 0
   Value *firstHead = b.CreateMul(s.hk, group);
   // Sets s.h and s.i0 to step n's; returns its valid rows (0 past the last).
   auto enterStep = [&](Value *n) {
     s.h = b.CreateAdd(firstHead, sext(b.CreateSDiv(n, tilesPerHead)));
     s.i0 = b.CreateAdd(
         qBegin, b.CreateMul(b.CreateSRem(n, tilesPerHead), i32(spec.bm)));
-    Value *rows = minI(i32(spec.bm), b.CreateSub(s.sq, s.i0));
+    Value *rows = signedMin(b, i32(spec.bm), b.CreateSub(s.sq, s.i0));
     return b.CreateSelect(b.CreateICmpSLT(n, steps), rows, i32(0));
   };
   prefetchQueryTile(t, s, enterStep(i32(0)));
@@ -139,10 +140,12 @@ std::pair<Value *, Value *> BackwardEmitter::queryRange(const WorkItem &s,
                                                         Value *keys) {
   Value *begin = i32(0), *end = s.sq;
   if (band.upper)
-    begin = maxI(begin, b.CreateSub(j0, b.CreateAdd(band.offset, band.right)));
+    begin = signedMax(b, begin,
+                      b.CreateSub(j0, b.CreateAdd(band.offset, band.right)));
   if (band.lower) {
     Value *jLast = b.CreateSub(b.CreateAdd(j0, keys), i32(1));
-    end = minI(end, b.CreateAdd(b.CreateSub(jLast, band.offset),
+    end = signedMin(b, end,
+                    b.CreateAdd(b.CreateSub(jLast, band.offset),
                                 b.CreateAdd(band.left, i32(1))));
   }
   return {begin, end};
@@ -152,14 +155,14 @@ std::pair<Value *, Value *> BackwardEmitter::queryRange(const WorkItem &s,
 void BackwardEmitter::emitQueryItem(GradTiles &t, Value *w) {
   WorkItem s = locateWorkItem(b, p, spec, w, {});
   emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] {
-    Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+    Value *rows = signedMin(b, i32(spec.bm), b.CreateSub(s.rows, s.i0));
     TileTokens tokens{s.i0, b.CreateSub(b.CreateAdd(s.i0, rows), i32(1))};
     Band band = mods.band(s);
     auto [kvBegin, kvEnd] = mods.keyRange(s, band, tokens);
     loadQueryTile(t, s, rows, /*forKeys=*/false);
     ops->fill(t.dQ, 0.0f);
     emitFor(b, kvBegin, kvEnd, i32(spec.bn), "kv", [&](Value *j0) {
-      loadKeyTile(t, s, j0, minI(i32(spec.bn), b.CreateSub(s.sk, j0)));
+      loadKeyTile(t, s, j0, signedMin(b, i32(spec.bn), b.CreateSub(s.sk, j0)));
       emitScoreGrads(t, s, band, j0, tokens);
       ops->mma(t.dQ, t.dP, ops->transposed(t.kT));
     });
@@ -208,7 +211,7 @@ void BackwardEmitter::forEachGroupQueryTile(
             emitFor(b, i32(0), s.sq, i32(spec.bm), name + ".tile",
                     [&](Value *i0) {
                       s.h = h, s.i0 = i0;
-                      body(minI(i32(spec.bm), b.CreateSub(s.sq, i0)));
+                      body(signedMin(b, i32(spec.bm), b.CreateSub(s.sq, i0)));
                     });
           });
 }

@@ -12,6 +12,7 @@
 #include "ir/Dropout.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/KeyTiles.h"
+#include "ir/Loops.h"
 #include "ir/PagedRows.h"
 #include "ir/ScoreMods.h"
 #include "ir/TargetInfo.h"
@@ -80,7 +81,7 @@ private:
   void restrictToSplit(const WorkItem &s, KeyTiles &keys);
   /// The keys of the tile at \p j0: bn, or fewer at the end of the keys.
   llvm::Value *keysAt(const WorkItem &s, llvm::Value *j0) {
-    return minI(i32(spec.bn), b.CreateSub(s.sk, j0));
+    return signedMin(b, i32(spec.bn), b.CreateSub(s.sk, j0));
   }
   /// The rows of K (\p tensor = kK) or V from key \p j0 on.
   GlobalRows kvRows(KeyWalk &w, KernelArgsField tensor, llvm::Value *j0);
@@ -108,12 +109,6 @@ private:
   llvm::Value *i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
   llvm::Value *f32(double v) {
     return llvm::ConstantFP::get(b.getFloatTy(), v);
-  }
-  llvm::Value *minI(llvm::Value *x, llvm::Value *y) {
-    return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
-  }
-  llvm::Value *maxI(llvm::Value *x, llvm::Value *y) {
-    return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
   }
   /// v, or 0 where v is -inf: keeps exp2(x - m) finite for rows that have
   /// seen no key yet.

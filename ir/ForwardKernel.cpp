@@ -76,9 +76,10 @@ PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
 void ForwardEmitter::restrictToSplit(const WorkItem &s, KeyTiles &keys) {
   Value *step = i32(keys.step);
   Value *tiles =
-      maxI(i32(0), b.CreateSDiv(b.CreateAdd(b.CreateSub(keys.end, keys.begin),
-                                            i32(keys.step - 1)),
-                                step));
+      signedMax(b, i32(0),
+                b.CreateSDiv(b.CreateAdd(b.CreateSub(keys.end, keys.begin),
+                                         i32(keys.step - 1)),
+                             step));
   Value *n = s.parts;
   Value *even = b.CreateSDiv(b.CreateAdd(tiles, b.CreateSub(n, i32(1))), n);
   Value *perSplit =
@@ -87,13 +88,13 @@ void ForwardEmitter::restrictToSplit(const WorkItem &s, KeyTiles &keys) {
   Value *begin =
       b.CreateAdd(keys.begin, b.CreateMul(s.split, span), "split.begin");
   Value *last = b.CreateICmpSGE(s.split, b.CreateSub(n, i32(1)), "last.part");
-  keys.end =
-      b.CreateSelect(last, keys.end, minI(keys.end, b.CreateAdd(begin, span)));
+  keys.end = b.CreateSelect(last, keys.end,
+                            signedMin(b, keys.end, b.CreateAdd(begin, span)));
   keys.begin = begin;
 }
 
 void ForwardEmitter::emitTile(const WorkItem &s) {
-  Value *rows = minI(i32(spec.bm), b.CreateSub(s.rows, s.i0));
+  Value *rows = signedMin(b, i32(spec.bm), b.CreateSub(s.rows, s.i0));
   TileTokens tokens{
       queryToken(b, s, s.i0),
       queryToken(b, s, b.CreateAdd(s.i0, b.CreateSub(rows, i32(1))))};

@@ -1,4 +1,4 @@
-//===- Loops.h - Counted loops and guarded regions in IRBuilder code ------===//
+//===- Loops.h - Counted loops, guarded regions and their bounds ---------===//
 //
 // emitFor sketch:
 //   pre:    br header
@@ -50,6 +50,17 @@ void emitIf(llvm::IRBuilderBase &b, llvm::Value *cond, const llvm::Twine &name,
 void emitIfElse(llvm::IRBuilderBase &b, llvm::Value *cond,
                 const llvm::Twine &name, llvm::function_ref<void()> then,
                 llvm::function_ref<void()> otherwise);
+
+/// The smaller (larger) of two signed integers: clamps a tile's rows or
+/// keys to what is left of the sequence, and a loop's range to a band.
+inline llvm::Value *signedMin(llvm::IRBuilderBase &b, llvm::Value *x,
+                              llvm::Value *y) {
+  return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
+}
+inline llvm::Value *signedMax(llvm::IRBuilderBase &b, llvm::Value *x,
+                              llvm::Value *y) {
+  return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
+}
 
 /// An alloca in the function's entry block, so that SROA can promote it.
 llvm::AllocaInst *entryAlloca(llvm::IRBuilderBase &b, llvm::Type *type,

@@ -44,19 +44,15 @@ Band ScoreMods::band(const WorkItem &s) {
 std::pair<Value *, Value *> ScoreMods::keyRange(const WorkItem &s,
                                                 const Band &band,
                                                 const TileTokens &tokens) {
-  auto smaller = [&](Value *x, Value *y) {
-    return b.CreateSelect(b.CreateICmpSLT(x, y), x, y);
-  };
-  auto larger = [&](Value *x, Value *y) {
-    return b.CreateSelect(b.CreateICmpSGT(x, y), x, y);
-  };
   Value *begin = i32(0), *end = s.sk;
   if (band.lower)
-    begin = larger(
-        begin, b.CreateSub(b.CreateAdd(tokens.first, band.offset), band.left));
+    begin = signedMax(
+        b, begin,
+        b.CreateSub(b.CreateAdd(tokens.first, band.offset), band.left));
   if (band.upper)
-    end = smaller(end, b.CreateAdd(b.CreateAdd(tokens.last, band.offset),
-                                   b.CreateAdd(band.right, i32(1))));
+    end = signedMin(b, end,
+                    b.CreateAdd(b.CreateAdd(tokens.last, band.offset),
+                                b.CreateAdd(band.right, i32(1))));
   return {begin, end};
 }
 
