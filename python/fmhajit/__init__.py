@@ -23,9 +23,34 @@ from . import _arrays
 from ._fmhajit import __version__
 from . import _fmhajit
 
-_torch_glue = None  # fmhajit._torch, once a tensor has come (or torch was imported first)
+_torch_glue = None  # fmhajit._torch, once torch is imported (_use_torch_glue)
+
+
+def _compiling_before_torch():
+    """_compiling until fmhajit._torch is loaded: nothing compiles before
+    torch is imported; once it is, the glue is loaded (registering the op)
+    and asked, as it is at every call after."""
+    if "torch" not in _sys.modules:
+        return False
+    _use_torch_glue()
+    return _compiling()
+
+
+# Whether torch.compile is tracing fmhajit.attention (which must then go
+# through the op, not the C++ entry it cannot trace): fmhajit._torch's
+# compiling, torch.compiler.is_compiling itself where the op exists.
+_compiling = _compiling_before_torch
+
+
+def _use_torch_glue():
+    """Loads fmhajit._torch, which registers torch.ops.fmhajit.attention."""
+    global _torch_glue, _compiling
+    from . import _torch
+    _torch_glue, _compiling = _torch, _torch.compiling
+
+
 if "torch" in _sys.modules:  # register torch.ops.fmhajit.attention now
-    from . import _torch as _torch_glue
+    _use_torch_glue()
 
 __all__ = [
     "attention", "plan", "name", "decode", "validate", "compile",
@@ -74,6 +99,29 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     float32 arrays its fmhajit_tensor(slot, index) reads, in slot order (as
     many as it reads, at most 4), contiguous, read flat, on q's device.
     """
+    # A call on a cached plan must cost little more than the C++ run
+    # (bench/python/overhead.py): the common call runs in one C++ entry,
+    # which answers NotImplemented for every other (python/src/
+    # AttentionCall.h). Inside torch.compile the op must be seen instead.
+    if not _compiling():
+        made = _fmhajit.attention_call(
+            q, k, v, causal, window, softcap, alibi_slopes, scale, return_lse,
+            cu_seqlens_q, cu_seqlens_k, out, lse, threads, target, kernel,
+            cache_dir, dropout_p, sinks, attn_bias, variant, variant_tensors)
+        if made is not NotImplemented:
+            return made
+    return _any_attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
+                          return_lse, cu_seqlens_q, cu_seqlens_k, out, lse,
+                          threads, target, kernel, cache_dir, dropout_p,
+                          dropout_seed, dropout_offset, sinks, attn_bias,
+                          variant, variant_tensors)
+
+
+def _any_attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
+                   return_lse, cu_seqlens_q, cu_seqlens_k, out, lse, threads,
+                   target, kernel, cache_dir, dropout_p, dropout_seed,
+                   dropout_offset, sinks, attn_bias, variant, variant_tensors):
+    """attention(), any call: through the op, or the Python paths below."""
     dropout = None
     if dropout_p:
         dropout = _dropout(dropout_p, dropout_seed, dropout_offset,
@@ -226,12 +274,10 @@ def _dropout(p, seed, offset, torch):
 def _torch_glue_for(q):
     """fmhajit._torch when q is a torch.Tensor, else None. Only module
     globals and isinstance once loaded, which torch.compile traces through."""
-    global _torch_glue
     if _torch_glue is None:
         if _arrays.torch_of(q) is None:
             return None
-        from . import _torch
-        _torch_glue = _torch
+        _use_torch_glue()
     return _torch_glue if isinstance(q, _torch_glue.torch.Tensor) else None
 
 

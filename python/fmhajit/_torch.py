@@ -42,6 +42,17 @@ def _compiling():
     return _is_compiling is not None and _is_compiling()
 
 
+def _never():
+    return False
+
+
+# What fmhajit.attention asks before its C++ entry, which torch.compile
+# cannot trace: whether the call must go through the op instead.
+# torch.compiler.is_compiling itself (one call less) where the op exists;
+# without the op nothing is routed to it.
+compiling = _is_compiling if HAS_OP and _is_compiling is not None else _never
+
+
 def requires_grad(q, k, v, sinks=None, attn_bias=None, variant_call=None):
     """Whether any input requires grad (sinks, attn_bias and a variant's
     tensors too); variant_call: fmhajit._variant_call's tuple. A plain

@@ -3,6 +3,7 @@
 #include "python/src/ArrayView.h"
 #include "python/src/ExchangeApi.h"
 #include "python/src/TorchTensor.h"
+#include <algorithm>
 #include <cstring>
 
 namespace py = pybind11;
@@ -90,6 +91,18 @@ bool ArrayView::packed() const {
     expected *= shape[d];
   }
   return true;
+}
+
+void ArrayView::normalizeUnitStrides() {
+  // torch's contiguous strides: a dim of size 1 steps over the dims after.
+  int64_t expected = 1;
+  rawCStrides = true;
+  for (int d = ndim - 1; d >= 0; --d) {
+    rawCStrides = rawCStrides && strides[d] == expected;
+    expected *= std::max<int64_t>(shape[d], 1);
+    if (shape[d] < 2)
+      strides[d] = 1;
+  }
 }
 
 std::string ArrayView::deviceText() const {

@@ -63,6 +63,10 @@ struct ArrayView {
   std::unique_ptr<dlx::ManagedTensorVersioned, VersionedTensorDeleter> made;
   pybind11::object source; ///< a tensor read without a capsule, kept alive
   std::optional<ExchangeOrigin> producer; ///< read through an exchange API
+  /// Whether the producer's own strides, size-1 dims' included, are those
+  /// of a packed C array (normalizeUnitStrides, which only a view read
+  /// without a capsule calls): torch.empty_like(q) keeps them as they are.
+  bool rawCStrides = false;
 
   /// The public API's dtype of a floating-point view (F32, F16 or BF16).
   api::DType dtype() const;
@@ -70,6 +74,11 @@ struct ArrayView {
   bool packed() const;
   /// "cpu" or "cuda:N".
   std::string deviceText() const;
+  /// Notes rawCStrides, then gives each dim of size 1 stride 1, as torch's
+  /// DLPack export does (since 1.13; later versions only where the strides
+  /// are not already C-contiguous ones): its stride is never stepped over,
+  /// so only the plan's key could tell.
+  void normalizeUnitStrides();
 };
 
 /// Fills \p view's data, dtype, device and dims from \p t, as importArray

@@ -3,6 +3,7 @@
 #include "python/src/Calls.h"
 #include "python/src/CallArgs.h"
 #include "python/src/ExchangeApi.h"
+#include "python/src/NumpyArray.h"
 #include "python/src/PlanCache.h"
 #include "python/src/StatusError.h"
 #include "python/src/TorchTensor.h"
@@ -34,8 +35,7 @@ static api::Mask maskNamed(const std::string &name) {
                         ": use none, causal, causal_br or window");
 }
 
-static unsigned threadCount(py::handle value) {
-  int64_t n = value.cast<int64_t>();
+unsigned python::threadCount(int64_t n) {
   if (n < 0 || n > 65536)
     throw py::value_error("threads " + std::to_string(n) +
                           ": give a count from 1 to 65536, or 0 for one per "
@@ -54,7 +54,7 @@ static CallKeywords readKeywords(py::tuple t) {
   kw.softcap = t[3].cast<float>();
   kw.scale = t[4].cast<float>();
   kw.alibi = t[5].cast<bool>();
-  kw.options.threads = threadCount(t[6]);
+  kw.options.threads = threadCount(t[6].cast<int64_t>());
   kw.options.target = t[7].cast<std::string>();
   kw.options.kernel = t[8].cast<std::string>();
   kw.options.cacheDir = t[9].cast<std::string>();
@@ -142,18 +142,25 @@ optionalArray(py::handle array, const char *what, const CallKeywords &kw) {
   return importArray(array, what, exportStreamOf(array, kw));
 }
 
-// The arrays tuple, in Calls.h's order; \p kw gets q's stream where it
-// names none (readQuery).
+// q, k, v, out and lse (None where not given) into \p a; \p kw gets q's
+// stream where it names none (readQuery).
+static void readOperands(py::handle q, py::handle k, py::handle v,
+                         py::handle out, py::handle lse, CallKeywords &kw,
+                         CallArrays &a) {
+  a.q = readQuery(q, kw);
+  a.k = importArray(k, "k", exportStreamOf(k, kw));
+  a.v = importArray(v, "v", exportStreamOf(v, kw));
+  a.out = optionalArray(out, "out", kw);
+  a.lse = optionalArray(lse, "lse", kw);
+}
+
+// The arrays tuple, in Calls.h's order (readOperands).
 static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
                              py::tuple t, CallKeywords &kw) {
   if (t.size() != 10)
     throw py::type_error("internal: the arrays tuple needs 10 entries");
   CallArrays a;
-  a.q = readQuery(q, kw);
-  a.k = importArray(k, "k", exportStreamOf(k, kw));
-  a.v = importArray(v, "v", exportStreamOf(v, kw));
-  a.out = optionalArray(t[0], "out", kw);
-  a.lse = optionalArray(t[1], "lse", kw);
+  readOperands(q, k, v, t[0], t[1], kw, a);
   a.cuSeqlensQ = optionalArray(t[2], "cu_seqlens_q", kw);
   a.cuSeqlensK = optionalArray(t[3], "cu_seqlens_k", kw);
   a.cuSeqlensQDevice = optionalArray(t[4], "cu_seqlens_q (device)", kw);
@@ -247,6 +254,34 @@ static void launch(const api::Plan &plan, T tensors, Call call,
   checkStatus(status);
 }
 
+// A new out for \p q (a plain tensor or a NumPy array: canMakeOutput),
+// packed like q with v's head_dim, and its view into \p view.
+static py::object newOutput(py::handle q, const CallArrays &a,
+                            const CallKeywords &kw, ArrayView &view) {
+  int64_t headDimV = a.v.shape[a.v.ndim - 1];
+  if (isPlainTensor(q))
+    return newTorchOutput(q, a.q, headDimV, kw.exportStream, view);
+  return newNumpyOutput(a.q, headDimV, view);
+}
+
+// Runs the forward of arrays read into \p a, making out where \p givenOut
+// is None (after the inputs are checked: made packed like q, it fits every
+// check an out gets), and returns out.
+static py::object forward(py::handle q, CallArrays &a, py::handle givenOut,
+                          CallKeywords &kw, py::object workspace) {
+  if (!a.out && !isPlainTensor(q) && !isNumpyArray(q))
+    throw py::value_error("out: attention needs an output array");
+  api::Problem problem = problemFor(a, kw);
+  auto out = py::reinterpret_borrow<py::object>(givenOut);
+  if (!a.out) {
+    a.out.emplace();
+    out = newOutput(q, a, kw, *a.out);
+  }
+  api::Plan plan = planFor(problem, kw.options);
+  launch(plan, tensorsFor(a, kw), api::run, workspace, kw, a.q);
+  return out;
+}
+
 // One forward call; \p variant is None for a plain one.
 static py::object attention(py::handle q, py::handle k, py::handle v,
                             py::tuple arrays, py::tuple keywords,
@@ -256,18 +291,15 @@ static py::object attention(py::handle q, py::handle k, py::handle v,
   kw.dropout = readDropout(dropout);
   CallArrays a = readArrays(q, k, v, arrays, kw);
   readVariant(variant, kw, a);
-  if (!a.out && !isPlainTensor(q))
-    throw py::value_error("out: attention needs an output array");
-  api::Problem problem = problemFor(a, kw);
-  py::object out = arrays[0];
-  if (!a.out) { // made packed like q, it fits every check an out gets
-    a.out.emplace();
-    out = newTorchOutput(q, a.q, a.v.shape[a.v.ndim - 1], kw.exportStream,
-                         *a.out);
-  }
-  api::Plan plan = planFor(problem, kw.options);
-  launch(plan, tensorsFor(a, kw), api::run, workspace, kw, a.q);
-  return out;
+  return forward(q, a, arrays[0], kw, std::move(workspace));
+}
+
+py::object python::runCommonAttention(py::handle q, py::handle k,
+                                      py::handle v, py::handle out,
+                                      py::handle lse, CallKeywords kw) {
+  CallArrays a;
+  readOperands(q, k, v, out, lse, kw, a);
+  return forward(q, a, out, kw, py::none());
 }
 
 py::object python::runAttention(py::handle q, py::handle k, py::handle v,

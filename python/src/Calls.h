@@ -19,9 +19,10 @@
 // where no workspace allocator is given.
 // The arrays may be None where the Python layer has nothing to pass.
 // sinks and attn_bias are on q's device (the kernels read them). attention
-// makes out where it is None and q is a plain torch.Tensor: it reads q
-// anyway, so the new tensor's view is q's (TorchTensor.h, newTorchOutput),
-// where one made in Python would be read like any other.
+// makes out where it is None and q is a plain torch.Tensor or a NumPy
+// array: it reads q anyway, so the new array's view is q's (TorchTensor.h,
+// newTorchOutput; NumpyArray.h), where one made in Python would be read
+// like any other.
 //
 // dropout, apart from the keywords (the Python layer memoizes those, and a
 // seed changes with every call), is None or (p, seed, offset): the problem
@@ -38,9 +39,14 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "python/src/CallArgs.h"
 #include <pybind11/pybind11.h>
 
 namespace fmhajit::python {
+
+/// Options::threads from a call's threads (0: one per hardware thread);
+/// raises ValueError outside 0 to 65536.
+unsigned threadCount(int64_t threads);
 
 /// Plans (once per problem: PlanCache) and runs one attention, writing
 /// out (and lse) in place, and returns out (the one given, or the one
@@ -58,6 +64,15 @@ runAttentionWithVariant(pybind11::handle q, pybind11::handle k,
                         pybind11::handle v, pybind11::tuple arrays,
                         pybind11::tuple keywords, pybind11::object workspace,
                         pybind11::object dropout, pybind11::tuple variant);
+
+/// The common call of fmhajit.attention (AttentionCall.h): q, k, v, and
+/// out and lse or None, with its keywords read into \p kw (no dropout, no
+/// variant); runs as runAttention does with no workspace allocator (a CUDA
+/// plan's workspace comes from q's exchange API), making out where it is
+/// None: a plain tensor's or a NumPy array's. Returns out.
+pybind11::object runCommonAttention(pybind11::handle q, pybind11::handle k,
+                                    pybind11::handle v, pybind11::handle out,
+                                    pybind11::handle lse, CallKeywords kw);
 
 /// The gradients of such a call: \p arrays must hold out and lse as the
 /// forward wrote them; \p grads is (dO, dQ, dK, dV), dQ..dV written.

@@ -74,14 +74,6 @@ const dlx::ExchangeApi *python::exchangeApiOf(py::handle array) {
                            "without saying why");
 }
 
-// Like torch's DLPack export (TorchTensor.h), a dim of size 1 reads stride
-// 1: its stride is never stepped over, so only the plan's key could tell.
-static void normalizeUnitStrides(ArrayView &view) {
-  for (int d = 0; d < view.ndim; ++d)
-    if (view.shape[d] < 2)
-      view.strides[d] = 1;
-}
-
 bool python::readExchangeArray(const dlx::ExchangeApi &api, py::handle array,
                                std::optional<intptr_t> exportStream,
                                ArrayView &view) {
@@ -100,7 +92,7 @@ bool python::readExchangeArray(const dlx::ExchangeApi &api, py::handle array,
       (!exportStream || *exportStream != kNoSync))
     return false;
   readDLTensor(t, view); // shape and strides are valid until we return
-  normalizeUnitStrides(view);
+  view.normalizeUnitStrides(); // as torch's DLPack export (TorchTensor.h)
   view.producer = ExchangeOrigin{&api, t.device};
   view.source = py::reinterpret_borrow<py::object>(array);
   return true;

@@ -3,11 +3,14 @@
 // The compiled half of the Python package: thin bindings of the public C++
 // API (include/fmhajit/). The package's __init__.py gives them their
 // Python signatures, allocates outputs (attention makes a plain tensor's
-// out itself: Calls.h) and reads PyTorch's stream.
+// or a NumPy array's out itself: Calls.h) and reads PyTorch's stream;
+// fmhajit.attention's common call goes straight to attention_call
+// (AttentionCall.h).
 //
 //===----------------------------------------------------------------------===//
 #include "fmhajit/Fmhajit.h"
 #include "fmhajit/Specs.h"
+#include "python/src/AttentionCall.h"
 #include "python/src/Calls.h"
 #include "python/src/StatusError.h"
 #include "specs/Version.h"
@@ -73,6 +76,10 @@ static py::tuple accuracy(const std::string &input, const std::string &out,
 PYBIND11_MODULE(_fmhajit, m) {
   m.doc() = "fmhajit's compiled half; use the package fmhajit";
   m.attr("__version__") = FMHAJIT_VERSION;
+  // A C function of its own, not pybind11's: AttentionCall.h says why.
+  m.add_object("attention_call",
+               py::reinterpret_steal<py::object>(
+                   PyCFunction_NewEx(&attentionCallMethod, nullptr, m.ptr())));
   m.def("attention", &runAttention);
   m.def("attention_with_variant", &runAttentionWithVariant);
   m.def("backward", &runBackward);

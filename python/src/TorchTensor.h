@@ -41,6 +41,10 @@ bool readTorchTensor(pybind11::handle array, std::optional<intptr_t> stream,
 /// Whether \p array is a plain torch.Tensor (that exact type).
 bool isPlainTensor(pybind11::handle array);
 
+/// Whether \p tensor, a plain tensor, is on a CUDA device (is_cuda; false
+/// where that cannot be read).
+bool isCudaTensor(pybind11::handle tensor);
+
 /// Whether \p tensor, a plain tensor, requires grad (true where that
 /// cannot be read): DLPack refuses such tensors, and so does the reading
 /// of one through the exchange API (ExchangeApi.h), which leaves it to

@@ -94,6 +94,43 @@ def test_made_outputs_are_what_new_empty_makes(device, dv):
     assert torch.equal(out, sub)
 
 
+def test_made_outputs_keep_no_odd_strides():
+    """empty_like(q) copies a dense q's strides, so the compiled half
+    passes it no memory_format only where q's own strides, size-1 dims'
+    included, are packed ones: an out made from a q with a stride of 999
+    on a size-1 dim is packed all the same."""
+    q = randn(1, 1, 4, 64, seed=1)
+    odd = q.as_strided(q.shape, (999, 7, 64, 1))
+    k, v = (randn(1, 9, 4, 64, seed=s) for s in (2, 3))
+    for x in (q, odd):
+        out = fmhajit.attention(x, k, v)
+        assert out.stride() == torch.empty(out.shape).stride() == (256, 256, 64, 1)
+        assert torch.equal(out, fmhajit.attention(q, k, v))
+
+
+def test_common_call_takes_plain_tensors_only():
+    """The C++ entry of the common call (python/src/AttentionCall.h) runs
+    plain tensors that want no gradient and answers NotImplemented for the
+    rest, which the Python path runs (the op, a subclass's DLPack)."""
+    from fmhajit import _fmhajit
+    q, k, v = (randn(1, 6, 2, 64, seed=s) for s in (1, 2, 3))
+
+    def entry(q, k, v, out=None):
+        return _fmhajit.attention_call(q, k, v, False, None, None, None, None, False,
+                                       None, None, out, None, None, None, None, None,
+                                       0.0, None, None, None, None)
+    made = entry(q, k, v)
+    assert type(made) is torch.Tensor and torch.equal(made, fmhajit._any_attention(
+        q, k, v, False, None, None, None, None, False, None, None, None, None, None,
+        None, None, None, 0.0, None, 0, None, None, None, None))
+    given = torch.empty_like(q)
+    assert entry(q, k, v, out=given) is given and torch.equal(given, made)
+    assert entry(q.as_subclass(Sub), k, v) is NotImplemented
+    assert entry(q, k, v, out=given.as_subclass(Sub)) is NotImplemented
+    assert entry(q, k.numpy(), v) is NotImplemented
+    assert entry(q, k, v.clone().requires_grad_()) is NotImplemented
+
+
 def test_outputs_made_under_a_mode_are_checked():
     """A TorchFunctionMode may hand the compiled half another type for its
     out: that one is read like any array, and refused unless it is what
