@@ -137,6 +137,8 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--api-json", help="fmhajit-bench-api --device cuda's JSON from this machine")
+    p.add_argument("--overhead-only", action="store_true",
+                   help="the call cost alone, no shapes (for alternating runs of two modules)")
     a = p.parse_args()
     print(f"device   {torch.cuda.get_device_name()}  torch {torch.__version__}")
     overhead = measure_overhead(a.rounds, a.calls)
@@ -151,7 +153,7 @@ def main():
         gap = overhead[0]["us_per_call"] - api_us
         print(f"goal     fmhajit.attention <= {GOAL_US:.1f} us over api::run: {gap:.2f} us, "
               f"{'PASS' if gap <= GOAL_US else 'MISS'}")
-    shapes = [compare_shape(s, a.iters) for s in SHAPES]
+    shapes = [] if a.overhead_only else [compare_shape(s, a.iters) for s in SHAPES]
     print(f"\n{'b sq sk hq hkv d causal':<30} {'fmhajit ms':>10} {'sdpa ms':>9} {'TFLOPS':>7} {'x sdpa':>7} {'rel_l2':>8}")
     for r in shapes:
         print(f"{' '.join(map(str, r['shape'])):<30} {r['fmhajit_ms']:>10.3f} {r['sdpa_ms']:>9.3f} "

@@ -130,8 +130,8 @@ def _any_attention(q, k, v, causal, window, softcap, alibi_slopes, scale,
     if variant is not None or variant_tensors is not None:
         variant_call = _variant_call(variant, variant_tensors)
     if type(q) is _np.ndarray and q.dtype in _NUMPY_DIRECT:
-        # The common case, kept short: a call on a cached plan must cost
-        # little more than the C++ run (bench/python/overhead.py).
+        # NumPy calls the C++ entry declines (varlen, ALiBi, sinks, a bias,
+        # dropout, a variant, an LSE to make), kept short.
         if out is None:
             out = _np.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
         if return_lse and lse is None:
@@ -327,9 +327,10 @@ def _torch_attention(glue, q, k, v, causal, window, softcap, scale,
                      return_lse, out, lse, threads, target, kernel, cache_dir,
                      dropout, grad):
     """_attention for plain tensors (torch.Tensor itself) without cu_seqlens
-    or ALiBi slopes, as a TorchKind would run it with less on the way: a
-    call on a cached plan must cost little more than the C++ run
-    (bench/python/overhead.py, bench/gpu/bench_python.py). glue is
+    or ALiBi slopes, as a TorchKind would run it with less on the way: the
+    calls of plain tensors that the C++ entry declines (an LSE to make,
+    dropout, a window, inputs that require grad under no_grad, CUDA
+    tensors of a torch without DLPack's exchange API). glue is
     fmhajit._torch; grad: whether q, k or v requires grad (the op was not
     wanted: grad mode is off). An out of None is made by the compiled half,
     which reads q anyway (python/src/Calls.h): q.new_empty here would cost

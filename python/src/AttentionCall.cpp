@@ -109,7 +109,8 @@ static std::optional<CallKeywords> commonKeywords(PyObject *const *args) {
       return std::nullopt;
   PyObject *causal = args[ArgCausal], *returnLse = args[ArgReturnLse];
   if ((causal != Py_True && causal != Py_False) ||
-      (returnLse != Py_False && (returnLse != Py_True || args[ArgLse] == Py_None)) ||
+      (returnLse != Py_False &&
+       (returnLse != Py_True || args[ArgLse] == Py_None)) ||
       !noDropout(args[ArgDropoutP]))
     return std::nullopt;
   std::optional<float> softcap = plainFloat(args[ArgSoftcap]);
@@ -156,9 +157,9 @@ static py::object call(PyObject *const *args) {
   // Checked once the call is known to be common: the Python path raises
   // its own errors (an array it cannot make results for) before this one.
   kw->options.threads = threadCount(*plainInt(args[ArgThreads]));
-  py::object out = runCommonAttention(args[ArgQ], args[ArgK], args[ArgV],
-                                      args[ArgOut], args[ArgLse],
-                                      std::move(*kw));
+  py::object out =
+      runCommonAttention(args[ArgQ], args[ArgK], args[ArgV], args[ArgOut],
+                         args[ArgLse], std::move(*kw));
   if (args[ArgReturnLse] == Py_True)
     return py::make_tuple(out, py::handle(args[ArgLse]));
   return out;

@@ -294,9 +294,9 @@ static py::object attention(py::handle q, py::handle k, py::handle v,
   return forward(q, a, arrays[0], kw, std::move(workspace));
 }
 
-py::object python::runCommonAttention(py::handle q, py::handle k,
-                                      py::handle v, py::handle out,
-                                      py::handle lse, CallKeywords kw) {
+py::object python::runCommonAttention(py::handle q, py::handle k, py::handle v,
+                                      py::handle out, py::handle lse,
+                                      CallKeywords kw) {
   CallArrays a;
   readOperands(q, k, v, out, lse, kw, a);
   return forward(q, a, out, kw, py::none());

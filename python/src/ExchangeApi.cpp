@@ -91,7 +91,7 @@ bool python::readExchangeArray(const dlx::ExchangeApi &api, py::handle array,
   if (t.device.device_type == kDLCUDA &&
       (!exportStream || *exportStream != kNoSync))
     return false;
-  readDLTensor(t, view); // shape and strides are valid until we return
+  readDLTensor(t, view);       // shape and strides are valid until we return
   view.normalizeUnitStrides(); // as torch's DLPack export (TorchTensor.h)
   view.producer = ExchangeOrigin{&api, t.device};
   view.source = py::reinterpret_borrow<py::object>(array);
