@@ -88,15 +88,11 @@ static bool plainString(PyObject *value, std::string &text) {
   return true;
 }
 
-// Whether dropout_p leaves dropout off (`if dropout_p:` is false).
+// Whether dropout_p leaves dropout off (`if dropout_p:` is false): False,
+// or a float or an int of 0 (whose truth cannot fail).
 static bool noDropout(PyObject *p) {
-  if (p == Py_False)
-    return true;
-  if (PyFloat_CheckExact(p))
-    return PyFloat_AS_DOUBLE(p) == 0.0;
-  if (PyLong_CheckExact(p))
-    return PyLong_AsLongLong(p) == 0 && !PyErr_Occurred();
-  return false;
+  return (p == Py_False || PyFloat_CheckExact(p) || PyLong_CheckExact(p)) &&
+         PyObject_IsTrue(p) == 0;
 }
 
 // The keywords of a common call, as fmhajit/__init__.py's _make_keywords

@@ -86,6 +86,7 @@ def test_other_calls_are_left_to_python(name):
 
 def test_arrays_it_does_not_read_are_left_to_python():
     q, k, v = arrays()
+    assert entry(q, k, v, dropout_p=10**30) is NotImplemented  # no error left set
     assert entry(q.astype(np.float64), k, v) is NotImplemented
     assert entry(list(q), k, v) is NotImplemented
     with pytest.raises(TypeError, match="q: dtype float64 is not supported"):
