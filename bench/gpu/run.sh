@@ -188,14 +188,16 @@ if [ "$mode" = stalls ]; then
 fi
 if [ "$mode" = sanitize ]; then
   # compute-sanitizer's memcheck, racecheck and synccheck on small problems
-  # of each sm_90a pipeline, then the stages=2 kernels with bounded waits.
+  # of each sm_90a pipeline (fp8's with its transposer warps), then the
+  # stages=2 kernels with bounded waits.
   # Each line of sanitize.log that starts "== ERROR SUMMARY" must say 0.
   cs=/usr/local/cuda/bin/compute-sanitizer
   for case in "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a" \
               "family=fwd,dtype=bf16,d=64,lse=1,target=sm_90a" \
               "family=fwd,dtype=fp16,d=256,mask=window,target=sm_90a --window 64,16" \
               "family=fwd,dtype=bf16,d=128,pipeline=wgmma,stages=1,target=sm_90a" \
-              "family=fwd,dtype=bf16,d=128,pipeline=mma,target=sm_90a"; do
+              "family=fwd,dtype=bf16,d=128,pipeline=mma,target=sm_90a" \
+              "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,target=sm_90a"; do
     for tool in memcheck racecheck synccheck; do
       echo "== $tool $case" | tee -a "$out/sanitize.log"
       # shellcheck disable=SC2086 # $case is a spec and its flags

@@ -31,6 +31,7 @@
 #include "ir/targets/NvptxWgmma.h"
 #include "specs/ArchTable.h"
 #include "specs/pipelines/WgmmaLayout.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include <optional>
 
@@ -71,10 +72,10 @@ public:
   void beginProducts() override;
   void endProducts() override;
   void finishProduct(Tile &acc) override;
-  /// Under the ring, 16-bit inputs, dv >= 128: the warp's vote on O's
-  /// factors first, then the wait on both sides of its branch (ptxas
-  /// otherwise hoists the wait above the softmax, defeating the overlap
-  /// with O's product).
+  /// Under the ring, 16-bit inputs, dv >= 128: the wait on both sides of
+  /// an always-taken, warpgroup-uniform branch (ptxas otherwise hoists it
+  /// above the softmax, defeating the overlap with O's product), then the
+  /// rescale.
   void finishProductScaled(Tile &acc, const RowVec &factor) override;
   void load(Tile &tile, const GlobalRows &src, Value *valid,
             Value *scale) override;
@@ -121,6 +122,7 @@ private:
   Value *warpgroup() { return b.CreateLShr(target.threadId(b), b.getInt32(7)); }
   /// Named barrier 1 + w: warpgroup w's turn (0 is the block barrier).
   Value *turnBarrier(Value *group) { return b.CreateAdd(group, b.getInt32(1)); }
+
   /// Issue (fence, products, commit) without the wait: the accumulators
   /// as the products define them.
   SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
@@ -340,27 +342,39 @@ void NvptxWgmmaTileOps::finishProduct(Tile &acc) {
 // ptxas schedules a wgmma wait as early as the registers allow: after the
 // softmax in the PTX, the wait for O's product landed before its first
 // exp2 in the SASS (fp8 and bf16, d = 128), so the softmax never overlapped
-// P V. A wait behind a branch stays there, so the vote comes first and
-// each side waits (docs/design.md, "The softmax's cost per score").
+// P V. A wait inside a branch stays there. wgmma.wait_group is
+// warpgroup-aligned, so the branch must go the same way in all four warps:
+// session 19 branched on each warp's vote on O's rescale, which
+// compute-sanitizer's synccheck caught (warps of one warpgroup at the two
+// sides' waits); the warpgroup's vote (bar.red.or) cost 5-9%. So the branch
+// is on %nctaid.x != 0, always true and uniform, read by inline asm that
+// neither LLVM nor ptxas folds, and the warp's vote on the rescale comes
+// after the wait. The other side waits too, so that O stays one set of
+// registers (docs/design.md, "The softmax's cost per score").
 //
 // Measured on the H100 against the wait ptxas hoisted (docs/results.md,
 // session 19): bf16 and fp16 at dv >= 128 gained up to 13% (d = 128), and
 // causal d = 64 on three consumer warpgroups 3-6%; fp8 d = 128 lost 5-6%
 // (a second run: a tie) and unmasked d = 64 up to 5%, so those keep the
-// wait where ptxas puts it.
+// wait where ptxas puts it. The uniform branch runs within 2% of session
+// 19's (causal d = 64: 3-4% behind; session 20).
 void NvptxWgmmaTileOps::finishProductScaled(Tile &acc, const RowVec &factor) {
   bool causal = spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
-  bool waitsBehindVote =
+  bool waitsAfterSoftmax =
       ring && !isFp8(spec.dtype) &&
       (spec.headDimV() >= 128 || (causal && turnTakers() == 3));
-  if (!waitsBehindVote)
+  if (!waitsAfterSoftmax)
     return NvptxFragmentTileOps::finishProductScaled(acc, factor);
   InFlight product = takeProduct(acc);
+  auto *asmType = FunctionType::get(b.getInt1Ty(), {}, /*isVarArg=*/false);
+  Value *gridNotEmpty = b.CreateCall(InlineAsm::get(
+      asmType, "{ .reg .u32 n; mov.u32 n, %nctaid.x; setp.ne.u32 $0, n, 0; }",
+      "=b", /*hasSideEffects=*/true));
   emitIfElse(
-      b, anyFactorOtherThanOne(factor), "rescale",
+      b, gridNotEmpty, "wait.o",
       [&] {
         emitFinish(product);
-        TileOps::scaleRows(acc, factor);
+        NvptxFragmentTileOps::scaleRows(acc, factor);
       },
       [&] { emitFinish(product); });
 }
