@@ -56,7 +56,8 @@ if [ "$mode" = python ]; then
   # bench/gpu/pack-python.sh (carry dist-py): the pytest suite with PyTorch
   # on the GPU (SDPA, torch.compile, the current stream, gradients), then
   # bench_python.py (call cost, and fmhajit.attention against SDPA), after
-  # fmhajit-bench-api --device cuda: api::run's own cost on this machine.
+  # fmhajit-bench-api --device cuda: api::run's own cost on this machine,
+  # timed again before each round of the Python calls (--api-binary).
   mkdir -p /tmp/fj/python
   tar -C /tmp/fj/python -xJf "$root/dist-py/fmhajit-python.tar.xz"
   # The CLI the tests compare with, where the call carried one (carry is
@@ -71,13 +72,16 @@ if [ "$mode" = python ]; then
     numpy.__version__, 'pytest', pytest.__version__, 'torch', torch.__version__)" 2>&1 | tee "$out/python-tests.log"
   PYTHONPATH=/tmp/fj/python timeout 600 env ${cli:+FMHAJIT_BINARY=$cli} python3 -m pytest -q -rs \
     -p no:cacheprovider "$root/tests/python" 2>&1 | tee -a "$out/python-tests.log" | tail -30
+  api=
   if [ -f "$root/dist-py/fmhajit-bench-api.xz" ]; then
     xz -dc "$root/dist-py/fmhajit-bench-api.xz" > /tmp/fj/fmhajit-bench-api-py && chmod +x /tmp/fj/fmhajit-bench-api-py
+    api=/tmp/fj/fmhajit-bench-api-py
     timeout 300 /tmp/fj/fmhajit-bench-api-py --device cuda --json "$out/bench-api-cuda.json" 2>&1 |
       tee "$out/api-overhead.log"
   fi
   PYTHONPATH=/tmp/fj/python PYTHONUNBUFFERED=1 timeout 600 python3 "$root/bench/gpu/bench_python.py" \
-    --json "$out/bench-python-gpu.json" --api-json "$out/bench-api-cuda.json" "$@" 2>&1 | tee "$out/python-bench.log"
+    --json "$out/bench-python-gpu.json" --api-json "$out/bench-api-cuda.json" \
+    ${api:+--api-binary $api} "$@" 2>&1 | tee "$out/python-bench.log"
   exit 0
 fi
 if [ "$mode" = backward ]; then
