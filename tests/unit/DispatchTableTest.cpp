@@ -70,13 +70,13 @@ TEST_P(DispatchData, EveryChoosableTileValidates) {
 
 // Rows are tried in order: a row that an earlier one always wins over is
 // dead data.
-// Row j hides a later row i when it serves every query length, head dim and
-// dtype that i does.
+// Row j hides a later row i when it serves every query length, head dim,
+// dtype and mask that i does.
 TEST_P(DispatchData, EveryRowIsReachable) {
-  auto servesDTypesOf = [](const TileRow &j, const TileRow &i) {
-    return j.dtypes.empty() ||
-           (!i.dtypes.empty() && llvm::all_of(i.dtypes, [&](DType t) {
-             return llvm::is_contained(j.dtypes, t);
+  auto covers = [](const auto &outer, const auto &inner) {
+    return outer.empty() ||
+           (!inner.empty() && llvm::all_of(inner, [&](const auto &x) {
+             return llvm::is_contained(outer, x);
            }));
   };
   for (const auto &[pipeline, rows] : table().tiles)
@@ -84,7 +84,8 @@ TEST_P(DispatchData, EveryRowIsReachable) {
       for (size_t j = 0; j < i; ++j)
         EXPECT_FALSE(rows[j].maxSeqlenQ >= rows[i].maxSeqlenQ &&
                      rows[j].maxD >= rows[i].maxD &&
-                     servesDTypesOf(rows[j], rows[i]))
+                     covers(rows[j].dtypes, rows[i].dtypes) &&
+                     covers(rows[j].masks, rows[i].masks))
             << GetParam() << " " << keyOf(pipeline).str() << ": row " << i
             << " is hidden by row " << j;
 }
@@ -135,10 +136,12 @@ TEST(DispatchTable, TilesForAreWhatChooseReturns) {
       t.tilesFor(arch, Pipeline::Mma, 256, DType::BF16, Mask::None).size(), 1u);
 }
 
-// Rows may name masks: without one, d = 128 takes a wider key tile for
-// long queries (bn = 160 for fp16/bf16 from 2048, 192 for fp8 past 2048),
-// which causal kernels spill; causal d = 64 takes 128 query rows instead of
-// 192 up to 1024, and causal d = 256 a narrower key tile up to 1024.
+// Rows may name masks: without one, fp16/bf16 d = 128 takes a wider key
+// tile from 2048 queries (bn = 160), which causal kernels spill; fp8 d = 128
+// runs on three consumer warpgroups (bm = 192, bn = 96) at every length
+// without a mask and from 8192 causal; causal d = 64 takes 128 query rows
+// instead of 192 up to 1024, and causal d = 256 a narrower key tile up to
+// 1024.
 TEST(DispatchTable, RowsMayNameMasks) {
   const ArchInfo &arch = *findArch("sm_90a");
   const DispatchTable &t = DispatchTable::forTarget("sm_90a");
@@ -152,12 +155,13 @@ TEST(DispatchTable, RowsMayNameMasks) {
   for (const Pick &p : std::initializer_list<Pick>{
            {128, DType::BF16, Mask::None, 1024, "m128n128w8s2"},
            {128, DType::BF16, Mask::None, 2048, "m128n160w8s2"},
-           {128, DType::F8E4M3, Mask::None, 2048, "m128n128w8s2"},
+           {128, DType::F8E4M3, Mask::None, 2048, "m192n96w12s2"},
            {128, DType::BF16, Mask::None, 8192, "m128n160w8s2"},
            {128, DType::F16, Mask::None, 8192, "m128n160w8s2"},
            {128, DType::BF16, Mask::Causal, 8192, "m128n128w8s2"},
-           {128, DType::F8E4M3, Mask::None, 8192, "m128n192w8s2"},
-           {128, DType::F8E4M3, Mask::Causal, 8192, "m128n128w8s2"},
+           {128, DType::F8E4M3, Mask::None, 8192, "m192n96w12s2"},
+           {128, DType::F8E4M3, Mask::Causal, 4096, "m128n128w8s2"},
+           {128, DType::F8E4M3, Mask::Causal, 8192, "m192n96w12s2"},
            {64, DType::BF16, Mask::Causal, 1024, "m128n128w8s2"},
            {64, DType::BF16, Mask::Causal, 2048, "m192n128w12s2"},
            {64, DType::BF16, Mask::Causal, 16384, "m192n128w12s2"},
