@@ -216,3 +216,10 @@ ArrayView python::importArray(py::handle array, const char *what,
   readDLTensor(view.owner->dl_tensor, view);
   return view;
 }
+
+PyObject *fmhajit::python::importedModule(PyObject *name) {
+  PyObject *module = PyDict_GetItemWithError(PyImport_GetModuleDict(), name);
+  if (!module)
+    PyErr_Clear();
+  return module;
+}

@@ -97,4 +97,9 @@ void readDLTensor(const DLTensor &t, ArrayView &view);
 ArrayView importArray(pybind11::handle array, const char *what,
                       std::optional<intptr_t> stream);
 
+/// The module \p name (an interned str) as sys.modules holds it, borrowed,
+/// or null where nothing imported it: an array of a library nobody imported
+/// cannot have come, so this never imports one.
+PyObject *importedModule(PyObject *name);
+
 } // namespace fmhajit::python

@@ -19,11 +19,9 @@ struct Numpy {
     if (ndarray)
       return true;
     static PyObject *name = PyUnicode_InternFromString("numpy");
-    PyObject *numpy = PyDict_GetItemWithError(PyImport_GetModuleDict(), name);
-    if (!numpy) {
-      PyErr_Clear();
+    PyObject *numpy = importedModule(name);
+    if (!numpy)
       return false;
-    }
     py::handle module(numpy);
     py::object dtype = module.attr("dtype");
     const char *dtypeNames[] = {"float32", "float16", "uint16"};

@@ -83,11 +83,9 @@ struct Torch {
     if (tensorType)
       return true;
     static PyObject *name = PyUnicode_InternFromString("torch");
-    PyObject *torch = PyDict_GetItemWithError(PyImport_GetModuleDict(), name);
-    if (!torch) {
-      PyErr_Clear();
+    PyObject *torch = importedModule(name);
+    if (!torch)
       return false;
-    }
     py::handle module(torch);
     // A torch still importing may lack these: look again next time.
     const char *dtypeNames[] = {"float32", "float16", "bfloat16", "int32"};
