@@ -122,7 +122,6 @@ private:
   Value *warpgroup() { return b.CreateLShr(target.threadId(b), b.getInt32(7)); }
   /// Named barrier 1 + w: warpgroup w's turn (0 is the block barrier).
   Value *turnBarrier(Value *group) { return b.CreateAdd(group, b.getInt32(1)); }
-
   /// Issue (fence, products, commit) without the wait: the accumulators
   /// as the products define them.
   SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
