@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""What api::plan picks for each row of a GPU decode grid, and how far it is
+from the best pinned configuration the same run measured.
+
+Reads a grid JSON of fmhajit-bench-decode --device cuda (every row's pinned
+configurations and times, e.g. bench/results-decode-gpu-h100-grid-v2.json)
+and the dispatch table (specs/dispatch/nvptx.json), applies the plan's split
+rule with the same arithmetic as the C++ (runtime/api/SplitHeuristic.cpp
+chooseNumSplits, runtime/api/SplitPlanner.cpp narrowSplit,
+runtime/api/DispatchTable.cpp), and prints for every row the predicted tile
+and parts, that configuration's measured time, the best, and the ratio.
+
+  --rule table     the rule as the table has it (split_tiles included)
+  --rule wide      without split_tiles: the tile rows' pick only (the rule
+                   before split_tiles)
+
+Times: the row's own plan time where the prediction is the configuration
+the run's plan took, else the pinned configuration's. The last line counts
+the rows where the run's plan took the predicted tile and parts: all of
+them when the rule is the one the run's library had (a check that the
+script reproduces the C++). The best is the fastest of every pinned
+configuration and the plan. The run's d, dtype and mask are given by
+--d/--dtype/--mask (the grid's are d = 128, bf16, no mask); the SM count
+is --sms (an H100's 132).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+# runtime/api/SplitHeuristic.h
+GPU_BLOCKS_PER_SM = 1.5
+GPU_MAX_SPLITS = 128
+PIPELINE = "wgmma"  # sm_90a's first pipeline (specs/arch/sm_90a.json)
+
+
+def pow2_ceil(x):
+    return 1 << (max(1, x) - 1).bit_length()
+
+
+def choose_num_splits(items, key_tiles, workers):
+    """chooseNumSplits(items, keyTiles, workers), the GPU rule."""
+    if workers == 0 or items <= 0:
+        return 1
+    wanted = math.ceil(GPU_BLOCKS_PER_SM * workers / items)
+    if wanted <= 1:
+        return 1
+    return max(1, min(pow2_ceil(wanted), GPU_MAX_SPLITS, key_tiles))
+
+
+def serving_row(rows, packed_rows, d, dtype, mask):
+    """The first row of a tile list that serves the problem (TileRow::serves)."""
+    for row in rows:
+        if (packed_rows <= row.get("max_seqlen_q", math.inf)
+                and d <= row["max_d"]
+                and dtype in row.get("dtypes", [dtype])
+                and mask in row.get("masks", [mask])):
+            return row
+    return None
+
+
+def plan_for(row, table, use_split_tiles, args):
+    """(tile row, parts, packed) the plan takes for a grid row."""
+    sq = row.get("seqlen_q", 1)
+    ratio = row["heads_q"] // row["heads_kv"]
+    pack = table["pack_gqa"]
+    packed = sq <= pack["max_seqlen_q"] and ratio >= pack["min_ratio"]
+    rows = sq * ratio if packed else sq
+    heads = row["heads_kv"] if packed else row["heads_q"]
+    tile = serving_row(table["tiles"][PIPELINE], rows, args.d, args.dtype,
+                       args.mask)
+    items = row["batch"] * heads * math.ceil(rows / tile["bm"])
+    keys = row["seqlen_k"]
+    n = choose_num_splits(items, math.ceil(keys / tile["bn"]), args.sms)
+    # narrowSplit: the parts would hold one key tile each.
+    split_rows = table.get("split_tiles", {}).get(PIPELINE, [])
+    narrow = serving_row(split_rows, rows, args.d, args.dtype, args.mask)
+    if (use_split_tiles and narrow and narrow["bn"] < tile["bn"]
+            and n >= math.ceil(keys / tile["bn"])):
+        tile = narrow
+        items = row["batch"] * heads * math.ceil(rows / tile["bm"])
+        n = choose_num_splits(items, math.ceil(keys / tile["bn"]), args.sms)
+    return tile, n, packed
+
+
+def config_name(tile, packed):
+    """The grid's configuration string for a tile row."""
+    text = "pipeline=%s,bm=%d,bn=%d,warps=%d,stages=%d" % (
+        PIPELINE, tile["bm"], tile["bn"], tile["warps"], tile["stages"])
+    return text + (",pack_gqa=1" if packed else "")
+
+
+def short(config):
+    """'wgmma m64n64w4+pk', as docs/results.md writes configurations."""
+    keys = dict(kv.split("=") for kv in config.split(","))
+    return "%s m%sn%sw%s%s" % (keys["pipeline"], keys["bm"], keys["bn"],
+                               keys["warps"],
+                               "+pk" if keys.get("pack_gqa") == "1" else "")
+
+
+def run_plan_config(row):
+    """The configuration string of the plan the run itself timed."""
+    parts = row["plan_kernel"].split("_")
+    tile = next(p for p in parts if p.startswith("m") and "n" in p)
+    bm, rest = tile[1:].split("n")
+    bn, rest = rest.split("w")
+    warps, stages = rest.split("s")
+    text = "pipeline=%s,bm=%s,bn=%s,warps=%s,stages=%s" % (
+        parts[-2], bm, bn, warps, stages)
+    return text + (",pack_gqa=1" if "pgqa" in parts else "")
+
+
+def measured(row, config, parts):
+    """The run's time of a configuration: its plan's, or a pinned one's."""
+    if config == run_plan_config(row) and parts == row["plan_splits"]:
+        return row["plan_ms"]
+    for c in row["configs"]:
+        if c["config"] == config and c["num_splits"] == parts:
+            return c["ms"]
+    return None
+
+
+def label(row):
+    kib = row["seqlen_k"] // 1024
+    paged = "paged %d" % row["page_size"] if row["page_size"] else "contig"
+    sq = row.get("seqlen_q", 1)
+    return "%d/%d b%d %dk%s %s" % (row["heads_q"], row["heads_kv"],
+                                   row["batch"], kib,
+                                   " Sq%d" % sq if sq > 1 else "", paged)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("grid", help="a decode grid JSON with 'configs'")
+    parser.add_argument("--table", default=os.path.join(
+        here, "..", "..", "specs", "dispatch", "nvptx.json"))
+    parser.add_argument("--rule", choices=["table", "wide"], default="table")
+    parser.add_argument("--sms", type=int, default=132)
+    parser.add_argument("--d", type=int, default=128)
+    parser.add_argument("--dtype", default="bf16")
+    parser.add_argument("--mask", default="none")
+    parser.add_argument("--within", type=float, default=1.05)
+    args = parser.parse_args()
+    grid = json.load(open(args.grid))
+    table = json.load(open(args.table))
+
+    print("| row | MiB | plan: tile, parts | µs | best configuration | µs "
+          "| plan/best |")
+    print("|---|---|---|---|---|---|---|")
+    good = same = 0
+    for row in grid["rows"]:
+        tile, n, packed = plan_for(row, table, args.rule == "table", args)
+        config = config_name(tile, packed)
+        same += config == run_plan_config(row) and n == row["plan_splits"]
+        ms = measured(row, config, n)
+        times = [(c["ms"], c["config"], c["num_splits"])
+                 for c in row["configs"]]
+        times.append((row["plan_ms"], run_plan_config(row),
+                      row["plan_splits"]))
+        best_ms, best_config, best_n = min(times)
+        ratio = ms / best_ms if ms else math.inf
+        good += ratio <= args.within
+        print("| %s | %g | %s n%d | %s | %s n%d | %.1f | %.2f%s |" % (
+            label(row), row["kv_mib"], short(config), n,
+            "%.1f" % (ms * 1e3) if ms else "not measured",
+            short(best_config), best_n, best_ms * 1e3, ratio,
+            "" if ratio <= args.within else " **miss**"))
+    print("\nrule '%s': %d of %d rows within %.0f%% of the best" % (
+        args.rule, good, len(grid["rows"]), (args.within - 1) * 100))
+    # A check of the arithmetic: on a run of the same rule every row agrees.
+    print("the run's own plan took this rule's tile and parts on %d of %d "
+          "rows" % (same, len(grid["rows"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
