@@ -193,8 +193,9 @@ static llvm::Expected<PlanLayout> choose(Planning &p) {
                            splitWorkers(p.lowered.device, p.threads), notes);
   if (!split)
     return split.takeError();
-  // A paged plan's split kernel is its single pick: its rules are above.
-  if (*split && (*split)->split.chosen.family == Family::FwdSplitKv)
+  // A paged plan's split kernel is its single pick, its rules above, unless
+  // SplitPlanner narrowed its tile.
+  if (*split && !((*split)->split.chosen == single->chosen))
     recordRules(*p.state, (*split)->split, "split-KV ");
   for (const std::string &note : notes)
     p.state->decisions.push_back("plan: " + note);

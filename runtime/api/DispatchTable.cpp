@@ -66,17 +66,19 @@ bool TileRow::serves(int64_t seqlenQ, unsigned d, DType dtype,
          (masks.empty() || llvm::is_contained(masks, mask));
 }
 
-static void readTiles(const json::Object *tiles, DispatchTable &table) {
-  if (!tiles)
-    badTable(table.file, "missing object 'tiles'");
-  for (const auto &[key, rows] : *tiles) {
+using TileRows = std::map<Pipeline, std::vector<TileRow>>;
+
+static TileRows readTiles(const json::Object &tiles, llvm::StringRef file) {
+  TileRows out;
+  for (const auto &[key, rows] : tiles) {
     auto p = parseKey<Pipeline>(key.str());
     if (!p || !rows.getAsArray())
-      badTable(table.file, "'tiles' maps pipeline names to row lists; got '" +
-                               key.str() + "'");
+      badTable(file, "tile tables map pipeline names to row lists; got '" +
+                         key.str() + "'");
     for (const json::Value &row : *rows.getAsArray())
-      table.tiles[*p].push_back(readRow(*row.getAsObject(), table.file));
+      out[*p].push_back(readRow(*row.getAsObject(), file));
   }
+  return out;
 }
 
 // A ratio of 1 has nothing to pack: a table asking for it is a mistake.
@@ -104,7 +106,11 @@ static void readFile(const EmbeddedFile &f,
   table.file = f.path.str();
   for (const json::Value &v : *o->getArray("profiles"))
     table.profiles.push_back(v.getAsString().value_or("").str());
-  readTiles(o->getObject("tiles"), table);
+  if (!o->getObject("tiles"))
+    badTable(f.path, "missing object 'tiles'");
+  table.tiles = readTiles(*o->getObject("tiles"), f.path);
+  if (const json::Object *split = o->getObject("split_tiles"))
+    table.splitTiles = readTiles(*split, f.path);
   if (const json::Object *d = o->getObject("decode"))
     table.decode = DecodeRule{d->getInteger("max_seqlen_q").value_or(0),
                               d->getInteger("min_seqlen_k").value_or(0)};
@@ -164,16 +170,27 @@ static std::string describeRow(const TileRow &row) {
   return out;
 }
 
+// The first row of \p rows' list for \p p that serves the problem.
+static std::optional<TileChoice> firstServing(const TileRows &rows,
+                                              const std::string &file,
+                                              const ArchInfo &arch, Pipeline p,
+                                              unsigned d, DType dtype,
+                                              Mask mask, int64_t seqlenQ) {
+  auto list = rows.find(p);
+  if (list != rows.end())
+    for (const TileRow &row : list->second)
+      if (row.serves(seqlenQ, d, dtype, mask))
+        if (std::optional<Tile> t = completeRow(arch, p, d, dtype, row))
+          return TileChoice{*t, describeRow(row) + " (" + file + ")"};
+  return std::nullopt;
+}
+
 std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
                                                 Pipeline p, unsigned d,
                                                 DType dtype, Mask mask,
                                                 int64_t seqlenQ) const {
-  auto rows = tiles.find(p);
-  if (rows != tiles.end())
-    for (const TileRow &row : rows->second)
-      if (row.serves(seqlenQ, d, dtype, mask))
-        if (std::optional<Tile> t = completeRow(arch, p, d, dtype, row))
-          return TileChoice{*t, describeRow(row) + " (" + file + ")"};
+  if (auto row = firstServing(tiles, file, arch, p, d, dtype, mask, seqlenQ))
+    return row;
   const TileConfig *def = arch.defaultTile(p, d, dtype);
   if (!def)
     return std::nullopt;
@@ -181,19 +198,40 @@ std::optional<TileChoice> DispatchTable::choose(const ArchInfo &arch,
                     "the arch default for d <= " + std::to_string(def->maxD)};
 }
 
+std::optional<TileChoice>
+DispatchTable::chooseSplitTile(const ArchInfo &arch, Pipeline p, unsigned d,
+                               DType dtype, Mask mask, int64_t seqlenQ) const {
+  auto row = firstServing(splitTiles, file, arch, p, d, dtype, mask, seqlenQ);
+  if (row)
+    row->row = "split_tiles: " + row->row;
+  return row;
+}
+
+// The query lengths at which \p rows' list for \p p changes its row.
+static std::vector<int64_t> rowBoundaries(const TileRows &rows, Pipeline p) {
+  std::vector<int64_t> lengths;
+  if (auto list = rows.find(p); list != rows.end())
+    for (const TileRow &row : list->second)
+      lengths.push_back(row.maxSeqlenQ);
+  return lengths;
+}
+
 std::vector<Tile> DispatchTable::tilesFor(const ArchInfo &arch, Pipeline p,
-                                          unsigned d, DType dtype,
-                                          Mask mask) const {
+                                          unsigned d, DType dtype, Mask mask,
+                                          bool withSplitTiles) const {
   // Exactly the tiles choose() can return for d: one per row boundary, and
   // whatever catches the longest queries.
-  std::vector<int64_t> lengths = {INT64_MAX};
-  if (auto rows = tiles.find(p); rows != tiles.end())
-    for (const TileRow &row : rows->second)
-      lengths.insert(lengths.end() - 1, row.maxSeqlenQ);
+  std::vector<int64_t> lengths = rowBoundaries(tiles, p);
+  lengths.push_back(INT64_MAX);
   std::vector<Tile> out;
+  auto add = [&](const std::optional<TileChoice> &c) {
+    if (c && !llvm::is_contained(out, c->tile))
+      out.push_back(c->tile);
+  };
   for (int64_t sq : lengths)
-    if (std::optional<TileChoice> c = choose(arch, p, d, dtype, mask, sq))
-      if (!llvm::is_contained(out, c->tile))
-        out.push_back(c->tile);
+    add(choose(arch, p, d, dtype, mask, sq));
+  if (withSplitTiles)
+    for (int64_t sq : rowBoundaries(splitTiles, p))
+      add(chooseSplitTile(arch, p, d, dtype, mask, sq));
   return out;
 }

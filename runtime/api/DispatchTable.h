@@ -5,9 +5,11 @@
 // optional dtypes and masks) -> tile, the first row that fits a problem wins
 // (composable_kernel's seqlen-aware tables), (c) when a problem is
 // decode-shaped, (d) when a forward problem packs its GQA groups into tiles
-// (pack_gqa). The numbers are data beside the measurements that chose them
-// ("notes"), never C++. A target no file names gets no rows (the arch defaults)
-// and the "dispatch" profile.
+// (pack_gqa), (e) the narrower tiles a split-KV decode takes when the key
+// tiles of its table tile cap its part count ("split_tiles", same rows as
+// (b); SplitPlanner.h says when). The numbers are data beside the
+// measurements that chose them ("notes"), never C++. A target no file names
+// gets no rows (the arch defaults) and the "dispatch" profile.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -73,6 +75,9 @@ struct DispatchTable {
   std::string file; ///< "dispatch/host.json", or "" for the built-in default
   std::vector<std::string> profiles;
   std::map<Pipeline, std::vector<TileRow>> tiles;
+  /// Rows a split-KV decode (fwd_splitkv, fwd_paged) takes instead of
+  /// tiles' when that tile's key tiles cap the part count.
+  std::map<Pipeline, std::vector<TileRow>> splitTiles;
   std::optional<DecodeRule> decode;
   std::optional<PackGqaRule> packGqa;
 
@@ -85,10 +90,17 @@ struct DispatchTable {
   std::optional<TileChoice> choose(const ArchInfo &arch, Pipeline p, unsigned d,
                                    DType dtype, Mask mask,
                                    int64_t seqlenQ) const;
+  /// The split_tiles row for the same arguments as choose(); none when no
+  /// row serves them (then the split-KV decode keeps choose()'s tile).
+  std::optional<TileChoice> chooseSplitTile(const ArchInfo &arch, Pipeline p,
+                                            unsigned d, DType dtype, Mask mask,
+                                            int64_t seqlenQ) const;
   /// Every tile choose() can return for \p p, \p d, \p dtype and \p mask,
-  /// shortest queries first: the tiles the registry holds.
+  /// shortest queries first, then with \p withSplitTiles those of
+  /// chooseSplitTile(): the tiles the registry holds.
   std::vector<Tile> tilesFor(const ArchInfo &arch, Pipeline p, unsigned d,
-                             DType dtype, Mask mask) const;
+                             DType dtype, Mask mask,
+                             bool withSplitTiles = false) const;
 };
 
 } // namespace fmhajit

@@ -118,6 +118,19 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
                        ": no pipeline and tile of it are valid");
 }
 
+// The table's tile for pipeline \p p: its split tile when the query asks for
+// one and a row serves, else its tile.
+static std::optional<TileChoice> tableTile(const Narrowing &n, Pipeline p) {
+  unsigned d = n.headDim();
+  DType dtype = n.features.dtype;
+  Mask mask = n.features.mask;
+  if (n.query.splitTile)
+    if (auto split =
+            n.table.chooseSplitTile(n.arch, p, d, dtype, mask, n.tileRows))
+      return split;
+  return n.table.choose(n.arch, p, d, dtype, mask, n.tileRows);
+}
+
 static void ruleTiles(Narrowing &n) {
   std::vector<std::string> parts;
   std::vector<KernelSpec> kept;
@@ -126,8 +139,7 @@ static void ruleTiles(Narrowing &n) {
     if (!llvm::is_contained(pipelines, c.pipeline))
       pipelines.push_back(c.pipeline);
   for (Pipeline p : pipelines) {
-    std::optional<TileChoice> choice = n.table.choose(
-        n.arch, p, n.headDim(), n.features.dtype, n.features.mask, n.tileRows);
+    std::optional<TileChoice> choice = tableTile(n, p);
     auto ofPipeline = [&](const KernelSpec &c) { return c.pipeline == p; };
     auto inTile = [&](const KernelSpec &c) {
       return ofPipeline(c) && choice && tileOf(c) == choice->tile;

@@ -16,8 +16,10 @@
 //               16 bytes at a time (cp.async), so its rows must start on
 //               16-byte boundaries.
 //   2 tiles     per pipeline, keep the tile the dispatch table gives for the
-//               head dim and the (longest) query length; a pipeline with no
-//               candidate in that tile keeps all of its candidates.
+//               head dim and the (longest) query length (a query with
+//               splitTile set: its split_tiles row, where one serves); a
+//               pipeline with no candidate in that tile keeps all of its
+//               candidates.
 //   3 priority  order by the target's pipeline preference (auto_order, as
 //               PyTorch's sort_index orders backends), then by distance
 //               from the table's tile, then by name; the first wins.
@@ -51,6 +53,9 @@ struct DispatchQuery {
   unsigned kvRowAlignment = 16;
   /// Query heads per K/V head (headsQ / headsKv): rule 0 packs GQA groups.
   int64_t gqaRatio = 1;
+  /// Rule 2 takes the table's split_tiles row: set by SplitPlanner when the
+  /// key tiles of the table's tile cap a split-KV decode's parts.
+  bool splitTile = false;
 };
 
 /// What one rule did, in words.

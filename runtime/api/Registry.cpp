@@ -1,5 +1,6 @@
 //===- Registry.cpp - The candidate kernels of each target ----------------===//
 #include "runtime/api/Registry.h"
+#include "ir/KernelAbi.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
@@ -55,8 +56,11 @@ std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec,
   }
   std::vector<KernelSpec> out;
   unsigned d = std::max(spec.d, spec.headDimV());
+  // Split-KV decodes may narrow to the table's split tiles (SplitPlanner.h).
+  bool splits = hasSplitWorkItems(spec.family);
   for (Pipeline p : pipelinesFor(spec, arch))
-    for (const Tile &t : table.tilesFor(arch, p, d, spec.dtype, spec.mask)) {
+    for (const Tile &t :
+         table.tilesFor(arch, p, d, spec.dtype, spec.mask, splits)) {
       KernelSpec s = spec;
       s.pipeline = p;
       s.bm = t.bm, s.bn = t.bn, s.warps = t.warps, s.stages = t.stages;

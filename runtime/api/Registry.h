@@ -31,7 +31,8 @@ std::string featureKey(const KernelSpec &spec);
 /// The resolved specs \p spec stands for as candidates: with an attention
 /// loop, one per pipeline of \p arch's auto order that takes its dtype
 /// (or its own pipeline, when outside that order) and tile \p table can
-/// choose for it; otherwise \p spec itself. Invalid variants are dropped.
+/// choose for it (a fwd_splitkv or fwd_paged spec: its split tiles too);
+/// otherwise \p spec itself. Invalid variants are dropped.
 std::vector<KernelSpec> candidateVariants(const KernelSpec &spec,
                                           const ArchInfo &arch,
                                           const DispatchTable &table);

@@ -11,7 +11,8 @@
 // multiprocessor:
 //   n = the power of two >= kGpuBlocksPerSm * workers / items (1 when the
 //   items alone reach it), at most kGpuMaxSplits and the key tiles (a part
-//   keeps one tile at least)
+//   keeps one tile at least; where the key tiles bind, SplitPlanner.h may
+//   narrow the tile and count again)
 // (the cap was 64 while the combine cost ~0.3 us a part; with its parts
 // spread over a block's warps and its launch overlapped, GQA 8:1 at batch 1
 // and 128k keys runs 1.29x faster at 128 parts than at 64, and 256 parts

@@ -23,6 +23,43 @@ static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single,
   return dispatch(splitQuery, registry, table);
 }
 
+// The key tiles of \p spec in \p a's longest key range.
+static int64_t keyTiles(const KernelSpec &spec, const AttentionProblem &a) {
+  return (a.maxSeqlenK() + spec.bn - 1) / spec.bn;
+}
+
+// When \p n parts of \p split's tile would hold one key tile each (its key
+// tiles cap the count), the table's narrower split tile for the problem,
+// which has twice the key tiles to cut: more parts where the wide tile left
+// SMs short of blocks, or two tiles a part where it did not. None when the
+// table has no narrower tile for it.
+static llvm::Expected<std::optional<Dispatch>>
+narrowSplit(const LoweredProblem &l, const Dispatch &split, unsigned n,
+            const DispatchQuery &query, const Registry &registry,
+            const DispatchTable &table) {
+  if (table.splitTiles.empty() || n < keyTiles(split.chosen, l.problem))
+    return std::nullopt;
+  DispatchQuery narrowQuery = query;
+  narrowQuery.features.family = split.chosen.family;
+  narrowQuery.tunedWinner.reset(); // autotuning measures the single pass
+  narrowQuery.splitTile = true;
+  auto narrow = dispatch(narrowQuery, registry, table);
+  if (!narrow)
+    return narrow.takeError();
+  if (narrow->chosen.bn >= split.chosen.bn)
+    return std::nullopt;
+  return std::optional<Dispatch>(std::move(*narrow));
+}
+
+// Why the parts are counted on \p narrow's tile, for the plan's note.
+static std::string describeNarrowing(const KernelSpec &wide,
+                                     const KernelSpec &narrow, unsigned n,
+                                     const AttentionProblem &a) {
+  return " (the " + tileOf(wide).str() + " tile's " +
+         std::to_string(keyTiles(wide, a)) + " key tiles capped it at " +
+         std::to_string(n) + ": its split tile " + tileOf(narrow).str() + ")";
+}
+
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
   std::vector<int64_t> keys;
   if (l.pagedCache)
@@ -89,9 +126,19 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
     return SplitChoice{std::move(*split), *combine, parts, std::move(schedule)};
   }
   unsigned n = chooseNumSplits(split->chosen, l.problem, workers);
+  auto narrow = narrowSplit(l, *split, n, query, registry, table);
+  if (!narrow)
+    return narrow.takeError();
+  std::string narrowed;
+  if (*narrow) {
+    narrowed =
+        describeNarrowing(split->chosen, (*narrow)->chosen, n, l.problem);
+    *split = std::move(**narrow);
+    n = chooseNumSplits(split->chosen, l.problem, workers);
+  }
   std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +
                        std::to_string(workers) + (host ? " worker" : " SM") +
-                       (workers == 1 ? "" : "s");
+                       (workers == 1 ? "" : "s") + narrowed;
   if (n <= 1) {
     notes.push_back(
         "decode-shaped, but " + counts +

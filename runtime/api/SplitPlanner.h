@@ -12,6 +12,12 @@
 //   - chooseNumSplits (SplitHeuristic.h) gives more than one part for the
 //     workers (the host's rule counts cache reuse too; a GPU's aims at
 //     kGpuBlocksPerSm blocks per multiprocessor, up to kGpuMaxSplits parts).
+// Where that count reaches the key tiles of the split kernel's tile (each
+// part would hold one key tile), the dispatcher is asked again for the
+// table's split tile (specs/dispatch/*.json "split_tiles": on sm_90a wgmma
+// bn = 64 for up to 32 packed rows), and the parts are counted anew on its
+// key tiles: with 1k-4k keys the bn = 128 tile runs out of key tiles before
+// the GPU is full (docs/families.md#how-many-parts-choosenumsplits).
 // Sequences of mixed key lengths (varlen or paged, not all equal) get a
 // split schedule instead of numSplits even parts each (SplitSchedule.h):
 // parts in proportion to each sequence's length, one list across the

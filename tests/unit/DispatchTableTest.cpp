@@ -45,7 +45,8 @@ TEST_P(DispatchData, EveryChoosableTileValidates) {
     for (DType t : arch().pipeline(p)->dtypes)
       for (unsigned d : arch().headDims)
         for (Mask m : {Mask::None, Mask::Causal})
-          for (const Tile &tile : table().tilesFor(arch(), p, d, t, m)) {
+          for (const Tile &tile :
+               table().tilesFor(arch(), p, d, t, m, /*withSplitTiles=*/true)) {
             KernelSpec s;
             s.dtype = t, s.d = d, s.pipeline = p, s.target = GetParam();
             s.mask = m;
@@ -79,15 +80,16 @@ TEST_P(DispatchData, EveryRowIsReachable) {
              return llvm::is_contained(outer, x);
            }));
   };
-  for (const auto &[pipeline, rows] : table().tiles)
-    for (size_t i = 0; i < rows.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        EXPECT_FALSE(rows[j].maxSeqlenQ >= rows[i].maxSeqlenQ &&
-                     rows[j].maxD >= rows[i].maxD &&
-                     covers(rows[j].dtypes, rows[i].dtypes) &&
-                     covers(rows[j].masks, rows[i].masks))
-            << GetParam() << " " << keyOf(pipeline).str() << ": row " << i
-            << " is hidden by row " << j;
+  for (const auto *list : {&table().tiles, &table().splitTiles})
+    for (const auto &[pipeline, rows] : *list)
+      for (size_t i = 0; i < rows.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          EXPECT_FALSE(rows[j].maxSeqlenQ >= rows[i].maxSeqlenQ &&
+                       rows[j].maxD >= rows[i].maxD &&
+                       covers(rows[j].dtypes, rows[i].dtypes) &&
+                       covers(rows[j].masks, rows[i].masks))
+              << GetParam() << " " << keyOf(pipeline).str() << ": row " << i
+              << " is hidden by row " << j;
 }
 
 TEST_P(DispatchData, RegistryExpandsAndIndexesByFeatures) {
@@ -134,6 +136,37 @@ TEST(DispatchTable, TilesForAreWhatChooseReturns) {
   EXPECT_EQ(tiles[1].str(), "m128n64w8s1");
   EXPECT_EQ(
       t.tilesFor(arch, Pipeline::Mma, 256, DType::BF16, Mask::None).size(), 1u);
+}
+
+// split_tiles: a split-KV decode of up to 32 packed rows on sm_90a may take
+// wgmma m64n64 instead of m64n128 (SplitPlanner.h says when); the registry
+// holds it for the split families only, and no other pipeline has one.
+TEST(DispatchTable, SplitTilesNarrowDecodeKeyTiles) {
+  const ArchInfo &arch = *findArch("sm_90a");
+  const DispatchTable &t = DispatchTable::forTarget("sm_90a");
+  std::optional<TileChoice> narrow =
+      t.chooseSplitTile(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None, 8);
+  ASSERT_TRUE(narrow);
+  EXPECT_EQ(narrow->tile.str(), "m64n64w4s1");
+  EXPECT_EQ(narrow->row, "split_tiles: seqlen_q <= 32, d <= 128, dtypes "
+                         "fp16/bf16 (dispatch/nvptx.json)");
+  EXPECT_EQ(t.choose(arch, Pipeline::Wgmma, 128, DType::BF16, Mask::None, 8)
+                ->tile.str(),
+            "m64n128w4s1");
+  EXPECT_FALSE(t.chooseSplitTile(arch, Pipeline::Wgmma, 128, DType::BF16,
+                                 Mask::None, 64));
+  EXPECT_FALSE(t.chooseSplitTile(arch, Pipeline::Wgmma, 256, DType::BF16,
+                                 Mask::None, 8));
+  EXPECT_FALSE(
+      t.chooseSplitTile(arch, Pipeline::Mma, 128, DType::BF16, Mask::None, 8));
+  auto hasNarrow = [&](bool withSplitTiles) {
+    return llvm::any_of(t.tilesFor(arch, Pipeline::Wgmma, 128, DType::BF16,
+                                   Mask::None, withSplitTiles),
+                        [](const Tile &x) { return x.str() == "m64n64w4s1"; });
+  };
+  EXPECT_TRUE(hasNarrow(true));
+  EXPECT_FALSE(hasNarrow(false));
+  EXPECT_TRUE(DispatchTable::forTarget("host").splitTiles.empty());
 }
 
 // Rows may name masks: without one, fp16/bf16 d = 128 takes a wider key

@@ -1,0 +1,141 @@
+//===- SplitPlannerTest.cpp - chooseSplit's tile and parts, as a table ----===//
+//
+// What chooseSplit (runtime/api/SplitPlanner.h) picks for decode problems on
+// an H100's 132 SMs: the split kernel's tile and the part count. Where the
+// m64n128 tile's key tiles cap the parts (1k-8k keys at few packed items),
+// sm_90a takes the dispatch table's split tile, wgmma m64n64, and counts its
+// parts on its own key tiles; longer key ranges, batches that fill the GPU
+// and tiles of more than 32 packed rows keep m64n128 (issue 13's grid,
+// bench/decode/plan_misses.py). Other targets have no split tile.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/api/SplitPlanner.h"
+#include "specs/EncodedName.h"
+#include "specs/SpecParser.h"
+#include "gtest/gtest.h"
+
+using namespace fmhajit;
+
+namespace {
+
+struct SplitCase {
+  const char *label;
+  const char *features; ///< spec text: family fwd or fwd_paged, target
+  int64_t batch, headsQ, headsKv, seqlenQ, seqlenK;
+  const char *kernel; ///< the split kernel's encoded name
+  unsigned parts;
+};
+
+void PrintTo(const SplitCase &c, std::ostream *os) { *os << c.label; }
+
+const char *const kFwd = "family=fwd,dtype=bf16,d=128,target=sm_90a";
+const char *const kPaged = "family=fwd_paged,dtype=bf16,d=128,target=sm_90a";
+const char *const kNarrow =
+    "fmha_fwdsplitkv_bf16_d128_pgqa_m64n64w4s1_wgmma_sm90a";
+const char *const kWide =
+    "fmha_fwdsplitkv_bf16_d128_pgqa_m64n128w4s1_wgmma_sm90a";
+const char *const kPagedNarrow =
+    "fmha_fwdpaged_bf16_d128_pgqa_m64n64w4s1_wgmma_sm90a";
+const char *const kPagedWide =
+    "fmha_fwdpaged_bf16_d128_pgqa_m64n128w4s1_wgmma_sm90a";
+
+LoweredProblem lower(const SplitCase &c, const KernelSpec &features) {
+  LoweredProblem l;
+  l.features = features;
+  AttentionProblem &a = l.problem;
+  a.batch = c.batch, a.headsQ = c.headsQ, a.headsKv = c.headsKv;
+  a.seqlenQ = c.seqlenQ, a.seqlenK = c.seqlenK;
+  a.d = a.dv = features.d;
+  if (features.family == Family::FwdPaged) {
+    int64_t pages = (c.seqlenK + 15) / 16;
+    l.pagedCache = KvCacheLayout::paged(16, c.batch * pages, pages);
+    l.seqlensK.assign(size_t(c.batch), int32_t(c.seqlenK));
+  }
+  return l;
+}
+
+class SplitPlanner : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(SplitPlanner, PicksTheMeasuredTileAndParts) {
+  const SplitCase &c = GetParam();
+  llvm::Expected<KernelSpec> features = parseSpec(c.features);
+  ASSERT_TRUE(bool(features)) << llvm::toString(features.takeError());
+  LoweredProblem l = lower(c, *features);
+  llvm::Expected<const Registry &> registry =
+      Registry::forTarget(features->target);
+  ASSERT_TRUE(bool(registry)) << llvm::toString(registry.takeError());
+  const DispatchTable &table = DispatchTable::forTarget(features->target);
+  DispatchQuery query{*features,    c.seqlenQ, c.seqlenK,
+                      std::nullopt, 16,        c.headsQ / c.headsKv};
+  llvm::Expected<Dispatch> single = dispatch(query, *registry, table);
+  ASSERT_TRUE(bool(single)) << llvm::toString(single.takeError());
+  std::vector<std::string> notes;
+  auto split = chooseSplit(l, *single, query, *registry, table, 132, notes);
+  ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
+  ASSERT_TRUE(split->has_value()) << (notes.empty() ? "" : notes.back());
+  EXPECT_EQ(encodeName((*split)->split.chosen), c.kernel) << notes.back();
+  EXPECT_EQ((*split)->numSplits, c.parts) << notes.back();
+}
+
+const SplitCase kCases[] = {
+    // 8 packed items want 32 parts; 1k keys are 8 tiles of 128, 16 of 64.
+    {"Gqa32x8Keys1k", kFwd, 1, 32, 8, 1, 1024, kNarrow, 16},
+    // 32 parts of 128 keys: one m64n128 tile each, two of 64.
+    {"Gqa32x8Keys4k", kFwd, 1, 32, 8, 1, 4096, kNarrow, 32},
+    {"Gqa64x8Keys4k", kFwd, 1, 64, 8, 1, 4096, kNarrow, 32},
+    {"Gqa8x1Batch8Keys4k", kFwd, 8, 8, 1, 1, 4096, kNarrow, 32},
+    // One packed item wants 256 parts: the key tiles of 64 allow 128.
+    {"Gqa8x1Keys8k", kFwd, 1, 8, 1, 1, 8192, kNarrow, 128},
+    {"Gqa32x8TwoTokensKeys4k", kFwd, 1, 32, 8, 2, 4096, kNarrow, 32},
+    // 32 parts of 256 keys hold two m64n128 tiles: no narrowing.
+    {"Gqa32x8Keys8k", kFwd, 1, 32, 8, 1, 8192, kWide, 32},
+    {"Gqa32x8Keys128k", kFwd, 1, 32, 8, 1, 131072, kWide, 32},
+    {"Gqa8x1Keys32k", kFwd, 1, 8, 1, 1, 32768, kWide, 128},
+    // 64 packed items want 4 parts of 8 key tiles (128 MiB of K/V).
+    {"Gqa32x8Batch8Keys4k", kFwd, 8, 32, 8, 1, 4096, kWide, 4},
+    {"Gqa32x8Batch8Keys1k", kFwd, 8, 32, 8, 1, 1024, kWide, 4},
+    // 64 packed rows (8 tokens x 8 heads): the split tile serves up to 32.
+    {"Gqa8x1EightTokensKeys4k", kFwd, 1, 8, 1, 8, 4096, kWide, 32},
+    {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrow, 16},
+    {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrow, 64},
+    {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWide, 4},
+    // sm_80's mma tile is bn = 64 already, and its table has no split tile.
+    {"Sm80Gqa32x8Keys4k", "family=fwd,dtype=bf16,d=128,target=sm_80", 1, 32, 8,
+     1, 4096, "fmha_fwdsplitkv_bf16_d128_pgqa_m64n64w4s1_mma_sm80", 32},
+};
+
+INSTANTIATE_TEST_SUITE_P(H100, SplitPlanner, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<SplitCase> &info) {
+                           return std::string(info.param.label);
+                         });
+
+// The plan's note says why the tile changed.
+TEST(SplitPlannerNotes, SayWhyTheTileNarrowed) {
+  llvm::Expected<KernelSpec> features = parseSpec(kFwd);
+  ASSERT_TRUE(bool(features));
+  SplitCase c{"", kFwd, 1, 32, 8, 1, 1024, kNarrow, 16};
+  LoweredProblem l = lower(c, *features);
+  llvm::Expected<const Registry &> registry = Registry::forTarget("sm_90a");
+  ASSERT_TRUE(bool(registry));
+  const DispatchTable &table = DispatchTable::forTarget("sm_90a");
+  DispatchQuery query{*features, 1, 1024, std::nullopt, 16, 4};
+  llvm::Expected<Dispatch> single = dispatch(query, *registry, table);
+  ASSERT_TRUE(bool(single));
+  std::vector<std::string> notes;
+  auto split = chooseSplit(l, *single, query, *registry, table, 132, notes);
+  ASSERT_TRUE(split && split->has_value());
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.back().find("chooseNumSplits gives 16 for 132 SMs (the "
+                              "m64n128w4s1 tile's 8 key tiles capped it at 8: "
+                              "its split tile m64n64w4s1)"),
+            std::string::npos)
+      << notes.back();
+  bool saysSplitTiles = false;
+  for (const RuleOutcome &r : (*split)->split.rules)
+    saysSplitTiles |=
+        r.rule == "2 tiles" &&
+        r.outcome.find("split_tiles: seqlen_q <= 32") != std::string::npos;
+  EXPECT_TRUE(saysSplitTiles);
+}
+
+} // namespace
