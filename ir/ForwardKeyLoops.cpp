@@ -68,53 +68,44 @@ RowVec ForwardEmitter::emitOnlineSoftmax(KeyWalk &w) {
 
 // Software-pipelined like FlashAttention-2: once K_j is ready, V_j is
 // requested and copies while S = Q K_j^T is computed; once V_j is ready,
-// K_j+1 is requested and copies during the softmax and O += P V_j. Where
-// the target loads values ahead (TileOps::loadsValuesAhead), V_j+1 is
-// requested as soon as P V_j has read V_j instead, so a K and a V tile are
-// in flight together and a key tile waits on one memory latency, not two
-// in a row: that sets a decode block's pace when few blocks share an SM.
-// Past the last tile the requests name the current tile with no valid
-// rows: they read nothing, and every iteration issues the same copies.
-// Under fwd_paged each iteration first prefetches K_j+1's block-table
-// lines, so its lookups (and V_j+1's, the same rows) hit the cache
-// (docs/design.md, "Paged decode").
+// K_j+1 is requested and copies during the softmax and O += P V_j. Past the
+// last tile the request names the current tile with no valid rows: it reads
+// nothing, and every iteration issues the same copies. Under fwd_paged each
+// iteration first prefetches K_j+1's block-table lines, so its lookups hit
+// the cache (docs/design.md, "Paged decode").
 void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
   const WorkItem &s = w.s;
   const KeyTiles &keys = w.keys;
-  bool valuesAhead = ops->loadsValuesAhead();
   Value *any = b.CreateICmpSLT(keys.begin, keys.end);
   Value *first = keys.at(keys.begin).j0;
-  Value *firstValid = b.CreateSelect(any, keysAt(s, first), i32(0));
-  ops->load(w.kT, kvRows(w, kK, first), firstValid, nullptr);
-  if (valuesAhead)
-    ops->load(w.v, kvRows(w, kV, first), firstValid, nullptr);
+  ops->load(w.kT, kvRows(w, kK, first),
+            b.CreateSelect(any, keysAt(s, first), i32(0)), nullptr);
   emitFor(b, keys.begin, keys.end, i32(keys.step), "kv", [&](Value *pos) {
     KeyTile tile = keys.at(pos);
     Value *j0 = tile.j0;
-    Value *nextPos = b.CreateAdd(pos, i32(keys.step));
-    Value *more = b.CreateICmpSLT(nextPos, keys.end);
-    Value *next = keys.at(b.CreateSelect(more, nextPos, pos)).j0;
-    Value *nextValid = b.CreateSelect(more, keysAt(s, next), i32(0));
-    if (paged) // K_j+1's page numbers are on their way during S_j
+    Value *nextPos = nullptr, *more = nullptr, *next = nullptr;
+    auto findNext = [&] {
+      nextPos = b.CreateAdd(pos, i32(keys.step));
+      more = b.CreateICmpSLT(nextPos, keys.end);
+      next = keys.at(b.CreateSelect(more, nextPos, pos)).j0;
+    };
+    if (paged) { // K_j+1's page numbers are on their way during S_j
+      findNext();
       w.pagedK.prefetch(b, target, next, keysAt(s, next), spec.bn);
+    }
     ops->sync(w.kT);
-    if (!valuesAhead)
-      ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
+    ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);
     ops->matmul(w.scores, w.q, w.kT);
     mods.apply(w.scores, s, w.mask, j0, w.tokens, tile.full);
     ops->sync(w.v);
-    ops->load(w.kT, kvRows(w, kK, next), nextValid, nullptr);
+    if (!next)
+      findNext();
+    ops->load(w.kT, kvRows(w, kK, next),
+              b.CreateSelect(more, keysAt(s, next), i32(0)), nullptr);
     RowVec alpha = emitOnlineSoftmax(w);
     if (w.dropout)
       w.dropout->apply(*ops, w.scores, s, j0, /*scaleKept=*/false);
     ops->mmaRescaled(w.out, alpha, w.scores, w.v);
-    if (valuesAhead) {
-      // Paged: V_j+1's table lookups again, rather than K_j+1's kept live
-      // through the softmax (the same loads, which the optimizer would
-      // otherwise share: 255 registers and spills against 213).
-      Value *vNext = paged ? target.opaqueBase(b, next) : next;
-      ops->load(w.v, kvRows(w, kV, vNext), nextValid, nullptr);
-    }
   });
   ops->retire(w.q);
 }

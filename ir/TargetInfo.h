@@ -59,7 +59,7 @@ public:
   /// dozen and a slow-path call (80 of them made a soft-capped kernel).
   virtual llvm::Value *reciprocal(llvm::IRBuilderBase &b, llvm::Value *x);
 
-  /// \p pointer (or an i64 or i32) through a copy the optimizer cannot see
+  /// \p pointer (or an i64) through a copy the optimizer cannot see
   /// through, for a loop-varying base whose element addresses are constants
   /// (or multiples of it) off it: LICM would otherwise reassociate base +
   /// lane + constant into one hoisted, register-holding address per element.

@@ -175,12 +175,6 @@ public:
   /// unspecified). The host does, so a short query costs little in a tall tile.
   virtual void limitQueryRows(llvm::Value *rows) {}
 
-  /// Whether the key loop without overlapped products requests V_j+1 once
-  /// P V_j has read V_j, so that a K and a V tile are in flight together,
-  /// rather than once K_j+1 is ready: where loads are asynchronous and the
-  /// products read V from shared memory (wgmma), so no more state stays
-  /// live (mma's fragments and AMDGPU's staged copies spill).
-  virtual bool loadsValuesAhead() const { return false; }
   /// Whether startProduct() returns while the product still runs. The
   /// forward recipe then orders its key loop so that one key tile's softmax
   /// overlaps the previous tile's P V (ForwardKernel.cpp).

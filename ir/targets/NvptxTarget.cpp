@@ -247,11 +247,9 @@ public:
   Value *opaqueBase(IRBuilderBase &b, Value *pointer) override {
     if (pointer->getType()->isVectorTy())
       return pointer;
-    bool narrow = pointer->getType()->isIntegerTy(32);
     auto *copy = InlineAsm::get(
         FunctionType::get(pointer->getType(), {pointer->getType()}, false),
-        narrow ? "mov.b32 $0, $1;" : "mov.b64 $0, $1;",
-        narrow ? "=r,r" : "=l,l", /*hasSideEffects=*/true);
+        "mov.b64 $0, $1;", "=l,l", /*hasSideEffects=*/true);
     return b.CreateCall(copy, {pointer});
   }
   // Flushing is safe: tanh's denominator is at least 2, and a reciprocal

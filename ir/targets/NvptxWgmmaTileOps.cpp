@@ -67,7 +67,6 @@ public:
   }
   /// Under stages=2: the producer loads ahead, so products may overlap.
   bool overlapsProducts() const override { return ring.has_value(); }
-  bool loadsValuesAhead() const override { return !ring; }
   void startProduct(Tile &acc, const Tile &a, const Tile &bt,
                     bool accumulate) override;
   void beginProducts() override;
