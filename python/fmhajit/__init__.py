@@ -43,14 +43,13 @@ _compiling = _compiling_before_torch
 
 
 def _use_torch_glue():
-    """Loads fmhajit._torch, which registers torch.ops.fmhajit.attention."""
-    global _torch_glue, _compiling
+    """Loads fmhajit._torch, which registers torch.ops.fmhajit.attention
+    (and has torch.compile trace attention as _python_attention)."""
+    global _torch_glue, _compiling, attention
     from . import _torch
     _torch_glue, _compiling = _torch, _torch.compiling
-
-
-if "torch" in _sys.modules:  # register torch.ops.fmhajit.attention now
-    _use_torch_glue()
+    if not _torch.TRACES_C_ATTENTION:
+        attention = _python_attention  # PyTorch 2.4: compile traces this one
 
 __all__ = [
     "attention", "plan", "name", "decode", "validate", "compile",
@@ -99,10 +98,13 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
     float32 arrays its fmhajit_tensor(slot, index) reads, in slot order (as
     many as it reads, at most 4), contiguous, read flat, on q's device.
     """
-    # A call on a cached plan must cost little more than the C++ run
-    # (bench/python/overhead.py): the common call runs in one C++ entry,
-    # which answers NotImplemented for every other (python/src/
-    # AttentionCall.h). Inside torch.compile the op must be seen instead.
+    # fmhajit.attention is the C function made from this def below
+    # (python/src/AttentionFunction.h), which does what this body does with
+    # no Python frame; the def raises its binding errors, and torch.compile
+    # traces it in the C function's place (fmhajit/_torch.py). The common
+    # call runs in one C++ entry, which answers NotImplemented for every
+    # other (python/src/AttentionCall.h). Inside torch.compile the op must
+    # be seen instead.
     if not _compiling():
         made = _fmhajit.attention_call(
             q, k, v, causal, window, softcap, alibi_slopes, scale, return_lse,
@@ -115,6 +117,17 @@ def attention(q, k, v, *, causal=False, window=None, softcap=None,
                           threads, target, kernel, cache_dir, dropout_p,
                           dropout_seed, dropout_offset, sinks, attn_bias,
                           variant, variant_tensors)
+
+
+# A call on a cached plan must cost little more than the C++ run
+# (bench/python/overhead.py): fmhajit.attention is a C function with the
+# def's signature, doc and defaults (python/src/AttentionFunction.h).
+_python_attention = attention
+attention = _fmhajit.make_attention(_python_attention, _sys.modules[__name__])
+
+
+if "torch" in _sys.modules:  # register torch.ops.fmhajit.attention now
+    _use_torch_glue()
 
 
 def _any_attention(q, k, v, causal, window, softcap, alibi_slopes, scale,

@@ -15,6 +15,8 @@ list's structure. The backward refuses a variant (it has no score_mod or
 mask_mod, nor a gradient of the variant's tensors).
 """
 
+import sys
+import warnings
 from typing import Optional
 
 import torch
@@ -51,6 +53,63 @@ def _never():
 # torch.compiler.is_compiling itself (one call less) where the op exists;
 # without the op nothing is routed to it.
 compiling = _is_compiling if HAS_OP and _is_compiling is not None else _never
+
+
+# torch.compile cannot trace a C function: fmhajit.attention
+# (python/src/AttentionFunction.h) is traced as the def it is made from,
+# fmhajit._python_attention, which Dynamo is told through
+# substitute_in_graph (PyTorch 2.5). Where the op exists without it (2.4),
+# fmhajit.attention stays the def (fmhajit._use_torch_glue).
+_substitute_in_graph = getattr(torch.compiler, "substitute_in_graph", None) \
+    if hasattr(torch, "compiler") else None
+TRACES_C_ATTENTION = _substitute_in_graph is not None or not HAS_OP
+
+
+def _trace_attention_as_python():
+    """Registers fmhajit._python_attention as fmhajit.attention's stand-in in
+    Dynamo's graphs. Warns rather than raises: it runs inside the import of
+    torch._dynamo, which must not fail for it."""
+    from . import attention, _python_attention
+    try:
+        _substitute_in_graph(attention)(_python_attention)
+    except Exception as error:  # noqa: BLE001
+        warnings.warn(f"fmhajit: torch.compile cannot trace fmhajit.attention "
+                      f"({error}); a compiled call breaks the graph there")
+
+
+class _AfterDynamoLoads:
+    """A meta path finder that calls _trace_attention_as_python once
+    torch._dynamo has loaded: registering imports Dynamo, which importing
+    fmhajit must not (torch.compile imports it before it traces)."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch._dynamo":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+
+        def exec_module(module, run=loader.exec_module):
+            run(module)
+            _trace_attention_as_python()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+if HAS_OP and TRACES_C_ATTENTION:
+    if "torch._dynamo" in sys.modules:
+        _trace_attention_as_python()
+    else:
+        sys.meta_path.insert(0, _AfterDynamoLoads())
 
 
 def requires_grad(q, k, v, sinks=None, attn_bias=None, variant_call=None):

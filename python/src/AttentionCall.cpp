@@ -38,6 +38,7 @@ enum Arg : Py_ssize_t {
   ArgVariantTensors,
   ArgCount
 };
+static_assert(ArgCount == kCommonCallArgs);
 } // namespace
 
 // float(value or 0.0) for None, a float or an int; nullopt for anything
@@ -163,14 +164,7 @@ static py::object call(PyObject *const *args) {
 
 // pybind11's translation of what the module throws, which its dispatcher
 // would do for a function it wraps.
-static PyObject *attentionCall(PyObject *, PyObject *const *args,
-                               Py_ssize_t nargs) {
-  if (nargs != ArgCount) {
-    PyErr_Format(PyExc_TypeError,
-                 "internal: attention_call takes %d arguments; got %zd",
-                 int(ArgCount), nargs);
-    return nullptr;
-  }
+PyObject *python::runCommonCall(PyObject *const *args) {
   try {
     return call(args).release().ptr();
   } catch (py::error_already_set &e) {
@@ -181,6 +175,17 @@ static PyObject *attentionCall(PyObject *, PyObject *const *args,
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
   return nullptr;
+}
+
+static PyObject *attentionCall(PyObject *, PyObject *const *args,
+                               Py_ssize_t nargs) {
+  if (nargs != ArgCount) {
+    PyErr_Format(PyExc_TypeError,
+                 "internal: attention_call takes %d arguments; got %zd",
+                 int(ArgCount), nargs);
+    return nullptr;
+  }
+  return runCommonCall(args);
 }
 
 PyMethodDef python::attentionCallMethod = {

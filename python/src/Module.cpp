@@ -4,13 +4,14 @@
 // API (include/fmhajit/). The package's __init__.py gives them their
 // Python signatures, allocates outputs (attention makes a plain tensor's
 // or a NumPy array's out itself: Calls.h) and reads PyTorch's stream;
-// fmhajit.attention's common call goes straight to attention_call
-// (AttentionCall.h).
+// fmhajit.attention itself is a C function made here from its Python def
+// (AttentionFunction.h), which runs the common call (AttentionCall.h).
 //
 //===----------------------------------------------------------------------===//
 #include "fmhajit/Fmhajit.h"
 #include "fmhajit/Specs.h"
 #include "python/src/AttentionCall.h"
+#include "python/src/AttentionFunction.h"
 #include "python/src/Calls.h"
 #include "python/src/StatusError.h"
 #include "specs/Version.h"
@@ -73,6 +74,13 @@ static py::tuple accuracy(const std::string &input, const std::string &out,
   return py::make_tuple(a.relL2, a.maxAbs, a.lseRel);
 }
 
+static py::object makeAttention(py::object python, py::object package) {
+  PyObject *function = makeAttentionFunction(python.ptr(), package.ptr());
+  if (!function)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(function);
+}
+
 PYBIND11_MODULE(_fmhajit, m) {
   m.doc() = "fmhajit's compiled half; use the package fmhajit";
   m.attr("__version__") = FMHAJIT_VERSION;
@@ -80,6 +88,7 @@ PYBIND11_MODULE(_fmhajit, m) {
   m.add_object("attention_call",
                py::reinterpret_steal<py::object>(
                    PyCFunction_NewEx(&attentionCallMethod, nullptr, m.ptr())));
+  m.def("make_attention", &makeAttention);
   m.def("attention", &runAttention);
   m.def("attention_with_variant", &runAttentionWithVariant);
   m.def("backward", &runBackward);

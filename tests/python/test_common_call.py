@@ -180,3 +180,73 @@ def test_torch_imported_later_loads_the_glue():
         "if fmhajit._torch_glue.HAS_OP:\n"
         "    assert hasattr(torch.ops.fmhajit, 'attention')\n")
     subprocess.run([sys.executable, "-c", script], check=True, env=dict(os.environ))
+
+
+# fmhajit.attention itself is a C function made from the Python def
+# (python/src/AttentionFunction.h): no Python frame on a call.
+
+def test_attention_is_a_c_function_with_the_defs_signature_and_doc():
+    import inspect
+    import types
+    assert type(fmhajit.attention) is types.BuiltinFunctionType
+    assert fmhajit.attention.__module__ == "fmhajit"
+    assert fmhajit.attention.__doc__ == fmhajit._python_attention.__doc__
+    assert inspect.signature(fmhajit.attention) == \
+        inspect.signature(fmhajit._python_attention)
+
+
+BINDING_ERRORS = {
+    "missing v": lambda f, q: f(q, q),
+    "missing all": lambda f, q: f(),
+    "four positional": lambda f, q: f(q, q, q, q),
+    "four with a keyword": lambda f, q: f(q, q, q, True, causal=True),
+    "unknown keyword": lambda f, q: f(q, q, q, causal=True, foo=1),
+    "q twice": lambda f, q: f(q, q, q, q=q),
+    "v twice from a dict": lambda f, q: f(q, q, q, **{"v": q}),
+    "a keyword that is not a str": lambda f, q: f(q, q, q, **{1: 2}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BINDING_ERRORS))
+def test_binding_errors_are_pythons(case):
+    """Python's own TypeError, worded as the def's."""
+    q = arrays()[0]
+    call = BINDING_ERRORS[case]
+    assert raised(lambda: call(fmhajit.attention, q)) == \
+        raised(lambda: call(fmhajit._python_attention, q))
+
+
+def test_keywords_bind_by_name_however_made():
+    """q, k and v by keyword, and keyword names that are not interned."""
+    q, k, v = arrays()
+    want = python_path(q, k, v, causal=True)
+    np.testing.assert_array_equal(fmhajit.attention(v=v, k=k, q=q, causal=True), want)
+    made = {"".join(["cau", "sal"]): True}  # a str built at run time
+    np.testing.assert_array_equal(fmhajit.attention(q, k, v, **made), want)
+
+
+def record_any_attention(monkeypatch):
+    calls = []
+    monkeypatch.setattr(fmhajit, "_any_attention", lambda *args: calls.append(args))
+    return calls
+
+
+def test_other_calls_reach_any_attention_with_every_argument(monkeypatch):
+    """A declined call gives _any_attention the 24 arguments in the
+    signature's order, defaults filled in, as the def does."""
+    q, k, v = arrays()
+    calls = record_any_attention(monkeypatch)
+    keywords = dict(window=(4, 0), dropout_seed=7, dropout_offset=3, threads=1)
+    fmhajit.attention(q, k, v, **keywords)
+    fmhajit._python_attention(q, k, v, **keywords)
+    assert len(calls) == 2 and len(calls[0]) == 24
+    assert all(a is b for a, b in zip(*calls))
+
+
+def test_a_compiling_call_takes_the_python_path(monkeypatch):
+    """Where fmhajit._compiling answers true, even a common call goes to
+    _any_attention (inside torch.compile it must become the op)."""
+    q, k, v = arrays()
+    calls = record_any_attention(monkeypatch)
+    monkeypatch.setattr(fmhajit, "_compiling", lambda: True)
+    assert fmhajit.attention(q, k, v) is None and len(calls) == 1
