@@ -9,6 +9,19 @@
 
 using namespace fmhajit;
 
+// The dispatcher's pick for \p query as a split-KV \p family, with the
+// table's split tile where \p splitTile.
+static llvm::Expected<Dispatch> dispatchSplit(const DispatchQuery &query,
+                                              Family family, bool splitTile,
+                                              const Registry &registry,
+                                              const DispatchTable &table) {
+  DispatchQuery splitQuery = query;
+  splitQuery.features.family = family;
+  splitQuery.tunedWinner.reset(); // autotuning measures the single pass
+  splitQuery.splitTile = splitTile;
+  return dispatch(splitQuery, registry, table);
+}
+
 // fwd_paged cuts its key ranges itself (numSplits at run time), so its own
 // pick is the split kernel; fwd asks the dispatcher for fwd_splitkv.
 static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single,
@@ -17,10 +30,8 @@ static llvm::Expected<Dispatch> splitDispatch(const Dispatch &single,
                                               const DispatchTable &table) {
   if (single.chosen.family == Family::FwdPaged)
     return single;
-  DispatchQuery splitQuery = query;
-  splitQuery.features.family = Family::FwdSplitKv;
-  splitQuery.tunedWinner.reset(); // autotuning measures the single pass
-  return dispatch(splitQuery, registry, table);
+  return dispatchSplit(query, Family::FwdSplitKv, /*splitTile=*/false, registry,
+                       table);
 }
 
 // The key tiles of \p spec in \p a's longest key range.
@@ -39,11 +50,8 @@ narrowSplit(const LoweredProblem &l, const Dispatch &split, unsigned n,
             const DispatchTable &table) {
   if (table.splitTiles.empty() || n < keyTiles(split.chosen, l.problem))
     return std::nullopt;
-  DispatchQuery narrowQuery = query;
-  narrowQuery.features.family = split.chosen.family;
-  narrowQuery.tunedWinner.reset(); // autotuning measures the single pass
-  narrowQuery.splitTile = true;
-  auto narrow = dispatch(narrowQuery, registry, table);
+  auto narrow = dispatchSplit(query, split.chosen.family, /*splitTile=*/true,
+                              registry, table);
   if (!narrow)
     return narrow.takeError();
   if (narrow->chosen.bn >= split.chosen.bn)
