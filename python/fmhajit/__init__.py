@@ -19,7 +19,7 @@ import sys as _sys
 
 import numpy as _np
 
-from . import _arrays
+from . import _after_import, _arrays
 from ._fmhajit import __version__
 from . import _fmhajit
 
@@ -126,8 +126,27 @@ _python_attention = attention
 attention = _fmhajit.make_attention(_python_attention, _sys.modules[__name__])
 
 
+def _on_dynamo():
+    """Once torch._dynamo is loaded (torch.compile loads it before it traces):
+    the glue, and Dynamo told to trace attention's def in its place. Not
+    while torch itself is still being imported (the glue imports torch's
+    parts; it registers when it loads at the first call), and never raising
+    into the import that ran it."""
+    torch_spec = getattr(_sys.modules.get("torch"), "__spec__", None)
+    if getattr(torch_spec, "_initializing", False):
+        return
+    try:
+        _use_torch_glue()
+        _torch_glue._trace_attention_as_python()
+    except Exception as error:  # noqa: BLE001
+        import warnings
+        warnings.warn(f"fmhajit: torch.compile cannot trace fmhajit.attention "
+                      f"({error}); a compiled call breaks the graph there")
+
+
 if "torch" in _sys.modules:  # register torch.ops.fmhajit.attention now
     _use_torch_glue()
+_after_import.call_after_import("torch._dynamo", _on_dynamo)
 
 
 def _any_attention(q, k, v, causal, window, softcap, alibi_slopes, scale,

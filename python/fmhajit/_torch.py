@@ -65,10 +65,18 @@ _substitute_in_graph = getattr(torch.compiler, "substitute_in_graph", None) \
 TRACES_C_ATTENTION = _substitute_in_graph is not None or not HAS_OP
 
 
+_traced = False  # whether _trace_attention_as_python has registered
+
+
 def _trace_attention_as_python():
     """Registers fmhajit._python_attention as fmhajit.attention's stand-in in
-    Dynamo's graphs. Warns rather than raises: it runs inside the import of
+    Dynamo's graphs, once (fmhajit._on_dynamo calls it when torch._dynamo
+    has loaded). Warns rather than raises: it may run inside the import of
     torch._dynamo, which must not fail for it."""
+    global _traced
+    if _traced or not (HAS_OP and TRACES_C_ATTENTION):
+        return
+    _traced = True
     from . import attention, _python_attention
     try:
         _substitute_in_graph(attention)(_python_attention)
@@ -77,39 +85,8 @@ def _trace_attention_as_python():
                       f"({error}); a compiled call breaks the graph there")
 
 
-class _AfterDynamoLoads:
-    """A meta path finder that calls _trace_attention_as_python once
-    torch._dynamo has loaded: registering imports Dynamo, which importing
-    fmhajit must not (torch.compile imports it before it traces)."""
-
-    def find_spec(self, name, path, target=None):
-        if name != "torch._dynamo":
-            return None
-        sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(name, path, target) if find else None
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-
-        def exec_module(module, run=loader.exec_module):
-            run(module)
-            _trace_attention_as_python()
-
-        loader.exec_module = exec_module
-        return spec
-
-
-if HAS_OP and TRACES_C_ATTENTION:
-    if "torch._dynamo" in sys.modules:
-        _trace_attention_as_python()
-    else:
-        sys.meta_path.insert(0, _AfterDynamoLoads())
+if "torch._dynamo" in sys.modules:  # loaded while torch was (fmhajit._on_dynamo)
+    _trace_attention_as_python()
 
 
 def requires_grad(q, k, v, sinks=None, attn_bias=None, variant_call=None):
