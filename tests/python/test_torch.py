@@ -483,3 +483,21 @@ def test_compile_with_sinks_and_bias_cpu():
     sinks, bias = torch.tensor([0.5, -1.0]), randn(1, 1, 16, 16, seed=4)
     compiled = torch.compile(block, backend="aot_eager", fullgraph=True)
     torch.testing.assert_close(compiled(x, sinks, bias), block(x, sinks, bias))
+
+
+@needs_op
+def test_compile_traces_a_first_call_with_fmhajit_imported_before_torch():
+    # A fresh process, fmhajit first: the stand-in Dynamo traces must be
+    # registered when torch.compile loads Dynamo, not at a first call that
+    # the trace never makes (fmhajit/_after_import.py).
+    import subprocess
+    import sys
+    program = (
+        "import fmhajit, torch\n"
+        "x = torch.randn(2, 16, 2, 64)\n"
+        "f = torch.compile(lambda x: fmhajit.attention(x, x, x) * 2, backend='aot_eager',"
+        " fullgraph=True)\n"
+        "torch.testing.assert_close(f(x), fmhajit.attention(x, x, x) * 2)\n")
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
