@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/device/HostExecutor.h"
-#include <gtest/gtest.h>
 #include <atomic>
 #include <chrono>
+#include <gtest/gtest.h>
 #include <thread>
 #include <vector>
 
