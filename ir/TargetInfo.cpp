@@ -85,13 +85,15 @@ Value *TargetInfo::reciprocal(IRBuilderBase &b, Value *x) {
 
 Value *TargetInfo::tanh(IRBuilderBase &b, Value *x) {
   Value *one = splatLike(b, ConstantFP::get(b.getFloatTy(), 1.0), x);
-  Value *minusTwo = splatLike(b, ConstantFP::get(b.getFloatTy(), -2.0), x);
+  Value *two = splatLike(b, ConstantFP::get(b.getFloatTy(), 2.0), x);
+  Value *absX = b.CreateUnaryIntrinsic(Intrinsic::fabs, x);
   Value *e = exp2(
-      b, b.CreateFMul(
-             x, splatLike(b, ConstantFP::get(b.getFloatTy(), 2 * kLog2e), x)));
-  return b.CreateIntrinsic(
-      Intrinsic::fmuladd, {x->getType()},
-      {minusTwo, reciprocal(b, b.CreateFAdd(e, one)), one});
+      b,
+      b.CreateFMul(
+          absX, splatLike(b, ConstantFP::get(b.getFloatTy(), 2 * kLog2e), x)));
+  Value *t =
+      b.CreateFSub(one, b.CreateFMul(two, reciprocal(b, b.CreateFAdd(e, one))));
+  return b.CreateBinaryIntrinsic(Intrinsic::copysign, t, x);
 }
 
 Value *fmhajit::splatLike(IRBuilderBase &b, Value *scalar, Value *like) {

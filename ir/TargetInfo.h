@@ -94,10 +94,8 @@ public:
   /// The tile vocabulary implementation for this target.
   virtual std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) = 0;
 
-  /// tanh(x) built on exp2 and reciprocal: 1 - 2 * reciprocal(2^(2x*log2e)
-  /// + 1), for either sign (the exp2 goes to 0 or +inf at the ends, the
-  /// reciprocal to 1 or 0). Near 0 its error is absolute, a few 1e-7, not
-  /// relative to tanh(x); a soft-cap c * tanh(s / c) needs no better.
+  /// tanh(x) built on exp2 and reciprocal:
+  /// sign(x) * (1 - 2 * reciprocal(2^(2|x|*log2e) + 1)).
   llvm::Value *tanh(llvm::IRBuilderBase &b, llvm::Value *x);
 };
 
