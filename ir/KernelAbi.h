@@ -18,6 +18,7 @@
 #include "specs/ArchTable.h"
 #include "specs/KernelSpec.h"
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace fmhajit {
@@ -160,6 +161,31 @@ inline bool bwdHasQueryItems(const KernelSpec &spec) {
 inline bool bwdSumsDqInWorkspace(const KernelSpec &spec) {
   return bwdKeyItemsAddDq(spec) ||
          (spec.head_items && spec.outType() != DType::F32);
+}
+
+/// v_pretranspose=1: the keys of each V^T row the pass writes, seqlenK
+/// rounded up to its blocks of kPretransposeKeys (the rest are zeros).
+inline constexpr int64_t kPretransposeKeys = 64;
+inline int64_t pretransposedKeys(int64_t seqlenK) {
+  return (seqlenK + kPretransposeKeys - 1) / kPretransposeKeys *
+         kPretransposeKeys;
+}
+/// Bytes of V^T the pass writes for \p spec's call of \p batch sequences
+/// of up to \p seqlenK keys over \p headsKv heads (fp8: one a value).
+inline int64_t pretransposedValuesBytes(const KernelSpec &spec, int64_t batch,
+                                        int64_t headsKv, int64_t seqlenK) {
+  return batch * headsKv * int64_t(spec.headDimV()) *
+         pretransposedKeys(seqlenK);
+}
+/// Threads of one block of the pass, and the bytes of V^T rows it stages
+/// in shared memory for a V head dim of \p dv (68-byte rows).
+inline constexpr unsigned kPretransposeThreads = 256;
+constexpr unsigned pretransposeSharedBytes(unsigned dv) {
+  return dv * (kPretransposeKeys + 4);
+}
+/// The pass's kernel: its own entry point in the forward kernel's module.
+inline std::string pretransposeSymbol(llvm::StringRef kernelName) {
+  return kernelName.str() + "_vt";
 }
 
 /// The host entry point: runs work items [begin, end), where item

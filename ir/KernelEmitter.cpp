@@ -118,6 +118,7 @@ fmhajit::emitKernelModule(const KernelSpec &spec, LLVMContext &ctx,
     emitForwardKernel(spec, **target, *module);
     break;
   }
+  (*target)->emitSiblingKernels(*module);
   inlineVariant(*module, **target);
   std::string problems;
   raw_string_ostream os(problems);

@@ -49,6 +49,11 @@ std::pair<Value *, Value *> ScoreMods::keyRange(const WorkItem &s,
     begin = signedMax(
         b, begin,
         b.CreateSub(b.CreateAdd(tokens.first, band.offset), band.left));
+  // V^T from the pass (v_pretranspose) holds its keys permuted in groups
+  // of 16, so its boxes start on whole tiles; the keys before the band are
+  // masked like any the band hides.
+  if (band.lower && spec.v_pretranspose)
+    begin = b.CreateMul(b.CreateUDiv(begin, i32(spec.bn)), i32(spec.bn));
   if (band.upper)
     end = signedMin(b, end,
                     b.CreateAdd(b.CreateAdd(tokens.last, band.offset),

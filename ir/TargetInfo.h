@@ -94,6 +94,10 @@ public:
   /// The tile vocabulary implementation for this target.
   virtual std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) = 0;
 
+  /// Kernels the kernel's launch runs beside it, added to its module
+  /// \p m (NVPTX: v_pretranspose's pass, NvptxValuePretranspose.h).
+  virtual void emitSiblingKernels(llvm::Module &) {}
+
   /// tanh(x) built on exp2 and reciprocal:
   /// sign(x) * (1 - 2 * reciprocal(2^(2|x|*log2e) + 1)).
   llvm::Value *tanh(llvm::IRBuilderBase &b, llvm::Value *x);

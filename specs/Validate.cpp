@@ -31,6 +31,7 @@ enum Feature : unsigned {
   kDeterministic = 512,
   kVariant = 1024,
   kHeadItems = 2048,
+  kVPretranspose = 4096,
 };
 struct FamilyRule {
   Family family;
@@ -43,7 +44,7 @@ struct FamilyRule {
 const FamilyRule kFamilyRules[] = {
     {Family::Fwd,
      kMask | kBias | kSoftcap | kLse | kDropout | kSink | kVarlen | kFp8 |
-         kPackGqa | kVariant,
+         kPackGqa | kVariant | kVPretranspose,
      ""},
     {Family::FwdSplitKv,
      kMask | kBias | kSoftcap | kLse | kSink | kVarlen | kFp8 | kPackGqa |
@@ -77,6 +78,7 @@ constexpr FlagFeature kFlagFeatures[] = {
     {&KernelSpec::sink, kSink, "sink"},
     {&KernelSpec::varlen, kVarlen, "varlen"},
     {&KernelSpec::pack_gqa, kPackGqa, "pack_gqa"},
+    {&KernelSpec::v_pretranspose, kVPretranspose, "v_pretranspose"},
     {&KernelSpec::deterministic, kDeterministic, "deterministic"},
     {&KernelSpec::head_items, kHeadItems, "head_items"}};
 
@@ -157,7 +159,11 @@ void Validator::checkFamilyFeatures() {
   std::string family = ("family " + keyOf(s.family)).str();
   auto check = [&](bool on, Feature f, const char *key, llvm::StringRef value) {
     if (on && !(rule.features & f))
-      fail(key, value, family + " does not take it (" + rule.why + ")");
+      fail(key, value,
+           f == kVPretranspose
+               ? "only family fwd takes it: its pass writes V^T for the "
+                 "forward kernel's TMA loads"
+               : family + " does not take it (" + rule.why + ")");
   };
   check(s.mask != Mask::None, kMask, "mask", keyOf(s.mask));
   check(s.bias != Bias::None, kBias, "bias", keyOf(s.bias));
@@ -331,6 +337,10 @@ void Validator::checkTile(const PipelineInfo &info) {
          (warpgroups ? "use a multiple of 4 up to "
                      : "use a power of two up to ") +
              Twine(arch.maxWarps) + " on " + arch.name);
+  if (s.v_pretranspose && s.pipeline != Pipeline::Wgmma)
+    fail("v_pretranspose", "1",
+         "only pipeline wgmma reads V^T by TMA; pipeline " + keyOf(s.pipeline) +
+             " reads V as it is");
   if (errors.empty())
     checkTileRules(s, arch, errors);
 }

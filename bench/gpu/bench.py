@@ -98,7 +98,10 @@ def dispatched_tile(binary, target, c):
     if not m:
         raise RuntimeError("no forward kernel in: " + " ".join(cmd) + "\n" + out)
     bm, bn, warps, stages, pipeline = m.groups()
-    return "pipeline={},bm={},bn={},warps={},stages={}".format(pipeline, bm, bn, warps, stages)
+    keys = "pipeline={},bm={},bn={},warps={},stages={}".format(pipeline, bm, bn, warps, stages)
+    if "_vpt_" in m.group(0):  # V^T written by a pass before the kernel
+        keys += ",v_pretranspose=1"
+    return keys
 
 def run_fmhajit(args, c, pipeline, cache_dir):
     # "wgmma+stages=2": a pipeline with spec keys of its own after the '+';

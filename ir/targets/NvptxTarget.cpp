@@ -21,6 +21,7 @@
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
 #include "ir/targets/NvptxTma.h"
+#include "ir/targets/NvptxValuePretranspose.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/InlineAsm.h"
@@ -209,6 +210,11 @@ public:
       smem->setAlignment(Align(16));
     }
     return smem;
+  }
+
+  void emitSiblingKernels(Module &m) override {
+    if (spec.v_pretranspose)
+      emitValuePretransposeKernel(*this, m);
   }
 
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {

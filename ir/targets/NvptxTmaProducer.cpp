@@ -9,8 +9,11 @@
 // last key tile) issue nothing: no consumer waits for them. Every other
 // word does nothing, and the recipe's arithmetic around them is dead code.
 //
-// Under fp8 the warpgroup's other three warps (the transposers) run it too,
-// with the same ops in their other role: a V load waits for the staged
+// v_pretranspose (fp8) loads V^T, which a pass wrote before the kernel, by
+// TMA like K: its boxes step along the keys.
+//
+// Otherwise under fp8 the warpgroup's other three warps (the transposers) run
+// it too, with the same ops in their other role: a V load waits for the staged
 // tile and for the slot's release, writes the slot as V^T
 // (NvptxFp8Transpose.h), fences it into the async proxy, meets the other
 // transposers at a named barrier, and one thread then marks the slot full
@@ -78,9 +81,10 @@ private:
   /// The transposers' load: V^T into the ring slot from its staged tile.
   void transposeValues(Tile &tile, Value *valid);
   /// One TMA box per slab of a tile of \p shape, at \p dst, completing on
-  /// \p bar.
+  /// \p bar. \p keysAlongRows: the tile is V^T, whose box.row (the tile's
+  /// first key) is the map's innermost coordinate.
   void issueBoxes(const SharedTile &shape, const TensorBox &box, Value *dst,
-                  Value *bar);
+                  Value *bar, bool keysAlongRows = false);
 
   IRBuilderBase &b;
   GpuTargetInfo &target;
@@ -115,14 +119,18 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                         : ring.slotAddress(tile, query ? nullptr : use.slot);
     const SharedTile &shape =
         staged ? layout.stagedValues : sharedTile(tile.role);
+    // v_pretranspose: the V^T slot's rows are V's columns, its slabs runs
+    // of keys (TensorMapBoxes.h).
+    bool keysAlongRows =
+        tile.role == TileRole::Value && !staged && layout.valuesKMajor();
     emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.issue",
-           [&] { issueBoxes(shape, src.box, dst, bar); });
+           [&] { issueBoxes(shape, src.box, dst, bar, keysAlongRows); });
   });
 }
 
 void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
                                      const TensorBox &box, Value *dst,
-                                     Value *bar) {
+                                     Value *bar, bool keysAlongRows) {
   unsigned width = shape.pitch, rows = shape.rows;
   unsigned slabBytes = layout.slabBytes(width);
   unsigned slabElements = slabBytes / shape.elementBytes;
@@ -131,14 +139,16 @@ void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
                                             box.map * sizeof(TensorMaps) /
                                                 kNumTensorMaps);
   auto i32 = [&](Value *v) { return b.CreateTrunc(v, b.getInt32Ty()); };
-  for (unsigned slab = 0; slab < width / slabElements; ++slab)
+  for (unsigned slab = 0; slab < width / slabElements; ++slab) {
+    Value *column = b.getInt32(slab * slabElements), *row = i32(box.row);
+    if (keysAlongRows) // the box's first key moves along the slabs
+      std::tie(column, row) =
+          std::pair<Value *, Value *>(b.CreateAdd(row, column), b.getInt32(0));
     emitTmaLoad(b,
                 b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), dst,
                                              slab * rows * slabBytes),
-                map,
-                {b.getInt32(slab * slabElements), i32(box.row), i32(box.head),
-                 i32(box.batch)},
-                bar);
+                map, {column, row, i32(box.head), i32(box.batch)}, bar);
+  }
 }
 
 // The transposers are threads 32..127 of the producer warpgroup.

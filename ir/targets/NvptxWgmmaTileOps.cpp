@@ -249,7 +249,7 @@ NvptxWgmmaTileOps::queryTimesKeys(const Tile &q, const Tile &kT, unsigned n) {
 // V^T, K-major like K in S = Q K^T, and a step covers 32 keys.
 SmallVector<Value *, 128> NvptxWgmmaTileOps::probabilitiesTimesValues(
     const Tile &s, const Tile &v, ArrayRef<Value *> acc, bool accumulate) {
-  bool transposed = layout.transposesValues();
+  bool transposed = layout.valuesKMajor();
   WgmmaOperand operand;
   operand.swizzleBytes = layout.slabBytes(transposed ? v.rows : v.cols);
   operand.leadingBytes = transposed ? 16 : v.rows * operand.swizzleBytes;

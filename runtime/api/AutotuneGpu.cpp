@@ -1,5 +1,6 @@
 //===- AutotuneGpu.cpp - Timing candidates on the GPU ---------------------===//
 #include "runtime/api/Autotune.h"
+#include "runtime/device/DeviceForwardData.h"
 #include "runtime/device/GpuKernel.h"
 #include "runtime/device/GpuResources.h"
 #include "specs/EncodedName.h"
@@ -131,6 +132,11 @@ fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates,
       return kernel.takeError();
     KernelArgs params =
         makeKernelArgs(spec, l.problem, scratch->buffers(), l.strides);
+    auto valuesT = allocatePretransposedValues(*driver, spec, l.problem);
+    if (!valuesT)
+      return valuesT.takeError();
+    if (*valuesT)
+      params.valuesT = (*valuesT)->pointer();
     auto ms = timeGpuKernel(*kernel, params, *stream, *timer);
     if (!ms)
       return ms.takeError();

@@ -10,12 +10,13 @@ using namespace fmhajit;
 namespace json = llvm::json;
 
 std::string Tile::str() const {
-  return "m" + std::to_string(bm) + "n" + std::to_string(bn) + "w" +
-         std::to_string(warps) + "s" + std::to_string(stages);
+  return (vPretranspose ? "vpt_m" : "m") + std::to_string(bm) + "n" +
+         std::to_string(bn) + "w" + std::to_string(warps) + "s" +
+         std::to_string(stages);
 }
 
 Tile fmhajit::tileOf(const KernelSpec &spec) {
-  return {spec.bm, spec.bn, spec.warps, spec.stages};
+  return {spec.bm, spec.bn, spec.warps, spec.stages, spec.v_pretranspose};
 }
 
 // The tables are part of the build: a malformed one is a bug that the unit
@@ -43,6 +44,7 @@ static TileRow readRow(const json::Object &o, llvm::StringRef file) {
   row.bn = readUnsigned(o, "bn", file, true);
   row.warps = readUnsigned(o, "warps", file, false);
   row.stages = readUnsigned(o, "stages", file, false);
+  row.vPretranspose = o.getBoolean("v_pretranspose").value_or(false);
   std::optional<std::vector<DType>> dtypes =
       parseDTypeList(o.getArray("dtypes"));
   if (!dtypes)
@@ -148,7 +150,7 @@ static std::optional<Tile> completeRow(const ArchInfo &arch, Pipeline p,
   if (!def)
     return std::nullopt;
   return Tile{row.bm, row.bn, row.warps ? row.warps : def->warps,
-              row.stages ? row.stages : def->stages};
+              row.stages ? row.stages : def->stages, row.vPretranspose};
 }
 
 // What selects \p row, as the plan's explanation names it: "seqlen_q <= 16,

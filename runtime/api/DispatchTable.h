@@ -30,8 +30,9 @@ struct TileRow {
   int64_t maxSeqlenQ = INT64_MAX; ///< the row applies up to this query length
   unsigned maxD = 0; ///< ... and up to this head dim (max of d, dv)
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
-  std::vector<DType> dtypes; ///< ... and to these dtypes (empty: all)
-  std::vector<Mask> masks;   ///< ... and to these masks (empty: all)
+  bool vPretranspose = false; ///< "v_pretranspose": true (fp8 forward)
+  std::vector<DType> dtypes;  ///< ... and to these dtypes (empty: all)
+  std::vector<Mask> masks;    ///< ... and to these masks (empty: all)
   bool serves(int64_t seqlenQ, unsigned d, DType dtype, Mask mask) const;
 };
 
@@ -52,11 +53,14 @@ struct PackGqaRule {
 /// A tile, fully given.
 struct Tile {
   unsigned bm = 0, bn = 0, warps = 0, stages = 0;
+  /// The spec's v_pretranspose: fp8's V^T written by a pass (a choice of
+  /// the tile table, like the tile's edges).
+  bool vPretranspose = false;
   friend bool operator==(const Tile &a, const Tile &b) {
     return a.bm == b.bm && a.bn == b.bn && a.warps == b.warps &&
-           a.stages == b.stages;
+           a.stages == b.stages && a.vPretranspose == b.vPretranspose;
   }
-  /// "m64n64w1s1", as in encoded names.
+  /// "m64n64w1s1", or "vpt_m192n96w12s2", as in encoded names.
   std::string str() const;
 };
 

@@ -179,7 +179,8 @@ static double tileDistance(const Narrowing &n, const KernelSpec &c) {
     return std::fabs(std::log2(double(a) / b));
   };
   return logRatio(c.bm, w.bm) + logRatio(c.bn, w.bn) +
-         logRatio(c.warps, w.warps) + std::abs(int(c.stages) - int(w.stages));
+         logRatio(c.warps, w.warps) + std::abs(int(c.stages) - int(w.stages)) +
+         (c.v_pretranspose != w.vPretranspose);
 }
 
 static void rulePriority(Narrowing &n) {

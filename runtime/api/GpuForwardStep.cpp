@@ -24,6 +24,8 @@ llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
   p.sinks = t.sinks;
   p.blockTable = t.blockTable; // read by fwd_paged only
   p.cacheSeqlens = t.seqlensK;
+  if (valuesTOffset)
+    p.valuesT = static_cast<char *>(t.workspace) + *valuesTOffset;
   if (kernels.combine)
     setSplits(p, unsigned(p.numSplits),
               splitWorkspaceAt(t.workspace, workspace));

@@ -4,12 +4,12 @@
 // the plan cuts key ranges, splitkv_combine after it on the same stream.
 // Every device pointer of the call comes from the caller's Tensors
 // (cu_seqlens, ALiBi slopes, the block table and key lengths, the
-// workspace); the plan's only device memory is its block map
-// (BlockSparsity.h) and its split schedule (SplitSchedule.h), which depend
-// on the planned shapes alone and are uploaded once when the plan loads. run()
-// checks what it can without reading the GPU's (a paged plan's block table is
-// not checked, as in FlashAttention's and FlashInfer's paged kernels). CUDA and
-// HIP plans both run through it.
+// workspace, which holds split-KV's partials or v_pretranspose's V^T); the
+// plan's only device memory is its block map (BlockSparsity.h) and its split
+// schedule (SplitSchedule.h), which depend on the planned shapes alone and are
+// uploaded once when the plan loads. run() checks what it can without reading
+// the GPU's (a paged plan's block table is not checked, as in FlashAttention's
+// and FlashInfer's paged kernels). CUDA and HIP plans both run through it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -37,11 +37,13 @@ public:
   GpuForwardStep(GpuForwardLaunch kernels, const KernelArgs &params,
                  void *stream, unsigned kvAlignment,
                  SplitWorkspaceLayout workspace,
+                 std::optional<int64_t> valuesTOffset = std::nullopt,
                  std::shared_ptr<const GpuBuffer> blockMap = nullptr,
                  std::shared_ptr<const GpuBuffer> schedule = nullptr)
       : kernels(std::move(kernels)), params(params), stream(stream),
         kvAlignment(kvAlignment), workspace(workspace),
-        blockMap(std::move(blockMap)), schedule(std::move(schedule)),
+        valuesTOffset(valuesTOffset), blockMap(std::move(blockMap)),
+        schedule(std::move(schedule)),
         maps(this->kernels.kernel.prepareTensorMaps(params)) {}
 
   /// Launches on Tensors::stream, else the problem's stream; asynchronous.
@@ -53,6 +55,8 @@ private:
   void *stream;
   unsigned kvAlignment;
   SplitWorkspaceLayout workspace;
+  /// v_pretranspose: where V^T lies in the workspace (bytes).
+  std::optional<int64_t> valuesTOffset;
   std::shared_ptr<const GpuBuffer> blockMap, schedule;
   std::optional<TensorMaps> maps;
 };

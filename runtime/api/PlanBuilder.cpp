@@ -64,11 +64,21 @@ static const char *forwardRole(const LoweredProblem &l, bool split) {
   return split ? "split-KV forward" : "forward";
 }
 
+// v_pretranspose: the step's workspace holds V^T, which its pass writes
+// (ir/targets/NvptxValuePretranspose.h).
 static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
                          PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
-  addStep(layout, {d.chosen, forwardRole(l, false), passItems(a, d.chosen), 1,
-                   gridText(a, d.chosen, 1), 0, 0, whyChosen(d)});
+  const KernelSpec &spec = d.chosen;
+  int64_t valuesT =
+      spec.v_pretranspose
+          ? pretransposedValuesBytes(spec, a.batch, a.headsKv, a.maxSeqlenK())
+          : 0;
+  std::string why = whyChosen(d);
+  if (valuesT)
+    why += "; a pass before it writes V^T (fp8) into the workspace";
+  addStep(layout, {spec, forwardRole(l, false), passItems(a, spec), 1,
+                   gridText(a, spec, 1), 0, valuesT, why});
 }
 
 // The partials sit in one slice that the split launch writes and the
@@ -283,10 +293,13 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
     params.splitSchedule =
         static_cast<const int32_t *>(scheduleCopy->pointer());
   }
+  std::optional<int64_t> valuesTOffset;
+  if (spec.v_pretranspose)
+    valuesTOffset = layout.steps.front().workspaceOffset;
   return std::make_unique<const GpuForwardStep>(
       GpuForwardLaunch{std::move(*kernel), std::move(combine)}, params,
       l.stream, kvRowAlignmentNeeded(spec), layout.splitWorkspace,
-      std::move(mapCopy), std::move(scheduleCopy));
+      valuesTOffset, std::move(mapCopy), std::move(scheduleCopy));
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>

@@ -64,7 +64,15 @@ std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec,
       KernelSpec s = spec;
       s.pipeline = p;
       s.bm = t.bm, s.bn = t.bn, s.warps = t.warps, s.stages = t.stages;
+      s.v_pretranspose = t.vPretranspose;
       llvm::Expected<KernelSpec> resolved = validateSpec(s);
+      if (!resolved && s.v_pretranspose) {
+        // V^T's pass is for family fwd on the TMA ring: the same tile
+        // with the transposers (split-KV, for one).
+        llvm::consumeError(resolved.takeError());
+        s.v_pretranspose = false;
+        resolved = validateSpec(s);
+      }
       if (!resolved) {
         // The tile's rules refuse these features (wgmma's TMA ring and
         // varlen): the arch's default rows for d, in order, as

@@ -118,3 +118,18 @@ llvm::Error DeviceForwardData::download(const ForwardBuffers &host) const {
                      "the spec has lse=1 but no host lse buffer was given");
   return lse.copyTo(host.lse, lse.size());
 }
+
+llvm::Expected<std::optional<GpuBuffer>>
+fmhajit::allocatePretransposedValues(GpuDriver &driver, const KernelSpec &spec,
+                                     const AttentionProblem &problem) {
+  if (!spec.v_pretranspose)
+    return std::nullopt;
+  auto buffer = GpuBuffer::create(
+      driver,
+      size_t(pretransposedValuesBytes(spec, problem.batch, problem.headsKv,
+                                      problem.maxSeqlenK())),
+      "v^T");
+  if (!buffer)
+    return buffer.takeError();
+  return std::optional<GpuBuffer>(std::move(*buffer));
+}

@@ -14,6 +14,7 @@
 #include "runtime/device/HostKernel.h"
 #include "runtime/numerics/AttentionProblem.h"
 #include "llvm/Support/Error.h"
+#include <optional>
 
 namespace fmhajit {
 
@@ -38,6 +39,13 @@ llvm::Error checkForwardFits(const KernelSpec &spec,
 /// checkForwardFits against \p driver's GPU.
 llvm::Error checkFitsOnGpu(const GpuDriver &driver, const KernelSpec &spec,
                            const AttentionProblem &problem);
+
+/// v_pretranspose: a buffer for the V^T the kernel's pass writes
+/// (KernelArgs::valuesT), for launches outside a plan, whose workspace
+/// holds it otherwise; none for other specs.
+llvm::Expected<std::optional<GpuBuffer>>
+allocatePretransposedValues(GpuDriver &driver, const KernelSpec &spec,
+                            const AttentionProblem &problem);
 
 class DeviceForwardData {
 public:

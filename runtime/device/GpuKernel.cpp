@@ -63,6 +63,12 @@ GpuKernel::load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache) {
   if (!fn)
     return fn.takeError();
   GpuKernel kernel(driver, spec, std::move(*module), *fn);
+  if (spec.v_pretranspose) {
+    auto pass = kernel.module->function(pretransposeSymbol(encodeName(spec)));
+    if (!pass)
+      return pass.takeError();
+    kernel.pretranspose = *pass;
+  }
   kernel.stats = stats;
   auto shape = driver.configureKernel(*fn, spec, res);
   if (!shape)
@@ -105,8 +111,32 @@ static bool runsPersistent(const KernelSpec &spec, int64_t seqlenK) {
   return sortsWorkItemsByCost(spec) || seqlenK <= kUnmaskedMaxKeys;
 }
 
+// v_pretranspose's pass: one block per 64 keys of each (sequence, K/V
+// head), before the kernel on the same stream.
+llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
+                                          GpuStreamHandle stream) const {
+  if (!params.valuesT)
+    return makeError(ErrorKind::Usage,
+                     "kernel " + encodeName(kernelSpec) +
+                         " (v_pretranspose=1) writes V^T into its plan's "
+                         "workspace, but KernelArgs::valuesT is null");
+  int64_t blocks = pretransposedKeys(params.seqlenK) / kPretransposeKeys *
+                   params.headsKv * params.batch;
+  if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
+    return makeError(ErrorKind::Usage,
+                     "V^T's pass needs " + llvm::Twine(blocks) + " " +
+                         gpu->blockNoun() + "; the GPU launches 1 to 2^31-1");
+  GpuLaunchShape passShape{kPretransposeThreads,
+                           pretransposeSharedBytes(kernelSpec.headDimV())};
+  return gpu->launch(*pretranspose, unsigned(blocks), passShape, stream,
+                     &params, sizeof(params));
+}
+
 llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
                               const TensorMaps *prepared) const {
+  if (pretranspose)
+    if (llvm::Error err = launchPretranspose(params, stream))
+      return err;
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage,
@@ -127,9 +157,9 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
     return gpu->launch(fn, unsigned(blocks), shape, stream, &copy,
                        sizeof(copy));
   TensorMaps maps;
-  if (llvm::Error err = prepared
-                            ? bindTensorMaps(*gpu, *prepared, params, maps)
-                            : encodeTensorMaps(*gpu, kernelSpec, params, maps))
+  if (llvm::Error err =
+          prepared ? bindTensorMaps(*gpu, kernelSpec, *prepared, params, maps)
+                   : encodeTensorMaps(*gpu, kernelSpec, params, maps))
     return err;
   return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy),
                      &maps);

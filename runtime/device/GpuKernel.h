@@ -72,8 +72,9 @@ public:
   std::optional<TensorMaps> prepareTensorMaps(const KernelArgs &params) const;
 
   /// Launches on \p stream (asynchronous: synchronize the stream to see
-  /// failures inside the kernel). \p params holds device pointers. A TMA
-  /// kernel's maps are \p prepared (prepareTensorMaps for the same problem)
+  /// failures inside the kernel); under v_pretranspose the pass that
+  /// writes V^T into params.valuesT first. \p params holds device pointers. A
+  /// TMA kernel's maps are \p prepared (prepareTensorMaps for the same problem)
   /// with \p params' pointers, else encoded here.
   llvm::Error launch(const KernelArgs &params, GpuStreamHandle stream,
                      const TensorMaps *prepared = nullptr) const;
@@ -87,6 +88,9 @@ public:
                                     GpuTimer &timer) const;
 
 private:
+  llvm::Error launchPretranspose(const KernelArgs &params,
+                                 GpuStreamHandle stream) const;
+
   GpuKernel(GpuDriver &driver, KernelSpec spec,
             std::shared_ptr<const GpuModule> module, GpuFunctionHandle fn)
       : gpu(&driver), kernelSpec(std::move(spec)), module(std::move(module)),
@@ -96,6 +100,8 @@ private:
   KernelSpec kernelSpec;
   std::shared_ptr<const GpuModule> module;
   GpuFunctionHandle fn;
+  /// v_pretranspose: the pass that writes V^T, launched before fn.
+  std::optional<GpuFunctionHandle> pretranspose;
   GpuLoadStats stats;
   GpuKernelResources res;
   GpuLaunchShape shape;

@@ -39,7 +39,8 @@ std::optional<TensorMaps> fmhajit::prepareTensorMaps(GpuDriver &driver,
   if (!usesTensorMaps(spec))
     return std::nullopt;
   KernelArgs placeholders = args;
-  placeholders.q = placeholders.k = placeholders.v = kPlaceholderBase;
+  placeholders.q = placeholders.k = placeholders.v = placeholders.valuesT =
+      kPlaceholderBase;
   TensorMaps maps;
   if (llvm::Error err = encodeTensorMaps(driver, spec, placeholders, maps)) {
     llvm::consumeError(std::move(err)); // each launch encodes, and says why
@@ -55,13 +56,14 @@ std::optional<TensorMaps> fmhajit::prepareTensorMaps(GpuDriver &driver,
   return maps;
 }
 
-llvm::Error fmhajit::bindTensorMaps(GpuDriver &driver,
+llvm::Error fmhajit::bindTensorMaps(GpuDriver &driver, const KernelSpec &spec,
                                     const TensorMaps &prepared,
                                     const KernelArgs &args, TensorMaps &maps) {
   // tensorMapRequests' order and checks; its strides were checked when the
   // maps were prepared.
   static const char *const kNames[kNumTensorMaps] = {"q", "k", "v"};
-  const void *bases[kNumTensorMaps] = {args.q, args.k, args.v};
+  const void *bases[kNumTensorMaps] = {args.q, args.k,
+                                       valuesMapBase(spec, args)};
   for (unsigned i = 0; i < kNumTensorMaps; ++i)
     if (llvm::Error err = checkTensorMapBase(kNames[i], bases[i]))
       return err;

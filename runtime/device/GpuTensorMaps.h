@@ -40,7 +40,8 @@ std::optional<TensorMaps> prepareTensorMaps(GpuDriver &driver,
 /// \p prepared (from prepareTensorMaps for the same problem) with the Q, K
 /// and V pointers of \p args as bases, into \p maps: what encodeTensorMaps
 /// gives, with the same error for a pointer TMA cannot address.
-llvm::Error bindTensorMaps(GpuDriver &driver, const TensorMaps &prepared,
-                           const KernelArgs &args, TensorMaps &maps);
+llvm::Error bindTensorMaps(GpuDriver &driver, const KernelSpec &spec,
+                           const TensorMaps &prepared, const KernelArgs &args,
+                           TensorMaps &maps);
 
 } // namespace fmhajit

@@ -59,6 +59,32 @@ static llvm::Expected<TensorMapRequest> requestFor(const TensorView &t,
   return r;
 }
 
+// v_pretranspose: V^T as the pass writes it, [batch][headsKv][dv][keys]
+// with the keys innermost, read in boxes of one slab of keys by dv rows.
+static TensorMapRequest pretransposedValues(const KernelSpec &spec,
+                                            const WgmmaLayout &layout,
+                                            const KernelArgs &args) {
+  uint64_t keys = uint64_t(pretransposedKeys(args.seqlenK)),
+           dv = spec.headDimV(), heads = uint64_t(args.headsKv);
+  TensorMapRequest r;
+  r.tensor = "v^T (the workspace)";
+  r.base = args.valuesT;
+  r.dtype = spec.dtype;
+  r.swizzleBytes = layout.slabBytes(spec.bn);
+  uint64_t dims[4] = {keys, dv, heads, uint64_t(args.batch)};
+  uint64_t strides[3] = {keys, dv * keys, heads * dv * keys}; // fp8: bytes
+  uint32_t box[4] = {r.swizzleBytes, uint32_t(dv), 1, 1};
+  std::copy(std::begin(dims), std::end(dims), r.dims);
+  std::copy(std::begin(strides), std::end(strides), r.strideBytes);
+  std::copy(std::begin(box), std::end(box), r.box);
+  return r;
+}
+
+const void *fmhajit::valuesMapBase(const KernelSpec &spec,
+                                   const KernelArgs &args) {
+  return spec.v_pretranspose ? args.valuesT : args.v;
+}
+
 llvm::Expected<std::array<TensorMapRequest, kNumTensorMaps>>
 fmhajit::tensorMapRequests(const KernelSpec &spec, const KernelArgs &args) {
   WgmmaLayout layout(spec, *findArch(spec.target));
@@ -73,6 +99,14 @@ fmhajit::tensorMapRequests(const KernelSpec &spec, const KernelArgs &args) {
     if (!request)
       return request.takeError();
     out[i] = *request;
+  }
+  // V's own map was checked above: the pass reads V with the same
+  // alignment.
+  if (spec.v_pretranspose) {
+    if (llvm::Error err =
+            checkTensorMapBase("v^T (the workspace)", args.valuesT))
+      return std::move(err);
+    out[kVMap] = pretransposedValues(spec, layout, args);
   }
   return out;
 }

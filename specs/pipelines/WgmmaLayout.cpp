@@ -27,15 +27,20 @@ WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
   unsigned size = dtypeBytes(spec.dtype);
   query = {0, spec.bm, spec.d, size};
   keys = {alignedTile(query.end()), spec.bn, spec.d, size};
-  if (!transposesValues()) {
+  if (!valuesKMajor()) {
     values = {alignedTile(keys.end()), spec.bn, spec.headDimV(), size};
     return;
   }
   values = {alignedTile(keys.end()), spec.headDimV(), spec.bn, size};
-  stagedValues = {alignedTile(values.end()), spec.bn, spec.headDimV(), size};
+  if (transposesValues())
+    stagedValues = {alignedTile(values.end()), spec.bn, spec.headDimV(), size};
 }
 
-bool WgmmaLayout::transposesValues() const { return isFp8(spec.dtype); }
+bool WgmmaLayout::valuesKMajor() const { return isFp8(spec.dtype); }
+
+bool WgmmaLayout::transposesValues() const {
+  return valuesKMajor() && !spec.v_pretranspose;
+}
 
 unsigned WgmmaLayout::stepElements() const {
   return 32 / dtypeBytes(spec.dtype);
@@ -130,17 +135,24 @@ void WgmmaLayout::check(ErrorList &errors) const {
                      Twine(kMaxDropoutN));
   if (usesTensorMaps(spec))
     checkTensorMapLoads(errors);
-  if (transposesValues())
+  if (valuesKMajor())
     checkFp8(errors);
+  else if (spec.v_pretranspose)
+    errors.add(ErrorKind::Spec,
+               "v_pretranspose=1: only fp8 kernels read V^T (16-bit wgmma "
+               "reads V as it is stored); dtype=" +
+                   keyOf(spec.dtype).str() + " does not take it");
 }
 
-// The transposers (ir/targets/NvptxFp8Transpose.cpp) move V in units of
-// 16 keys x 32 columns: dv a multiple of 32 (bn is one of 32 already).
+// V^T comes from the transposers (ir/targets/NvptxFp8Transpose.cpp, in the
+// producer warpgroup) or from v_pretranspose's pass
+// (NvptxValuePretranspose.cpp, loaded by TMA): either needs the TMA ring,
+// and both move V in runs of 32 columns (bn is a multiple of 32 already).
 void WgmmaLayout::checkFp8(ErrorList &errors) const {
   if (spec.stages < 2)
     addTileError(errors, "stages", spec.stages,
-                 "fp8 on pipeline wgmma transposes V in the producer "
-                 "warpgroup, which only the TMA ring has: use stages=2");
+                 "fp8 on pipeline wgmma reads V^T, which only the TMA ring "
+                 "transposes or loads: use stages=2");
   if (spec.headDimV() % 32)
     addTileError(errors, "dv", spec.headDimV(),
                  "fp8 on pipeline wgmma transposes V 32 columns at a time: use "

@@ -84,7 +84,11 @@ public:
   /// empty.
   SharedTile query, keys, values, stagedValues;
 
-  /// Whether V reaches the products through the transposers (fp8).
+  /// Whether the products read V^T ([dv][bn], keys contiguous): fp8, whose
+  /// 8-bit wgmma has no transpose bit.
+  bool valuesKMajor() const;
+  /// Whether V reaches the products through the transposers: fp8 without
+  /// v_pretranspose, whose pass writes V^T before the kernel runs.
   bool transposesValues() const;
   /// Keys one wgmma step multiplies: 32 bytes of each row (16 for 16-bit
   /// types, 32 for fp8).

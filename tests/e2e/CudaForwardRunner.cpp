@@ -71,6 +71,11 @@ llvm::Error CudaForwardRunner::operator()(const KernelSpec &spec,
   if (!device)
     return device.takeError();
   KernelArgs params = makeKernelArgs(spec, problem, device->buffers());
+  auto valuesT = allocatePretransposedValues(cudaDriver, spec, problem);
+  if (!valuesT)
+    return valuesT.takeError();
+  if (*valuesT)
+    params.valuesT = (*valuesT)->pointer();
   if (llvm::Error err = kernel->launch(params, stream.get()))
     return err;
   if (llvm::Error err = stream.synchronize())

@@ -125,17 +125,24 @@ CUDA_TABLE(NarrowSwizzles,
 // fp8 (e4m3, e5m2) runs only on wgmma's TMA ring, whose producer warpgroup
 // transposes V: every head dim, masks, lse and GQA from the grid, narrow
 // swizzles (d = 96) and dv != d. Descale factors are 1 here; the CLI tests
-// (and `fmhajit run --check`) run them at 0.5, 0.25 and 2.
-std::vector<CudaCase> fp8Cases() {
+// (and `fmhajit run --check`) run them at 0.5, 0.25 and 2. The same grid
+// runs with V^T written by the pass before the kernel (v_pretranspose=1):
+// key counts that are not multiples of its 64 (the zeros past the end),
+// GQA (one V^T per K/V head) and windows that start mid-tile.
+std::vector<CudaCase> fp8Cases(const char *pipeline) {
   std::vector<CudaCase> out;
   for (const ForwardCase &c :
        dtypeHeadDimGrid({"fp8_e4m3", "fp8_e5m2"},
                         {"d=64", "d=128", "d=256", "d=96,dv=64"}, 150, 397))
-    out.push_back({c, "wgmma,stages=2"});
+    out.push_back({c, pipeline});
   return out;
 }
-INSTANTIATE_TEST_SUITE_P(Fp8, CudaForward, ::testing::ValuesIn(fp8Cases()),
+INSTANTIATE_TEST_SUITE_P(Fp8, CudaForward,
+                         ::testing::ValuesIn(fp8Cases("wgmma,stages=2")),
                          caseName);
+INSTANTIATE_TEST_SUITE_P(
+    Fp8Pretransposed, CudaForward,
+    ::testing::ValuesIn(fp8Cases("wgmma,stages=2,v_pretranspose=1")), caseName);
 
 //===-- Masks -------------------------------------------------------------===//
 
@@ -325,6 +332,13 @@ std::vector<CudaCase> walkCases() {
            {"e4m3_d128_n192_256_items",
             "family=fwd,dtype=fp8_e4m3,d=128,bn=192",
             Shape::dense(1, 16, 16, 2048, 2048)},
+           {"e4m3_d128_vpt_w12_n96_256_items",
+            "family=fwd,dtype=fp8_e4m3,d=128,v_pretranspose=1,bm=192,bn=96,"
+            "warps=12",
+            Shape::dense(1, 16, 16, 3072, 3072)},
+           {"e4m3_d128_vpt_causal_160_items",
+            "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,v_pretranspose=1",
+            Shape::dense(1, 20, 20, 1024, 1024)},
            // 120 heads of 4 tiles: sections of 33 heads, one round each
            // (runtime/device/CausalSections.h), the last one partial.
            {"bf16_d128_causal_one_round_sections_480_items",
@@ -407,6 +421,10 @@ TEST(CudaRun, Fp8WithDescalesChecksOnTheGpu) {
             "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,lse=1,target=sm_90a",
             "--batch", "2", "--heads", "8", "--heads-kv", "2", "--seqlen-q",
             "777"},
+        std::vector<std::string>{"family=fwd,dtype=fp8_e4m3,d=256,mask=causal,"
+                                 "lse=1,v_pretranspose=1,target=sm_90a",
+                                 "--batch", "2", "--heads", "8", "--heads-kv",
+                                 "2", "--seqlen-q", "777"},
         std::vector<std::string>{
             "family=fwd_splitkv,dtype=fp8_e5m2,d=128,lse=1,target=sm_90a",
             "--heads", "8", "--heads-kv", "1", "--seqlen-q", "1", "--seqlen-k",

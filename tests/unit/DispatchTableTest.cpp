@@ -51,7 +51,7 @@ TEST_P(DispatchData, EveryChoosableTileValidates) {
             s.dtype = t, s.d = d, s.pipeline = p, s.target = GetParam();
             s.mask = m;
             s.bm = tile.bm, s.bn = tile.bn, s.warps = tile.warps,
-            s.stages = tile.stages;
+            s.stages = tile.stages, s.v_pretranspose = tile.vPretranspose;
             llvm::Expected<KernelSpec> r = validateSpec(s);
             // fp8 takes only the wgmma rows its V transposers fit; the
             // dispatcher keeps every candidate when no row fits
@@ -172,7 +172,9 @@ TEST(DispatchTable, SplitTilesNarrowDecodeKeyTiles) {
 // Rows may name masks: without one, fp16/bf16 d = 128 takes a wider key
 // tile from 2048 queries (bn = 160), which causal kernels spill; fp8 d = 128
 // runs on three consumer warpgroups (bm = 192, bn = 96) at every length
-// without a mask and from 8192 causal; causal d = 64 takes 128 query rows
+// without a mask and from 8192 causal, with V^T from the pass
+// (v_pretranspose) from 4096 queries unmasked and 8192 causal (d = 256:
+// from 4096); causal d = 64 takes 128 query rows
 // instead of 192 up to 1024, and causal d = 256 a narrower key tile up to
 // 1024.
 TEST(DispatchTable, RowsMayNameMasks) {
@@ -192,9 +194,12 @@ TEST(DispatchTable, RowsMayNameMasks) {
            {128, DType::BF16, Mask::None, 8192, "m128n160w8s2"},
            {128, DType::F16, Mask::None, 8192, "m128n160w8s2"},
            {128, DType::BF16, Mask::Causal, 8192, "m128n128w8s2"},
-           {128, DType::F8E4M3, Mask::None, 8192, "m192n96w12s2"},
+           {128, DType::F8E4M3, Mask::None, 4096, "vpt_m192n96w12s2"},
+           {128, DType::F8E4M3, Mask::None, 8192, "vpt_m192n96w12s2"},
            {128, DType::F8E4M3, Mask::Causal, 4096, "m128n128w8s2"},
-           {128, DType::F8E4M3, Mask::Causal, 8192, "m192n96w12s2"},
+           {128, DType::F8E4M3, Mask::Causal, 8192, "vpt_m192n96w12s2"},
+           {256, DType::F8E4M3, Mask::None, 2048, "m128n96w8s2"},
+           {256, DType::F8E4M3, Mask::None, 4096, "vpt_m128n96w8s2"},
            {64, DType::BF16, Mask::Causal, 1024, "m128n128w8s2"},
            {64, DType::BF16, Mask::Causal, 2048, "m192n128w12s2"},
            {64, DType::BF16, Mask::Causal, 16384, "m192n128w12s2"},

@@ -212,9 +212,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 // fp8 on sm_90a: only wgmma's TMA ring takes it. d=256 has a row of its
 // own (bn=96: fp8 multiplies 32 keys at a time, so bf16's bn=80 does not
-// suit it). Where the table's tile does not suit the V transposers (the
-// stages=1 decode row) every candidate stays and the nearest valid one
-// wins; a GQA decode stays unpacked, since no fp8 kernel reads packed rows.
+// suit it), with V^T from the pass from 4096 queries. Where the table's tile
+// does not suit the V transposers (the stages=1 decode row) every candidate
+// stays and the nearest valid one wins; a GQA decode stays unpacked, since no
+// fp8 kernel reads packed rows.
 INSTANTIATE_TEST_SUITE_P(
     Fp8, Dispatcher,
     ::testing::Values(
@@ -223,8 +224,15 @@ INSTANTIATE_TEST_SUITE_P(
             "family=fwd,dtype=fp8_e4m3,d=256,target=sm_90a",
             4096,
             4096,
+            "fmha_fwd_e4m3_d256_vpt_m128n96w8s2_wgmma_sm90a",
+            {{"2 tiles", "wgmma vpt_m128n96w8s2 (any seqlen_q, d <= 256"}}},
+        DispatchCase{
+            "D256Short",
+            "family=fwd,dtype=fp8_e4m3,d=256,target=sm_90a",
+            2048,
+            2048,
             "fmha_fwd_e4m3_d256_m128n96w8s2_wgmma_sm90a",
-            {{"2 tiles", "wgmma m128n96w8s2 (any seqlen_q, d <= 256"}}},
+            {{"2 tiles", "wgmma m128n96w8s2 (seqlen_q <= 2048, d <= 256"}}},
         DispatchCase{"GqaDecodeUnpacked",
                      "family=fwd,dtype=fp8_e4m3,d=128,target=sm_90a",
                      1,

@@ -346,7 +346,7 @@ TEST_F(TensorMapsOnFake, BoundMapsAreTheMapsEncodedForTheCall) {
   // Each launch: three replaced addresses, nothing encoded.
   for (int call = 0; call < 2; ++call) {
     TensorMaps bound;
-    ASSERT_FALSE(bool(bindTensorMaps(driver, *prepared, args, bound)));
+    ASSERT_FALSE(bool(bindTensorMaps(driver, spec, *prepared, args, bound)));
     EXPECT_EQ(std::memcmp(&bound, &encoded, sizeof(TensorMaps)), 0);
     EXPECT_EQ(driver.mapsEncoded, 6);
     EXPECT_EQ(driver.addressesReplaced, replacedBefore + 3 * (call + 1));
@@ -355,7 +355,7 @@ TEST_F(TensorMapsOnFake, BoundMapsAreTheMapsEncodedForTheCall) {
   args.v = reinterpret_cast<void *>(0x500000);
   ASSERT_FALSE(bool(encodeTensorMaps(driver, spec, args, encoded)));
   TensorMaps bound;
-  ASSERT_FALSE(bool(bindTensorMaps(driver, *prepared, args, bound)));
+  ASSERT_FALSE(bool(bindTensorMaps(driver, spec, *prepared, args, bound)));
   EXPECT_EQ(std::memcmp(&bound, &encoded, sizeof(TensorMaps)), 0);
   EXPECT_EQ(bound.map[kVMap][0], 0x500000u);
 }
@@ -368,7 +368,7 @@ TEST_F(TensorMapsOnFake, BindingRefusesAPointerAsEncodingDoes) {
   TensorMaps maps;
   Problems encoding = takeProblems(encodeTensorMaps(driver, spec, args, maps));
   Problems binding =
-      takeProblems(bindTensorMaps(driver, *prepared, args, maps));
+      takeProblems(bindTensorMaps(driver, spec, *prepared, args, maps));
   ASSERT_EQ(binding.messages.size(), 1u);
   EXPECT_EQ(binding.kind, ErrorKind::Usage);
   EXPECT_EQ(binding.messages, encoding.messages);
@@ -391,6 +391,44 @@ TEST_F(TensorMapsOnFake, LeavesStridesTmaCannotTakeToEachLaunch) {
 TEST_F(TensorMapsOnFake, WithoutAddressReplacementEachLaunchEncodes) {
   driver.replacesAddresses = false;
   EXPECT_FALSE(prepareTensorMaps(driver, spec, planArgs()).has_value());
+}
+
+// v_pretranspose: the V map views V^T in the workspace, [keys, dv, heads,
+// batch] with keys padded to the pass's 64, in boxes of one slab of keys
+// (bn = 96: 32 bytes) by dv rows; a launch binds valuesT, not v.
+TEST_F(TensorMapsOnFake, PretransposedValuesMapViewsVTInTheWorkspace) {
+  KernelSpec fp8 =
+      resolvedSpec("family=fwd,dtype=fp8_e4m3,d=128,target=sm_90a,bm=192,"
+                   "bn=96,warps=12,v_pretranspose=1");
+  AttentionProblem problem = AttentionProblem::forSpec(fp8);
+  problem.batch = 2, problem.headsQ = 4, problem.headsKv = 2;
+  problem.seqlenQ = 300, problem.seqlenK = 500;
+  auto at = [](uintptr_t address) { return reinterpret_cast<void *>(address); };
+  KernelArgs call = makeKernelArgs(
+      fp8, problem,
+      ForwardBuffers{at(0x100000), at(0x200000), at(0x300000), at(0x400000)});
+  call.valuesT = at(0x600000);
+  TensorMaps maps;
+  ASSERT_FALSE(bool(encodeTensorMaps(driver, fp8, call, maps)));
+  const uint64_t *v = reinterpret_cast<const uint64_t *>(maps.map[kVMap]);
+  EXPECT_EQ(v[0], 0x600000u);
+  EXPECT_EQ(pretransposedKeys(500), 512);
+  EXPECT_EQ(std::vector<uint64_t>(v + 1, v + 5),
+            (std::vector<uint64_t>{512, 128, 2, 2}));
+  EXPECT_EQ(std::vector<uint64_t>(v + 5, v + 8),
+            (std::vector<uint64_t>{512, 128 * 512, 2 * 128 * 512}));
+  EXPECT_EQ(std::vector<uint64_t>(v + 8, v + 12),
+            (std::vector<uint64_t>{32, 128, 1, 1}));
+  EXPECT_EQ(v[12], 32u);
+  EXPECT_EQ(pretransposedValuesBytes(fp8, 2, 2, 500), 2 * 2 * 128 * 512);
+
+  KernelArgs plan = call;
+  plan.q = plan.k = plan.v = plan.valuesT = nullptr;
+  std::optional<TensorMaps> prepared = prepareTensorMaps(driver, fp8, plan);
+  ASSERT_TRUE(prepared.has_value());
+  TensorMaps bound;
+  ASSERT_FALSE(bool(bindTensorMaps(driver, fp8, *prepared, call, bound)));
+  EXPECT_EQ(std::memcmp(&bound, &maps, sizeof(TensorMaps)), 0);
 }
 
 TEST_F(TensorMapsOnFake, KernelsWithoutMapsPrepareNone) {

@@ -114,6 +114,18 @@ const Rejection kRejections[] = {
      "dtype=fp8_e4m3,d=256,bn=80,pipeline=wgmma,target=sm_90a", "bn=80"},
     {"Fp8WgmmaVarlen", Input::Spec,
      "dtype=fp8_e4m3,varlen=1,pipeline=wgmma,target=sm_90a", "varlen=1"},
+    // v_pretranspose: fp8 forward on the TMA ring only.
+    {"PretransposeBf16", Input::Spec,
+     "dtype=bf16,v_pretranspose=1,pipeline=wgmma,target=sm_90a",
+     "v_pretranspose=1: only fp8 kernels read V^T"},
+    {"PretransposeStages1", Input::Spec,
+     "dtype=fp8_e4m3,v_pretranspose=1,pipeline=wgmma,stages=1,target=sm_90a",
+     "stages=1"},
+    {"PretransposeSplitKv", Input::Spec,
+     "family=fwd_splitkv,dtype=fp8_e4m3,v_pretranspose=1,target=sm_90a",
+     "v_pretranspose=1: only family fwd takes it"},
+    {"PretransposeOnHost", Input::Spec, "v_pretranspose=1,target=host",
+     "v_pretranspose=1: only pipeline wgmma reads V^T by TMA"},
     // Validation: features per family.
     {"DropoutInSplitKv", Input::Spec, "family=fwd_splitkv,dropout=1",
      "dropout=1"},
