@@ -81,17 +81,17 @@ void PretransposeEmitter::stageBlock(Value *headBase, Value *key0,
   Value *warp = b.CreateLShr(thread, 5);
   emitFor(b, warp, c32(items), c32(warps), "vt.stage", [&](Value *item) {
     Value *group = b.CreateAnd(item, c32(3));
-    Value *quad = b.CreateAdd(b.CreateShl(b.CreateLShr(item, 2), 3), quadInItem);
-    Value *first =
-        b.CreateAdd(b.CreateAdd(key0, b.CreateShl(group, 4)), b.CreateShl(t, 1));
+    Value *quad =
+        b.CreateAdd(b.CreateShl(b.CreateLShr(item, 2), 3), quadInItem);
+    Value *first = b.CreateAdd(b.CreateAdd(key0, b.CreateShl(group, 4)),
+                               b.CreateShl(t, 1));
     SmallVector<Value *, 4> rows;
     for (unsigned offset : {0u, 1u, 8u, 9u}) {
       Value *key = b.CreateAdd(first, c32(offset));
       Value *inside = b.CreateICmpSLT(key, seqlenK);
-      Value *at = b.CreateAdd(b.CreateMul(wide(b.CreateSelect(inside, key,
-                                                               c32(0))),
-                                          rowStride),
-                              wide(b.CreateShl(quad, 2)));
+      Value *at = b.CreateAdd(
+          b.CreateMul(wide(b.CreateSelect(inside, key, c32(0))), rowStride),
+          wide(b.CreateShl(quad, 2)));
       Value *word = b.CreateAlignedLoad(b.getInt32Ty(),
                                         globalWord(headBase, at), Align(4));
       rows.push_back(b.CreateSelect(inside, word, c32(0)));
@@ -118,12 +118,11 @@ void PretransposeEmitter::writeBlock(Value *rowsBase, Value *keysPadded,
             Value *row = b.CreateLShr(index, 4), *word = b.CreateAnd(index, 15);
             Value *value = b.CreateAlignedLoad(
                 b.getInt32Ty(),
-                sharedWord(
-                    b.CreateAdd(b.CreateMul(row, c32(kRowWords)), word)),
+                sharedWord(b.CreateAdd(b.CreateMul(row, c32(kRowWords)), word)),
                 Align(4));
-            Value *at = b.CreateAdd(
-                b.CreateMul(wide(row), keysPadded),
-                wide(b.CreateAdd(key0, b.CreateShl(word, 2))));
+            Value *at =
+                b.CreateAdd(b.CreateMul(wide(row), keysPadded),
+                            wide(b.CreateAdd(key0, b.CreateShl(word, 2))));
             b.CreateAlignedStore(value, globalWord(rowsBase, at), Align(4));
           });
 }
@@ -140,14 +139,12 @@ void PretransposeEmitter::emit() {
   Value *key0 =
       b.CreateMul(b.CreateURem(block, keyBlocks), c32(kPretransposeKeys));
   Value *pair = b.CreateUDiv(block, keyBlocks); // batch * headsKv + head
-  Value *head = b.CreateURem(pair, headsKv), *batch = b.CreateUDiv(pair, headsKv);
+  Value *head = b.CreateURem(pair, headsKv),
+        *batch = b.CreateUDiv(pair, headsKv);
   Value *headBase = b.CreateInBoundsGEP(
       b.getInt8Ty(), p.get(kV, "v"),
-      b.CreateAdd(
-          b.CreateMul(wide(batch),
-                      p.stride(kVStrides, 0, "v.batch")),
-          b.CreateMul(wide(head),
-                      p.stride(kVStrides, 2, "v.head"))));
+      b.CreateAdd(b.CreateMul(wide(batch), p.stride(kVStrides, 0, "v.batch")),
+                  b.CreateMul(wide(head), p.stride(kVStrides, 2, "v.head"))));
   stageBlock(headBase, key0, seqlenK);
   target.barrier(b);
   Value *keysPadded = b.CreateMul(wide(keyBlocks), c64(kPretransposeKeys));
