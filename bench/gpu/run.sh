@@ -192,8 +192,8 @@ if [ "$mode" = stalls ]; then
 fi
 if [ "$mode" = sanitize ]; then
   # compute-sanitizer's memcheck, racecheck and synccheck on small problems
-  # of each sm_90a pipeline (fp8's with its transposer warps), then the
-  # stages=2 kernels with bounded waits.
+  # of each sm_90a pipeline (fp8's with its transposer warps, and with
+  # v_pretranspose's pass), then the stages=2 kernels with bounded waits.
   # Each line of sanitize.log that starts "== ERROR SUMMARY" must say 0.
   cs=/usr/local/cuda/bin/compute-sanitizer
   for case in "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a" \
@@ -201,7 +201,9 @@ if [ "$mode" = sanitize ]; then
               "family=fwd,dtype=fp16,d=256,mask=window,target=sm_90a --window 64,16" \
               "family=fwd,dtype=bf16,d=128,pipeline=wgmma,stages=1,target=sm_90a" \
               "family=fwd,dtype=bf16,d=128,pipeline=mma,target=sm_90a" \
-              "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,target=sm_90a"; do
+              "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,target=sm_90a" \
+              "family=fwd,dtype=fp8_e4m3,d=128,v_pretranspose=1,target=sm_90a" \
+              "family=fwd,dtype=fp8_e4m3,d=96,dv=64,mask=window,v_pretranspose=1,target=sm_90a --window 40,8"; do
     for tool in memcheck racecheck synccheck; do
       echo "== $tool $case" | tee -a "$out/sanitize.log"
       # shellcheck disable=SC2086 # $case is a spec and its flags
