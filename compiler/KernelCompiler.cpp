@@ -129,7 +129,8 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
     return fp;
   return fp +
          ";ptx=" + std::to_string(ptxVersionFor(arch, options.ptxVersion)) +
-         (options.emit.boundedWaits ? ";waits=bounded" : "");
+         (options.emit.boundedWaits ? ";waits=bounded" : "") +
+         (options.emit.timeline ? ";timeline" : "");
 }
 
 CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
@@ -137,6 +138,8 @@ CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
   options.ptxVersion = ptxVersion;
   const char *bounded = std::getenv("FMHAJIT_BOUNDED_WAITS");
   options.emit.boundedWaits = bounded && StringRef(bounded) == "1";
+  const char *timeline = std::getenv("FMHAJIT_TIMELINE");
+  options.emit.timeline = timeline && *timeline;
   return options;
 }
 

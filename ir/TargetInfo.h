@@ -26,6 +26,10 @@ struct EmitOptions {
   /// message and a trap instead of hanging: a debugging aid for a ring
   /// whose phases disagree (FMHAJIT_BOUNDED_WAITS=1).
   bool boundedWaits = false;
+  /// NVPTX wgmma: block 0's consumer warpgroups stamp %clock64 at their
+  /// products' issue and completion into the module's fmhajit_timeline
+  /// (ir/targets/NvptxTimeline.h): a profiling aid (FMHAJIT_TIMELINE).
+  bool timeline = false;
   /// NVPTX: the PTX ISA the module is assembled as (80 for 8.0), for
   /// instructions newer than the target's oldest ISA; 0 where unknown.
   unsigned ptxVersion = 0;

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Loops.h"
 #include "ir/targets/NvptxFragmentTileOps.h"
+#include "ir/targets/NvptxTimeline.h"
 #include "ir/targets/NvptxTma.h"
 #include "ir/targets/NvptxWgmma.h"
 #include "specs/ArchTable.h"
@@ -51,6 +52,8 @@ public:
     skipsUnitRescale = spec.headDimV() >= 128;
     if (usesTensorMaps(spec))
       ring.emplace(b, target, this->layout, smem);
+    if (ring && target.options.timeline)
+      stamps = timelineCounter(*b.GetInsertBlock()->getParent());
     // Tiles sit on swizzle-atom boundaries of the shared window.
     auto *global = cast<GlobalVariable>(smem);
     global->setAlignment(std::max(global->getAlign().valueOrOne(),
@@ -118,6 +121,12 @@ private:
   /// Consumer warpgroups that take turns issuing products: all of them
   /// under stages=2, where each owns its own rows of every key tile.
   unsigned turnTakers() const { return ring ? spec.warps / 4 : 1; }
+  /// EmitOptions::timeline: this thread's count of stamps, else null.
+  Value *stamps = nullptr;
+  void stamp(TimelineEvent event) {
+    if (stamps)
+      emitTimelineStamp(b, stamps, warpgroup(), event);
+  }
   /// This thread's warpgroup (i32).
   Value *warpgroup() { return b.CreateLShr(target.threadId(b), b.getInt32(7)); }
   /// Named barrier 1 + w: warpgroup w's turn (0 is the block barrier).
@@ -318,13 +327,15 @@ void fmhajit::emitFirstProductTurn(IRBuilderBase &b, GpuTargetInfo &target) {
 }
 
 void NvptxWgmmaTileOps::beginProducts() {
-  if (turnTakers() < 2)
-    return;
-  b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
-                    {turnBarrier(warpgroup()), b.getInt32(256)});
+  stamp(TimelineEvent::TurnWait);
+  if (turnTakers() >= 2)
+    b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+                      {turnBarrier(warpgroup()), b.getInt32(256)});
+  stamp(TimelineEvent::Issue);
 }
 
 void NvptxWgmmaTileOps::endProducts() {
+  stamp(TimelineEvent::Issued);
   unsigned groups = turnTakers();
   if (groups < 2)
     return;
@@ -336,6 +347,8 @@ void NvptxWgmmaTileOps::endProducts() {
 
 void NvptxWgmmaTileOps::finishProduct(Tile &acc) {
   emitFinish(takeProduct(acc));
+  stamp(acc.role == TileRole::Scores ? TimelineEvent::ScoresReady
+                                     : TimelineEvent::OutputReady);
 }
 
 // ptxas schedules a wgmma wait as early as the registers allow: after the
@@ -376,6 +389,7 @@ void NvptxWgmmaTileOps::finishProductScaled(Tile &acc, const RowVec &factor) {
         NvptxFragmentTileOps::scaleRows(acc, factor);
       },
       [&] { emitFinish(product); });
+  stamp(TimelineEvent::OutputReady);
 }
 
 NvptxWgmmaTileOps::InFlight NvptxWgmmaTileOps::takeProduct(const Tile &acc) {

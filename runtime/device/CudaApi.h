@@ -124,6 +124,8 @@ struct DriverApi {
                                unsigned numOptions, int *options,
                                void **optionValues); // cuModuleLoadDataEx
   CUresult (*moduleUnload)(CUmodule module);         // cuModuleUnload
+  CUresult (*moduleGetGlobal)(CUdeviceptr *ptr, size_t *bytes, CUmodule module,
+                              const char *name); // cuModuleGetGlobal_v2
   CUresult (*moduleGetFunction)(CUfunction *function, CUmodule module,
                                 const char *name); // cuModuleGetFunction
   CUresult (*funcGetAttribute)(int *value, int attribute,

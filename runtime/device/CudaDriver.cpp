@@ -84,6 +84,7 @@ llvm::Error CudaDriver::resolve() {
   bind(fns.memsetD32, {"cuMemsetD32_v2"});
   bind(fns.moduleLoadDataEx, {"cuModuleLoadDataEx"});
   bind(fns.moduleUnload, {"cuModuleUnload"});
+  bind(fns.moduleGetGlobal, {"cuModuleGetGlobal_v2"});
   bind(fns.moduleGetFunction, {"cuModuleGetFunction"});
   bind(fns.funcGetAttribute, {"cuFuncGetAttribute"});
   bind(fns.funcSetAttribute, {"cuFuncSetAttribute"});

@@ -101,6 +101,8 @@ public:
   llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef ptx,
                                             const ArchInfo &arch) override;
   void unloadModule(GpuModuleHandle module) override;
+  llvm::Expected<std::string> readGlobal(GpuModuleHandle module,
+                                         llvm::StringRef name) override;
   llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
                                              llvm::StringRef name) override;
   llvm::Error launch(GpuFunctionHandle fn, unsigned gridBlocks,

@@ -54,6 +54,23 @@ llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(llvm::StringRef ptx,
   return GpuLoadedImage{module, logText(infoLog, values[1])};
 }
 
+llvm::Expected<std::string> CudaDriver::readGlobal(GpuModuleHandle module,
+                                                   llvm::StringRef name) {
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  std::string symbol = name.str();
+  if (llvm::Error err = check(fns.moduleGetGlobal(&address, &bytes,
+                                                  static_cast<CUmodule>(module),
+                                                  symbol.c_str()),
+                              "cuModuleGetGlobal(" + symbol + ")"))
+    return std::move(err);
+  std::string out(bytes, '\0');
+  if (llvm::Error err =
+          check(fns.memcpyDtoH(out.data(), address, bytes), "cuMemcpyDtoH"))
+    return std::move(err);
+  return out;
+}
+
 void CudaDriver::unloadModule(GpuModuleHandle module) {
   (void)fns.moduleUnload(static_cast<CUmodule>(module));
 }

@@ -24,6 +24,13 @@ llvm::Error GpuDriver::replaceTensorMapAddress(void *, const void *) {
   return noTensorMaps();
 }
 
+llvm::Expected<std::string> GpuDriver::readGlobal(GpuModuleHandle,
+                                                  llvm::StringRef name) {
+  return makeError(ErrorKind::Unsupported,
+                   "reading a module's global (" + name +
+                       ") is CUDA only: FMHAJIT_TIMELINE needs an NVIDIA GPU");
+}
+
 llvm::Expected<GpuDriver &> fmhajit::gpuDriverFor(Backend backend) {
   switch (backend) {
   case Backend::Nvptx: {

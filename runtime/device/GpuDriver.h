@@ -121,6 +121,10 @@ public:
   virtual llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef image,
                                                     const ArchInfo &arch) = 0;
   virtual void unloadModule(GpuModuleHandle module) = 0;
+  /// The bytes of \p module's global \p name (a profiling aid:
+  /// fmhajit_timeline); other backends refuse.
+  virtual llvm::Expected<std::string> readGlobal(GpuModuleHandle module,
+                                                 llvm::StringRef name);
   /// The kernel named \p name (an ErrorKind::Jit error if it is missing).
   virtual llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,
                                                      llvm::StringRef name) = 0;

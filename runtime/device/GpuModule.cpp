@@ -1,5 +1,6 @@
 //===- GpuModule.cpp - A module loaded into a GPU driver, once per process ===//
 #include "runtime/device/GpuModule.h"
+#include "specs/Errors.h"
 
 using namespace fmhajit;
 
@@ -27,4 +28,13 @@ LoadedModules::insert(llvm::StringRef name,
                       std::shared_ptr<const GpuModule> module) {
   std::lock_guard<std::mutex> lock(mutex);
   return modules.try_emplace(name, std::move(module)).first->second;
+}
+
+llvm::Expected<std::string> fmhajit::readLoadedGlobal(llvm::StringRef kernel,
+                                                      llvm::StringRef global) {
+  std::shared_ptr<const GpuModule> module = LoadedModules::get().find(kernel);
+  if (!module)
+    return makeError(ErrorKind::Usage,
+                     "this process loaded no module for kernel " + kernel);
+  return module->readGlobal(global);
 }

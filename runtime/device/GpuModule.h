@@ -30,6 +30,10 @@ public:
   llvm::Expected<GpuFunctionHandle> function(llvm::StringRef name) const {
     return driver.function(module, name);
   }
+  /// The bytes of the module's global \p name (GpuDriver::readGlobal).
+  llvm::Expected<std::string> readGlobal(llvm::StringRef name) const {
+    return driver.readGlobal(module, name);
+  }
   /// The driver's JIT info log of the load (may be empty).
   const std::string &infoLog() const { return info; }
 
@@ -55,5 +59,10 @@ private:
   std::mutex mutex;
   llvm::StringMap<std::shared_ptr<const GpuModule>> modules;
 };
+
+/// Global \p global of the module this process loaded for kernel \p kernel
+/// (a Usage error if it loaded none).
+llvm::Expected<std::string> readLoadedGlobal(llvm::StringRef kernel,
+                                             llvm::StringRef global);
 
 } // namespace fmhajit

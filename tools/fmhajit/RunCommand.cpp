@@ -5,7 +5,9 @@
 // outputs, then the timed runs. Prints the lines of docs/run.md.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/targets/NvptxTimeline.h"
 #include "runtime/api/ApiStatus.h"
+#include "runtime/device/GpuModule.h"
 #include "runtime/harness/AppendCase.h"
 #include "runtime/harness/DeviceReport.h"
 #include "runtime/harness/ForwardCase.h"
@@ -17,6 +19,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstring>
 
 using namespace fmhajit;
 
@@ -128,6 +131,40 @@ static void printTiming(Report &r, const harness::Timing &t, double flops,
     r.line("TFLOPS", fmt("%.2f", flops / (t.ms * 1e9)));
 }
 
+// FMHAJIT_TIMELINE=FILE (docs/bench.md): the kernel was compiled with
+// clock stamps (ir/targets/NvptxTimeline.h), and the last launch's go to
+// FILE as CSV. A profiling aid: a failure is reported, never fatal.
+static void writeTimeline(Report &r, const api::Plan &plan) {
+  const char *path = std::getenv("FMHAJIT_TIMELINE");
+  if (!path || !*path || plan.device() == api::Device::Host)
+    return;
+  auto words = readLoadedGlobal(plan.steps().front().kernel, kTimelineGlobal);
+  if (!words) {
+    r.line("timeline", "not read: " + llvm::toString(words.takeError()));
+    return;
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec) {
+    r.line("timeline",
+           std::string("not written: ") + path + ": " + ec.message());
+    return;
+  }
+  os << "warpgroup,event,clock\n";
+  size_t stamps = 0;
+  for (size_t at = 0; at + 8 <= words->size(); at += 8) {
+    uint64_t word;
+    std::memcpy(&word, words->data() + at, 8);
+    if (!word)
+      continue;
+    os << (word >> 56) << ',' << ((word >> 48) & 0xff) << ','
+       << (word & ((uint64_t(1) << 48) - 1)) << '\n';
+    ++stamps;
+  }
+  r.line("timeline", std::string(path) + " (" + std::to_string(stamps) +
+                         " stamps of block 0)");
+}
+
 static bool isSplitFamily(Family family) {
   return family == Family::FwdSplitKv || family == Family::FwdPaged;
 }
@@ -157,6 +194,7 @@ static int finishRun(Report &r, const RunRequest &req, const api::Plan &plan,
   if (!timing)
     return reportErrors(timing.takeError());
   printTiming(r, *timing, flops, bytes, plan, req);
+  writeTimeline(r, plan);
   r.os.flush();
   return pass ? 0 : 1;
 }
