@@ -24,28 +24,28 @@ Value *fmhajit::timelineCounter(Function &fn) {
   return counter;
 }
 
-void fmhajit::emitTimelineStamp(IRBuilderBase &b, Value *counter,
-                                Value *group, TimelineEvent event) {
+void fmhajit::emitTimelineStamp(IRBuilderBase &b, Value *counter, Value *group,
+                                TimelineEvent event) {
   Module &m = *b.GetInsertBlock()->getModule();
   Value *thread = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
   Value *block = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {});
   Value *n = b.CreateLoad(b.getInt32Ty(), counter);
   Value *stamps = b.CreateAnd(
-      b.CreateAnd(b.CreateICmpEQ(block, b.getInt32(0)),
-                  b.CreateICmpEQ(b.CreateAnd(thread, b.getInt32(127)),
-                                 b.getInt32(0))),
+      b.CreateAnd(
+          b.CreateICmpEQ(block, b.getInt32(0)),
+          b.CreateICmpEQ(b.CreateAnd(thread, b.getInt32(127)), b.getInt32(0))),
       b.CreateICmpULT(n, b.getInt32(kTimelineEvents)));
   emitIf(b, stamps, "stamp", [&] {
-    Value *clock =
-        b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_clock64, {});
+    Value *clock = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_clock64, {});
     Value *word = b.CreateOr(
         b.CreateOr(b.CreateShl(b.CreateZExt(group, b.getInt64Ty()), 56),
                    b.getInt64(uint64_t(event) << 48)),
         b.CreateAnd(clock, b.getInt64((uint64_t(1) << 48) - 1)));
-    Value *slot = b.CreateAdd(b.CreateMul(group, b.getInt32(kTimelineEvents)),
-                              n);
-    b.CreateStore(word, b.CreateInBoundsGEP(b.getInt64Ty(), timelineGlobal(m),
-                                            b.CreateZExt(slot, b.getInt64Ty())));
+    Value *slot =
+        b.CreateAdd(b.CreateMul(group, b.getInt32(kTimelineEvents)), n);
+    b.CreateStore(word,
+                  b.CreateInBoundsGEP(b.getInt64Ty(), timelineGlobal(m),
+                                      b.CreateZExt(slot, b.getInt64Ty())));
     b.CreateStore(b.CreateAdd(n, b.getInt32(1)), counter);
   });
 }

@@ -18,9 +18,9 @@ namespace fmhajit {
 
 /// The events stamped, in the order a key tile meets them.
 enum class TimelineEvent : unsigned {
-  TurnWait = 1,   ///< before waiting for the warpgroup's turn
-  Issue = 2,      ///< the turn taken: the products start issuing
-  Issued = 3,     ///< the products issued
+  TurnWait = 1,    ///< before waiting for the warpgroup's turn
+  Issue = 2,       ///< the turn taken: the products start issuing
+  Issued = 3,      ///< the products issued
   ScoresReady = 4, ///< S = Q K^T complete (the softmax can start)
   OutputReady = 5, ///< O += P V complete
 };
