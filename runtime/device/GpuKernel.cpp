@@ -137,9 +137,6 @@ llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
 
 llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
                               const TensorMaps *prepared) const {
-  if (pretranspose)
-    if (llvm::Error err = launchPretranspose(params, stream))
-      return err;
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage,
@@ -164,6 +161,11 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
           prepared ? bindTensorMaps(*gpu, kernelSpec, *prepared, params, maps)
                    : encodeTensorMaps(*gpu, kernelSpec, params, maps))
     return err;
+  // v_pretranspose (always on the TMA ring): the pass writes the V^T the
+  // maps read, once every check of the call has passed.
+  if (pretranspose)
+    if (llvm::Error err = launchPretranspose(params, stream))
+      return err;
   return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy),
                      &maps);
 }
