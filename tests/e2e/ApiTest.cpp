@@ -169,6 +169,32 @@ TEST(ApiDecode, GpuPlanWithoutDriverStaysSinglePass) {
       << plan->describe();
 }
 
+// fp8 on sm_90a from 4096 queries: the plan's kernel reads V^T, which its
+// pass writes into the workspace, so the plan asks for one (V^T's bytes:
+// batch x K/V heads x dv x keys rounded up to 64), and shorter rows do not.
+// Planned without loading, so no GPU is needed.
+TEST(ApiPlan, Fp8PrefillKeepsVTransposedInTheWorkspace) {
+  api::Options options;
+  options.load = false;
+  options.target = "sm_90a";
+  Problem p = denseProblem(2, 16, 4, 8100, 8100, 128, DType::F8E4M3);
+  p.device = api::Device::Cuda;
+  api::Result<api::Plan> plan = api::plan(p, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  ASSERT_EQ(plan->steps().size(), 1u) << plan->describe();
+  EXPECT_NE(plan->steps().front().kernel.find("_vpt_"), std::string::npos)
+      << plan->describe();
+  EXPECT_EQ(plan->workspaceBytes(),
+            int64_t(2) * 4 * 128 * 8128); // 8100 -> 8128
+  Problem shortRows = denseProblem(2, 16, 4, 2048, 2048, 128, DType::F8E4M3);
+  shortRows.device = api::Device::Cuda;
+  api::Result<api::Plan> short_ = api::plan(shortRows, options);
+  ASSERT_TRUE(short_.ok()) << short_.status().toString();
+  EXPECT_EQ(short_->steps().front().kernel.find("_vpt_"), std::string::npos)
+      << short_->describe();
+  EXPECT_EQ(short_->workspaceBytes(), 0);
+}
+
 //===-- Errors: a Status that says what to change -------------------------===//
 
 struct BadProblem {
