@@ -146,6 +146,8 @@ if [ "$mode" = fp8 ]; then
   fj8 family=fwd,dtype=fp8_e5m2,d=128,lse=1,target=sm_90a --batch 2 --heads 4 --seqlen-q 640
   fj8 family=fwd,dtype=fp8_e4m3,out=fp16,d=96,dv=64,target=sm_90a --heads 2 --seqlen-q 333
   fj8 family=fwd_splitkv,dtype=fp8_e4m3,d=128,lse=1,target=sm_90a --heads 8 --heads-kv 1 --seqlen-q 1 --seqlen-k 20000 --num-splits 6
+  fj8 family=fwd,dtype=fp8_e4m3,d=128,v_pretranspose=1,mask=causal,lse=1,target=sm_90a --batch 2 --heads 8 --heads-kv 2 --seqlen-q 4100
+  fj8 family=fwd,dtype=fp8_e4m3,d=256,v_pretranspose=1,mask=window,target=sm_90a --heads 4 --seqlen-q 900 --window 200,30
   grep -c "check    PASS" "$out/fp8-check.log" | sed 's/^/PASS lines: /'
   grep -c "check    FAIL\|^error" "$out/fp8-check.log" | sed 's/^/FAIL or error lines: /'
   PYTHONUNBUFFERED=1 timeout 400 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/bench-fp8.json" \
