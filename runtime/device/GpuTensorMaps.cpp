@@ -61,16 +61,16 @@ llvm::Error fmhajit::bindTensorMaps(GpuDriver &driver, const KernelSpec &spec,
                                     const KernelArgs &args, TensorMaps &maps) {
   // tensorMapRequests' order and checks; its strides were checked when the
   // maps were prepared.
-  static const char *const kNames[kNumTensorMaps] = {"q", "k", "v"};
-  const void *bases[kNumTensorMaps] = {args.q, args.k,
-                                       valuesMapBase(spec, args)};
+  ValuesMapBase values = valuesMapBase(spec, args);
+  const char *const names[kNumTensorMaps] = {"q", "k", values.tensor};
+  const void *bases[kNumTensorMaps] = {args.q, args.k, values.base};
   for (unsigned i = 0; i < kNumTensorMaps; ++i)
-    if (llvm::Error err = checkTensorMapBase(kNames[i], bases[i]))
+    if (llvm::Error err = checkTensorMapBase(names[i], bases[i]))
       return err;
   maps = prepared;
   for (unsigned i = 0; i < kNumTensorMaps; ++i)
     if (llvm::Error err = aboutMap(
-            kNames[i], driver.replaceTensorMapAddress(maps.map[i], bases[i])))
+            names[i], driver.replaceTensorMapAddress(maps.map[i], bases[i])))
       return err;
   return llvm::Error::success();
 }

@@ -67,7 +67,7 @@ static TensorMapRequest pretransposedValues(const KernelSpec &spec,
   uint64_t keys = uint64_t(pretransposedKeys(args.seqlenK)),
            dv = spec.headDimV(), heads = uint64_t(args.headsKv);
   TensorMapRequest r;
-  r.tensor = "v^T (the workspace)";
+  r.tensor = valuesMapBase(spec, args).tensor;
   r.base = args.valuesT;
   r.dtype = spec.dtype;
   r.swizzleBytes = layout.slabBytes(spec.bn);
@@ -80,9 +80,11 @@ static TensorMapRequest pretransposedValues(const KernelSpec &spec,
   return r;
 }
 
-const void *fmhajit::valuesMapBase(const KernelSpec &spec,
-                                   const KernelArgs &args) {
-  return spec.v_pretranspose ? args.valuesT : args.v;
+ValuesMapBase fmhajit::valuesMapBase(const KernelSpec &spec,
+                                     const KernelArgs &args) {
+  if (spec.v_pretranspose)
+    return {"v^T (the workspace)", args.valuesT};
+  return {"v", args.v};
 }
 
 llvm::Expected<std::array<TensorMapRequest, kNumTensorMaps>>
@@ -103,8 +105,8 @@ fmhajit::tensorMapRequests(const KernelSpec &spec, const KernelArgs &args) {
   // V's own map was checked above: the pass reads V with the same
   // alignment.
   if (spec.v_pretranspose) {
-    if (llvm::Error err =
-            checkTensorMapBase("v^T (the workspace)", args.valuesT))
+    ValuesMapBase values = valuesMapBase(spec, args);
+    if (llvm::Error err = checkTensorMapBase(values.tensor, values.base))
       return std::move(err);
     out[kVMap] = pretransposedValues(spec, layout, args);
   }

@@ -40,10 +40,15 @@ struct TensorMapRequest {
 llvm::Expected<std::array<TensorMapRequest, kNumTensorMaps>>
 tensorMapRequests(const KernelSpec &spec, const KernelArgs &args);
 
-/// The V map's base: V, or V^T in the workspace under v_pretranspose
-/// (ir/targets/NvptxValuePretranspose.h), whose map views it as
-/// [keys, dv, headsKv, batch] in boxes of one slab of keys by dv.
-const void *valuesMapBase(const KernelSpec &spec, const KernelArgs &args);
+/// What the V map views and its name in errors: V ("v"), or V^T in the
+/// workspace under v_pretranspose (ir/targets/NvptxValuePretranspose.h),
+/// whose map views it as [keys, dv, headsKv, batch] in boxes of one slab of
+/// keys by dv.
+struct ValuesMapBase {
+  const char *tensor;
+  const void *base;
+};
+ValuesMapBase valuesMapBase(const KernelSpec &spec, const KernelArgs &args);
 
 /// A Usage error unless \p base, the start of \p tensor ("q", "k" or
 /// "v"), is an address TMA can take (16-byte aligned).

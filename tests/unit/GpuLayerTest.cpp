@@ -429,6 +429,19 @@ TEST_F(TensorMapsOnFake, PretransposedValuesMapViewsVTInTheWorkspace) {
   TensorMaps bound;
   ASSERT_FALSE(bool(bindTensorMaps(driver, fp8, *prepared, call, bound)));
   EXPECT_EQ(std::memcmp(&bound, &maps, sizeof(TensorMaps)), 0);
+
+  // A workspace TMA cannot address: binding says what encoding says.
+  call.valuesT = at(0x600008);
+  Problems encoding = takeProblems(encodeTensorMaps(driver, fp8, call, maps));
+  Problems binding =
+      takeProblems(bindTensorMaps(driver, fp8, *prepared, call, bound));
+  ASSERT_EQ(binding.messages.size(), 1u);
+  EXPECT_EQ(binding.messages, encoding.messages);
+  EXPECT_EQ(binding.messages[0].rfind("v^T (the workspace) must start on a "
+                                      "16-byte boundary",
+                                      0),
+            0u)
+      << binding.messages[0];
 }
 
 TEST_F(TensorMapsOnFake, KernelsWithoutMapsPrepareNone) {
