@@ -83,6 +83,8 @@ private:
   llvm::Value *keysAt(const WorkItem &s, llvm::Value *j0) {
     return signedMin(b, i32(spec.bn), b.CreateSub(s.sk, j0));
   }
+  /// The batch coordinate of \p s's tensor-map boxes (0 under varlen).
+  llvm::Value *boxBatch(const WorkItem &s);
   /// The rows of K (\p tensor = kK) or V from key \p j0 on.
   GlobalRows kvRows(KeyWalk &w, KernelArgsField tensor, llvm::Value *j0);
   void emitKeyLoop(KeyWalk &w);

@@ -124,8 +124,8 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   w.scoreScale = mods.changesScores() ? nullptr : qScale;
   QueryTileRows qRows = queryRows(s, kQ, kQStrides, spec.dtype);
   GlobalRows qSource = qRows.rows(b);
-  if (!spec.varlen && !s.group)
-    qSource.box = {kQMap, tileQueryRow(b, s), s.h, s.b};
+  if (!s.group)
+    qSource.box = {kQMap, tileQueryRow(b, s), s.h, boxBatch(s)};
   ops->load(w.q, qSource, rows, w.scoreScale ? nullptr : qScale);
   ops->limitQueryRows(rows);
   ops->fill(w.m, -INFINITY);
@@ -150,6 +150,12 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   emitEpilogue(s, w.out, w.m, w.l, rows);
 }
 
+// The tensor maps view varlen's packed rows as one sequence
+// (runtime/device/TensorMapBoxes.h): a box's row is the packed row.
+Value *ForwardEmitter::boxBatch(const WorkItem &s) {
+  return spec.varlen ? b.getInt64(0) : s.b;
+}
+
 GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
                                   Value *j0) {
   bool keys = tensor == kK;
@@ -165,8 +171,7 @@ GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
   Value *row = b.CreateAdd(w.s.kStart, b.CreateSExt(j0, b.getInt64Ty()));
   rows = {rowsOf(tensor, strides, w.s.b, row, w.s.hk, spec.dtype),
           p.stride(strides, 1), spec.dtype};
-  if (!spec.varlen)
-    rows.box = {int(keys ? kKMap : kVMap), row, w.s.hk, w.s.b};
+  rows.box = {int(keys ? kKMap : kVMap), row, w.s.hk, boxBatch(w.s)};
   return rows;
 }
 

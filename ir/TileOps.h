@@ -57,8 +57,9 @@ using RowAddressFn =
 /// The same rows as a box of a tensor with fixed extents, for targets that
 /// load whole tiles by TMA: which of the kernel's tensor maps (TensorMapIndex
 /// in ir/KernelAbi.h) and the box's first row, head and batch (i64) in it.
-/// map < 0 where rows are only addressed one by one (paged K/V, varlen,
-/// pack_gqa's (token, head) rows).
+/// Under varlen the maps view the packed rows as one sequence: row is the
+/// packed row and batch 0. map < 0 where rows are only addressed one by one
+/// (paged K/V, pack_gqa's (token, head) rows).
 struct TensorBox {
   int map = -1;
   llvm::Value *row = nullptr, *head = nullptr, *batch = nullptr;

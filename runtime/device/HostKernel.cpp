@@ -64,6 +64,10 @@ KernelArgs fmhajit::makeKernelArgs(const KernelSpec &spec,
   p.headsKv = static_cast<int32_t>(problem.headsKv);
   p.seqlenQ = static_cast<int32_t>(sq);
   p.seqlenK = static_cast<int32_t>(sk);
+  if (problem.isVarlen()) { // the TMA maps' extents (KernelArgs.def)
+    p.totalQ = static_cast<int32_t>(problem.totalQ());
+    p.totalK = static_cast<int32_t>(problem.totalK());
+  }
   int64_t rows = itemQueryRows(spec, sq, problem.headsQ, problem.headsKv);
   p.numQTiles = static_cast<int32_t>((rows + spec.bm - 1) / spec.bm);
   p.scale = problem.resolvedScale();

@@ -1,6 +1,7 @@
 //===- TensorMapBoxes.cpp - What a TMA kernel's tensor maps describe ------===//
 #include "runtime/device/TensorMapBoxes.h"
 #include "specs/ArchTable.h"
+#include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/pipelines/WgmmaLayout.h"
 
@@ -90,14 +91,25 @@ ValuesMapBase fmhajit::valuesMapBase(const KernelSpec &spec,
 llvm::Expected<std::array<TensorMapRequest, kNumTensorMaps>>
 fmhajit::tensorMapRequests(const KernelSpec &spec, const KernelArgs &args) {
   WgmmaLayout layout(spec, *findArch(spec.target));
+  // Under varlen each map views the packed rows as one sequence; the
+  // kernel's boxes start at a sequence's first packed row.
+  int64_t rowsQ = spec.varlen ? args.totalQ : args.seqlenQ;
+  int64_t rowsK = spec.varlen ? args.totalK : args.seqlenK;
+  int64_t batch = spec.varlen ? 1 : args.batch;
+  if (spec.varlen && (rowsQ < 1 || rowsK < 1))
+    return makeError(ErrorKind::Usage,
+                     "kernel " + encodeName(spec) +
+                         " (varlen on the TMA ring) needs KernelArgs::totalQ "
+                         "and totalK, the packed rows of q and k: got " +
+                         llvm::Twine(rowsQ) + " and " + llvm::Twine(rowsK));
   TensorView views[kNumTensorMaps] = {
-      {"q", args.q, args.qStrides, spec.d, args.seqlenQ, args.headsQ, spec.bm},
-      {"k", args.k, args.kStrides, spec.d, args.seqlenK, args.headsKv, spec.bn},
-      {"v", args.v, args.vStrides, spec.headDimV(), args.seqlenK, args.headsKv,
+      {"q", args.q, args.qStrides, spec.d, rowsQ, args.headsQ, spec.bm},
+      {"k", args.k, args.kStrides, spec.d, rowsK, args.headsKv, spec.bn},
+      {"v", args.v, args.vStrides, spec.headDimV(), rowsK, args.headsKv,
        spec.bn}};
   std::array<TensorMapRequest, kNumTensorMaps> out;
   for (unsigned i = 0; i < kNumTensorMaps; ++i) {
-    auto request = requestFor(views[i], spec, layout, args.batch);
+    auto request = requestFor(views[i], spec, layout, batch);
     if (!request)
       return request.takeError();
     out[i] = *request;

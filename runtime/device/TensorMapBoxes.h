@@ -7,7 +7,11 @@
 // with the call's byte strides, and is read in boxes of one swizzled slab
 // (128, 64 or 32 bytes of the head dim, as specs/pipelines/WgmmaLayout.h
 // lays the tile out) by bm (Q) or bn (K, V) rows. Rows past a sequence's
-// end are outside the view, and TMA fills them with zeros.
+// end are outside the view, and TMA fills them with zeros. Under varlen the
+// view is the packed rows as one sequence of a batch of one
+// (KernelArgs::totalQ, totalK): a tile's rows past its sequence's end are
+// the next sequence's, which the kernel masks (keys) or does not store
+// (queries), and only the last sequence's run off the view.
 //
 // The maps depend on the problem's shapes and strides and on the call's
 // pointers: GpuTensorMaps.h encodes them once per plan and replaces the

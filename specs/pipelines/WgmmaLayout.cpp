@@ -142,6 +142,11 @@ void WgmmaLayout::check(ErrorList &errors) const {
                "v_pretranspose=1: only fp8 kernels read V^T (16-bit wgmma "
                "reads V as it is stored); dtype=" +
                    keyOf(spec.dtype).str() + " does not take it");
+  // The pass writes V^T per (sequence, head) at seqlenK's stride.
+  if (spec.v_pretranspose && spec.varlen)
+    addTileError(errors, "v_pretranspose", 1,
+                 "V^T's pass lays out sequences of one length, not varlen's "
+                 "packed rows: use v_pretranspose=0");
 }
 
 // V^T comes from the transposers (ir/targets/NvptxFp8Transpose.cpp, in the
@@ -160,8 +165,9 @@ void WgmmaLayout::checkFp8(ErrorList &errors) const {
 }
 
 // A tensor map describes a [batch, rows, heads, d] box grid of fixed
-// extents, which varlen's packed rows, paged pools and pack_gqa's
-// (token, head) rows are not.
+// extents, which paged pools and pack_gqa's (token, head) rows are not.
+// Varlen's packed rows are: one sequence of all of them, a box starting at
+// a sequence's first packed row (runtime/device/TensorMapBoxes.h).
 void WgmmaLayout::checkTensorMapLoads(ErrorList &errors) const {
   if (spec.bm > kMaxBoxRows)
     addTileError(errors, "bm", spec.bm,
@@ -172,8 +178,6 @@ void WgmmaLayout::checkTensorMapLoads(ErrorList &errors) const {
                  "but " +
                      what + " addresses rows one by one: use stages=1");
   };
-  if (spec.varlen)
-    refuse("varlen", 1, "varlen");
   if (spec.pack_gqa)
     refuse("pack_gqa", 1, "pack_gqa");
   if (spec.family == Family::FwdPaged)

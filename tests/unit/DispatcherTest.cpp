@@ -163,14 +163,14 @@ INSTANTIATE_TEST_SUITE_P(
                      "fmha_fwd_bf16_d128_causal_m128n128w8s2_wgmma_sm90a",
                      {{"2 tiles", "wgmma m128n128w8s2"},
                       {"3 priority", "(wgmma > mma > simt)"}}},
-        // The TMA ring (stages=2) reads no varlen rows: the arch's next
-        // default row for d=128, stages=1.
-        DispatchCase{"Sm90aVarlenStepsDown",
+        // The TMA ring (stages=2) reads varlen's packed rows too: the
+        // same first row as a dense prefill.
+        DispatchCase{"Sm90aVarlenOnTheRing",
                      "family=fwd,dtype=bf16,d=128,mask=causal,varlen=1,"
                      "target=sm_90a",
                      4096,
                      4096,
-                     "fmha_fwd_bf16_d128_causal_vl_m128n128w8s1_wgmma_sm90a",
+                     "fmha_fwd_bf16_d128_causal_vl_m128n128w8s2_wgmma_sm90a",
                      {{"2 tiles", "wgmma m128n128w8s2"}}},
         DispatchCase{"Sm90aShort",
                      "family=fwd,dtype=bf16,d=128,target=sm_90a",

@@ -444,6 +444,45 @@ TEST_F(TensorMapsOnFake, PretransposedValuesMapViewsVTInTheWorkspace) {
       << binding.messages[0];
 }
 
+// Varlen on the ring: each map views the packed rows (KernelArgs::totalQ,
+// totalK) as one sequence of a batch of one, at the packed strides; a call
+// without the totals gets an error naming them, not a map of no rows.
+TEST_F(TensorMapsOnFake, VarlenMapsViewThePackedRowsAsOneSequence) {
+  KernelSpec varlen = resolvedSpec("family=fwd,dtype=bf16,d=64,varlen=1,"
+                                   "target=sm_90a,pipeline=wgmma,stages=2");
+  ASSERT_TRUE(usesTensorMaps(varlen));
+  AttentionProblem problem = AttentionProblem::forSpec(varlen);
+  problem.batch = 2, problem.headsQ = 4, problem.headsKv = 2;
+  problem.seqlensQ = {100, 200}, problem.seqlensK = {150, 350};
+  auto at = [](uintptr_t address) { return reinterpret_cast<void *>(address); };
+  KernelArgs call = makeKernelArgs(
+      varlen, problem,
+      ForwardBuffers{at(0x100000), at(0x200000), at(0x300000), at(0x400000)});
+  EXPECT_EQ(call.totalQ, 300);
+  EXPECT_EQ(call.totalK, 500);
+  EXPECT_EQ(call.seqlenQ, 200); // the longest, as before
+  TensorMaps maps;
+  ASSERT_FALSE(bool(encodeTensorMaps(driver, varlen, call, maps)));
+  const uint64_t *q = reinterpret_cast<const uint64_t *>(maps.map[kQMap]);
+  const uint64_t *k = reinterpret_cast<const uint64_t *>(maps.map[kKMap]);
+  EXPECT_EQ(std::vector<uint64_t>(q + 1, q + 5),
+            (std::vector<uint64_t>{64, 300, 4, 1}));
+  EXPECT_EQ(std::vector<uint64_t>(k + 1, k + 5),
+            (std::vector<uint64_t>{64, 500, 2, 1}));
+  // Packed [total, heads, d] bf16: a row is heads * 64 * 2 bytes.
+  EXPECT_EQ(q[5], 4u * 64 * 2);
+  EXPECT_EQ(k[5], 2u * 64 * 2);
+  EXPECT_EQ(k[6], 64u * 2);
+
+  call.totalK = 0;
+  Problems problems =
+      takeProblems(encodeTensorMaps(driver, varlen, call, maps));
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_NE(problems.messages[0].find("needs KernelArgs::totalQ and totalK"),
+            std::string::npos)
+      << problems.messages[0];
+}
+
 TEST_F(TensorMapsOnFake, KernelsWithoutMapsPrepareNone) {
   KernelSpec cpAsync = resolvedSpec(
       "family=fwd,dtype=bf16,d=64,target=sm_90a,pipeline=wgmma,stages=1");

@@ -362,7 +362,10 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
   EXPECT_EQ(blockWarps(copies), 8u);
   EXPECT_FALSE(usesTensorMaps(copies));
 
-  for (const char *key : {"varlen=1", "pack_gqa=1", "family=fwd_paged"}) {
+  // Varlen's packed rows are one sequence to a tensor map; these are not.
+  EXPECT_TRUE(usesTensorMaps(
+      resolvedSpec("d=128,varlen=1,pipeline=wgmma,stages=2,target=sm_90a")));
+  for (const char *key : {"pack_gqa=1", "family=fwd_paged"}) {
     std::string text =
         std::string("pipeline=wgmma,stages=2,target=sm_90a,") + key;
     llvm::Expected<KernelSpec> spec = resolveText(text);
