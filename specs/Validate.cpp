@@ -6,6 +6,7 @@
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/VectorLayout.h"
 #include "specs/pipelines/WgmmaBackwardLayout.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -280,8 +281,10 @@ bool Validator::resolvePipeline() {
 }
 
 // Tile keys left unset come from the first default row for the head dim
-// whose tile rules take the spec (wgmma's TMA ring reads no varlen, paged
-// or pack_gqa rows: the next row serves them), else from the first row.
+// whose tile rules take the spec (wgmma's TMA ring reads no varlen or paged
+// rows: the next row serves them), else from the first row. A row serves
+// only where defaultTileServes: pack_gqa reaches the ring only by naming
+// stages itself.
 void Validator::resolveTile() {
   const PipelineInfo &info = *arch.pipeline(s.pipeline);
   KernelSpec given = s;
@@ -310,11 +313,17 @@ void Validator::resolveTile() {
     KernelSpec trial = s;
     Validator v(trial, arch);
     v.checkTile(info);
-    return v.errors.empty();
+    return v.errors.empty() && (given.stages || defaultTileServes(trial));
   };
   if (!rows.empty() && llvm::none_of(rows, taken))
     fill(rows.front()); // none takes it: the first row's errors say why
   checkTile(info);
+  if (errors.empty() && !given.stages && !defaultTileServes(s))
+    fail("stages", Twine(s.stages),
+         "pack_gqa takes pipeline wgmma's TMA ring only where the spec names "
+         "stages (its tiles are not yet timed against stages=1's): name "
+         "stages=" +
+             Twine(s.stages) + " to use it");
 }
 
 // The table's rules here; the pipeline's own (stages, how warps divide the

@@ -94,26 +94,38 @@ void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   deferScale(tile, scale);
   unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-  unsigned chunksPerRow = width / 8;
   if (readSinceBarrier.count(tile.storage))
     barrier(); // a warp may still be reading the previous contents
-  Value *tid = target.threadId(b);
-  Type *globalPtr = PointerType::get(b.getContext(), 1);
-  unsigned chunks = keys * chunksPerRow, threads = target.numThreads();
+  unsigned chunks = keys * (width / chunkElements()),
+           threads = target.numThreads();
   if (src.rowsLookedUp && chunks % threads == 0 &&
       chunks / threads <= kMaxLookupsAhead) {
     copyLookedUpRows(tile, src, valid, chunks / threads);
     return;
   }
-  emitFor(b, tid, b.getInt32(keys * chunksPerRow),
-          b.getInt32(target.numThreads()), "cp", [&](Value *c) {
+  copyRows(tile, src, valid, target.threadId(b), threads, nullptr, keys);
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
+  pending.push_back(tile.storage);
+}
+
+// Per-chunk row addresses, so paged K/V rows (and packed GQA rows) copy
+// like contiguous ones.
+void NvptxFragmentTileOps::copyRows(const Tile &tile, const GlobalRows &src,
+                                    Value *valid, Value *thread,
+                                    unsigned threads, Value *firstKey,
+                                    unsigned keys) {
+  unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
+  unsigned chunksPerRow = width / chunkElements();
+  Type *globalPtr = PointerType::get(b.getContext(), 1);
+  emitFor(b, thread, b.getInt32(keys * chunksPerRow), b.getInt32(threads), "cp",
+          [&](Value *c) {
             Value *key = b.CreateUDiv(c, b.getInt32(chunksPerRow));
+            if (firstKey)
+              key = b.CreateAdd(firstKey, key);
             Value *col = b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
-                                     b.getInt32(8));
+                                     b.getInt32(chunkElements()));
             Value *inside = b.CreateICmpSLT(key, valid);
             Value *safeKey = b.CreateSelect(inside, key, b.getInt32(0));
-            // Per-chunk row addresses, so paged K/V rows copy like contiguous
-            // ones.
             Value *rowPtr =
                 src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty()));
             Value *from = b.CreateAddrSpaceCast(
@@ -125,8 +137,6 @@ void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
             b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s,
                               {}, {chunkAddress(tile, key, col), from, bytes});
           });
-  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
-  pending.push_back(tile.storage);
 }
 
 // Paged rows: each chunk's row comes from a block-table load. In the copy
@@ -138,15 +148,15 @@ void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
 void NvptxFragmentTileOps::copyLookedUpRows(Tile &tile, const GlobalRows &src,
                                             Value *valid, unsigned n) {
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-  unsigned chunksPerRow = width / 8;
+  unsigned chunksPerRow = width / chunkElements();
   Value *tid = target.threadId(b);
   Type *globalPtr = PointerType::get(b.getContext(), 1);
   SmallVector<Value *, kMaxLookupsAhead> key, col, rowPtr;
   for (unsigned i = 0; i < n; ++i) {
     Value *c = b.CreateAdd(tid, b.getInt32(i * target.numThreads()));
     key.push_back(b.CreateUDiv(c, b.getInt32(chunksPerRow)));
-    col.push_back(
-        b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)), b.getInt32(8)));
+    col.push_back(b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
+                              b.getInt32(chunkElements())));
     Value *safeKey =
         b.CreateSelect(b.CreateICmpSLT(key[i], valid), key[i], b.getInt32(0));
     rowPtr.push_back(src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty())));

@@ -91,6 +91,17 @@ protected:
   /// and makes every thread's copies visible to the block. Returns whether
   /// it waited (and so passed a barrier): false if no copy was in flight.
   bool waitFor(const Tile &tile);
+  /// Issues cp.async copies of rows [firstKey, firstKey + keys) of \p tile
+  /// (firstKey: i32, or null for 0), 16 bytes a copy and zero from row
+  /// \p valid on, by \p threads threads of which this is \p thread (i32),
+  /// without committing them:
+  ///   for c = thread; c < keys * chunks a row; c += threads:
+  ///     cp.async.cg [chunkAddress(key, col)], [rowPointer(key) + col], 16|0
+  void copyRows(const Tile &tile, const GlobalRows &src, llvm::Value *valid,
+                llvm::Value *thread, unsigned threads, llvm::Value *firstKey,
+                unsigned keys);
+  /// Elements in one 16-byte copy.
+  unsigned chunkElements() const { return 16 / dtypeBytes(spec.dtype); }
   /// load() of rows whose addresses are looked up (GlobalRows::rowsLookedUp),
   /// \p n whole passes of the block's threads over the tile's chunks: every
   /// lookup first, then every copy.

@@ -14,7 +14,8 @@
 // so the n-th load of a ring sits in slot n % stages and waits for phase
 // (n / stages) % 2 of its barrier on both sides. Q is a ring of one slot:
 // the consumers release it after their last S = Q K^T of a work item, so a
-// persistent block's producer loads the next item's Q while they finish. A
+// persistent block's producer loads the next item's Q while they finish
+// (under pack_gqa the consumers copy Q themselves, and its barriers rest). A
 // fresh barrier reports the phase before its first as complete, so the
 // producer's first pass over the ring does not wait.
 //
@@ -117,6 +118,11 @@ std::unique_ptr<TileOps> createNvptxTmaProducerOps(llvm::IRBuilderBase &b,
 /// (NvptxFp8Transposer.cpp); every other word is empty.
 std::unique_ptr<TileOps> createNvptxFp8TransposerOps(llvm::IRBuilderBase &b,
                                                      GpuTargetInfo &target);
+/// Named barriers of the ring's block, besides 0 (the block's): 1 + w is
+/// consumer warpgroup w's turn on the tensor cores (ping-pong), 4 + w where
+/// its warps meet over Q rows they copied (pack_gqa), and the transposers
+/// meet at 8.
+inline constexpr unsigned kQueryRowsBarrier = 4;
 /// Threads of the transposers, and the named barrier they meet at.
 inline constexpr unsigned kTransposerThreads = 96;
 inline constexpr unsigned kTransposeBarrier = 8;

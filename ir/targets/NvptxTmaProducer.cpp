@@ -6,7 +6,9 @@
 // bytes and issues one TMA box per swizzled slab (fp8 V: into the slot's
 // staging tile, for the transposers); the tensor map zero-fills rows past
 // the tensor's end. Loads with no valid rows (the recipe's request past the
-// last key tile) issue nothing: no consumer waits for them. Every other
+// last key tile) issue nothing: no consumer waits for them. Under pack_gqa
+// Q's rows are no box, and the consumers copy them (NvptxWgmmaTileOps.cpp):
+// its load is nothing here. Every other
 // word does nothing, and the recipe's arithmetic around them is dead code.
 //
 // v_pretranspose (fp8) loads V^T, which a pass wrote before the kernel, by
@@ -98,6 +100,9 @@ private:
 
 void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                                Value *) {
+  // pack_gqa's Q rows are no box: the consumers copy them.
+  if (tile.role == TileRole::Query && layout.copiesQueryRows())
+    return;
   assert(src.box.map >= 0 && "stages=2 loads only tensor-map boxes");
   if (transposer)
     return transposeValues(tile, valid);

@@ -22,7 +22,8 @@
 //    ring's loads, a tile's first use waits for its slot's full barrier,
 //    and one thread of each warpgroup arrives on the slot's empty barrier
 //    once the warpgroup's product that read it has completed (Q's: one
-//    thread of each warp, at retire()).
+//    thread of each warp, at retire()). Under pack_gqa Q is no TMA box:
+//    each warpgroup copies its own rows of Q itself (copyQueryRows).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Loops.h"
@@ -116,6 +117,9 @@ private:
   /// Hands \p tile's ring slot back to the producer (K and V under
   /// stages=2).
   void release(const Tile &tile);
+  /// Under the ring and pack_gqa: this warpgroup's rows of Q, copied,
+  /// waited for and published to its four warps before load() returns.
+  void copyQueryRows(Tile &tile, const GlobalRows &src, Value *valid);
   /// Where \p tile's latest load sits: its ring slot under stages=2.
   Value *tileAddress(const Tile &tile);
   /// Consumer warpgroups that take turns issuing products: all of them
@@ -169,8 +173,50 @@ void NvptxWgmmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   if (!ring)
     return NvptxFragmentTileOps::load(tile, src, valid, scale);
   deferScale(tile, scale);
+  if (tile.role == TileRole::Query && layout.copiesQueryRows())
+    return copyQueryRows(tile, src, valid);
   acquired.erase(tile.storage);
   ring->next(tile.role);
+}
+
+// Under pack_gqa a tile's rows are the (token, head) pairs of a GQA group
+// (ir/WorkItem.h), which no tensor map's box describes, so the producer
+// loads only K and V and the consumers copy Q as stages=1 does, each row
+// where QueryTileRows finds it. A warpgroup's products read only its own 64
+// rows, so each warpgroup copies those, and waits and meets only its own
+// warps: no warpgroup waits for another's copies or turns. The producer's
+// first K and V boxes are already on their way while Q copies. The wait
+// is here rather than at Q's first product: an item that sees no key takes
+// no product, and its copies must not be in flight when the block exits or
+// the next item's Q overwrites them.
+//   bar.sync 4+w, 128             ; a walking block: the last item's reads
+//   cp.async.cg.shared.global [Q + swizzled chunk], [row + col], 16|0
+//     (rows 64w.., rows * d / 8 / 128 a thread)
+//   cp.async.commit_group; cp.async.wait_group 0
+//   fence.proxy.async.shared::cta  ; wgmma reads through the async proxy
+//   bar.sync 4+w, 128
+void NvptxWgmmaTileOps::copyQueryRows(Tile &tile, const GlobalRows &src,
+                                      Value *valid) {
+  unsigned threads = WgmmaLayout::kWarpsPerGroup * 32;
+  unsigned rows = WgmmaLayout::kWarpsPerGroup * WgmmaLayout::kRowsPerWarp;
+  Value *group = warpgroup();
+  auto meet = [&] {
+    b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+                      {b.CreateAdd(group, b.getInt32(kQueryRowsBarrier)),
+                       b.getInt32(threads)});
+  };
+  // The last item's products on Q have completed (each warp waited for its
+  // S): the barrier only makes sure every warp has.
+  if (walksWorkItems(spec))
+    meet();
+  Value *thread = b.CreateAnd(target.threadId(b), b.getInt32(threads - 1));
+  copyRows(tile, src, valid, thread, threads,
+           b.CreateMul(group, b.getInt32(rows)), rows);
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(0)});
+  b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
+  meet();
+  acquired.insert(tile.storage);
 }
 
 void NvptxWgmmaTileOps::acquire(const Tile &tile) {
@@ -211,7 +257,9 @@ void NvptxWgmmaTileOps::release(const Tile &tile) {
 // memory and barrier, which waited forever. The phase the wait names is at
 // most one behind: Q's slot reloads only after every warp's retire.
 void NvptxWgmmaTileOps::retire(Tile &tile) {
-  if (!ring || tile.role != TileRole::Query)
+  // Copied Q rows were waited for at their load: nothing is in flight, and
+  // the producer never loads Q.
+  if (!ring || tile.role != TileRole::Query || layout.copiesQueryRows())
     return;
   TmaRing::Use use = ring->latest(tile.role);
   emitMbarrierWait(b, ring->full(tile.role, use.slot), use.parity,

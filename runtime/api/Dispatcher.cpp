@@ -74,7 +74,8 @@ static void rulePackGqa(Narrowing &n) {
   bool fewQueries = q.seqlenQ <= rule->maxSeqlenQ;
   KernelSpec packed = n.features;
   packed.pack_gqa = true;
-  // fp8 runs only on wgmma's TMA ring, which reads no packed rows.
+  // fp8 runs only on wgmma's TMA ring, where default tiles do not put
+  // packed rows yet (defaultTileServes): no candidate packs fp8.
   bool packable = !candidateVariants(packed, n.arch, n.table).empty();
   n.features.pack_gqa = grouped && fewQueries && packable;
   if (n.features.pack_gqa)

@@ -6,6 +6,7 @@
 #include "specs/Keys.h"
 #include "specs/Profile.h"
 #include "specs/Validate.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -73,10 +74,13 @@ std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec,
         s.v_pretranspose = false;
         resolved = validateSpec(s);
       }
+      if (resolved && !defaultTileServes(*resolved))
+        resolved = makeError(ErrorKind::Spec, "not a default tile");
       if (!resolved) {
         // The tile's rules refuse these features (wgmma's TMA ring and
-        // varlen): the arch's default rows for d, in order, as
-        // validation resolves them (Validate.cpp).
+        // varlen), or the tile is not yet a default for them (the ring
+        // under pack_gqa: defaultTileServes): the arch's default rows for
+        // d, in order, as validation resolves them (Validate.cpp).
         llvm::consumeError(resolved.takeError());
         s.bm = s.bn = s.warps = s.stages = 0;
         resolved = validateSpec(s);

@@ -15,6 +15,10 @@ bool fmhajit::usesTensorMaps(const KernelSpec &spec) {
          hasKeyLoop(spec.family);
 }
 
+bool fmhajit::defaultTileServes(const KernelSpec &spec) {
+  return !(usesTensorMaps(spec) && spec.pack_gqa);
+}
+
 static unsigned alignedTile(unsigned offset) {
   unsigned a = WgmmaLayout::kTileAlignment;
   return (offset + a - 1) / a * a;
@@ -37,6 +41,10 @@ WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
 }
 
 bool WgmmaLayout::valuesKMajor() const { return isFp8(spec.dtype); }
+
+bool WgmmaLayout::copiesQueryRows() const {
+  return usesTensorMaps(spec) && spec.pack_gqa;
+}
 
 bool WgmmaLayout::transposesValues() const {
   return valuesKMajor() && !spec.v_pretranspose;
@@ -74,8 +82,14 @@ bool fmhajit::walksWorkItems(const KernelSpec &spec) {
   // Three consumer warpgroups have 160 registers each; with soft-capping
   // and a mask they have none to spare for the walk (ptxas spills).
   bool tight = spec.warps > 8 && spec.softcap && spec.mask != Mask::None;
+  // Packed GQA rows cost two consumer warpgroups a few registers more (each
+  // row's token and head): past d = 128 or bn = 128 (d = 256 at bn = 80,
+  // d = 128 at bn = 160) they spilled 8 to 44 bytes walking, at 232
+  // registers, and none at the 240 they keep without the walk.
+  bool packedTight = spec.pack_gqa && spec.warps > 4 &&
+                     (spec.headDimV() > 128 || spec.bn > 128);
   return usesTensorMaps(spec) && spec.family == Family::Fwd && measured &&
-         !tight;
+         !tight && !packedTight;
 }
 
 bool fmhajit::sortsWorkItemsByCost(const KernelSpec &spec) {
@@ -165,9 +179,11 @@ void WgmmaLayout::checkFp8(ErrorList &errors) const {
 }
 
 // A tensor map describes a [batch, rows, heads, d] box grid of fixed
-// extents, which paged pools and pack_gqa's (token, head) rows are not.
-// Varlen's packed rows are: one sequence of all of them, a box starting at
-// a sequence's first packed row (runtime/device/TensorMapBoxes.h).
+// extents, which paged pools are not. Varlen's packed rows are: one
+// sequence of all of them, a box starting at a sequence's first packed row
+// (runtime/device/TensorMapBoxes.h). pack_gqa's (token, head) rows are not
+// either, but they are only Q's, which the consumers then copy themselves
+// (copiesQueryRows): K and V stay boxes of one K/V head.
 void WgmmaLayout::checkTensorMapLoads(ErrorList &errors) const {
   if (spec.bm > kMaxBoxRows)
     addTileError(errors, "bm", spec.bm,
@@ -178,8 +194,6 @@ void WgmmaLayout::checkTensorMapLoads(ErrorList &errors) const {
                  "but " +
                      what + " addresses rows one by one: use stages=1");
   };
-  if (spec.pack_gqa)
-    refuse("pack_gqa", 1, "pack_gqa");
   if (spec.family == Family::FwdPaged)
     refuse("stages", spec.stages, "family=fwd_paged");
 }

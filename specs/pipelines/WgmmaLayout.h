@@ -22,6 +22,10 @@
 //    slot hand tiles to the `warps` consumer warps and back. The barriers
 //    follow the last ring slot. A whole warpgroup, because registers move
 //    between warpgroups (setmaxnreg): the producer's go to the consumers.
+//    Under pack_gqa Q's rows are (token, head) pairs no box describes: the
+//    producer loads only K and V, and each consumer warpgroup copies its
+//    own 64 rows of Q with cp.async into the same swizzled slabs
+//    (copiesQueryRows; ir/targets/NvptxWgmmaTileOps.cpp).
 //
 // fp8 (e4m3, e5m2): wgmma's 8-bit products take both operands K-major, so
 // O += P V needs V^T, [dv][bn] with keys contiguous, and TMA cannot
@@ -42,6 +46,14 @@ namespace fmhajit {
 /// Whether \p spec's kernel loads by TMA, through tensor maps the launch
 /// passes as a second kernel parameter (pipeline=wgmma with stages>=2).
 bool usesTensorMaps(const KernelSpec &spec);
+
+/// Whether a default tile (the arch's rows, from which validation fills
+/// unset tile keys, and the dispatch table's rows) may be \p spec's tile:
+/// all but pack_gqa on the TMA ring, whose kernels have not yet been timed
+/// against stages=1's on a GPU (issue 13). Until they are, a packed spec
+/// takes the ring only where it names stages>=2 itself (a pinned kernel,
+/// bench/decode's --tiles), and dispatch keeps the tiles it measured.
+bool defaultTileServes(const KernelSpec &spec);
 
 /// Whether \p spec's kernel is persistent: each block walks work items in
 /// rounds (ir/PersistentSchedule.h), so that with fewer blocks than items
@@ -90,6 +102,9 @@ public:
   /// Whether V reaches the products through the transposers: fp8 without
   /// v_pretranspose, whose pass writes V^T before the kernel runs.
   bool transposesValues() const;
+  /// Whether the consumers copy Q's rows themselves (cp.async) rather than
+  /// the producer loading Q by TMA: the ring (stages>=2) under pack_gqa.
+  bool copiesQueryRows() const;
   /// Keys one wgmma step multiplies: 32 bytes of each row (16 for 16-bit
   /// types, 32 for fp8).
   unsigned stepElements() const;

@@ -238,6 +238,44 @@ TEST(ApiCudaSink, PackGqaReadsEachRowsSink) {
   checkApi(p, options);
 }
 
+// pack_gqa on the TMA ring, pinned as bench/decode pins its tiles: the
+// plan's tensor maps are prepared once and bound at each run, K and V by
+// TMA and Q copied by the consumers, split into parts and combined; with
+// the elementwise bias or sinks each packed row reads its own head's.
+TEST(ApiCudaSplit, PinnedPackedRingDecode) {
+  REQUIRE_GPU();
+  Problem p = gpuProblem(2, 32, 4, 1, 6000, 128, DType::BF16);
+  p.mask = Mask::CausalBottomRight;
+  p.wantLse = true;
+  const char *ring = "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,"
+                     "lse=1,pipeline=wgmma,bm=64,bn=128,warps=4,stages=2,"
+                     "pack_gqa=1";
+  for (unsigned splits : {1u, 6u}) {
+    api::Options options;
+    options.kernel = ring;
+    options.numSplits = splits;
+    ApiCheck check = checkApi(p, options);
+    ASSERT_FALSE(check.plan.steps().empty());
+    EXPECT_NE(check.plan.steps().front().kernel.find("pgqa_m64n128w4s2_wgmma"),
+              std::string::npos)
+        << check.plan.describe();
+  }
+  for (const char *feature : {"bias=elementwise", "sink=1"}) {
+    Problem mods = gpuProblem(1, 16, 2, 2, 3000, 128, DType::BF16);
+    mods.mask = Mask::CausalBottomRight;
+    mods.wantLse = true;
+    (llvm::StringRef(feature).starts_with("bias") ? mods.bias : mods.sink) =
+        true;
+    api::Options options;
+    options.kernel = std::string("family=fwd_splitkv,dtype=bf16,d=128,mask="
+                                 "causal_br,lse=1,pipeline=wgmma,bm=64,bn=128,"
+                                 "warps=4,stages=2,pack_gqa=1,") +
+                     feature;
+    options.numSplits = 4;
+    checkApi(mods, options);
+  }
+}
+
 TEST(ApiCudaRun, SinksNeedADeviceCopy) {
   REQUIRE_GPU();
   Problem p = gpuProblem(1, 2, 2, 8, 8, 64, DType::BF16);

@@ -176,7 +176,48 @@ std::vector<GpuSplitCase> gpuSplitCases() {
        "family=fwd_splitkv,dtype=fp16,d=64,mask=window,varlen=1,lse=1,"
        "pipeline=simt,pack_gqa=1",
        Shape::varlen({1, 8, 3}, {200, 9, 333}, 8, 2).window(50, 0),
-       {1, 4}}};
+       {1, 4}},
+      // pack_gqa on wgmma's TMA ring (issue 13): the decode tile m64n128w4
+      // with 2 and 3 slots, ratios 2 to 16 at Sq = 1, 2 and 8, part counts
+      // up to the key tiles and past them (parts with no keys: their items
+      // take no product), softcap with ALiBi, d = 64 and 256 and two
+      // consumer warpgroups.
+      {"ring_decode_gqa8_packed",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,bias=alibi,lse=1,"
+       "pack_gqa=1,pipeline=wgmma,bm=64,bn=128,warps=4,stages=2",
+       Shape::dense(2, 16, 2, 1, 1000),
+       {1, 3, 7}},
+      {"ring_decode_gqa2_packed_parts_past_tiles",
+       "family=fwd_splitkv,dtype=bf16,d=128,lse=1,pack_gqa=1,pipeline=wgmma,"
+       "bm=64,bn=128,warps=4,stages=2",
+       Shape::dense(2, 8, 4, 2, 3000),
+       {1, 5, 24, 40}},
+      {"ring_gqa4_sq8_packed_three_slots",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,pack_gqa=1,"
+       "pipeline=wgmma,bm=64,bn=128,warps=4,stages=3",
+       Shape::dense(1, 16, 4, 8, 2500),
+       {1, 4, 20}},
+      {"ring_gqa16_sq8_packed_two_tiles",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,pack_gqa=1,"
+       "pipeline=wgmma,bm=64,bn=128,warps=4,stages=2",
+       Shape::dense(1, 32, 2, 8, 777),
+       {1, 5}},
+      {"ring_gqa8_sq2_packed_softcap_alibi_d64",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=causal_br,softcap=1,"
+       "bias=alibi,lse=1,pack_gqa=1,pipeline=wgmma,bm=64,bn=128,warps=4,"
+       "stages=2",
+       Shape::dense(1, 16, 2, 2, 1500).softcap(20),
+       {1, 3}},
+      {"ring_gqa4_packed_d256",
+       "family=fwd_splitkv,dtype=bf16,d=256,mask=causal_br,lse=1,pack_gqa=1,"
+       "pipeline=wgmma,bm=64,warps=4,stages=2",
+       Shape::dense(2, 8, 2, 1, 1200),
+       {1, 4}},
+      {"ring_gqa16_sq8_packed_two_warpgroups",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,softcap=1,"
+       "bias=alibi,lse=1,pack_gqa=1,pipeline=wgmma,bm=128,warps=8,stages=2",
+       Shape::dense(1, 32, 2, 8, 1000),
+       {1, 3}}};
 }
 INSTANTIATE_TEST_SUITE_P(
     Cases, CudaSplitKv, ::testing::ValuesIn(gpuSplitCases()),

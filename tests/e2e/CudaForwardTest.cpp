@@ -16,7 +16,10 @@
 //   GroupedQuery       Hq/Hkv = 1, 2, 4 (MQA)
 //   ScoreModifiers     softcap, ALiBi (default and custom slopes), scale
 //   Varlen             mixed lengths, length 1, Sk < Sq in one sequence
+//   PackGqa            GQA groups sharing a tile (pack_gqa), every pipeline
+//   PackGqaRing        pack_gqa on the TMA ring's decode tiles (issue 13)
 //   Large              many blocks: lengths past several tiles
+//   Walks              persistent blocks that take several work items
 //
 // Without a GPU and driver every test is skipped, so the suite passes on
 // machines without CUDA. The command-line tests at the end run
@@ -83,10 +86,11 @@ TEST_P(CudaForward, MatchesReference) {
 }
 
 /// Every case of \p cases with simt, and with mma, wgmma and wgmma's TMA
-/// ring (stages=2) unless its dtype is fp32; the ring takes only what a
-/// fixed-shape tensor map can describe (no paged or pack_gqa rows). Varlen's
-/// "wgmma" default is the ring too, so its second wgmma run pins the cp.async
-/// tile (stages=1) instead.
+/// ring (stages=2) unless its dtype is fp32; the ring takes only K/V rows a
+/// fixed-shape tensor map can describe (no paged K/V; pack_gqa's Q rows the
+/// consumers copy). Varlen's "wgmma" default is the ring too (unless packed:
+/// the dispatcher keeps packed rows on cp.async), so its second wgmma run
+/// pins the cp.async tile (stages=1) instead.
 std::vector<CudaCase> withPipelines(const std::vector<ForwardCase> &cases) {
   std::vector<CudaCase> out;
   for (const char *pipeline : {"simt", "mma", "wgmma", "wgmma,stages=2"})
@@ -94,10 +98,10 @@ std::vector<CudaCase> withPipelines(const std::vector<ForwardCase> &cases) {
       llvm::StringRef spec = c.spec, name = pipeline;
       if (name != "simt" && spec.contains("dtype=fp32"))
         continue;
-      if (name.contains("stages=2") &&
-          (spec.contains("pack_gqa=1") || spec.contains("fwd_paged")))
+      if (name.contains("stages=2") && spec.contains("fwd_paged"))
         continue;
-      bool cpAsync = name.contains("stages=2") && spec.contains("varlen=1");
+      bool cpAsync = name.contains("stages=2") && spec.contains("varlen=1") &&
+                     !spec.contains("pack_gqa=1");
       out.push_back({c, cpAsync ? "wgmma,stages=1" : pipeline});
     }
   return out;
@@ -315,6 +319,86 @@ std::vector<ForwardCase> packGqaCases() {
 }
 CUDA_TABLE(PackGqa, packGqaCases());
 
+// pack_gqa on wgmma's TMA ring (issue 13): K and V by TMA, each consumer
+// warpgroup's Q rows copied by the warpgroup itself. The decode tile
+// (m64n128w4) at 2 and 3 slots, the two-warpgroup m128 tile, d = 64 to 256
+// (bn from the ring's rows at d = 256), GQA ratios 2, 4, 8, 16 at Sq = 1, 2
+// and 8 (16 x 8 rows: two m64 tiles), causal bottom-right (decode's mask),
+// top-left and a window, softcap with ALiBi (each packed row's head), LSE,
+// rows that see no key (an item that takes no product: its Q copies must
+// land before the block exits), and fp8 (its V through the transposers).
+std::vector<CudaCase> packedRingCases() {
+  const char *decode = "wgmma,bm=64,bn=128,warps=4,stages=2";
+  const char *deeper = "wgmma,bm=64,bn=128,warps=4,stages=3";
+  const char *narrow = "wgmma,bm=64,warps=4,stages=2"; // d = 256: bn = 80
+  const char *wide = "wgmma,bm=128,warps=8,stages=2";
+  struct Row {
+    const char *label, *spec;
+    int64_t ratio, sq, sk;
+    const char *pipeline;
+  };
+  const char *bf16 = "family=fwd,pack_gqa=1,lse=1,dtype=bf16,d=128,";
+  std::vector<Row> rows = {
+      {"r2_sq1_none", "mask=none", 2, 1, 1000, decode},
+      {"r4_sq2_causal_br", "mask=causal_br", 4, 2, 777, decode},
+      {"r8_sq8_causal_br", "mask=causal_br", 8, 8, 1500, decode},
+      {"r16_sq8_causal_br_two_tiles", "mask=causal_br", 16, 8, 300, decode},
+      {"r16_sq1_causal_br", "mask=causal_br", 16, 1, 2000, decode},
+      {"r8_sq2_causal_top_left", "mask=causal", 8, 2, 500, decode},
+      {"r4_sq8_window", "mask=window", 4, 8, 900, decode},
+      {"r8_sq1_softcap_alibi", "mask=causal_br,softcap=1,bias=alibi", 8, 1,
+       1200, decode},
+      {"r2_sq8_softcap_alibi_none", "mask=none,softcap=1,bias=alibi", 2, 8, 640,
+       decode},
+      {"r8_sq8_rows_without_keys", "mask=causal_br", 8, 8, 3, decode},
+      {"r8_sq1_three_slots", "mask=causal_br", 8, 1, 3000, deeper},
+      {"r4_sq2_three_slots_softcap", "mask=causal_br,softcap=1", 4, 2, 1100,
+       deeper},
+      {"r16_sq8_two_warpgroups", "mask=causal_br", 16, 8, 1000, wide},
+      {"r4_sq8_two_warpgroups_alibi", "mask=none,bias=alibi", 4, 8, 700, wide}};
+  std::vector<CudaCase> out;
+  unsigned seed = 1;
+  for (const Row &r : rows)
+    out.push_back(
+        {{std::string("bf16_d128_") + r.label, std::string(bf16) + r.spec,
+          Shape::dense(2, 2 * r.ratio, 2, r.sq, r.sk).window(20, 3), seed++},
+         r.pipeline});
+  out.push_back({{"fp16_d64_r8_sq2_causal_br",
+                  "family=fwd,pack_gqa=1,lse=1,dtype=fp16,d=64,mask=causal_br",
+                  Shape::dense(2, 16, 2, 2, 900), seed++},
+                 decode});
+  out.push_back({{"fp16_d64_r16_sq8_softcap_alibi",
+                  "family=fwd,pack_gqa=1,lse=1,dtype=fp16,d=64,mask=causal_br,"
+                  "softcap=1,bias=alibi",
+                  Shape::dense(1, 32, 2, 8, 700).softcap(20).slopes(), seed++},
+                 wide});
+  out.push_back({{"bf16_d256_r8_sq1_causal_br",
+                  "family=fwd,pack_gqa=1,lse=1,dtype=bf16,d=256,mask=causal_br",
+                  Shape::dense(2, 16, 2, 1, 1000), seed++},
+                 narrow});
+  out.push_back({{"bf16_d256_r4_sq2_softcap_alibi",
+                  "family=fwd,pack_gqa=1,lse=1,dtype=bf16,d=256,mask=causal,"
+                  "softcap=1,bias=alibi",
+                  Shape::dense(1, 8, 2, 2, 600), seed++},
+                 narrow});
+  out.push_back({{"bf16_d256_r16_sq8_two_warpgroups",
+                  "family=fwd,pack_gqa=1,lse=1,dtype=bf16,d=256,mask=causal_br",
+                  Shape::dense(1, 32, 2, 8, 500), seed++},
+                 wide});
+  out.push_back({{"e4m3_d128_r8_sq1_causal_br",
+                  "family=fwd,pack_gqa=1,lse=1,dtype=fp8_e4m3,d=128,"
+                  "mask=causal_br",
+                  Shape::dense(2, 16, 2, 1, 1000), seed++},
+                 "wgmma,stages=2"});
+  out.push_back({{"e4m3_d128_r4_sq8_none",
+                  "family=fwd,pack_gqa=1,lse=1,dtype=fp8_e4m3,d=128",
+                  Shape::dense(1, 8, 2, 8, 700), seed++},
+                 "wgmma,stages=2"});
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(PackGqaRing, CudaForward,
+                         ::testing::ValuesIn(packedRingCases()), caseName);
+
 //===-- Large -------------------------------------------------------------===//
 
 std::vector<ForwardCase> largeCases() {
@@ -376,7 +460,36 @@ std::vector<CudaCase> walkCases() {
            // (runtime/device/CausalSections.h), the last one partial.
            {"bf16_d128_causal_one_round_sections_480_items",
             "family=fwd,dtype=bf16,d=128,mask=causal,lse=1",
-            Shape::dense(8, 15, 5, 512, 512)}})
+            Shape::dense(8, 15, 5, 512, 512)},
+           // pack_gqa: each warpgroup copies the next item's Q rows itself,
+           // after its warps meet (the last item's products read them).
+           // Decode groups of 4 on the m64 tile (160 items, unmasked) and
+           // of 16 x 8 tokens on the two-warpgroup m128 tile (160 items,
+           // bottom-right causal, sorted by cost).
+           {"bf16_d128_packed_r4_160_items",
+            "family=fwd,dtype=bf16,d=128,lse=1,pack_gqa=1,bm=64,bn=128,"
+            "warps=4",
+            Shape::dense(4, 160, 40, 1, 1024)},
+           {"bf16_d128_packed_r16_causal_br_w8_160_items",
+            "family=fwd,dtype=bf16,d=128,mask=causal_br,lse=1,pack_gqa=1,"
+            "bm=128,bn=128,warps=8",
+            Shape::dense(10, 256, 16, 8, 700)},
+           // varlen: the walk's items cover the longest sequence, so the
+           // shorter ones' past their end are empty for every role alike
+           // (4 x 8 x 17 items, 160 of them with rows).
+           {"bf16_d128_varlen_none_544_items",
+            "family=fwd,dtype=bf16,d=128,lse=1,varlen=1",
+            Shape::varlen({1500, 40, 2100, 700}, {1500, 900, 2100, 700}, 8,
+                          2)},
+           {"bf16_d128_varlen_causal_544_items",
+            "family=fwd,dtype=bf16,d=128,mask=causal,varlen=1",
+            Shape::varlen({1500, 40, 2100, 700}, {1500, 900, 2100, 700}, 8,
+                          8)},
+           {"e4m3_d128_varlen_causal_w12",
+            "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,lse=1,varlen=1,"
+            "bm=192,bn=96,warps=12",
+            Shape::varlen({1500, 40, 2100, 700}, {1500, 900, 2100, 700}, 8,
+                          2)}})
     out.push_back({c, "wgmma,stages=2"});
   return out;
 }
@@ -462,6 +575,32 @@ TEST(CudaRun, Fp8WithDescalesChecksOnTheGpu) {
             "family=fwd_splitkv,dtype=fp8_e5m2,d=128,lse=1,target=sm_90a",
             "--heads", "8", "--heads-kv", "1", "--seqlen-q", "1", "--seqlen-k",
             "9000", "--num-splits", "5"}}) {
+    args.insert(args.begin(), "run");
+    args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
+    auto [rc, text] = runFmhajit(args);
+    EXPECT_EQ(rc, 0) << text;
+    EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+  }
+}
+
+// pack_gqa on the TMA ring from the CLI: sinks (one per query head, so each
+// packed row reads its own) in split-KV decode with five parts, and fp8
+// split-KV with the harness's descale factors (0.5, 0.25 and 2).
+TEST(CudaRun, PackedRingChecksOnTheGpu) {
+  if (!CudaForwardRunner::shared())
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{
+            "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,sink=1,"
+            "pack_gqa=1,pipeline=wgmma,bm=64,bn=128,warps=4,stages=2,"
+            "target=sm_90a",
+            "--heads", "32", "--heads-kv", "4", "--seqlen-q", "2", "--seqlen-k",
+            "9000", "--num-splits", "5"},
+        std::vector<std::string>{
+            "family=fwd_splitkv,dtype=fp8_e4m3,d=128,mask=causal_br,lse=1,"
+            "pack_gqa=1,stages=2,target=sm_90a",
+            "--batch", "2", "--heads", "16", "--heads-kv", "2", "--seqlen-q",
+            "1", "--seqlen-k", "5000", "--num-splits", "3"}}) {
     args.insert(args.begin(), "run");
     args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
     auto [rc, text] = runFmhajit(args);

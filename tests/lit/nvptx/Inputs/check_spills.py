@@ -14,6 +14,10 @@ Two grids:
     and softcap with ALiBi;
   - the same with V^T from the pass before the kernel (v_pretranspose=1),
     fwd only, and its three-warpgroup and 224-key tiles;
+  - on sm_90a, pack_gqa on wgmma's TMA ring (Q copied by the consumers):
+    fwd and fwd_splitkv x d = 64, 128, 256 x bm = 64 (w4) and 128 (w8) x
+    masks none, causal and causal_br x lse, softcap and softcap with ALiBi;
+    the m64n128w4 decode tile with 3 slots; fp8 (e4m3) at d = 128;
   - on sm_90a, the backward's bwd_dq_dk_dv as validation resolves it (wgmma
     where its rules take the spec, else mma) at d = 32, 64, 96 and 128:
     every mask, softcap with ALiBi, varlen, and all of them at once.
@@ -79,6 +83,24 @@ def pretransposed_grid():
     yield ("family=fwd,dtype=fp8_e4m3,d=128,bm=128,bn=224,warps=8,"
            "v_pretranspose=1,target=sm_90a")
 
+def packed_ring_grid():
+    for d in [64, 128, 256]:
+        for tile in ["bm=64,warps=4", "bm=128,warps=8"]:
+            for family in ["fwd", "fwd_splitkv"]:
+                for mask in ["none", "causal", "causal_br"]:
+                    for mods in ["lse=0", "lse=1", "softcap=1,lse=1",
+                                 "softcap=1,bias=alibi,lse=1"]:
+                        yield ("family=%s,dtype=bf16,d=%d,mask=%s,%s,pack_gqa=1,"
+                               "pipeline=wgmma,%s,stages=2,target=sm_90a"
+                               % (family, d, mask, mods, tile))
+    for family in ["fwd", "fwd_splitkv"]:
+        for mask in ["none", "causal_br"]:
+            yield ("family=%s,dtype=bf16,d=128,mask=%s,lse=1,pack_gqa=1,"
+                   "pipeline=wgmma,bm=64,bn=128,warps=4,stages=3,target=sm_90a"
+                   % (family, mask))
+            yield ("family=%s,dtype=fp8_e4m3,d=128,mask=%s,lse=1,pack_gqa=1,"
+                   "stages=2,target=sm_90a" % (family, mask))
+
 def backward_grid():
     for d in [32, 64, 96, 128]:
         for mods in ["mask=none", "mask=causal", "mask=causal_br", "mask=window",
@@ -103,7 +125,8 @@ def check(spec):
     return " ".join(problems)
 
 specs = (list(default_tiles()) + list(feature_grid()) + list(fp8_grid()) +
-         list(pretransposed_grid()) + list(backward_grid()))
+         list(pretransposed_grid()) + list(packed_ring_grid()) +
+         list(backward_grid()))
 with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
     results = list(pool.map(check, specs))
 failed = 0
