@@ -36,10 +36,14 @@ struct ToleranceRow {
 //   and 1e-1 of max|ref| per element (O's largest errors are on elements
 //   well below the maximum). The LSE comes from the scores, which the fp8
 //   tensor cores accumulate with about 14 bits of mantissa rather than
-//   fp32's 24 (DeepSeek-V3 report, section 3.3.2): an H100 showed 3.4e-5
-//   (d=128, causal, 777 queries), so 2e-4.
+//   fp32's 24 (DeepSeek-V3 report, section 3.3.2). The LSE is a smooth
+//   maximum, so its error is at most the largest score's: about 2^-13 of
+//   scale * sum_i |q_i k_i|, ~9e-4 for unit-normal inputs at d = 128
+//   (scale 1/sqrt(128), sum ~82). An H100 showed 2e-5 to 5e-5 (d=128,
+//   causal, 397-2100 keys, `fmhajit run --check`) and 2.7e-4 and 3.0e-4 in
+//   the e2e suite's varlen rows of up to 2100 keys: 1e-3.
 static const Tolerance kFp8InputTolerance = {
-    /*relL2=*/6e-2, /*maxAbs=*/1e-1, /*lseRel=*/2e-4};
+    /*relL2=*/6e-2, /*maxAbs=*/1e-1, /*lseRel=*/1e-3};
 
 static const ToleranceRow kTolerances[] = {
     {DType::F32, {/*relL2=*/2e-5, /*maxAbs=*/1e-4, /*lseRel=*/1e-5}},
