@@ -38,6 +38,11 @@ namespace fmhajit {
 class GpuModule;
 class GpuTimer;
 
+/// Whether \p spec's kernel runs \p params on a block per multiprocessor
+/// (walking work items) rather than a block per item: GpuKernel.cpp says
+/// where each measured faster.
+bool runsPersistent(const KernelSpec &spec, const KernelArgs &params);
+
 /// What loading a kernel cost and where its code came from.
 struct GpuLoadStats {
   ArtifactOrigin origin =

@@ -479,12 +479,10 @@ std::vector<CudaCase> walkCases() {
            // (4 x 8 x 17 items, 160 of them with rows).
            {"bf16_d128_varlen_none_544_items",
             "family=fwd,dtype=bf16,d=128,lse=1,varlen=1",
-            Shape::varlen({1500, 40, 2100, 700}, {1500, 900, 2100, 700}, 8,
-                          2)},
+            Shape::varlen({1500, 40, 2100, 700}, {1500, 900, 2100, 700}, 8, 2)},
            {"bf16_d128_varlen_causal_544_items",
             "family=fwd,dtype=bf16,d=128,mask=causal,varlen=1",
-            Shape::varlen({1500, 40, 2100, 700}, {1500, 900, 2100, 700}, 8,
-                          8)},
+            Shape::varlen({1500, 40, 2100, 700}, {1500, 900, 2100, 700}, 8, 8)},
            {"e4m3_d128_varlen_causal_w12",
             "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,lse=1,varlen=1,"
             "bm=192,bn=96,warps=12",

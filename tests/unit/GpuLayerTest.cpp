@@ -281,6 +281,41 @@ TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
   EXPECT_EQ(driver.launches.size(), 2u);
 }
 
+// Where a walking kernel runs as one: unmasked up to 8192 keys, causal at
+// every length, and varlen without a mask only where every sequence has the
+// longest one's length (a fixed stride over unequal items leaves blocks idle).
+TEST(PersistentGrid, VarlenOfUnequalLengthsTakesABlockPerItem) {
+  auto argsFor = [](const KernelSpec &spec, std::vector<int64_t> lengths) {
+    AttentionProblem problem = AttentionProblem::forSpec(spec);
+    problem.batch = int64_t(lengths.size()), problem.headsQ = 16;
+    problem.headsKv = 16;
+    problem.seqlensQ = problem.seqlensK = lengths;
+    return makeKernelArgs(spec, problem, ForwardBuffers{});
+  };
+  KernelSpec none = resolvedSpec("family=fwd,dtype=bf16,d=128,varlen=1,"
+                                 "pipeline=wgmma,stages=2,target=sm_90a");
+  KernelSpec causal =
+      resolvedSpec("family=fwd,dtype=bf16,d=128,varlen=1,mask=causal,"
+                   "pipeline=wgmma,stages=2,target=sm_90a");
+  ASSERT_TRUE(walksWorkItems(none));
+  ASSERT_TRUE(walksWorkItems(causal));
+  EXPECT_FALSE(runsPersistent(none, argsFor(none, {512, 4096, 1024})));
+  EXPECT_TRUE(runsPersistent(none, argsFor(none, {2048, 2048, 2048})));
+  EXPECT_FALSE(runsPersistent(none, argsFor(none, {16384, 16384})));
+  EXPECT_TRUE(runsPersistent(causal, argsFor(causal, {512, 4096, 1024})));
+
+  KernelSpec dense = resolvedSpec(
+      "family=fwd,dtype=bf16,d=128,pipeline=wgmma,stages=2,target=sm_90a");
+  AttentionProblem problem = AttentionProblem::forSpec(dense);
+  problem.batch = 2, problem.headsQ = problem.headsKv = 16;
+  problem.seqlenQ = problem.seqlenK = 8192;
+  EXPECT_TRUE(
+      runsPersistent(dense, makeKernelArgs(dense, problem, ForwardBuffers{})));
+  problem.seqlenQ = problem.seqlenK = 16384;
+  EXPECT_FALSE(
+      runsPersistent(dense, makeKernelArgs(dense, problem, ForwardBuffers{})));
+}
+
 TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
   KernelSpec spec =
       resolvedSpec("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
