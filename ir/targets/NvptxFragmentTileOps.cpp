@@ -1,5 +1,9 @@
-//===- NvptxFragmentTileOps.cpp - Tensor-core tiles shared by mma and wgmma
-//===//
+//===- NvptxFragmentTileOps.cpp - Tensor-core tiles of mma and wgmma ----===//
+//
+// The register fragments' arithmetic and stores; their copies from global
+// memory into shared tiles are in NvptxFragmentCopies.cpp.
+//
+//===----------------------------------------------------------------------===//
 #include "ir/targets/NvptxFragmentTileOps.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
@@ -81,113 +85,6 @@ Value *NvptxFragmentTileOps::colOf(unsigned j, unsigned e) {
 void NvptxFragmentTileOps::barrier() {
   target.barrier(b);
   readSinceBarrier.clear();
-}
-
-void NvptxFragmentTileOps::drain() {
-  if (!pending.empty())
-    b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(0)});
-  pending.clear();
-}
-
-void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
-                                Value *scale) {
-  deferScale(tile, scale);
-  unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
-  unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-  if (readSinceBarrier.count(tile.storage))
-    barrier(); // a warp may still be reading the previous contents
-  unsigned chunks = keys * (width / chunkElements()),
-           threads = target.numThreads();
-  if (src.rowsLookedUp && chunks % threads == 0 &&
-      chunks / threads <= kMaxLookupsAhead) {
-    copyLookedUpRows(tile, src, valid, chunks / threads);
-    return;
-  }
-  copyRows(tile, src, valid, target.threadId(b), threads, nullptr, keys);
-  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
-  pending.push_back(tile.storage);
-}
-
-// Per-chunk row addresses, so paged K/V rows (and packed GQA rows) copy
-// like contiguous ones.
-void NvptxFragmentTileOps::copyRows(const Tile &tile, const GlobalRows &src,
-                                    Value *valid, Value *thread,
-                                    unsigned threads, Value *firstKey,
-                                    unsigned keys) {
-  unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-  unsigned chunksPerRow = width / chunkElements();
-  Type *globalPtr = PointerType::get(b.getContext(), 1);
-  emitFor(b, thread, b.getInt32(keys * chunksPerRow), b.getInt32(threads), "cp",
-          [&](Value *c) {
-            Value *key = b.CreateUDiv(c, b.getInt32(chunksPerRow));
-            if (firstKey)
-              key = b.CreateAdd(firstKey, key);
-            Value *col = b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
-                                     b.getInt32(chunkElements()));
-            Value *inside = b.CreateICmpSLT(key, valid);
-            Value *safeKey = b.CreateSelect(inside, key, b.getInt32(0));
-            Value *rowPtr =
-                src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty()));
-            Value *from = b.CreateAddrSpaceCast(
-                b.CreateInBoundsGEP(elem, rowPtr,
-                                    b.CreateZExt(col, b.getInt64Ty())),
-                globalPtr);
-            Value *bytes = b.CreateSelect(inside, b.getInt32(16),
-                                          b.getInt32(0)); // 0: zero-fill
-            b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s,
-                              {}, {chunkAddress(tile, key, col), from, bytes});
-          });
-}
-
-// Paged rows: each chunk's row comes from a block-table load. In the copy
-// loop each copy waits for its own lookup, so a thread's lookups run one
-// after another (16 a tile for bn = d = 128); here all of them are issued
-// first (the recipe has prefetched their lines), then every copy:
-//   for i < n: %row.i = rowPointer(key(tid + i * threads))   ; table loads
-//   for i < n: cp.async.cg [tile chunk], [%row.i + col], 16 or 0 bytes
-void NvptxFragmentTileOps::copyLookedUpRows(Tile &tile, const GlobalRows &src,
-                                            Value *valid, unsigned n) {
-  unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-  unsigned chunksPerRow = width / chunkElements();
-  Value *tid = target.threadId(b);
-  Type *globalPtr = PointerType::get(b.getContext(), 1);
-  SmallVector<Value *, kMaxLookupsAhead> key, col, rowPtr;
-  for (unsigned i = 0; i < n; ++i) {
-    Value *c = b.CreateAdd(tid, b.getInt32(i * target.numThreads()));
-    key.push_back(b.CreateUDiv(c, b.getInt32(chunksPerRow)));
-    col.push_back(b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
-                              b.getInt32(chunkElements())));
-    Value *safeKey =
-        b.CreateSelect(b.CreateICmpSLT(key[i], valid), key[i], b.getInt32(0));
-    rowPtr.push_back(src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty())));
-  }
-  for (unsigned i = 0; i < n; ++i) {
-    Value *from = b.CreateAddrSpaceCast(
-        b.CreateInBoundsGEP(elem, rowPtr[i],
-                            b.CreateZExt(col[i], b.getInt64Ty())),
-        globalPtr);
-    Value *bytes = b.CreateSelect(b.CreateICmpSLT(key[i], valid),
-                                  b.getInt32(16), b.getInt32(0));
-    b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
-                      {chunkAddress(tile, key[i], col[i]), from, bytes});
-  }
-  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
-  pending.push_back(tile.storage);
-}
-
-bool NvptxFragmentTileOps::waitFor(const Tile &tile) {
-  auto it = llvm::find(pending, tile.storage);
-  if (it == pending.end())
-    return false;
-  unsigned younger = static_cast<unsigned>(pending.end() - it - 1);
-  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_wait_group, {b.getInt32(younger)});
-  pending.erase(pending.begin(), it + 1);
-  // wgmma reads shared memory through the async proxy: each thread's copies
-  // must be fenced into it before the barrier publishes them.
-  if (tensorCoresReadShared)
-    b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
-  barrier();
-  return true;
 }
 
 Value *NvptxFragmentTileOps::packPair(Value *lo, Value *hi) {
