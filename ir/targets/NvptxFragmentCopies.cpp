@@ -38,34 +38,49 @@ void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   pending.push_back(tile.storage);
 }
 
-// Per-chunk row addresses, so paged K/V rows (and packed GQA rows) copy
-// like contiguous ones.
+// Chunk c of a tile whose rows hold chunksPerRow 16-byte chunks: its row
+// (key) and first element (col).
+std::pair<Value *, Value *>
+NvptxFragmentTileOps::chunkOf(Value *c, unsigned chunksPerRow) {
+  return {b.CreateUDiv(c, b.getInt32(chunksPerRow)),
+          b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
+                      b.getInt32(chunkElements()))};
+}
+
+// Row key's address, or row 0's past \p valid (whose copy reads nothing):
+// per row, so paged K/V rows (and packed GQA rows) copy like contiguous ones.
+Value *NvptxFragmentTileOps::rowOrFirst(const GlobalRows &src, Value *key,
+                                        Value *valid) {
+  Value *safeKey =
+      b.CreateSelect(b.CreateICmpSLT(key, valid), key, b.getInt32(0));
+  return src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty()));
+}
+
+// cp.async.cg of 16 bytes from rowPtr + col, or of zeros from row valid on.
+void NvptxFragmentTileOps::copyChunk(const Tile &tile, Value *key, Value *col,
+                                     Value *rowPtr, Value *valid) {
+  Type *globalPtr = PointerType::get(b.getContext(), 1);
+  Value *from = b.CreateAddrSpaceCast(
+      b.CreateInBoundsGEP(elem, rowPtr, b.CreateZExt(col, b.getInt64Ty())),
+      globalPtr);
+  Value *bytes = b.CreateSelect(b.CreateICmpSLT(key, valid), b.getInt32(16),
+                                b.getInt32(0)); // 0: zero-fill
+  b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
+                    {chunkAddress(tile, key, col), from, bytes});
+}
+
 void NvptxFragmentTileOps::copyRows(const Tile &tile, const GlobalRows &src,
                                     Value *valid, Value *thread,
                                     unsigned threads, Value *firstKey,
                                     unsigned keys) {
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
   unsigned chunksPerRow = width / chunkElements();
-  Type *globalPtr = PointerType::get(b.getContext(), 1);
   emitFor(b, thread, b.getInt32(keys * chunksPerRow), b.getInt32(threads), "cp",
           [&](Value *c) {
-            Value *key = b.CreateUDiv(c, b.getInt32(chunksPerRow));
+            auto [key, col] = chunkOf(c, chunksPerRow);
             if (firstKey)
               key = b.CreateAdd(firstKey, key);
-            Value *col = b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
-                                     b.getInt32(chunkElements()));
-            Value *inside = b.CreateICmpSLT(key, valid);
-            Value *safeKey = b.CreateSelect(inside, key, b.getInt32(0));
-            Value *rowPtr =
-                src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty()));
-            Value *from = b.CreateAddrSpaceCast(
-                b.CreateInBoundsGEP(elem, rowPtr,
-                                    b.CreateZExt(col, b.getInt64Ty())),
-                globalPtr);
-            Value *bytes = b.CreateSelect(inside, b.getInt32(16),
-                                          b.getInt32(0)); // 0: zero-fill
-            b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s,
-                              {}, {chunkAddress(tile, key, col), from, bytes});
+            copyChunk(tile, key, col, rowOrFirst(src, key, valid), valid);
           });
 }
 
@@ -80,27 +95,16 @@ void NvptxFragmentTileOps::copyLookedUpRows(Tile &tile, const GlobalRows &src,
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
   unsigned chunksPerRow = width / chunkElements();
   Value *tid = target.threadId(b);
-  Type *globalPtr = PointerType::get(b.getContext(), 1);
   SmallVector<Value *, kMaxLookupsAhead> key, col, rowPtr;
   for (unsigned i = 0; i < n; ++i) {
-    Value *c = b.CreateAdd(tid, b.getInt32(i * target.numThreads()));
-    key.push_back(b.CreateUDiv(c, b.getInt32(chunksPerRow)));
-    col.push_back(b.CreateMul(b.CreateURem(c, b.getInt32(chunksPerRow)),
-                              b.getInt32(chunkElements())));
-    Value *safeKey =
-        b.CreateSelect(b.CreateICmpSLT(key[i], valid), key[i], b.getInt32(0));
-    rowPtr.push_back(src.rowPointer(b, b.CreateZExt(safeKey, b.getInt64Ty())));
+    auto [k, c] = chunkOf(b.CreateAdd(tid, b.getInt32(i * target.numThreads())),
+                          chunksPerRow);
+    key.push_back(k);
+    col.push_back(c);
+    rowPtr.push_back(rowOrFirst(src, k, valid));
   }
-  for (unsigned i = 0; i < n; ++i) {
-    Value *from = b.CreateAddrSpaceCast(
-        b.CreateInBoundsGEP(elem, rowPtr[i],
-                            b.CreateZExt(col[i], b.getInt64Ty())),
-        globalPtr);
-    Value *bytes = b.CreateSelect(b.CreateICmpSLT(key[i], valid),
-                                  b.getInt32(16), b.getInt32(0));
-    b.CreateIntrinsic(Intrinsic::nvvm_cp_async_cg_shared_global_16_s, {},
-                      {chunkAddress(tile, key[i], col[i]), from, bytes});
-  }
+  for (unsigned i = 0; i < n; ++i)
+    copyChunk(tile, key[i], col[i], rowPtr[i], valid);
   b.CreateIntrinsic(Intrinsic::nvvm_cp_async_commit_group, {});
   pending.push_back(tile.storage);
 }

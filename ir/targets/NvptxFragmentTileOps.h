@@ -102,6 +102,14 @@ protected:
                 unsigned keys);
   /// Elements in one 16-byte copy.
   unsigned chunkElements() const { return 16 / dtypeBytes(spec.dtype); }
+  /// copyRows' and copyLookedUpRows' steps: chunk \p c's row and column,
+  /// the row's address (row 0's past \p valid), and the chunk's copy.
+  std::pair<llvm::Value *, llvm::Value *> chunkOf(llvm::Value *c,
+                                                  unsigned chunksPerRow);
+  llvm::Value *rowOrFirst(const GlobalRows &src, llvm::Value *key,
+                          llvm::Value *valid);
+  void copyChunk(const Tile &tile, llvm::Value *key, llvm::Value *col,
+                 llvm::Value *rowPtr, llvm::Value *valid);
   /// load() of rows whose addresses are looked up (GlobalRows::rowsLookedUp),
   /// \p n whole passes of the block's threads over the tile's chunks: every
   /// lookup first, then every copy.
