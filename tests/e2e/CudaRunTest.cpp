@@ -40,6 +40,16 @@ std::pair<int, std::string> runFmhajit(std::vector<std::string> args) {
   return {rc, text ? (*text)->getBuffer().str() : ""};
 }
 
+/// `fmhajit run SPEC FLAGS... --device cuda --check --iters 2` for \p args
+/// = {SPEC, FLAGS...}: exits 0 and says "check    PASS".
+void expectCheckPasses(std::vector<std::string> args) {
+  args.insert(args.begin(), "run");
+  args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
+  auto [rc, text] = runFmhajit(args);
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+}
+
 TEST(CudaRun, ChecksAndTimesOnTheGpu) {
   if (!CudaForwardRunner::shared())
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
@@ -61,7 +71,7 @@ TEST(CudaRun, ChecksAndTimesOnTheGpu) {
 TEST(CudaRun, SinksCheckOnTheGpu) {
   if (!CudaForwardRunner::shared())
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
-  for (std::vector<std::string> args :
+  for (const std::vector<std::string> &args :
        {std::vector<std::string>{"family=fwd,dtype=fp8_e4m3,d=128,mask=causal,"
                                  "lse=1,sink=1,target=sm_90a",
                                  "--batch", "2", "--heads", "8", "--heads-kv",
@@ -75,11 +85,7 @@ TEST(CudaRun, SinksCheckOnTheGpu) {
             "target=sm_90a",
             "--batch", "2", "--heads", "4", "--seqlen-q", "333", "--seqlen-k",
             "200"}}) {
-    args.insert(args.begin(), "run");
-    args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
-    auto [rc, text] = runFmhajit(args);
-    EXPECT_EQ(rc, 0) << text;
-    EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+    expectCheckPasses(args);
   }
 }
 
@@ -89,7 +95,7 @@ TEST(CudaRun, SinksCheckOnTheGpu) {
 TEST(CudaRun, Fp8WithDescalesChecksOnTheGpu) {
   if (!CudaForwardRunner::shared())
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
-  for (std::vector<std::string> args :
+  for (const std::vector<std::string> &args :
        {std::vector<std::string>{
             "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,lse=1,target=sm_90a",
             "--batch", "2", "--heads", "8", "--heads-kv", "2", "--seqlen-q",
@@ -102,11 +108,7 @@ TEST(CudaRun, Fp8WithDescalesChecksOnTheGpu) {
             "family=fwd_splitkv,dtype=fp8_e5m2,d=128,lse=1,target=sm_90a",
             "--heads", "8", "--heads-kv", "1", "--seqlen-q", "1", "--seqlen-k",
             "9000", "--num-splits", "5"}}) {
-    args.insert(args.begin(), "run");
-    args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
-    auto [rc, text] = runFmhajit(args);
-    EXPECT_EQ(rc, 0) << text;
-    EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+    expectCheckPasses(args);
   }
 }
 
@@ -116,7 +118,7 @@ TEST(CudaRun, Fp8WithDescalesChecksOnTheGpu) {
 TEST(CudaRun, PackedRingChecksOnTheGpu) {
   if (!CudaForwardRunner::shared())
     GTEST_SKIP() << CudaForwardRunner::unavailableReason();
-  for (std::vector<std::string> args :
+  for (const std::vector<std::string> &args :
        {std::vector<std::string>{
             "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,sink=1,"
             "pack_gqa=1,pipeline=wgmma,bm=64,bn=128,warps=4,stages=2,"
@@ -128,11 +130,7 @@ TEST(CudaRun, PackedRingChecksOnTheGpu) {
             "pack_gqa=1,stages=2,target=sm_90a",
             "--batch", "2", "--heads", "16", "--heads-kv", "2", "--seqlen-q",
             "1", "--seqlen-k", "5000", "--num-splits", "3"}}) {
-    args.insert(args.begin(), "run");
-    args.insert(args.end(), {"--device", "cuda", "--check", "--iters", "2"});
-    auto [rc, text] = runFmhajit(args);
-    EXPECT_EQ(rc, 0) << text;
-    EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+    expectCheckPasses(args);
   }
 }
 
