@@ -65,7 +65,8 @@ PagedRows ForwardEmitter::pagedRows(const WorkItem &s, KernelArgsField pool,
           p.stride(strides, 0, "page.stride"),
           p.stride(strides, 1),
           nullptr,
-          elem};
+          elem,
+          p.get(kNumPages)};
 }
 
 // The part of the walk's positions this split owns: whole tiles, as even as
@@ -165,6 +166,8 @@ GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
     paging.j0 = j0;
     rows.rowAddress = paging;
     rows.rowsLookedUp = true;
+    rows.box = {int(keys ? kKMap : kVMap), b.CreateSExt(j0, b.getInt64Ty()),
+                w.s.hk, nullptr, &paging};
     return rows;
   }
   KernelArgsField strides = keys ? kKStrides : kVStrides;

@@ -18,6 +18,9 @@ struct PagedRows {
   llvm::Value *pageStride, *rowStride; ///< i64 elements
   llvm::Value *j0;                     ///< i32 first key of the tile
   llvm::Type *elem;
+  /// i32 pages in the pool: the first page past it, which TMA boxes of keys
+  /// past the sequence name so that TMA fills them with zeros.
+  llvm::Value *numPages = nullptr;
 
   /// The address of row \p r (i64) of the tile.
   llvm::Value *operator()(llvm::IRBuilderBase &b, llvm::Value *r) const;

@@ -3,6 +3,7 @@
 #include "ir/ElementwiseBias.h"
 #include "ir/Loops.h"
 #include "ir/Variant.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/PatternMatch.h"
 #include <cmath>
 
@@ -50,9 +51,10 @@ std::pair<Value *, Value *> ScoreMods::keyRange(const WorkItem &s,
         b, begin,
         b.CreateSub(b.CreateAdd(tokens.first, band.offset), band.left));
   // V^T from the pass (v_pretranspose) holds its keys permuted in groups
-  // of 16, so its boxes start on whole tiles; the keys before the band are
-  // masked like any the band hides.
-  if (band.lower && spec.v_pretranspose)
+  // of 16, and a paged cache's boxes must not cross a page
+  // (loadsPagedBoxes), so their tiles start on whole tiles; the keys before
+  // the band are masked like any the band hides.
+  if (band.lower && (spec.v_pretranspose || loadsPagedBoxes(spec)))
     begin = b.CreateMul(b.CreateUDiv(begin, i32(spec.bn)), i32(spec.bn));
   if (band.upper)
     end = signedMin(b, end,

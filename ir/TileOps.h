@@ -18,6 +18,8 @@
 
 namespace fmhajit {
 
+struct PagedRows;
+
 /// What a tile is for; targets pick layouts from it.
 enum class TileRole {
   Query,  ///< [bm][d], loaded from Q rows
@@ -58,11 +60,14 @@ using RowAddressFn =
 /// load whole tiles by TMA: which of the kernel's tensor maps (TensorMapIndex
 /// in ir/KernelAbi.h) and the box's first row, head and batch (i64) in it.
 /// Under varlen the maps view the packed rows as one sequence: row is the
-/// packed row and batch 0. map < 0 where rows are only addressed one by one
-/// (paged K/V, pack_gqa's (token, head) rows).
+/// packed row and batch 0. Under fwd_paged the K/V maps view the pools as
+/// pages of rows: row is the tile's first key, batch null, and pages the
+/// block table each box's page is looked up in. map < 0 where rows are only
+/// addressed one by one (pack_gqa's (token, head) rows).
 struct TensorBox {
   int map = -1;
   llvm::Value *row = nullptr, *head = nullptr, *batch = nullptr;
+  const PagedRows *pages = nullptr;
 };
 
 /// Rows of a tensor in global memory: row r starts at base + r * rowStride

@@ -141,8 +141,11 @@ TmaRing::TmaRing(IRBuilderBase &b, GpuTargetInfo &target,
   assert(counters && "the target sets the ring's counters before the roles");
 }
 
+static constexpr unsigned kRingCounters = 4;
+static constexpr unsigned kTailCounter = 3;
+
 Value *TmaRing::emitCounters(IRBuilderBase &b) {
-  auto *type = ArrayType::get(b.getInt32Ty(), 3);
+  auto *type = ArrayType::get(b.getInt32Ty(), kRingCounters);
   Value *counters = entryAlloca(b, type, "ring.loads");
   b.CreateStore(ConstantAggregateZero::get(type), counters);
   return counters;
@@ -150,13 +153,14 @@ Value *TmaRing::emitCounters(IRBuilderBase &b) {
 
 Value *TmaRing::counter(TileRole role) {
   unsigned index = role == TileRole::Query ? 0 : role == TileRole::KeyT ? 1 : 2;
-  return b.CreateConstInBoundsGEP2_32(ArrayType::get(b.getInt32Ty(), 3),
-                                      counters, 0, index);
+  return b.CreateConstInBoundsGEP2_32(
+      ArrayType::get(b.getInt32Ty(), kRingCounters), counters, 0, index);
 }
 
 // Barriers 0 and 1 are Q's full and empty; slot s of K has full 2 + s and
 // empty 2 + stages + s, V the two groups after, and under fp8 staged V the
-// two after those. The empty barriers of K and V count the consumer
+// two after those, and under loadsPagedBoxes the tail barrier last. The
+// empty barriers of K and V count the consumer
 // warpgroups, Q's the consumer warps (NvptxWgmmaTileOps' release); every
 // other one takes a single arrival (the producer's expect_tx, or the
 // transposers' leader).
@@ -230,6 +234,19 @@ Value *TmaRing::stagedFull(Value *slot) {
 
 Value *TmaRing::stagedEmpty(Value *slot) {
   return barrier(b.CreateAdd(b.getInt32(2 + 5 * stages), slot));
+}
+
+// The last barrier, after every slot's.
+Value *TmaRing::tail() {
+  return barrier(b.getInt32(layout.barrierCount() - 1));
+}
+
+Value *TmaRing::nextTailParity() {
+  Value *count = b.CreateConstInBoundsGEP2_32(
+      ArrayType::get(b.getInt32Ty(), kRingCounters), counters, 0, kTailCounter);
+  Value *n = b.CreateLoad(b.getInt32Ty(), count);
+  b.CreateStore(b.CreateAdd(n, b.getInt32(1)), count);
+  return b.CreateAnd(n, b.getInt32(1));
 }
 
 Value *TmaRing::stagedAddress(Value *slot) {

@@ -90,8 +90,13 @@ public:
   llvm::Value *stagedAddress(llvm::Value *slot);
   llvm::Value *stagedFull(llvm::Value *slot);
   llvm::Value *stagedEmpty(llvm::Value *slot);
+  /// loadsPagedBoxes: the producer's own barrier for a partial V tile, and
+  /// the phase its next use completes, counting it.
+  llvm::Value *tail();
+  llvm::Value *nextTailParity();
 
-  /// The loads each role has counted: one [3 x i32] per block, set to 0
+  /// The loads each role has counted: one [4 x i32] per block (Q, K, V and
+  /// the producer's tail waits), set to 0
   /// before the block splits into roles and walks its work items, so that
   /// the ring's phases run on from one item to the next.
   static llvm::Value *emitCounters(llvm::IRBuilderBase &b);

@@ -8,7 +8,9 @@
 // the tensor's end. Loads with no valid rows (the recipe's request past the
 // last key tile) issue nothing: no consumer waits for them. Under pack_gqa
 // Q's rows are no box, and the consumers copy them (NvptxWgmmaTileOps.cpp):
-// its load is nothing here. Every other
+// its load is nothing here. Under fwd_paged a K/V tile is boxes of pages,
+// which the warp's lanes look up and issue side by side
+// (NvptxPagedBoxes.h). Every other
 // word does nothing, and the recipe's arithmetic around them is dead code.
 //
 // v_pretranspose (fp8) loads V^T, which a pass wrote before the kernel, by
@@ -25,6 +27,7 @@
 #include "ir/KernelAbi.h"
 #include "ir/Loops.h"
 #include "ir/targets/NvptxFp8Transpose.h"
+#include "ir/targets/NvptxPagedBoxes.h"
 #include "ir/targets/NvptxTma.h"
 #include "specs/ArchTable.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
@@ -80,6 +83,10 @@ private:
            : role == TileRole::KeyT ? layout.keys
                                     : layout.values;
   }
+  /// fwd_paged's K and V (NvptxPagedBoxes.h): a box per page run, each
+  /// lane looking its box's page up, and a partial V tile zeroed past the
+  /// sequence's end before its slot is marked full.
+  void loadPaged(Tile &tile, const TensorBox &box, Value *valid);
   /// The transposers' load: V^T into the ring slot from its staged tile.
   void transposeValues(Tile &tile, Value *valid);
   /// One TMA box per slab of a tile of \p shape, at \p dst, completing on
@@ -106,6 +113,8 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   assert(src.box.map >= 0 && "stages=2 loads only tensor-map boxes");
   if (transposer)
     return transposeValues(tile, valid);
+  if (src.box.pages)
+    return loadPaged(tile, src.box, valid);
   bool query = tile.role == TileRole::Query;
   // fp8 V lands in the staging tile; the transposers fill the slot.
   bool staged = tile.role == TileRole::Value && layout.transposesValues();
@@ -154,6 +163,49 @@ void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
                                              slab * rows * slabBytes),
                 map, {column, row, i32(box.head), i32(box.batch)}, bar);
   }
+}
+
+void NvptxTmaProducerOps::loadPaged(Tile &tile, const TensorBox &box,
+                                    Value *valid) {
+  bool staged = tile.role == TileRole::Value && layout.transposesValues();
+  TmaRing::Use use = ring.next(tile.role);
+  Value *lane =
+      b.CreateAnd(target.threadId(b), b.getInt32(target.waveSize() - 1));
+  Value *map = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), target.tensorMaps,
+                                            box.map * sizeof(TensorMaps) /
+                                                kNumTensorMaps);
+  bool bounded = target.options.boundedWaits;
+  emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
+    // Before the wait for the slot, which the lookup's latency then
+    // overlaps.
+    Value *page = lookUpBoxPage(b, box, spec.bn, valid, lane);
+    Value *released =
+        staged ? ring.stagedEmpty(use.slot) : ring.empty(tile.role, use.slot);
+    emitMbarrierWait(b, released, b.CreateXor(use.parity, b.getInt32(1)),
+                     bounded);
+    Value *full =
+        staged ? ring.stagedFull(use.slot) : ring.full(tile.role, use.slot);
+    Value *dst = staged ? ring.stagedAddress(use.slot)
+                        : ring.slotAddress(tile, use.slot);
+    const SharedTile &shape =
+        staged ? layout.stagedValues : sharedTile(tile.role);
+    auto issue = [&](Value *bar) {
+      issuePagedBoxes(b, layout, shape, box, map, dst, bar, page, lane);
+    };
+    if (tile.role != TileRole::Value)
+      return issue(full);
+    emitIfElse(
+        b, b.CreateICmpSLT(valid, b.getInt32(spec.bn)), "tma.partial",
+        [&] {
+          Value *parity = ring.nextTailParity();
+          issue(ring.tail());
+          emitMbarrierWait(b, ring.tail(), parity, bounded);
+          zeroRowsPast(b, layout, shape, dst, valid, lane);
+          emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.tail.done",
+                 [&] { emitMbarrierArrive(b, full); });
+        },
+        [&] { issue(full); });
+  });
 }
 
 // The transposers are threads 32..127 of the producer warpgroup.

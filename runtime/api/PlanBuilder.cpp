@@ -146,6 +146,7 @@ static KernelArgs planParams(const PlanLayout &layout,
   if (l.pagedCache) {
     params.maxPagesPerSeq = int32_t(l.pagedCache->maxPagesPerSeq);
     params.log2PageSize = int32_t(l.pagedCache->log2PageSize());
+    params.numPages = int32_t(l.pagedCache->numPages);
   }
   return params;
 }

@@ -25,6 +25,7 @@ KernelArgs fmhajit::makePagedParams(const KernelSpec &spec,
   p.cacheSeqlens = cache.seqlens;
   p.maxPagesPerSeq = static_cast<int32_t>(problem.cache.maxPagesPerSeq);
   p.log2PageSize = static_cast<int32_t>(problem.cache.log2PageSize());
+  p.numPages = static_cast<int32_t>(problem.cache.numPages);
   setSplits(p, numSplits, workspace);
   return p;
 }

@@ -4,6 +4,8 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/pipelines/WgmmaLayout.h"
+#include "llvm/ADT/bit.h"
+#include <algorithm>
 
 using namespace fmhajit;
 
@@ -12,7 +14,7 @@ struct TensorView {
   const char *name;
   const void *base;
   const TensorStrides &strides;
-  int64_t width, rows, heads;
+  int64_t width, rows, heads, batch;
   unsigned boxRows;
 };
 } // namespace
@@ -28,8 +30,7 @@ llvm::Error fmhajit::checkTensorMapBase(const char *tensor, const void *base) {
 
 static llvm::Expected<TensorMapRequest> requestFor(const TensorView &t,
                                                    const KernelSpec &spec,
-                                                   const WgmmaLayout &layout,
-                                                   int64_t batch) {
+                                                   const WgmmaLayout &layout) {
   unsigned elementBytes = dtypeBytes(spec.dtype);
   TensorMapRequest r;
   r.tensor = t.name;
@@ -37,7 +38,7 @@ static llvm::Expected<TensorMapRequest> requestFor(const TensorView &t,
   r.dtype = spec.dtype;
   r.swizzleBytes = layout.slabBytes(unsigned(t.width));
   uint64_t dims[4] = {uint64_t(t.width), uint64_t(t.rows), uint64_t(t.heads),
-                      uint64_t(batch)};
+                      uint64_t(t.batch)};
   int64_t strides[3] = {t.strides.row, t.strides.head, t.strides.batch};
   std::copy(std::begin(dims), std::end(dims), r.dims);
   uint32_t box[4] = {r.swizzleBytes / elementBytes, t.boxRows, 1, 1};
@@ -88,6 +89,34 @@ ValuesMapBase fmhajit::valuesMapBase(const KernelSpec &spec,
   return {"v", args.v};
 }
 
+unsigned fmhajit::pagedBoxRows(unsigned log2PageSize, unsigned bn) {
+  unsigned tileBits = unsigned(llvm::countr_zero(bn));
+  return 1u << std::min(log2PageSize, tileBits);
+}
+
+// fwd_paged on the ring: K and V view each pool, [numPages, pageSize,
+// headsKv, d] at kStrides/vStrides (batch: between pages), as pages of rows.
+static llvm::Error checkPagedView(const KernelSpec &spec,
+                                  const KernelArgs &args) {
+  std::string kernel =
+      "kernel " + encodeName(spec) + " (fwd_paged on the TMA ring)";
+  if (args.numPages < 1)
+    return makeError(ErrorKind::Usage,
+                     kernel +
+                         " needs KernelArgs::numPages, the pages in each "
+                         "pool: got " +
+                         llvm::Twine(args.numPages));
+  unsigned boxRows = pagedBoxRows(unsigned(args.log2PageSize), spec.bn);
+  if (boxRows < kMinPagedBoxRows)
+    return makeError(ErrorKind::Usage,
+                     kernel + " loads whole boxes of at least " +
+                         llvm::Twine(kMinPagedBoxRows) +
+                         " rows of a page; pages of " +
+                         llvm::Twine(1u << args.log2PageSize) +
+                         " rows are too small: use stages=1 for them");
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::array<TensorMapRequest, kNumTensorMaps>>
 fmhajit::tensorMapRequests(const KernelSpec &spec, const KernelArgs &args) {
   WgmmaLayout layout(spec, *findArch(spec.target));
@@ -95,21 +124,30 @@ fmhajit::tensorMapRequests(const KernelSpec &spec, const KernelArgs &args) {
   // kernel's boxes start at a sequence's first packed row.
   int64_t rowsQ = spec.varlen ? args.totalQ : args.seqlenQ;
   int64_t rowsK = spec.varlen ? args.totalK : args.seqlenK;
-  int64_t batch = spec.varlen ? 1 : args.batch;
+  int64_t batchQ = spec.varlen ? 1 : args.batch, batchK = batchQ;
+  unsigned boxRowsK = spec.bn;
   if (spec.varlen && (rowsQ < 1 || rowsK < 1))
     return makeError(ErrorKind::Usage,
                      "kernel " + encodeName(spec) +
                          " (varlen on the TMA ring) needs KernelArgs::totalQ "
                          "and totalK, the packed rows of q and k: got " +
                          llvm::Twine(rowsQ) + " and " + llvm::Twine(rowsK));
+  if (loadsPagedBoxes(spec)) {
+    if (llvm::Error err = checkPagedView(spec, args))
+      return std::move(err);
+    rowsK = int64_t(1) << args.log2PageSize;
+    batchK = args.numPages;
+    boxRowsK = pagedBoxRows(unsigned(args.log2PageSize), spec.bn);
+  }
   TensorView views[kNumTensorMaps] = {
-      {"q", args.q, args.qStrides, spec.d, rowsQ, args.headsQ, spec.bm},
-      {"k", args.k, args.kStrides, spec.d, rowsK, args.headsKv, spec.bn},
-      {"v", args.v, args.vStrides, spec.headDimV(), rowsK, args.headsKv,
-       spec.bn}};
+      {"q", args.q, args.qStrides, spec.d, rowsQ, args.headsQ, batchQ, spec.bm},
+      {"k", args.k, args.kStrides, spec.d, rowsK, args.headsKv, batchK,
+       boxRowsK},
+      {"v", args.v, args.vStrides, spec.headDimV(), rowsK, args.headsKv, batchK,
+       boxRowsK}};
   std::array<TensorMapRequest, kNumTensorMaps> out;
   for (unsigned i = 0; i < kNumTensorMaps; ++i) {
-    auto request = requestFor(views[i], spec, layout, batch);
+    auto request = requestFor(views[i], spec, layout);
     if (!request)
       return request.takeError();
     out[i] = *request;

@@ -13,6 +13,11 @@
 // the next sequence's, which the kernel masks (keys) or does not store
 // (queries), and only the last sequence's run off the view.
 //
+// Under fwd_paged (loadsPagedBoxes) the K and V maps view each pool as
+// pages of rows, [head dim, page rows, heads, pages] (KernelArgs::numPages),
+// in boxes of pagedBoxRows rows, so that no box leaves its page; the
+// kernel looks each box's page up in the block table.
+//
 // The maps depend on the problem's shapes and strides and on the call's
 // pointers: GpuTensorMaps.h encodes them once per plan and replaces the
 // pointers at each launch.
@@ -37,6 +42,17 @@ struct TensorMapRequest {
   uint32_t box[4] = {};
   unsigned swizzleBytes = 128; ///< 128, 64 or 32
 };
+
+/// The smallest box a paged K/V map takes: a box of 8 rows fills one whole
+/// swizzle atom, so the boxes of a tile land in its layout as one box of bn
+/// rows would. Smaller pages run on stages=1.
+inline constexpr unsigned kMinPagedBoxRows = 8;
+
+/// The rows of a paged K/V box: gcd(page size, bn), the most rows that
+/// divide both, so that a tile starting on a multiple of bn is whole boxes
+/// that never cross a page. The kernel computes the same
+/// (ir/targets/NvptxTmaProducer.cpp).
+unsigned pagedBoxRows(unsigned log2PageSize, unsigned bn);
 
 /// The Q, K and V maps of a usesTensorMaps kernel (TensorMapIndex order),
 /// or a Usage error naming the pointer or stride TMA cannot address (TMA

@@ -16,7 +16,11 @@ bool fmhajit::usesTensorMaps(const KernelSpec &spec) {
 }
 
 bool fmhajit::defaultTileServes(const KernelSpec &spec) {
-  return !(usesTensorMaps(spec) && spec.pack_gqa);
+  return !(usesTensorMaps(spec) && (spec.pack_gqa || loadsPagedBoxes(spec)));
+}
+
+bool fmhajit::loadsPagedBoxes(const KernelSpec &spec) {
+  return usesTensorMaps(spec) && spec.family == Family::FwdPaged;
 }
 
 static unsigned alignedTile(unsigned offset) {
@@ -72,7 +76,8 @@ unsigned WgmmaLayout::barrierOffset() const {
 }
 
 unsigned WgmmaLayout::barrierCount() const {
-  return 2 + (transposesValues() ? 6 : 4) * spec.stages;
+  return 2 + (transposesValues() ? 6 : 4) * spec.stages +
+         (loadsPagedBoxes(spec) ? 1 : 0);
 }
 
 bool fmhajit::walksWorkItems(const KernelSpec &spec) {
@@ -179,21 +184,15 @@ void WgmmaLayout::checkFp8(ErrorList &errors) const {
 }
 
 // A tensor map describes a [batch, rows, heads, d] box grid of fixed
-// extents, which paged pools are not. Varlen's packed rows are: one
-// sequence of all of them, a box starting at a sequence's first packed row
-// (runtime/device/TensorMapBoxes.h). pack_gqa's (token, head) rows are not
-// either, but they are only Q's, which the consumers then copy themselves
-// (copiesQueryRows): K and V stay boxes of one K/V head.
+// extents. Varlen's packed rows fit one: one sequence of all of them, a box
+// starting at a sequence's first packed row (runtime/device/TensorMapBoxes.h).
+// So do a paged cache's pools, viewed as [pages, page rows, heads, d]: a box
+// of gcd(page size, bn) rows never leaves its page, and the producer looks
+// each box's page up in the block table (loadsPagedBoxes). pack_gqa's
+// (token, head) rows fit none, but they are only Q's, which the consumers
+// then copy themselves (copiesQueryRows): K and V stay boxes of one K/V head.
 void WgmmaLayout::checkTensorMapLoads(ErrorList &errors) const {
   if (spec.bm > kMaxBoxRows)
     addTileError(errors, "bm", spec.bm,
                  "TMA boxes (stages>=2) have at most 256 rows");
-  auto refuse = [&](llvm::StringRef key, unsigned value, llvm::StringRef what) {
-    addTileError(errors, key, value,
-                 "pipeline wgmma with stages>=2 loads fixed-shape TMA boxes, "
-                 "but " +
-                     what + " addresses rows one by one: use stages=1");
-  };
-  if (spec.family == Family::FwdPaged)
-    refuse("stages", spec.stages, "family=fwd_paged");
 }

@@ -49,11 +49,19 @@ bool usesTensorMaps(const KernelSpec &spec);
 
 /// Whether a default tile (the arch's rows, from which validation fills
 /// unset tile keys, and the dispatch table's rows) may be \p spec's tile:
-/// all but pack_gqa on the TMA ring, whose kernels have not yet been timed
-/// against stages=1's on a GPU (issue 13). Until they are, a packed spec
-/// takes the ring only where it names stages>=2 itself (a pinned kernel,
+/// all but pack_gqa and fwd_paged on the TMA ring, whose kernels are not yet
+/// in the plan (issues 12 and 13). Until they are, such a spec takes the
+/// ring only where it names stages>=2 itself (a pinned kernel,
 /// bench/decode's --tiles), and dispatch keeps the tiles it measured.
 bool defaultTileServes(const KernelSpec &spec);
+
+/// Whether \p spec's kernel loads a paged cache's K/V by TMA (fwd_paged on
+/// the ring): the K and V maps view the pools as [pages, page rows, heads,
+/// d], a tile is bn / gcd(page size, bn) boxes per slab, each at the page
+/// the block table names, and the sequence's last, partial V tile has its
+/// rows past the end zeroed (a page's unused rows may hold anything). Not a
+/// default tile until timed against stages=1 (defaultTileServes).
+bool loadsPagedBoxes(const KernelSpec &spec);
 
 /// Whether \p spec's kernel is persistent: each block walks work items in
 /// rounds (ir/PersistentSchedule.h), so that with fewer blocks than items
@@ -116,7 +124,9 @@ public:
   unsigned stageBytes() const;
   /// Where the mbarriers start (stages>=2): eight bytes each, for Q's full
   /// and empty barriers, then K full, K empty, V full and V empty of each
-  /// slot, then under fp8 staged-V full and staged-V empty of each slot.
+  /// slot, then under fp8 staged-V full and staged-V empty of each slot,
+  /// then under loadsPagedBoxes the tail barrier: the producer's own wait
+  /// for a partial V tile, whose rows past the end it zeroes.
   unsigned barrierOffset() const;
   unsigned barrierCount() const;
   unsigned bytes() const;

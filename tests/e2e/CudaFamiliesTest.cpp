@@ -225,22 +225,40 @@ INSTANTIATE_TEST_SUITE_P(
       return testName(info.param.label);
     });
 
-class CudaPaged : public ::testing::TestWithParam<const char *> {};
+/// A paged case: the spec, the cache's page size and the query tokens of
+/// each sequence.
+struct GpuPagedCase {
+  const char *spec;
+  int64_t pageSize = 16, seqlenQ = 2;
+};
 
+void PrintTo(const GpuPagedCase &c, std::ostream *os) {
+  *os << c.spec << ", pages of " << c.pageSize << ", " << c.seqlenQ
+      << " queries";
+}
+
+class CudaPaged : public ::testing::TestWithParam<GpuPagedCase> {};
+
+// Sequences of 1 to 1000 keys in shuffled pages, ending mid-page and
+// mid-box; the pools' unused rows hold NaN (fillCache), which the TMA
+// ring's partial V tiles must not let through.
 TEST_P(CudaPaged, ShuffledPagesMatchReference) {
   SKIP_WITHOUT_GPU(runner);
-  std::optional<KernelSpec> spec = gpuSpec(*runner, GetParam());
+  std::optional<KernelSpec> spec = gpuSpec(*runner, GetParam().spec);
   ASSERT_TRUE(spec);
   AttentionProblem a = AttentionProblem::forSpec(*spec);
   a.headsQ = 16;
   a.headsKv = 2;
-  a.seqlenQ = 2;
+  a.seqlenQ = GetParam().seqlenQ;
   if (spec->softcap)
     a.softcap = 20;
-  std::vector<int64_t> lens = {1, 17, 300, 64, 1000};
+  std::vector<int64_t> lens = {1, 17, 300, 64, 1000, 136};
   a.batch = int64_t(lens.size());
-  PagedProblem problem =
-      PagedProblem::make(*spec, a, KvCacheLayout::paged(16, 100, 64), lens);
+  int64_t pageSize = GetParam().pageSize;
+  int64_t pagesPerSeq = (1000 + pageSize - 1) / pageSize + 1;
+  PagedProblem problem = PagedProblem::make(
+      *spec, a,
+      KvCacheLayout::paged(pageSize, pagesPerSeq * a.batch, pagesPerSeq), lens);
   if (llvm::Error err = problem.validate(*spec))
     FAIL() << llvm::toString(std::move(err));
   CudaDriver &driver = runner->driver();
@@ -288,15 +306,52 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
 INSTANTIATE_TEST_SUITE_P(
     Pipelines, CudaPaged,
     ::testing::Values(
-        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,pipeline=mma",
-        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt",
-        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,pipeline=wgmma",
-        "family=fwd_paged,dtype=fp16,d=256,lse=1,pipeline=wgmma",
-        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,softcap=1,lse=1,"
-        "pack_gqa=1",
-        "family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt,pack_gqa=1",
-        "family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,pipeline=mma,"
-        "bm=16,bn=64,warps=1,pack_gqa=1"));
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pipeline=mma"},
+        GpuPagedCase{"family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt"},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pipeline=wgmma"},
+        GpuPagedCase{"family=fwd_paged,dtype=fp16,d=256,lse=1,pipeline=wgmma"},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,"
+                     "softcap=1,lse=1,pack_gqa=1"},
+        GpuPagedCase{"family=fwd_paged,dtype=fp16,d=64,lse=1,pipeline=simt,"
+                     "pack_gqa=1"},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pipeline=mma,bm=16,bn=64,warps=1,pack_gqa=1"}));
+
+// fwd_paged on wgmma's TMA ring (loadsPagedBoxes): boxes of gcd(page size,
+// bn) rows, 8 (16 boxes a tile) to bn; bn = 80 (boxes of 16 rows in pages of
+// 16 and 256); decode (2 and 8 queries, pack_gqa) and prefill (300 queries:
+// several query tiles); a window, whose tiles start on whole tiles; fp8,
+// whose V lands in the transposers' staging tile.
+INSTANTIATE_TEST_SUITE_P(
+    TmaRing, CudaPaged,
+    ::testing::Values(
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pipeline=wgmma,bm=64,bn=128,warps=4,stages=2",
+                     16, 2},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pipeline=wgmma,bm=64,bn=128,warps=4,stages=3",
+                     8, 8},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,"
+                     "softcap=1,bias=alibi,lse=1,pack_gqa=1,pipeline=wgmma,"
+                     "bm=64,bn=128,warps=4,stages=2",
+                     16, 2},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pipeline=wgmma,stages=2",
+                     256, 300},
+        GpuPagedCase{"family=fwd_paged,dtype=fp16,d=256,lse=1,pipeline=wgmma,"
+                     "stages=2",
+                     16, 300},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=256,mask=causal_br,lse=1,"
+                     "pipeline=wgmma,stages=2",
+                     256, 8},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=64,mask=window,lse=1,"
+                     "pipeline=wgmma,stages=2",
+                     32, 300},
+        GpuPagedCase{"family=fwd_paged,dtype=fp8_e4m3,d=128,mask=causal_br,"
+                     "lse=1,pipeline=wgmma,stages=2",
+                     64, 300}));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   SKIP_WITHOUT_GPU(runner);

@@ -10,6 +10,7 @@
 #include "runtime/device/GpuTensorMaps.h"
 #include "runtime/device/GpuKernel.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/device/PagedKv.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "tests/unit/FakeGpuDriver.h"
 #include "tests/unit/SpecTesting.h"
@@ -196,6 +197,79 @@ TEST_F(TensorMapsOnFake, VarlenMapsViewThePackedRowsAsOneSequence) {
       takeProblems(encodeTensorMaps(driver, varlen, call, maps));
   ASSERT_EQ(problems.messages.size(), 1u);
   EXPECT_NE(problems.messages[0].find("needs KernelArgs::totalQ and totalK"),
+            std::string::npos)
+      << problems.messages[0];
+}
+
+// fwd_paged on the ring: K and V view each pool as [pages, page rows,
+// heads, d], in boxes of gcd(page size, bn) rows (bn = 128 and 80 here), and
+// Q as usual; pages under 8 rows, or a call without numPages, get an error
+// naming what is missing rather than a map.
+TEST_F(TensorMapsOnFake, PagedMapsViewThePoolsAsPagesOfRows) {
+  struct Case {
+    const char *keys;
+    int64_t pageSize;
+    uint64_t boxRows;
+  };
+  for (Case c : {Case{"d=64,bn=128", 16, 16}, Case{"d=64,bn=128", 256, 128},
+                 Case{"d=64,bn=128", 8, 8}, Case{"d=256,bn=80", 16, 16},
+                 Case{"d=256,bn=80", 256, 16}}) {
+    KernelSpec paged = resolvedSpec(
+        std::string("family=fwd_paged,dtype=bf16,target=sm_90a,pipeline=wgmma,"
+                    "stages=2,") +
+        c.keys);
+    ASSERT_TRUE(loadsPagedBoxes(paged));
+    AttentionProblem a = AttentionProblem::forSpec(paged);
+    a.batch = 2, a.headsQ = 4, a.headsKv = 2, a.seqlenQ = 3;
+    PagedProblem problem = PagedProblem::make(
+        paged, a, KvCacheLayout::paged(c.pageSize, 40, 20), {100, 200});
+    auto at = [](uintptr_t address) {
+      return reinterpret_cast<void *>(address);
+    };
+    KernelArgs call = makePagedParams(
+        paged, problem,
+        ForwardBuffers{at(0x100000), nullptr, nullptr, at(0x400000)},
+        KvCacheBuffers{at(0x200000), at(0x300000), nullptr, nullptr});
+    EXPECT_EQ(call.numPages, 40);
+    TensorMaps maps;
+    ASSERT_FALSE(bool(encodeTensorMaps(driver, paged, call, maps))) << c.keys;
+    const uint64_t *q = reinterpret_cast<const uint64_t *>(maps.map[kQMap]);
+    const uint64_t *k = reinterpret_cast<const uint64_t *>(maps.map[kKMap]);
+    const uint64_t *v = reinterpret_cast<const uint64_t *>(maps.map[kVMap]);
+    uint64_t d = paged.d, page = uint64_t(c.pageSize);
+    EXPECT_EQ(std::vector<uint64_t>(q + 1, q + 5),
+              (std::vector<uint64_t>{d, 3, 4, 2}));
+    for (const uint64_t *pool : {k, v}) {
+      EXPECT_EQ(std::vector<uint64_t>(pool + 1, pool + 5),
+                (std::vector<uint64_t>{d, page, 2, 40}))
+          << c.keys;
+      // [numPages, pageSize, headsKv, d] bf16: row, head and page strides.
+      EXPECT_EQ(std::vector<uint64_t>(pool + 5, pool + 8),
+                (std::vector<uint64_t>{2 * d * 2, d * 2, page * 2 * d * 2}));
+      EXPECT_EQ(pool[9], c.boxRows) << c.keys << ", pages of " << page;
+    }
+    EXPECT_EQ(q[9], uint64_t(paged.bm));
+  }
+
+  KernelSpec paged = resolvedSpec("family=fwd_paged,dtype=bf16,d=64,bn=128,"
+                                  "target=sm_90a,pipeline=wgmma,stages=2");
+  AttentionProblem a = AttentionProblem::forSpec(paged);
+  a.batch = 1, a.headsQ = 2, a.headsKv = 2, a.seqlenQ = 1;
+  PagedProblem small =
+      PagedProblem::make(paged, a, KvCacheLayout::paged(4, 64, 64), {100});
+  KernelArgs call = makePagedParams(paged, small, ForwardBuffers{}, {});
+  TensorMaps maps;
+  Problems problems = takeProblems(encodeTensorMaps(driver, paged, call, maps));
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_NE(problems.messages[0].find("pages of 4 rows are too small: use "
+                                      "stages=1"),
+            std::string::npos)
+      << problems.messages[0];
+  call.log2PageSize = 4;
+  call.numPages = 0;
+  problems = takeProblems(encodeTensorMaps(driver, paged, call, maps));
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_NE(problems.messages[0].find("needs KernelArgs::numPages"),
             std::string::npos)
       << problems.messages[0];
 }

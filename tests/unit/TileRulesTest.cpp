@@ -369,26 +369,28 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
   EXPECT_TRUE(usesTensorMaps(
       resolvedSpec("family=fwd_splitkv,d=128,varlen=1,pack_gqa=1,"
                    "pipeline=wgmma,stages=2,target=sm_90a")));
-  // K/V rows the tensor maps cannot box: a paged cache's block table.
-  struct Refused {
-    const char *keys, *problem;
-  };
-  for (Refused r :
-       {Refused{"family=fwd_paged",
-                "stages=2: pipeline wgmma with stages>=2 loads fixed-shape "
-                "TMA boxes, but family=fwd_paged addresses rows one by one: "
-                "use stages=1"},
-        Refused{"family=fwd_paged,pack_gqa=1", "family=fwd_paged"}}) {
-    std::string text =
-        std::string("pipeline=wgmma,stages=2,target=sm_90a,") + r.keys;
-    llvm::Expected<KernelSpec> spec = resolveText(text);
-    ASSERT_FALSE(bool(spec)) << text;
-    std::vector<std::string> problems = specProblems(spec.takeError(), text);
-    ASSERT_EQ(problems.size(), 1u) << text;
-    EXPECT_NE(problems[0].find(r.problem), std::string::npos) << problems[0];
-    EXPECT_NE(problems[0].find("use stages=1"), std::string::npos)
-        << problems[0];
+  // A paged cache's pools are pages of rows to a tensor map (with or
+  // without pack_gqa), but V^T's pass is the forward family's alone.
+  for (const char *keys : {"family=fwd_paged", "family=fwd_paged,pack_gqa=1",
+                           "family=fwd_paged,dtype=fp8_e4m3"}) {
+    KernelSpec paged = resolvedSpec(
+        std::string("d=128,pipeline=wgmma,stages=2,target=sm_90a,") + keys);
+    EXPECT_TRUE(usesTensorMaps(paged)) << keys;
+    EXPECT_TRUE(loadsPagedBoxes(paged)) << keys;
+    // Not a default tile until timed into the plan.
+    EXPECT_FALSE(defaultTileServes(paged)) << keys;
   }
+  EXPECT_FALSE(loadsPagedBoxes(resolvedSpec(
+      "family=fwd_paged,d=128,pipeline=wgmma,stages=1,target=sm_90a")));
+  std::string text = "family=fwd_paged,dtype=fp8_e4m3,d=128,v_pretranspose=1,"
+                     "pipeline=wgmma,stages=2,target=sm_90a";
+  llvm::Expected<KernelSpec> spec = resolveText(text);
+  ASSERT_FALSE(bool(spec)) << text;
+  std::vector<std::string> problems = specProblems(spec.takeError(), text);
+  ASSERT_EQ(problems.size(), 1u) << text;
+  EXPECT_NE(problems[0].find("v_pretranspose=1: only family fwd takes it"),
+            std::string::npos)
+      << problems[0];
 }
 
 // The sm_90a table has a wgmma row for every combination of the rules that
