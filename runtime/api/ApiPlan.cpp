@@ -272,6 +272,8 @@ static llvm::Expected<Plan> buildPlan(const Problem &problem,
       p.lowered.features,       a.maxSeqlenQ(),
       a.maxSeqlenK(),           std::nullopt,
       p.lowered.kvRowAlignment, a.headsQ / std::max<int64_t>(1, a.headsKv)};
+  if (p.lowered.pagedCache)
+    p.query.log2PageSize = int(p.lowered.pagedCache->log2PageSize());
   auto layout = choose(p);
   if (!layout)
     return layout.takeError();

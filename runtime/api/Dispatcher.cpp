@@ -4,6 +4,7 @@
 #include "specs/Errors.h"
 #include "specs/Keys.h"
 #include "specs/Validate.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include <cmath>
@@ -61,6 +62,22 @@ static void dropMisaligned(Narrowing &n) {
                " of pipelines mma and wgmma (16-byte cp.async copies)");
 }
 
+static void dropUnboxablePages(Narrowing &n) {
+  int log2Page = n.query.log2PageSize;
+  if (log2Page < 0)
+    return;
+  size_t before = n.candidates.size();
+  llvm::erase_if(n.candidates, [&](const KernelSpec &c) {
+    return !readsPagesOf(c, unsigned(log2Page));
+  });
+  if (n.candidates.size() != before)
+    n.note("1 pages", "pages of " + std::to_string(1 << log2Page) +
+                          " rows: dropped " +
+                          count(before - n.candidates.size(), "candidate") +
+                          " loading TMA boxes of at least " +
+                          std::to_string(kMinPagedBoxRows) + " page rows");
+}
+
 static bool isForward(Family f) {
   return f == Family::Fwd || f == Family::FwdSplitKv || f == Family::FwdPaged;
 }
@@ -107,6 +124,7 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
                              " made for it (compiled on first use)");
   }
   dropMisaligned(n);
+  dropUnboxablePages(n);
   if (!n.candidates.empty()) {
     n.result.featureMatches = n.candidates;
     return llvm::Error::success();

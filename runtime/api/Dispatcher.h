@@ -14,7 +14,8 @@
 //               up on the spot (JIT-compiled on first use). Then drop the
 //               pipelines the K/V layout cannot feed: mma copies K/V rows
 //               16 bytes at a time (cp.async), so its rows must start on
-//               16-byte boundaries.
+//               16-byte boundaries; and the kernels that load a paged
+//               cache in TMA boxes, where its pages are under 8 rows.
 //   2 tiles     per pipeline, keep the tile the dispatch table gives for the
 //               head dim and the (longest) query length (a query with
 //               splitTile set: its split_tiles row, where one serves); a
@@ -56,6 +57,9 @@ struct DispatchQuery {
   /// Rule 2 takes the table's split_tiles row: set by SplitPlanner when the
   /// key tiles of the table's tile cap a split-KV decode's parts.
   bool splitTile = false;
+  /// Paged K/V: log2 of the rows per page; rule 1 drops kernels that
+  /// cannot box such pages (readsPagesOf). -1: not paged.
+  int log2PageSize = -1;
 };
 
 /// What one rule did, in words.

@@ -5,6 +5,7 @@
 #include "specs/Errors.h"
 #include "specs/SpecParser.h"
 #include "specs/Validate.h"
+#include "specs/pipelines/WgmmaLayout.h"
 
 using namespace fmhajit;
 
@@ -58,6 +59,14 @@ llvm::Expected<Dispatch> fmhajit::dispatchPinned(const KernelSpec &given,
             std::to_string(kvRowAlignmentNeeded(pinned)) +
             " bytes at a time, but the problem's rows start only " +
             std::to_string(query.kvRowAlignment) + "-byte aligned");
+  if (query.log2PageSize >= 0 &&
+      !readsPagesOf(pinned, unsigned(query.log2PageSize)))
+    return makeError(ErrorKind::Spec,
+                     "kernel " + name + " loads TMA boxes of at least " +
+                         std::to_string(kMinPagedBoxRows) +
+                         " rows of a page, but the problem's pages have " +
+                         std::to_string(1 << query.log2PageSize) +
+                         ": pin stages=1 for them");
   Dispatch d;
   d.chosen = pinned;
   d.featureMatches = {pinned};

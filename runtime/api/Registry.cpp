@@ -74,6 +74,12 @@ std::vector<KernelSpec> fmhajit::candidateVariants(const KernelSpec &spec,
         s.v_pretranspose = false;
         resolved = validateSpec(s);
       }
+      // fwd_paged on the ring (unpacked: packed decode keeps the tiles it
+      // was timed on) serves the plan beside its fallback, which the
+      // dispatcher keeps for pages the ring cannot box (readsPagesOf).
+      if (resolved && loadsPagedBoxes(*resolved) && !resolved->pack_gqa &&
+          !llvm::is_contained(out, *resolved))
+        out.push_back(*resolved);
       if (resolved && !defaultTileServes(*resolved))
         resolved = makeError(ErrorKind::Spec, "not a default tile");
       if (!resolved) {

@@ -4,8 +4,6 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/pipelines/WgmmaLayout.h"
-#include "llvm/ADT/bit.h"
-#include <algorithm>
 
 using namespace fmhajit;
 
@@ -89,11 +87,6 @@ ValuesMapBase fmhajit::valuesMapBase(const KernelSpec &spec,
   return {"v", args.v};
 }
 
-unsigned fmhajit::pagedBoxRows(unsigned log2PageSize, unsigned bn) {
-  unsigned tileBits = unsigned(llvm::countr_zero(bn));
-  return 1u << std::min(log2PageSize, tileBits);
-}
-
 // fwd_paged on the ring: K and V view each pool, [numPages, pageSize,
 // headsKv, d] at kStrides/vStrides (batch: between pages), as pages of rows.
 static llvm::Error checkPagedView(const KernelSpec &spec,
@@ -106,8 +99,7 @@ static llvm::Error checkPagedView(const KernelSpec &spec,
                          " needs KernelArgs::numPages, the pages in each "
                          "pool: got " +
                          llvm::Twine(args.numPages));
-  unsigned boxRows = pagedBoxRows(unsigned(args.log2PageSize), spec.bn);
-  if (boxRows < kMinPagedBoxRows)
+  if (!readsPagesOf(spec, args.log2PageSize))
     return makeError(ErrorKind::Usage,
                      kernel + " loads whole boxes of at least " +
                          llvm::Twine(kMinPagedBoxRows) +

@@ -43,17 +43,6 @@ struct TensorMapRequest {
   unsigned swizzleBytes = 128; ///< 128, 64 or 32
 };
 
-/// The smallest box a paged K/V map takes: a box of 8 rows fills one whole
-/// swizzle atom, so the boxes of a tile land in its layout as one box of bn
-/// rows would. Smaller pages run on stages=1.
-inline constexpr unsigned kMinPagedBoxRows = 8;
-
-/// The rows of a paged K/V box: gcd(page size, bn), the most rows that
-/// divide both, so that a tile starting on a multiple of bn is whole boxes
-/// that never cross a page. The kernel computes the same
-/// (ir/targets/NvptxTmaProducer.cpp).
-unsigned pagedBoxRows(unsigned log2PageSize, unsigned bn);
-
 /// The Q, K and V maps of a usesTensorMaps kernel (TensorMapIndex order),
 /// or a Usage error naming the pointer or stride TMA cannot address (TMA
 /// needs 16-byte aligned addresses and strides).

@@ -1,6 +1,8 @@
 //===- WgmmaLayout.cpp - pipeline=wgmma layout and rules ------------------===//
 #include "specs/pipelines/WgmmaLayout.h"
 #include "specs/Keys.h"
+#include "llvm/ADT/bit.h"
+#include <algorithm>
 
 using namespace fmhajit;
 using llvm::Twine;
@@ -21,6 +23,16 @@ bool fmhajit::defaultTileServes(const KernelSpec &spec) {
 
 bool fmhajit::loadsPagedBoxes(const KernelSpec &spec) {
   return usesTensorMaps(spec) && spec.family == Family::FwdPaged;
+}
+
+unsigned fmhajit::pagedBoxRows(unsigned log2PageSize, unsigned bn) {
+  unsigned tileBits = unsigned(llvm::countr_zero(bn));
+  return 1u << std::min(log2PageSize, tileBits);
+}
+
+bool fmhajit::readsPagesOf(const KernelSpec &spec, unsigned log2PageSize) {
+  return !loadsPagedBoxes(spec) ||
+         pagedBoxRows(log2PageSize, spec.bn) >= kMinPagedBoxRows;
 }
 
 static unsigned alignedTile(unsigned offset) {

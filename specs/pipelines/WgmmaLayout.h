@@ -49,10 +49,13 @@ bool usesTensorMaps(const KernelSpec &spec);
 
 /// Whether a default tile (the arch's rows, from which validation fills
 /// unset tile keys, and the dispatch table's rows) may be \p spec's tile:
-/// all but pack_gqa and fwd_paged on the TMA ring, whose kernels are not yet
-/// in the plan (issues 12 and 13). Until they are, such a spec takes the
+/// all but pack_gqa and fwd_paged on the TMA ring. A packed spec takes the
 /// ring only where it names stages>=2 itself (a pinned kernel,
-/// bench/decode's --tiles), and dispatch keeps the tiles it measured.
+/// bench/decode's --tiles): dispatch keeps the tiles it measured (issue 13).
+/// A paged one reads pages of at least 8 rows alone (readsPagesOf), so a
+/// default tile, which knows no page size, must not be it; the registry
+/// offers the plan both (runtime/api/Registry.cpp), and the dispatcher
+/// drops the ring for smaller pages.
 bool defaultTileServes(const KernelSpec &spec);
 
 /// Whether \p spec's kernel loads a paged cache's K/V by TMA (fwd_paged on
@@ -62,6 +65,22 @@ bool defaultTileServes(const KernelSpec &spec);
 /// rows past the end zeroed (a page's unused rows may hold anything). Not a
 /// default tile until timed against stages=1 (defaultTileServes).
 bool loadsPagedBoxes(const KernelSpec &spec);
+
+/// The smallest box a paged K/V map takes: a box of 8 rows fills one whole
+/// swizzle atom, so the boxes of a tile land in its layout as one box of bn
+/// rows would. Smaller pages run on stages=1.
+inline constexpr unsigned kMinPagedBoxRows = 8;
+
+/// The rows of a paged K/V box: gcd(page size, bn), the most rows that
+/// divide both, so that a tile starting on a multiple of bn is whole boxes
+/// that never cross a page. The kernel computes the same
+/// (ir/targets/NvptxPagedBoxes.cpp).
+unsigned pagedBoxRows(unsigned log2PageSize, unsigned bn);
+
+/// Whether \p spec's kernel reads a paged cache of 2^log2PageSize-row
+/// pages: every kernel but one loading paged boxes of fewer than
+/// kMinPagedBoxRows rows.
+bool readsPagesOf(const KernelSpec &spec, unsigned log2PageSize);
 
 /// Whether \p spec's kernel is persistent: each block walks work items in
 /// rounds (ir/PersistentSchedule.h), so that with fewer blocks than items

@@ -89,6 +89,23 @@ TEST(ApiPinned, PagedKernelSplitsPages) {
   EXPECT_EQ(check.plan.steps().at(0).keySplits, 3);
 }
 
+// A kernel loading a paged cache in TMA boxes (fwd_paged on sm_90a's ring)
+// needs pages of at least 8 rows: pinned for pages of 4, the plan says so
+// (no GPU needed: the plan is not loaded).
+TEST(ApiPinned, RefusesARingKernelForPagesItCannotBox) {
+  api::Problem p = pagedProblem(4, 2, 2, 128, api::DType::BF16, {5, 70, 33}, 4);
+  p.device = api::Device::Cuda;
+  api::Options options;
+  options.target = "sm_90a";
+  options.load = false;
+  options.kernel =
+      "family=fwd_paged,dtype=bf16,d=128,pipeline=wgmma,stages=2,target=sm_90a";
+  expectPlanRefused(p, api::StatusCode::InvalidArgument,
+                    "loads TMA boxes of at least 8 rows of a page, but the "
+                    "problem's pages have 4: pin stages=1 for them",
+                    options);
+}
+
 TEST(ApiPinned, RefusesAKernelOfOtherFeatures) {
   api::Options options;
   options.kernel = "family=fwd,dtype=fp32,d=64,lse=1";

@@ -280,8 +280,13 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
                                      4 * host.seqlens.size(), "lens");
     auto workspace = makeWorkspace(driver, *spec, problem.attention, n);
     ASSERT_TRUE(bool(workspace)) << llvm::toString(workspace.takeError());
+    GpuBuffer slopes;
+    if (!host.slopes.empty())
+      slopes = uploadOrFail(driver, host.slopes.data(), 4 * host.slopes.size(),
+                            "alibi slopes");
     ForwardBuffers query{q.pointer(), nullptr, nullptr, o.pointer()};
     query.lse = static_cast<float *>(lse.pointer());
+    query.alibiSlopes = static_cast<const float *>(slopes.pointer());
     KernelArgs params =
         makePagedParams(*spec, problem, query,
                         {k.pointer(), v.pointer(),
@@ -290,7 +295,8 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
                         n,
                         {static_cast<float *>(workspace->oAccum.pointer()),
                          static_cast<float *>(workspace->lseAccum.pointer())});
-    ASSERT_FALSE(bool(launchSplit(*runner, *spec, params)));
+    if (llvm::Error err = launchSplit(*runner, *spec, params))
+      FAIL() << encodeName(*spec) << ": " << llvm::toString(std::move(err));
     ASSERT_FALSE(bool(o.copyTo(host.o.data(), host.o.sizeInBytes())));
     ASSERT_FALSE(bool(lse.copyTo(host.lse.data(), 4 * host.lse.size())));
     ReferenceOutput ref =

@@ -30,6 +30,7 @@ struct DispatchCase {
   bool decodeShaped = false;
   unsigned kvRowAlignment = 16; ///< of the problem's K/V layout
   int64_t gqaRatio = 1;         ///< query heads per K/V head
+  int log2PageSize = -1;        ///< paged K/V: log2 rows per page
 };
 
 void PrintTo(const DispatchCase &c, std::ostream *os) { *os << c.label; }
@@ -45,6 +46,7 @@ TEST_P(Dispatcher, PicksTheDocumentedKernel) {
   ASSERT_TRUE(bool(registry)) << llvm::toString(registry.takeError());
   DispatchQuery query{*features,     c.seqlenQ,        c.seqlenK,
                       c.tunedWinner, c.kvRowAlignment, c.gqaRatio};
+  query.log2PageSize = c.log2PageSize;
   llvm::Expected<Dispatch> d =
       dispatch(query, *registry, DispatchTable::forTarget(features->target));
   ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
@@ -337,7 +339,63 @@ INSTANTIATE_TEST_SUITE_P(
             std::nullopt,
             true,
             16,
+            4,
             4}),
+    caseName);
+
+// Paged prefill on sm_90a takes the table's TMA ring tile, whose boxes hold
+// at least 8 rows of a page; smaller pages drop it for the stages=1 twin.
+// Decode keeps its cp.async row.
+const char *const kSm90PagedPrefill =
+    "family=fwd_paged,dtype=bf16,d=128,target=sm_90a";
+INSTANTIATE_TEST_SUITE_P(
+    PagedRing, Dispatcher,
+    ::testing::Values(
+        DispatchCase{"Sm90PagesOf16",
+                     kSm90PagedPrefill,
+                     1024,
+                     4096,
+                     "fmha_fwdpaged_bf16_d128_m128n128w8s2_wgmma_sm90a",
+                     {{"2 tiles", "wgmma m128n128w8s2"}},
+                     std::nullopt,
+                     false,
+                     16,
+                     1,
+                     4},
+        DispatchCase{"Sm90PagesOf8Longer",
+                     kSm90PagedPrefill,
+                     4096,
+                     4096,
+                     "fmha_fwdpaged_bf16_d128_m128n160w8s2_wgmma_sm90a",
+                     {{"2 tiles", "wgmma m128n160w8s2"}},
+                     std::nullopt,
+                     false,
+                     16,
+                     1,
+                     3},
+        DispatchCase{"Sm90PagesOf4",
+                     kSm90PagedPrefill,
+                     1024,
+                     4096,
+                     "fmha_fwdpaged_bf16_d128_m128n128w8s1_wgmma_sm90a",
+                     {{"1 pages", "pages of 4 rows: dropped 2 candidates"},
+                      {"2 tiles", "no candidate has it"}},
+                     std::nullopt,
+                     false,
+                     16,
+                     1,
+                     2},
+        DispatchCase{"Sm90PagedDecode",
+                     kSm90PagedPrefill,
+                     1,
+                     4096,
+                     "fmha_fwdpaged_bf16_d128_m64n128w4s1_wgmma_sm90a",
+                     {{"2 tiles", "wgmma m64n128w4s1"}},
+                     std::nullopt,
+                     true,
+                     16,
+                     1,
+                     4}),
     caseName);
 
 TEST(Dispatcher, UnknownTargetIsAnError) {
