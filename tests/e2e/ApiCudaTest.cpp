@@ -297,6 +297,7 @@ Problem onGpu(Problem p) {
 struct GpuPagedCase {
   std::string label;
   Problem problem;
+  std::string kernel = "fmha_fwdpaged_"; ///< in the kernel's name
 };
 
 void PrintTo(const GpuPagedCase &c, std::ostream *os) { *os << c.label; }
@@ -307,7 +308,7 @@ TEST_P(ApiCudaPaged, MatchesReference) {
   REQUIRE_GPU();
   ApiCheck check = checkApi(GetParam().problem, {}, 5);
   ASSERT_FALSE(check.plan.steps().empty());
-  EXPECT_NE(check.plan.steps()[0].kernel.find("fmha_fwdpaged_"),
+  EXPECT_NE(check.plan.steps()[0].kernel.find(GetParam().kernel),
             std::string::npos)
       << check.plan.describe();
 }
@@ -321,9 +322,20 @@ std::vector<GpuPagedCase> gpuPagedCases() {
   causal.mask = Mask::CausalBottomRight;
   Problem long8k =
       onGpu(pagedProblem(8, 1, 1, 128, DType::BF16, {9000, 5}, 16));
+  // Prefill: the plan takes the TMA ring where pages hold 8 rows or more,
+  // and its stages=1 twin for smaller pages.
+  Problem prefill =
+      onGpu(pagedProblem(8, 2, 300, 128, DType::BF16, {1000, 37, 300}, 16));
+  prefill.mask = Mask::CausalBottomRight;
+  prefill.wantLse = true;
+  Problem smallPages =
+      onGpu(pagedProblem(8, 2, 300, 128, DType::BF16, {1000, 37, 300}, 4));
+  smallPages.mask = Mask::CausalBottomRight;
   return {{"DecodeGqaLse", decode},
           {"CausalBrFp16", causal},
-          {"LongBesideShort", long8k}};
+          {"LongBesideShort", long8k},
+          {"PrefillOnTheRing", prefill, "w8s2_wgmma"},
+          {"PrefillPagesOf4", smallPages, "w8s1_wgmma"}};
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, ApiCudaPaged,
                          ::testing::ValuesIn(gpuPagedCases()),
