@@ -302,8 +302,9 @@ TEST_P(CudaPaged, ShuffledPagesMatchReference) {
     ReferenceOutput ref =
         referencePaged(*spec, problem, host.q.toFloat(), host.kPool.toFloat(),
                        host.vPool.toFloat(), host.blockTable);
-    CompareResult r = compareOutputs(host.o.toFloat(), ref.o, host.lse, ref.lse,
-                                     spec->outType());
+    CompareResult r =
+        compareOutputs(host.o.toFloat(), ref.o, host.lse, ref.lse,
+                       toleranceFor(spec->dtype, spec->outType()));
     EXPECT_TRUE(r.pass) << encodeName(*spec) << " with " << n
                         << " parts: " << r.summary();
   }
