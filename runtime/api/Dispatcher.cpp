@@ -124,11 +124,17 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
                              " made for it (compiled on first use)");
   }
   dropMisaligned(n);
+  std::vector<KernelSpec> beforePages = n.candidates;
   dropUnboxablePages(n);
   if (!n.candidates.empty()) {
     n.result.featureMatches = n.candidates;
     return llvm::Error::success();
   }
+  if (!beforePages.empty()) // fp8: every kernel boxes pages
+    return makeError(
+        ErrorKind::Usage,
+        "kernel " + encodeName(beforePages.front()) + " " +
+            pagesTooSmall(beforePages.front(), unsigned(n.query.log2PageSize)));
   llvm::Expected<KernelSpec> why = validateSpec(n.features);
   if (!why)
     return why.takeError();

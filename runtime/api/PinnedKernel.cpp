@@ -62,11 +62,8 @@ llvm::Expected<Dispatch> fmhajit::dispatchPinned(const KernelSpec &given,
   if (query.log2PageSize >= 0 &&
       !readsPagesOf(pinned, unsigned(query.log2PageSize)))
     return makeError(ErrorKind::Spec,
-                     "kernel " + name + " loads TMA boxes of at least " +
-                         std::to_string(kMinPagedBoxRows) +
-                         " rows of a page, but the problem's pages have " +
-                         std::to_string(1 << query.log2PageSize) +
-                         ": pin stages=1 for them");
+                     "kernel " + name + " " +
+                         pagesTooSmall(pinned, unsigned(query.log2PageSize)));
   Dispatch d;
   d.chosen = pinned;
   d.featureMatches = {pinned};

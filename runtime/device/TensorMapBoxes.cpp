@@ -101,11 +101,7 @@ static llvm::Error checkPagedView(const KernelSpec &spec,
                          llvm::Twine(args.numPages));
   if (!readsPagesOf(spec, args.log2PageSize))
     return makeError(ErrorKind::Usage,
-                     kernel + " loads whole boxes of at least " +
-                         llvm::Twine(kMinPagedBoxRows) +
-                         " rows of a page; pages of " +
-                         llvm::Twine(1u << args.log2PageSize) +
-                         " rows are too small: use stages=1 for them");
+                     kernel + " " + pagesTooSmall(spec, args.log2PageSize));
   return llvm::Error::success();
 }
 

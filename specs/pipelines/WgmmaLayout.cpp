@@ -18,7 +18,21 @@ bool fmhajit::usesTensorMaps(const KernelSpec &spec) {
 }
 
 bool fmhajit::defaultTileServes(const KernelSpec &spec) {
-  return !(usesTensorMaps(spec) && (spec.pack_gqa || loadsPagedBoxes(spec)));
+  // fp8 has only the ring: its paged kernels are the ring's or none.
+  bool pagedWithATwin = loadsPagedBoxes(spec) && !isFp8(spec.dtype);
+  return !(usesTensorMaps(spec) && (spec.pack_gqa || pagedWithATwin));
+}
+
+std::string fmhajit::pagesTooSmall(const KernelSpec &spec,
+                                   unsigned log2PageSize) {
+  std::string out =
+      "loads TMA boxes of at least " + std::to_string(kMinPagedBoxRows) +
+      " rows of a page, but the pages have " +
+      std::to_string(1u << log2PageSize) + ": use pages of at least " +
+      std::to_string(kMinPagedBoxRows) + " rows";
+  if (!isFp8(spec.dtype))
+    out += ", or stages=1";
+  return out;
 }
 
 bool fmhajit::loadsPagedBoxes(const KernelSpec &spec) {

@@ -40,6 +40,7 @@
 #pragma once
 
 #include "specs/pipelines/TileRules.h"
+#include <string>
 
 namespace fmhajit {
 
@@ -49,13 +50,14 @@ bool usesTensorMaps(const KernelSpec &spec);
 
 /// Whether a default tile (the arch's rows, from which validation fills
 /// unset tile keys, and the dispatch table's rows) may be \p spec's tile:
-/// all but pack_gqa and fwd_paged on the TMA ring. A packed spec takes the
-/// ring only where it names stages>=2 itself (a pinned kernel,
+/// all but pack_gqa and 16-bit fwd_paged on the TMA ring. A packed spec takes
+/// the ring only where it names stages>=2 itself (a pinned kernel,
 /// bench/decode's --tiles): dispatch keeps the tiles it measured (issue 13).
 /// A paged one reads pages of at least 8 rows alone (readsPagesOf), so a
 /// default tile, which knows no page size, must not be it; the registry
 /// offers the plan both (runtime/api/Registry.cpp), and the dispatcher
-/// drops the ring for smaller pages.
+/// drops the ring for smaller pages. fp8, which has only the ring, keeps it
+/// as its default, and its small pages get an error instead.
 bool defaultTileServes(const KernelSpec &spec);
 
 /// Whether \p spec's kernel loads a paged cache's K/V by TMA (fwd_paged on
@@ -81,6 +83,9 @@ unsigned pagedBoxRows(unsigned log2PageSize, unsigned bn);
 /// pages: every kernel but one loading paged boxes of fewer than
 /// kMinPagedBoxRows rows.
 bool readsPagesOf(const KernelSpec &spec, unsigned log2PageSize);
+/// Why \p spec's kernel does not read pages of 2^log2PageSize rows (where
+/// !readsPagesOf), and what to use instead.
+std::string pagesTooSmall(const KernelSpec &spec, unsigned log2PageSize);
 
 /// Whether \p spec's kernel is persistent: each block walks work items in
 /// rounds (ir/PersistentSchedule.h), so that with fewer blocks than items

@@ -102,7 +102,7 @@ TEST(ApiPinned, RefusesARingKernelForPagesItCannotBox) {
       "family=fwd_paged,dtype=bf16,d=128,pipeline=wgmma,stages=2,target=sm_90a";
   expectPlanRefused(p, api::StatusCode::InvalidArgument,
                     "loads TMA boxes of at least 8 rows of a page, but the "
-                    "problem's pages have 4: pin stages=1 for them",
+                    "pages have 4: use pages of at least 8 rows, or stages=1",
                     options);
 }
 

@@ -398,6 +398,30 @@ INSTANTIATE_TEST_SUITE_P(
                      4}),
     caseName);
 
+// fp8 has only the TMA ring, whose paged kernels need pages of 8 rows or
+// more: smaller pages get the reason, not "no kernel computes it".
+TEST(Dispatcher, Fp8PagesUnderEightRowsAreAUsageError) {
+  llvm::Expected<KernelSpec> features =
+      parseSpec("family=fwd_paged,dtype=fp8_e4m3,d=128,target=sm_90a");
+  ASSERT_TRUE(bool(features)) << llvm::toString(features.takeError());
+  llvm::Expected<const Registry &> registry = Registry::forTarget("sm_90a");
+  ASSERT_TRUE(bool(registry)) << llvm::toString(registry.takeError());
+  DispatchQuery query{*features, 1024, 4096, std::nullopt, 16, 1};
+  query.log2PageSize = 2;
+  llvm::Expected<Dispatch> d =
+      dispatch(query, *registry, DispatchTable::forTarget("sm_90a"));
+  ASSERT_FALSE(bool(d));
+  std::string message = llvm::toString(d.takeError());
+  EXPECT_NE(message.find("but the pages have 4: use pages of at least 8 rows"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("stages=1"), std::string::npos) << message;
+  query.log2PageSize = 4;
+  d = dispatch(query, *registry, DispatchTable::forTarget("sm_90a"));
+  ASSERT_TRUE(bool(d)) << llvm::toString(d.takeError());
+  EXPECT_EQ(d->chosen.stages, 2u);
+}
+
 TEST(Dispatcher, UnknownTargetIsAnError) {
   KernelSpec features;
   features.target = "sm_99";

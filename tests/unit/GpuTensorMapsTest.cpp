@@ -261,8 +261,8 @@ TEST_F(TensorMapsOnFake, PagedMapsViewThePoolsAsPagesOfRows) {
   TensorMaps maps;
   Problems problems = takeProblems(encodeTensorMaps(driver, paged, call, maps));
   ASSERT_EQ(problems.messages.size(), 1u);
-  EXPECT_NE(problems.messages[0].find("pages of 4 rows are too small: use "
-                                      "stages=1"),
+  EXPECT_NE(problems.messages[0].find("but the pages have 4: use pages of "
+                                      "at least 8 rows, or stages=1"),
             std::string::npos)
       << problems.messages[0];
   call.log2PageSize = 4;

@@ -377,9 +377,16 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
         std::string("d=128,pipeline=wgmma,stages=2,target=sm_90a,") + keys);
     EXPECT_TRUE(usesTensorMaps(paged)) << keys;
     EXPECT_TRUE(loadsPagedBoxes(paged)) << keys;
-    // Not a default tile until timed into the plan.
-    EXPECT_FALSE(defaultTileServes(paged)) << keys;
+    // A default tile knows no page size: 16-bit paged kernels default to
+    // stages=1, which reads any; fp8 has only the ring.
+    EXPECT_EQ(defaultTileServes(paged), isFp8(paged.dtype)) << keys;
   }
+  EXPECT_EQ(resolvedSpec("family=fwd_paged,dtype=fp8_e4m3,d=128,target=sm_90a")
+                .stages,
+            2u);
+  EXPECT_EQ(
+      resolvedSpec("family=fwd_paged,dtype=bf16,d=128,target=sm_90a").stages,
+      1u);
   EXPECT_FALSE(loadsPagedBoxes(resolvedSpec(
       "family=fwd_paged,d=128,pipeline=wgmma,stages=1,target=sm_90a")));
   std::string text = "family=fwd_paged,dtype=fp8_e4m3,d=128,v_pretranspose=1,"
