@@ -114,44 +114,46 @@ static std::optional<intptr_t> exportStreamOf(py::handle array,
   return kw.exportStream;
 }
 
-// Reads q. Where the keywords name no stream and q's type has DLPack's
-// exchange API (ExchangeApi.h), a CUDA call runs on that library's current
-// work stream of q's device, where its arrays' work is ordered already:
-// they are read without synchronizing (export stream -1; q too, also where
-// the API declines q and its __dlpack__ exports it), and the arrays of
-// other libraries are exported with that stream.
-static ArrayView readQuery(py::handle q, CallKeywords &kw) {
+// Reads q into \p view. Where the keywords name no stream and q's type has
+// DLPack's exchange API (ExchangeApi.h), a CUDA call runs on that library's
+// current work stream of q's device, where its arrays' work is ordered
+// already: they are read without synchronizing (export stream -1; q too,
+// also where the API declines q and its __dlpack__ exports it), and the
+// arrays of other libraries are exported with that stream.
+static void readQuery(py::handle q, CallKeywords &kw, ArrayView &view,
+                      GradKnown grad) {
   const dlx::ExchangeApi *api = nullptr;
   if (!kw.stream && !kw.exportStream)
     api = exchangeApiOf(q);
   if (!api)
-    return importArray(q, "q", kw.exportStream);
-  ArrayView view = importArray(q, "q", kNoSync);
+    return importArrayInto(q, "q", kw.exportStream, view, grad);
+  importArrayInto(q, "q", kNoSync, view, grad);
   if (view.onCuda) {
     kw.stream = currentWorkStream(*api, view.deviceId);
     kw.exportStream = kNoSync;
     kw.streamOwner = Py_TYPE(q.ptr());
   }
-  return view;
 }
 
-static std::optional<ArrayView>
-optionalArray(py::handle array, const char *what, const CallKeywords &kw) {
-  if (array.is_none())
-    return std::nullopt;
-  return importArray(array, what, exportStreamOf(array, kw));
+// \p array into \p view where it is not None.
+static void readOptional(py::handle array, const char *what,
+                         const CallKeywords &kw,
+                         std::optional<ArrayView> &view) {
+  if (!array.is_none())
+    importArrayInto(array, what, exportStreamOf(array, kw), view.emplace());
 }
 
 // q, k, v, out and lse (None where not given) into \p a; \p kw gets q's
-// stream where it names none (readQuery).
+// stream where it names none (readQuery). \p grad: whether q, k and v
+// are plain tensors known not to require grad.
 static void readOperands(py::handle q, py::handle k, py::handle v,
                          py::handle out, py::handle lse, CallKeywords &kw,
-                         CallArrays &a) {
-  a.q = readQuery(q, kw);
-  a.k = importArray(k, "k", exportStreamOf(k, kw));
-  a.v = importArray(v, "v", exportStreamOf(v, kw));
-  a.out = optionalArray(out, "out", kw);
-  a.lse = optionalArray(lse, "lse", kw);
+                         CallArrays &a, GradKnown grad = GradKnown::No) {
+  readQuery(q, kw, a.q, grad);
+  importArrayInto(k, "k", exportStreamOf(k, kw), a.k, grad);
+  importArrayInto(v, "v", exportStreamOf(v, kw), a.v, grad);
+  readOptional(out, "out", kw, a.out);
+  readOptional(lse, "lse", kw, a.lse);
 }
 
 // The arrays tuple, in Calls.h's order (readOperands).
@@ -161,14 +163,14 @@ static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
     throw py::type_error("internal: the arrays tuple needs 10 entries");
   CallArrays a;
   readOperands(q, k, v, t[0], t[1], kw, a);
-  a.cuSeqlensQ = optionalArray(t[2], "cu_seqlens_q", kw);
-  a.cuSeqlensK = optionalArray(t[3], "cu_seqlens_k", kw);
-  a.cuSeqlensQDevice = optionalArray(t[4], "cu_seqlens_q (device)", kw);
-  a.cuSeqlensKDevice = optionalArray(t[5], "cu_seqlens_k (device)", kw);
-  a.alibiSlopes = optionalArray(t[6], "alibi_slopes", kw);
-  a.alibiSlopesDevice = optionalArray(t[7], "alibi_slopes (device)", kw);
-  a.sinks = optionalArray(t[8], "sinks", kw);
-  a.bias = optionalArray(t[9], "attn_bias", kw);
+  readOptional(t[2], "cu_seqlens_q", kw, a.cuSeqlensQ);
+  readOptional(t[3], "cu_seqlens_k", kw, a.cuSeqlensK);
+  readOptional(t[4], "cu_seqlens_q (device)", kw, a.cuSeqlensQDevice);
+  readOptional(t[5], "cu_seqlens_k (device)", kw, a.cuSeqlensKDevice);
+  readOptional(t[6], "alibi_slopes", kw, a.alibiSlopes);
+  readOptional(t[7], "alibi_slopes (device)", kw, a.alibiSlopesDevice);
+  readOptional(t[8], "sinks", kw, a.sinks);
+  readOptional(t[9], "attn_bias", kw, a.bias);
   return a;
 }
 
@@ -296,9 +298,9 @@ static py::object attention(py::handle q, py::handle k, py::handle v,
 
 py::object python::runCommonAttention(py::handle q, py::handle k, py::handle v,
                                       py::handle out, py::handle lse,
-                                      CallKeywords kw) {
+                                      CallKeywords &kw, GradKnown grad) {
   CallArrays a;
-  readOperands(q, k, v, out, lse, kw, a);
+  readOperands(q, k, v, out, lse, kw, a, grad);
   return forward(q, a, out, kw, py::none());
 }
 

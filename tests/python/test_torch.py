@@ -129,6 +129,17 @@ def test_common_call_takes_plain_tensors_only():
     assert entry(q, k, v, out=given.as_subclass(Sub)) is NotImplemented
     assert entry(q, k.numpy(), v) is NotImplemented
     assert entry(q, k, v.clone().requires_grad_()) is NotImplemented
+    # out's requires_grad is read where it is read (the entry knows only
+    # q's, k's and v's): DLPack refuses it, on both paths alike.
+    wants_grad = torch.empty_like(q).requires_grad_()
+    with pytest.raises(Exception) as common:
+        entry(q, k, v, out=wants_grad)
+    with pytest.raises(Exception) as python:
+        fmhajit._any_attention(q, k, v, False, None, None, None, None, False, None,
+                               None, wants_grad, None, None, None, None, None, 0.0,
+                               None, 0, None, None, None, None)
+    assert (type(common.value), str(common.value)) == \
+        (type(python.value), str(python.value))
 
 
 def test_outputs_made_under_a_mode_are_checked():
