@@ -250,3 +250,22 @@ def test_a_compiling_call_takes_the_python_path(monkeypatch):
     calls = record_any_attention(monkeypatch)
     monkeypatch.setattr(fmhajit, "_compiling", lambda: True)
     assert fmhajit.attention(q, k, v) is None and len(calls) == 1
+
+
+def test_the_last_plan_is_the_plan_of_its_own_problem():
+    """The C++ side keeps the last call's plan beside the cache
+    (python/src/Calls.cpp, planFor): calls alternating between problems
+    each run their own, and clear_plans forgets it with the rest."""
+    q, k, v = arrays()
+    short = tuple(x[:, :5] for x in (q, k, v))
+    fmhajit.clear_plans()
+    first = fmhajit.attention(q, k, v)
+    other = fmhajit.attention(*short, causal=True)
+    assert fmhajit.cached_plans() == 2
+    for _ in range(2):
+        np.testing.assert_array_equal(fmhajit.attention(q, k, v), first)
+        np.testing.assert_array_equal(fmhajit.attention(*short, causal=True), other)
+    assert not np.array_equal(first[:, :5], other)
+    fmhajit.clear_plans()
+    np.testing.assert_array_equal(fmhajit.attention(q, k, v), first)
+    assert fmhajit.cached_plans() == 1
