@@ -48,6 +48,8 @@ def _use_torch_glue():
     global _torch_glue, _compiling, attention
     from . import _torch
     _torch_glue, _compiling = _torch, _torch.compiling
+    if _torch.FLAG_ANSWER is not None:  # read, not called, by the C function
+        _fmhajit.answer_compiling(_torch.compiling, *_torch.FLAG_ANSWER)
     if not _torch.TRACES_C_ATTENTION:
         attention = _python_attention  # PyTorch 2.4: compile traces this one
 

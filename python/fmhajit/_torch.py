@@ -55,6 +55,29 @@ def _never():
 compiling = _is_compiling if HAS_OP and _is_compiling is not None else _never
 
 
+def flag_answer(ask):
+    """How fmhajit.attention's C function may answer ask() (compiling)
+    without calling it (fmhajit._fmhajit.answer_compiling, python/src/
+    AttentionFunction.h): (globals, name), the global whose truth is the
+    answer, or (None, None) for false; None where it must call compiling.
+    The C function never runs inside a Dynamo trace (Dynamo traces the def
+    in its place), and outside one torch.compiler.is_compiling returns its
+    module's _is_compiling_flag (torch.export sets it; its
+    torch.jit.is_scripting() is false outside TorchScript). A body that
+    reads other names than that one is called, as before."""
+    if ask is _never:
+        return None, None
+    code = getattr(ask, "__code__", None)
+    flag = "_is_compiling_flag"
+    if (code is not None and flag in ask.__globals__
+            and code.co_names == ("torch", "jit", "is_scripting", flag)):
+        return ask.__globals__, flag
+    return None
+
+
+FLAG_ANSWER = flag_answer(compiling)
+
+
 # torch.compile cannot trace a C function: fmhajit.attention
 # (python/src/AttentionFunction.h) is traced as the def it is made from,
 # fmhajit._python_attention, which Dynamo is told through

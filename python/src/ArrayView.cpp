@@ -105,6 +105,8 @@ void ArrayView::normalizeUnitStrides() {
   }
 }
 
+std::string ArrayView::typeName() const { return dlpackTypeName(dlType); }
+
 std::string ArrayView::deviceText() const {
   return onCuda ? "cuda:" + std::to_string(deviceId) : "cpu";
 }
@@ -197,23 +199,29 @@ void python::readDLTensor(const DLTensor &t, ArrayView &view) {
   view.onCuda = t.device.device_type == kDLCUDA;
   view.deviceId = t.device.device_id;
   view.type = elementType(t.dtype);
-  view.typeName = dlpackTypeName(t.dtype);
+  view.dlType = t.dtype;
   view.data = static_cast<char *>(t.data) + t.byte_offset;
   readShape(view, t);
+}
+
+void python::importArrayInto(py::handle array, const char *what,
+                             std::optional<intptr_t> stream, ArrayView &view,
+                             GradKnown grad) {
+  view.what = what;
+  if (const dlx::ExchangeApi *api = exchangeApiOf(array))
+    if (readExchangeArray(*api, array, stream, view, grad))
+      return;
+  if (readTorchTensor(array, stream, view, grad))
+    return;
+  py::object capsule = capsuleOf(array, what, stream);
+  view.owner.reset(consume(capsule, what));
+  readDLTensor(view.owner->dl_tensor, view);
 }
 
 ArrayView python::importArray(py::handle array, const char *what,
                               std::optional<intptr_t> stream) {
   ArrayView view;
-  view.what = what;
-  if (const dlx::ExchangeApi *api = exchangeApiOf(array))
-    if (readExchangeArray(*api, array, stream, view))
-      return view;
-  if (readTorchTensor(array, stream, view))
-    return view;
-  py::object capsule = capsuleOf(array, what, stream);
-  view.owner.reset(consume(capsule, what));
-  readDLTensor(view.owner->dl_tensor, view);
+  importArrayInto(array, what, stream, view);
   return view;
 }
 

@@ -52,8 +52,8 @@ struct ArrayView {
   std::string what; ///< "q", "out", ... for messages
   void *data = nullptr;
   ElementType type = ElementType::Other;
-  std::string typeName; ///< as the producer named it: "float32", "uint16"...
-  bool onCuda = false;  ///< else host memory
+  DLDataType dlType{}; ///< the dtype as DLPack gives it (typeName())
+  bool onCuda = false; ///< else host memory
   int deviceId = 0;
   int ndim = 0;
   std::array<int64_t, 4> shape{}, strides{}; ///< strides in elements
@@ -70,6 +70,9 @@ struct ArrayView {
 
   /// The public API's dtype of a floating-point view (F32, F16 or BF16).
   api::DType dtype() const;
+  /// The dtype as DLPack names it ("float32", "uint16"...), for messages:
+  /// made only when one is, not at every read.
+  std::string typeName() const;
   /// Whether the dims are packed row-major (strides of a C array).
   bool packed() const;
   /// "cpu" or "cuda:N".
@@ -96,6 +99,20 @@ void readDLTensor(const DLTensor &t, ArrayView &view);
 /// reads, ValueError for memory on a device other than the host or CUDA.
 ArrayView importArray(pybind11::handle array, const char *what,
                       std::optional<intptr_t> stream);
+
+/// What the caller of importArrayInto knows of a plain torch.Tensor's
+/// requires_grad (DLPack refuses a tensor that requires grad, and the
+/// direct reads leave such a tensor to DLPack, TorchTensor.h): the common
+/// call (AttentionCall.h) has read q's, k's and v's before it reads them,
+/// and a read costs a torch getter.
+enum class GradKnown { No, NotRequired };
+
+/// importArray into \p view, in place (a call reads five arrays), where
+/// \p grad says whether \p array, a plain tensor, is known not to require
+/// grad.
+void importArrayInto(pybind11::handle array, const char *what,
+                     std::optional<intptr_t> stream, ArrayView &view,
+                     GradKnown grad = GradKnown::No);
 
 /// The module \p name (an interned str) as sys.modules holds it, borrowed,
 /// or null where nothing imported it: an array of a library nobody imported

@@ -96,67 +96,71 @@ static bool noDropout(PyObject *p) {
          PyObject_IsTrue(p) == 0;
 }
 
-// The keywords of a common call, as fmhajit/__init__.py's _make_keywords
-// reads them (streams None), all but threads (call()); nullopt where the
-// call is not a common one.
-static std::optional<CallKeywords> commonKeywords(PyObject *const *args) {
+// The keywords of a common call into \p kw, as fmhajit/__init__.py's
+// _make_keywords reads them (streams None), all but threads (call());
+// false where the call is not a common one.
+static bool commonKeywords(PyObject *const *args, CallKeywords &kw) {
   for (Arg a : {ArgWindow, ArgAlibiSlopes, ArgCuSeqlensQ, ArgCuSeqlensK,
                 ArgSinks, ArgAttnBias, ArgVariant, ArgVariantTensors})
     if (args[a] != Py_None)
-      return std::nullopt;
+      return false;
   PyObject *causal = args[ArgCausal], *returnLse = args[ArgReturnLse];
   if ((causal != Py_True && causal != Py_False) ||
       (returnLse != Py_False &&
        (returnLse != Py_True || args[ArgLse] == Py_None)) ||
       !noDropout(args[ArgDropoutP]))
-    return std::nullopt;
+    return false;
   std::optional<float> softcap = plainFloat(args[ArgSoftcap]);
   std::optional<float> scale = plainFloat(args[ArgScale]);
   std::optional<int64_t> threads = plainInt(args[ArgThreads]);
-  CallKeywords kw;
   if (!softcap || !scale || !threads ||
       !plainString(args[ArgTarget], kw.options.target) ||
       !plainString(args[ArgKernel], kw.options.kernel) ||
       !plainString(args[ArgCacheDir], kw.options.cacheDir))
-    return std::nullopt;
+    return false;
   kw.mask = causal == Py_True ? api::Mask::CausalBottomRight : api::Mask::None;
   kw.softcap = *softcap;
   kw.scale = *scale;
-  return kw;
+  return true;
 }
 
 static bool plainOrNone(PyObject *array) {
   return array == Py_None || isPlainTensor(array);
 }
 
-// Whether the arrays are a common call's (AttentionCall.h).
-static bool commonArrays(PyObject *const *args) {
+// Whether the arrays are a common call's (AttentionCall.h): nullopt where
+// not; else whether q, k and v are plain tensors that do not require grad
+// (read here, so that reading them reads it no more).
+static std::optional<GradKnown> commonArrays(PyObject *const *args) {
   py::handle q = args[ArgQ];
   if (isDirectNumpyArray(q))
-    return true;
+    return GradKnown::No;
   if (!isPlainTensor(q) || !isPlainTensor(args[ArgK]) ||
       !isPlainTensor(args[ArgV]) || !plainOrNone(args[ArgOut]) ||
       !plainOrNone(args[ArgLse]))
-    return false;
+    return std::nullopt;
   for (Arg a : {ArgQ, ArgK, ArgV})
     if (requiresGrad(args[a]))
-      return false;
+      return std::nullopt;
   // Without the exchange API a CUDA call needs torch's stream, which the
   // Python path passes.
-  return exchangeApiOf(q) || !isCudaTensor(q);
+  if (!exchangeApiOf(q) && isCudaTensor(q))
+    return std::nullopt;
+  return GradKnown::NotRequired;
 }
 
 // The call, or NotImplemented; raises as the Python path would.
 static py::object call(PyObject *const *args) {
-  std::optional<CallKeywords> kw = commonKeywords(args);
-  if (!kw || !commonArrays(args))
+  CallKeywords kw;
+  std::optional<GradKnown> grad =
+      commonKeywords(args, kw) ? commonArrays(args) : std::nullopt;
+  if (!grad)
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   // Checked once the call is known to be common: the Python path raises
   // its own errors (an array it cannot make results for) before this one.
-  kw->options.threads = threadCount(*plainInt(args[ArgThreads]));
-  py::object out =
-      runCommonAttention(args[ArgQ], args[ArgK], args[ArgV], args[ArgOut],
-                         args[ArgLse], std::move(*kw));
+  kw.options.threads = threadCount(*plainInt(args[ArgThreads]));
+  py::object out = runCommonAttention(args[ArgQ], args[ArgK], args[ArgV],
+                                      args[ArgOut], args[ArgLse], kw, *grad);
   if (args[ArgReturnLse] == Py_True)
     return py::make_tuple(out, py::handle(args[ArgLse]));
   return out;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iterator>
 #include <string>
+#include <utility>
 
 using namespace fmhajit;
 using namespace fmhajit::python;
@@ -53,6 +54,15 @@ struct State {
            *anyAttention = nullptr, *torch = nullptr; // interned names
 };
 State *state = nullptr;
+
+/// _compiling's answer outside a trace, registered by answerCompilingBy
+/// (strong references; null: none).
+struct FlagAnswer {
+  PyObject *ask = nullptr;
+  PyObject *globals = nullptr; // null: false
+  PyObject *name = nullptr;
+};
+FlagAnswer flagAnswer;
 } // namespace
 
 // The parameter a keyword names, or -1. Names from the call's code are
@@ -109,8 +119,22 @@ static PyObject *packageGlobal(PyObject *name) {
   return value;
 }
 
+// \p ask's answer read from its flag (answerCompilingBy): 1, 0, -1 with an
+// error set, or -2 where it must be called.
+static int flagAnswerOf(PyObject *ask) {
+  if (ask != flagAnswer.ask)
+    return -2;
+  if (!flagAnswer.globals)
+    return 0;
+  PyObject *flag = PyDict_GetItemWithError(flagAnswer.globals, flagAnswer.name);
+  if (!flag)
+    return PyErr_Occurred() ? -1 : -2;
+  return PyObject_IsTrue(flag);
+}
+
 // fmhajit/__init__.py's `_compiling()`, not asked before torch is loaded
-// (it would answer false): 1, 0, or -1 with an error set.
+// (it would answer false), and read rather than called where it answers by
+// a flag: 1, 0, or -1 with an error set.
 static int compiling() {
   PyObject *ask = packageGlobal(state->compiling);
   if (!ask)
@@ -119,6 +143,11 @@ static int compiling() {
       !PyDict_GetItemWithError(PyImport_GetModuleDict(), state->torch)) {
     Py_DECREF(ask);
     return PyErr_Occurred() ? -1 : 0;
+  }
+  int flag = flagAnswerOf(ask);
+  if (flag != -2) {
+    Py_DECREF(ask);
+    return flag;
   }
   PyObject *answer = PyObject_CallNoArgs(ask);
   Py_DECREF(ask);
@@ -263,4 +292,25 @@ PyObject *python::makeAttentionFunction(PyObject *pythonDef, PyObject *module) {
   PyObject *function = name ? PyCFunction_NewEx(method, module, name) : nullptr;
   Py_XDECREF(name);
   return function;
+}
+
+bool python::answerCompilingBy(PyObject *ask, PyObject *globals,
+                               PyObject *name) {
+  if (globals != Py_None &&
+      (!PyDict_Check(globals) || !PyUnicode_Check(name))) {
+    PyErr_SetString(PyExc_TypeError,
+                    "internal: answer_compiling takes a function, and a dict "
+                    "and a str or None");
+    return false;
+  }
+  FlagAnswer made{Py_NewRef(ask), nullptr, nullptr};
+  if (globals != Py_None) {
+    made.globals = Py_NewRef(globals);
+    made.name = Py_NewRef(name);
+  }
+  std::swap(made, flagAnswer);
+  Py_XDECREF(made.ask);
+  Py_XDECREF(made.globals);
+  Py_XDECREF(made.name);
+  return true;
 }

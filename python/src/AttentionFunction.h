@@ -10,7 +10,11 @@
 //
 //   - where torch is loaded, it asks fmhajit._compiling (torch.compile
 //     must see the op; before torch is imported nothing compiles, so the
-//     NumPy-only call asks nothing);
+//     NumPy-only call asks nothing). This function never runs inside a
+//     Dynamo trace (Dynamo traces the def in its place), and outside one
+//     fmhajit._torch's compiling answers with a flag: while _compiling is
+//     that function, the flag is read instead of the function called (the
+//     answer fmhajit._torch registers through answerCompilingBy);
 //   - not compiling, it runs the common call (AttentionCall.h);
 //   - otherwise, or where the common call declines, it calls
 //     fmhajit._any_attention with the 24 bound arguments in the
@@ -36,5 +40,13 @@ namespace fmhajit::python {
 /// the package `module`, whose globals it reads at each call. A new
 /// reference, or nullptr with the error set.
 PyObject *makeAttentionFunction(PyObject *pythonDef, PyObject *module);
+
+/// Has fmhajit.attention, while the package's _compiling is \p ask, answer
+/// it outside a trace without calling it: with the truth of \p globals'
+/// entry \p name (a dict and a str: the global that \p ask returns), or
+/// false where \p globals is None. A missing entry calls \p ask. The last
+/// answer registered replaces the one before. Returns false with a
+/// TypeError set for arguments of other types.
+bool answerCompilingBy(PyObject *ask, PyObject *globals, PyObject *name);
 
 } // namespace fmhajit::python

@@ -30,7 +30,7 @@ static void checkRank(const ArrayView &a, int ndim, const char *dims) {
 static void checkOperand(const ArrayView &a) {
   if (a.type != ElementType::F32 && a.type != ElementType::F16 &&
       a.type != ElementType::BF16)
-    throw py::type_error(a.what + ": dtype " + a.typeName +
+    throw py::type_error(a.what + ": dtype " + a.typeName() +
                          " is not supported; use float32, float16 or "
                          "bfloat16 (from NumPy: bfloat16 bits as uint16)");
   // An empty array's strides mean nothing (NumPy 2 gives 0):
@@ -150,16 +150,16 @@ static void checkOperands(const CallArrays &a) {
     checkOperand(*x);
     checkSameDevice(*x, a.q);
     if (x->type != a.q.type)
-      throw py::type_error(x->what + ": dtype " + x->typeName +
-                           " differs from q's " + a.q.typeName);
+      throw py::type_error(x->what + ": dtype " + x->typeName() +
+                           " differs from q's " + a.q.typeName());
   }
   if (!a.out)
     return;
   checkOperand(*a.out);
   checkSameDevice(*a.out, a.q);
   if (a.out->type != a.q.type && a.out->type != ElementType::F32)
-    throw py::type_error("out: dtype " + a.out->typeName + " is neither q's " +
-                         a.q.typeName + " nor float32");
+    throw py::type_error("out: dtype " + a.out->typeName() +
+                         " is neither q's " + a.q.typeName() + " nor float32");
 }
 
 // A 1-D packed host array of \p type and \p length elements (0: any).
@@ -167,7 +167,7 @@ static void checkVector(const ArrayView &a, ElementType type,
                         const char *typeName, int64_t length) {
   if (a.type != type || a.ndim != 1)
     throw py::type_error(a.what + ": expected a 1-D " + typeName +
-                         " array; got " + a.typeName + " of shape " +
+                         " array; got " + a.typeName() + " of shape " +
                          shapeText(a));
   if (!a.packed())
     fail(a.what + ": must be contiguous");
@@ -200,7 +200,7 @@ static std::vector<int32_t> cuSeqlensOf(const ArrayView &cu,
 
 static void checkLse(const ArrayView &lse, const ArrayView &q, bool varlen) {
   if (lse.type != ElementType::F32)
-    throw py::type_error("lse: dtype " + lse.typeName +
+    throw py::type_error("lse: dtype " + lse.typeName() +
                          " is not supported; use float32");
   checkSameDevice(lse, q);
   bool fits = varlen ? lse.ndim == 2 && lse.shape[0] == q.shape[1] &&
@@ -254,7 +254,7 @@ static void setShapes(api::Problem &p, const CallArrays &a, bool varlen) {
 static api::BiasStrides biasStridesOf(const ArrayView &b,
                                       const api::Problem &p) {
   if (b.type != ElementType::F32)
-    throw py::type_error(b.what + ": dtype " + b.typeName +
+    throw py::type_error(b.what + ": dtype " + b.typeName() +
                          " is not supported; the bias is float32 whatever "
                          "q's dtype (torch: bias.float())");
   std::array<int64_t, 4> full{p.batch, p.headsQ, p.seqlenQ, p.seqlenK};
@@ -298,7 +298,7 @@ static void setSinksAndBias(api::Problem &p, const CallArrays &a, bool varlen) {
 // (Plan::variantTensorCount()) and that none is empty.
 static void checkVariantTensor(const ArrayView &t, const ArrayView &q) {
   if (t.type != ElementType::F32)
-    throw py::type_error(t.what + ": dtype " + t.typeName +
+    throw py::type_error(t.what + ": dtype " + t.typeName() +
                          " is not supported; fmhajit_tensor reads float32");
   if (!t.packed())
     fail(t.what + ": must be contiguous (fmhajit_tensor reads it flat, in C "
@@ -418,8 +418,8 @@ static void checkGradient(const ArrayView &grad, const ArrayView &like,
                           const ArrayView &out) {
   checkSameDevice(grad, like);
   if (grad.type != out.type)
-    throw py::type_error(grad.what + ": dtype " + grad.typeName +
-                         " differs from out's " + out.typeName);
+    throw py::type_error(grad.what + ": dtype " + grad.typeName() +
+                         " differs from out's " + out.typeName());
   for (int d = 0; d < like.ndim; ++d)
     if (grad.ndim != like.ndim || grad.shape[d] != like.shape[d] ||
         grad.strides[d] != like.strides[d])

@@ -19,8 +19,30 @@ static PlanCache &planCache() {
   return cache;
 }
 
+namespace {
+/// The plan of the last call and its key, and the buffer keys are written
+/// into: a call mostly runs the plan of the call before, which this finds
+/// with one comparison of the key's bytes, no allocation, no lock and no
+/// hash (the cache's lookup of a 300-byte key). Read and written only with
+/// the GIL held, which serializes every caller; never destroyed (it holds
+/// a plan).
+struct LastPlan {
+  std::string buffer, key;
+  std::optional<api::Plan> plan;
+};
+} // namespace
+
+static LastPlan &lastPlan() {
+  static LastPlan *last = new LastPlan();
+  return *last;
+}
+
 size_t python::cachedPlans() { return planCache().size(); }
-void python::clearPlans() { planCache().clear(); }
+
+void python::clearPlans() {
+  lastPlan().plan.reset();
+  planCache().clear();
+}
 
 static api::Mask maskNamed(const std::string &name) {
   if (name == "none")
@@ -114,44 +136,46 @@ static std::optional<intptr_t> exportStreamOf(py::handle array,
   return kw.exportStream;
 }
 
-// Reads q. Where the keywords name no stream and q's type has DLPack's
-// exchange API (ExchangeApi.h), a CUDA call runs on that library's current
-// work stream of q's device, where its arrays' work is ordered already:
-// they are read without synchronizing (export stream -1; q too, also where
-// the API declines q and its __dlpack__ exports it), and the arrays of
-// other libraries are exported with that stream.
-static ArrayView readQuery(py::handle q, CallKeywords &kw) {
+// Reads q into \p view. Where the keywords name no stream and q's type has
+// DLPack's exchange API (ExchangeApi.h), a CUDA call runs on that library's
+// current work stream of q's device, where its arrays' work is ordered
+// already: they are read without synchronizing (export stream -1; q too,
+// also where the API declines q and its __dlpack__ exports it), and the
+// arrays of other libraries are exported with that stream.
+static void readQuery(py::handle q, CallKeywords &kw, ArrayView &view,
+                      GradKnown grad) {
   const dlx::ExchangeApi *api = nullptr;
   if (!kw.stream && !kw.exportStream)
     api = exchangeApiOf(q);
   if (!api)
-    return importArray(q, "q", kw.exportStream);
-  ArrayView view = importArray(q, "q", kNoSync);
+    return importArrayInto(q, "q", kw.exportStream, view, grad);
+  importArrayInto(q, "q", kNoSync, view, grad);
   if (view.onCuda) {
     kw.stream = currentWorkStream(*api, view.deviceId);
     kw.exportStream = kNoSync;
     kw.streamOwner = Py_TYPE(q.ptr());
   }
-  return view;
 }
 
-static std::optional<ArrayView>
-optionalArray(py::handle array, const char *what, const CallKeywords &kw) {
-  if (array.is_none())
-    return std::nullopt;
-  return importArray(array, what, exportStreamOf(array, kw));
+// \p array into \p view where it is not None.
+static void readOptional(py::handle array, const char *what,
+                         const CallKeywords &kw,
+                         std::optional<ArrayView> &view) {
+  if (!array.is_none())
+    importArrayInto(array, what, exportStreamOf(array, kw), view.emplace());
 }
 
 // q, k, v, out and lse (None where not given) into \p a; \p kw gets q's
-// stream where it names none (readQuery).
+// stream where it names none (readQuery). \p grad: whether q, k and v
+// are plain tensors known not to require grad.
 static void readOperands(py::handle q, py::handle k, py::handle v,
                          py::handle out, py::handle lse, CallKeywords &kw,
-                         CallArrays &a) {
-  a.q = readQuery(q, kw);
-  a.k = importArray(k, "k", exportStreamOf(k, kw));
-  a.v = importArray(v, "v", exportStreamOf(v, kw));
-  a.out = optionalArray(out, "out", kw);
-  a.lse = optionalArray(lse, "lse", kw);
+                         CallArrays &a, GradKnown grad = GradKnown::No) {
+  readQuery(q, kw, a.q, grad);
+  importArrayInto(k, "k", exportStreamOf(k, kw), a.k, grad);
+  importArrayInto(v, "v", exportStreamOf(v, kw), a.v, grad);
+  readOptional(out, "out", kw, a.out);
+  readOptional(lse, "lse", kw, a.lse);
 }
 
 // The arrays tuple, in Calls.h's order (readOperands).
@@ -161,14 +185,14 @@ static CallArrays readArrays(py::handle q, py::handle k, py::handle v,
     throw py::type_error("internal: the arrays tuple needs 10 entries");
   CallArrays a;
   readOperands(q, k, v, t[0], t[1], kw, a);
-  a.cuSeqlensQ = optionalArray(t[2], "cu_seqlens_q", kw);
-  a.cuSeqlensK = optionalArray(t[3], "cu_seqlens_k", kw);
-  a.cuSeqlensQDevice = optionalArray(t[4], "cu_seqlens_q (device)", kw);
-  a.cuSeqlensKDevice = optionalArray(t[5], "cu_seqlens_k (device)", kw);
-  a.alibiSlopes = optionalArray(t[6], "alibi_slopes", kw);
-  a.alibiSlopesDevice = optionalArray(t[7], "alibi_slopes (device)", kw);
-  a.sinks = optionalArray(t[8], "sinks", kw);
-  a.bias = optionalArray(t[9], "attn_bias", kw);
+  readOptional(t[2], "cu_seqlens_q", kw, a.cuSeqlensQ);
+  readOptional(t[3], "cu_seqlens_k", kw, a.cuSeqlensK);
+  readOptional(t[4], "cu_seqlens_q (device)", kw, a.cuSeqlensQDevice);
+  readOptional(t[5], "cu_seqlens_k (device)", kw, a.cuSeqlensKDevice);
+  readOptional(t[6], "alibi_slopes", kw, a.alibiSlopes);
+  readOptional(t[7], "alibi_slopes (device)", kw, a.alibiSlopesDevice);
+  readOptional(t[8], "sinks", kw, a.sinks);
+  readOptional(t[9], "attn_bias", kw, a.bias);
   return a;
 }
 
@@ -195,19 +219,25 @@ static void readVariant(py::handle variant, CallKeywords &kw, CallArrays &a) {
 // first time.
 static api::Plan planFor(const api::Problem &problem,
                          const api::Options &options, bool backward = false) {
-  std::string key = planKey(problem, options);
-  key += backward ? "bwd" : "fwd";
-  if (std::optional<api::Plan> plan = planCache().find(key))
-    return std::move(*plan);
-  std::optional<api::Result<api::Plan>> planned;
-  {
-    py::gil_scoped_release release;
-    planned.emplace(backward ? api::planBackward(problem, options)
-                             : api::plan(problem, options));
+  LastPlan &last = lastPlan();
+  std::string_view written = planKey(problem, options, backward, last.buffer);
+  if (last.plan && written == last.key)
+    return *last.plan;
+  std::string key(written); // the buffer is not ours once the GIL is released
+  std::optional<api::Plan> plan = planCache().find(key);
+  if (!plan) {
+    std::optional<api::Result<api::Plan>> planned;
+    {
+      py::gil_scoped_release release;
+      planned.emplace(backward ? api::planBackward(problem, options)
+                               : api::plan(problem, options));
+    }
+    plan = valueOrRaise(std::move(*planned));
+    planCache().insert(key, *plan);
   }
-  api::Plan plan = valueOrRaise(std::move(*planned));
-  planCache().insert(key, plan);
-  return plan;
+  last.key = std::move(key);
+  last.plan = plan;
+  return std::move(*plan);
 }
 
 // A CUDA plan's workspace, from the caller's allocator, else from the
@@ -296,9 +326,9 @@ static py::object attention(py::handle q, py::handle k, py::handle v,
 
 py::object python::runCommonAttention(py::handle q, py::handle k, py::handle v,
                                       py::handle out, py::handle lse,
-                                      CallKeywords kw) {
+                                      CallKeywords &kw, GradKnown grad) {
   CallArrays a;
-  readOperands(q, k, v, out, lse, kw, a);
+  readOperands(q, k, v, out, lse, kw, a, grad);
   return forward(q, a, out, kw, py::none());
 }
 

@@ -67,12 +67,15 @@ runAttentionWithVariant(pybind11::handle q, pybind11::handle k,
 
 /// The common call of fmhajit.attention (AttentionCall.h): q, k, v, and
 /// out and lse or None, with its keywords read into \p kw (no dropout, no
-/// variant); runs as runAttention does with no workspace allocator (a CUDA
-/// plan's workspace comes from q's exchange API), making out where it is
-/// None: a plain tensor's or a NumPy array's. Returns out.
+/// variant; a CUDA call sets its stream); runs as runAttention does with no
+/// workspace allocator (a CUDA plan's workspace comes from q's exchange
+/// API), making out where it is None: a plain tensor's or a NumPy array's.
+/// \p grad NotRequired: q, k and v are plain tensors the caller found not
+/// to require grad. Returns out.
 pybind11::object runCommonAttention(pybind11::handle q, pybind11::handle k,
                                     pybind11::handle v, pybind11::handle out,
-                                    pybind11::handle lse, CallKeywords kw);
+                                    pybind11::handle lse, CallKeywords &kw,
+                                    GradKnown grad);
 
 /// The gradients of such a call: \p arrays must hold out and lse as the
 /// forward wrote them; \p grads is (dO, dQ, dK, dV), dQ..dV written.

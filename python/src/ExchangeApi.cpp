@@ -76,11 +76,12 @@ const dlx::ExchangeApi *python::exchangeApiOf(py::handle array) {
 
 bool python::readExchangeArray(const dlx::ExchangeApi &api, py::handle array,
                                std::optional<intptr_t> exportStream,
-                               ArrayView &view) {
+                               ArrayView &view, GradKnown grad) {
   if (!api.readDLTensor)
     return false;
   // DLPack refuses a tensor that requires grad, with its message.
-  if (isPlainTensor(array) && requiresGrad(array))
+  if (grad != GradKnown::NotRequired && isPlainTensor(array) &&
+      requiresGrad(array))
     return false;
   DLTensor t{};
   if (api.readDLTensor(array.ptr(), &t) != 0) {

@@ -50,9 +50,11 @@ const dlx::ExchangeApi *exchangeApiOf(pybind11::handle array);
 /// returns true, where \p api reads \p array and fmhajit reads it this way
 /// (above); else returns false with no Python error set. A CUDA array is
 /// read only where \p exportStream is -1 (the call runs on the producer's
-/// current stream).
+/// current stream). \p grad NotRequired skips the read of a plain
+/// tensor's requires_grad (importArrayInto).
 bool readExchangeArray(const dlx::ExchangeApi &api, pybind11::handle array,
-                       std::optional<intptr_t> exportStream, ArrayView &view);
+                       std::optional<intptr_t> exportStream, ArrayView &view,
+                       GradKnown grad = GradKnown::No);
 
 /// The producer's current work stream on CUDA device \p deviceId, as the
 /// API's stream; raises the producer's error.

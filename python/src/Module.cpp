@@ -81,6 +81,12 @@ static py::object makeAttention(py::object python, py::object package) {
   return py::reinterpret_steal<py::object>(function);
 }
 
+static void answerCompiling(py::object ask, py::object globals,
+                            py::object name) {
+  if (!answerCompilingBy(ask.ptr(), globals.ptr(), name.ptr()))
+    throw py::error_already_set();
+}
+
 PYBIND11_MODULE(_fmhajit, m) {
   m.doc() = "fmhajit's compiled half; use the package fmhajit";
   m.attr("__version__") = FMHAJIT_VERSION;
@@ -89,6 +95,7 @@ PYBIND11_MODULE(_fmhajit, m) {
                py::reinterpret_steal<py::object>(
                    PyCFunction_NewEx(&attentionCallMethod, nullptr, m.ptr())));
   m.def("make_attention", &makeAttention);
+  m.def("answer_compiling", &answerCompiling);
   m.def("attention", &runAttention);
   m.def("attention_with_variant", &runAttentionWithVariant);
   m.def("backward", &runBackward);

@@ -7,65 +7,73 @@ using namespace fmhajit;
 using namespace fmhajit::python;
 
 namespace {
-/// Appends fields to a key: fixed-size values as their bytes, vectors and
-/// strings with their length first so that no two keys run together. The
-/// bytes go straight into a buffer sized for a plain call's key, each field
-/// a store, where std::string::append would be a call per field (a key is
-/// some 60 fields, built at every call).
-class KeyWriter {
-public:
-  KeyWriter() { key.resize(kPlainKeyBytes); }
+/// The length of a key: what KeyBytes will write.
+struct KeyLength {
+  size_t bytes = 0;
 
-  template <typename T> KeyWriter &add(const T &value) {
+  template <typename T> KeyLength &add(const T &) {
     static_assert(std::is_trivially_copyable_v<T>);
-    return write(&value, sizeof(T));
+    bytes += sizeof(T);
+    return *this;
   }
-  template <typename T> KeyWriter &add(const std::vector<T> &values) {
+  template <typename T> KeyLength &add(const std::vector<T> &values) {
+    bytes += sizeof(size_t) + values.size() * sizeof(T);
+    return *this;
+  }
+  KeyLength &add(const std::string &text) {
+    bytes += sizeof(size_t) + text.size();
+    return *this;
+  }
+};
+
+/// Writes fields into a buffer KeyLength sized: fixed-size values as their
+/// bytes, vectors and strings with their length first so that no two keys
+/// run together. Each field is a store at a pointer the writer holds in a
+/// register (a key is some 60 fields, written at every call), where
+/// std::string::append would be a call per field.
+struct KeyBytes {
+  char *next;
+
+  template <typename T> KeyBytes &add(const T &value) {
+    std::memcpy(next, &value, sizeof(T));
+    next += sizeof(T);
+    return *this;
+  }
+  template <typename T> KeyBytes &add(const std::vector<T> &values) {
     add(values.size());
     return write(values.data(), values.size() * sizeof(T));
   }
-  KeyWriter &add(const std::string &text) {
+  KeyBytes &add(const std::string &text) {
     add(text.size());
     return write(text.data(), text.size());
   }
-  KeyWriter &add(const api::TensorLayout &l) {
-    return add(l.layout).add(l.batchStride).add(l.seqStride).add(l.headStride);
-  }
-
-  /// The key, with room left for a suffix.
-  std::string take() {
-    key.resize(size);
-    return std::move(key);
-  }
 
 private:
-  // A plain call's key fits (no varlen, ALiBi or sinks vectors, no
-  // variant, empty option strings): no regrowth.
-  static constexpr size_t kPlainKeyBytes = 384;
-
-  KeyWriter &write(const void *bytes, size_t n) {
-    if (size + n > key.size())
-      key.resize(2 * (size + n));
+  KeyBytes &write(const void *bytes, size_t n) {
     if (n)
-      std::memcpy(key.data() + size, bytes, n);
-    size += n;
+      std::memcpy(next, bytes, n);
+    next += n;
     return *this;
   }
-
-  std::string key;
-  size_t size = 0;
 };
 } // namespace
 
-std::string python::planKey(const api::Problem &p, const api::Options &o) {
-  KeyWriter w;
+// Every field of a key, in order, to \p w (KeyLength, then KeyBytes).
+template <typename Writer>
+static void writeKey(Writer &w, const api::Problem &p, const api::Options &o,
+                     bool backward) {
+  auto layout = [&w](const api::TensorLayout &l) {
+    w.add(l.layout).add(l.batchStride).add(l.seqStride).add(l.headStride);
+  };
+  w.add(backward);
   w.add(p.batch).add(p.headsQ).add(p.headsKv).add(p.seqlenQ).add(p.seqlenK);
   w.add(p.cuSeqlensQ).add(p.cuSeqlensK).add(p.seqlensK);
   w.add(p.pagesKv.pageSize).add(p.pagesKv.numPages);
   w.add(p.pagesKv.maxPagesPerSeq);
   w.add(p.headDim).add(p.headDimV).add(p.dtype).add(p.outDtype.has_value());
   w.add(p.outDtype.value_or(p.dtype));
-  w.add(p.q).add(p.k).add(p.v).add(p.o);
+  for (const api::TensorLayout *l : {&p.q, &p.k, &p.v, &p.o})
+    layout(*l);
   w.add(p.mask).add(p.windowLeft).add(p.windowRight).add(p.softcap);
   w.add(p.alibi).add(p.alibiSlopes).add(p.scale).add(p.wantLse);
   w.add(p.dropout).add(p.sink).add(p.sinks).add(p.bias);
@@ -80,7 +88,17 @@ std::string python::planKey(const api::Problem &p, const api::Options &o) {
   // it was and never equals a longer key with a variant.
   if (!p.variant.empty())
     w.add(p.variant);
-  return w.take();
+}
+
+std::string_view python::planKey(const api::Problem &p, const api::Options &o,
+                                 bool backward, std::string &buffer) {
+  KeyLength length;
+  writeKey(length, p, o, backward);
+  if (buffer.size() < length.bytes)
+    buffer.resize(length.bytes);
+  KeyBytes bytes{buffer.data()};
+  writeKey(bytes, p, o, backward);
+  return {buffer.data(), length.bytes};
 }
 
 std::optional<api::Plan> PlanCache::find(const std::string &key) const {

@@ -13,12 +13,19 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace fmhajit::python {
 
-/// Everything api::plan() reads from \p problem and \p options, as bytes.
-std::string planKey(const api::Problem &problem, const api::Options &options);
+/// Everything api::plan() (or, \p backward, api::planBackward()) reads from
+/// \p problem and \p options, as bytes written into \p buffer: a view of
+/// them, valid until the buffer is written again. A caller that keeps its
+/// buffer from call to call writes a key without allocating (the buffer
+/// keeps the size of the longest key written).
+std::string_view planKey(const api::Problem &problem,
+                         const api::Options &options, bool backward,
+                         std::string &buffer);
 
 /// Plans by planKey(), shared by every thread.
 class PlanCache {

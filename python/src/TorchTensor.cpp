@@ -60,15 +60,15 @@ struct Torch {
   /// memory (which fmhajit refuses, with DLPack's device type).
   bool rocm = false;
   /// torch.float32, float16, bfloat16, int32, with their ElementType and
-  /// the name DLPack would give.
+  /// the dtype DLPack would give.
   struct DType {
     PyObject *object;
     ElementType type;
-    const char *name;
-  } dtypes[4] = {{nullptr, ElementType::F32, "float32"},
-                 {nullptr, ElementType::F16, "float16"},
-                 {nullptr, ElementType::BF16, "bfloat16"},
-                 {nullptr, ElementType::Int32, "int32"}};
+    DLDataType dlType;
+  } dtypes[4] = {{nullptr, ElementType::F32, {kDLFloat, 32, 1}},
+                 {nullptr, ElementType::F16, {kDLFloat, 16, 1}},
+                 {nullptr, ElementType::BF16, {kDLBfloat, 16, 1}},
+                 {nullptr, ElementType::Int32, {kDLInt, 32, 1}}};
   TensorMember requiresGrad, layout, dtype, isCuda, isCpu, getDevice, dataPtr,
       shape, stride;
   /// torch.empty_like, torch.contiguous_format, and ("memory_format",):
@@ -172,7 +172,7 @@ static bool readStorage(ArrayView &view, PyObject *array, const Torch &torch,
   if (!match)
     return false;
   view.type = match->type;
-  view.typeName = match->name;
+  view.dlType = match->dlType;
   py::object cuda = torch.isCuda.read(array);
   view.onCuda = cuda.ptr() == Py_True;
   if (view.onCuda) {
@@ -200,12 +200,13 @@ static bool readStorage(ArrayView &view, PyObject *array, const Torch &torch,
 }
 
 bool python::readTorchTensor(py::handle array, std::optional<intptr_t> stream,
-                             ArrayView &view) {
+                             ArrayView &view, GradKnown grad) {
   Torch &torch = torchObjects();
   PyObject *tensor = array.ptr();
   if (!torch.find() || !torch.isTensor(tensor))
     return false;
-  if (torch.requiresGrad.read(tensor).ptr() != Py_False ||
+  if ((grad != GradKnown::NotRequired &&
+       torch.requiresGrad.read(tensor).ptr() != Py_False) ||
       torch.layout.read(tensor).ptr() != torch.strided)
     return false;
   if (!readStorage(view, tensor, torch, stream) ||
@@ -259,7 +260,7 @@ static void packedLike(ArrayView &view, const ArrayView &q, int64_t headDimV,
   view.what = "out";
   view.data = data;
   view.type = q.type;
-  view.typeName = q.typeName;
+  view.dlType = q.dlType;
   view.onCuda = q.onCuda;
   view.deviceId = q.deviceId;
   view.ndim = q.ndim;

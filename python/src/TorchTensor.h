@@ -34,9 +34,10 @@ namespace fmhajit::python {
 /// Fills \p view as importArray(array, view.what, stream) would, in place
 /// (a call reads four arrays or more), and returns true when \p array is a
 /// tensor the rules above read directly; else returns false with no Python
-/// error set, and DLPack sets the view's fields again.
+/// error set, and DLPack sets the view's fields again. \p grad
+/// NotRequired skips the read of requires_grad (importArrayInto).
 bool readTorchTensor(pybind11::handle array, std::optional<intptr_t> stream,
-                     ArrayView &view);
+                     ArrayView &view, GradKnown grad = GradKnown::No);
 
 /// Whether \p array is a plain torch.Tensor (that exact type).
 bool isPlainTensor(pybind11::handle array);

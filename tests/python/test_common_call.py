@@ -250,3 +250,61 @@ def test_a_compiling_call_takes_the_python_path(monkeypatch):
     calls = record_any_attention(monkeypatch)
     monkeypatch.setattr(fmhajit, "_compiling", lambda: True)
     assert fmhajit.attention(q, k, v) is None and len(calls) == 1
+
+
+@pytest.fixture
+def answer_compiling():
+    """_fmhajit.answer_compiling for one test, and the package's own answer
+    (fmhajit._torch's, where the glue is loaded) registered again after."""
+    yield _fmhajit.answer_compiling
+    glue = fmhajit._torch_glue
+    if glue is not None and glue.FLAG_ANSWER is not None:
+        _fmhajit.answer_compiling(glue.compiling, *glue.FLAG_ANSWER)
+
+
+def test_a_compiling_answer_by_flag_is_read_not_called(monkeypatch, answer_compiling):
+    """Where fmhajit._compiling has an answer registered (fmhajit._torch's
+    compiling: outside a trace, torch.compiler.is_compiling's flag, or
+    false), the C function reads it instead of calling _compiling: a true
+    flag takes the Python path, a false one the common call, a missing one
+    calls _compiling, and None answers false. Guards the shortcut that
+    spares each call torch.compiler.is_compiling's two Python frames."""
+    q, k, v = arrays()
+    want = python_path(q, k, v)
+    asked = []
+
+    def ask():
+        asked.append(True)
+        return True
+    monkeypatch.setattr(fmhajit, "_compiling", ask)
+    flags = {"_is_compiling_flag": False}
+    answer_compiling(ask, flags, "_is_compiling_flag")
+    calls = record_any_attention(monkeypatch)
+    np.testing.assert_array_equal(fmhajit.attention(q, k, v), want)
+    flags["_is_compiling_flag"] = True
+    assert fmhajit.attention(q, k, v) is None and len(calls) == 1
+    del flags["_is_compiling_flag"]
+    assert fmhajit.attention(q, k, v) is None and len(calls) == 2
+    assert asked == [True]
+    answer_compiling(ask, None, None)
+    np.testing.assert_array_equal(fmhajit.attention(q, k, v), want)
+    assert len(calls) == 2 and asked == [True]
+
+
+def test_the_last_plan_is_the_plan_of_its_own_problem():
+    """The C++ side keeps the last call's plan beside the cache
+    (python/src/Calls.cpp, planFor): calls alternating between problems
+    each run their own, and clear_plans forgets it with the rest."""
+    q, k, v = arrays()
+    short = tuple(x[:, :5] for x in (q, k, v))
+    fmhajit.clear_plans()
+    first = fmhajit.attention(q, k, v)
+    other = fmhajit.attention(*short, causal=True)
+    assert fmhajit.cached_plans() == 2
+    for _ in range(2):
+        np.testing.assert_array_equal(fmhajit.attention(q, k, v), first)
+        np.testing.assert_array_equal(fmhajit.attention(*short, causal=True), other)
+    assert not np.array_equal(first[:, :5], other)
+    fmhajit.clear_plans()
+    np.testing.assert_array_equal(fmhajit.attention(q, k, v), first)
+    assert fmhajit.cached_plans() == 1

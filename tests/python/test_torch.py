@@ -129,6 +129,53 @@ def test_common_call_takes_plain_tensors_only():
     assert entry(q, k, v, out=given.as_subclass(Sub)) is NotImplemented
     assert entry(q, k.numpy(), v) is NotImplemented
     assert entry(q, k, v.clone().requires_grad_()) is NotImplemented
+    # out's requires_grad is read where it is read (the entry knows only
+    # q's, k's and v's): DLPack refuses it, on both paths alike.
+    wants_grad = torch.empty_like(q).requires_grad_()
+    with pytest.raises(Exception) as common:
+        entry(q, k, v, out=wants_grad)
+    with pytest.raises(Exception) as python:
+        fmhajit._any_attention(q, k, v, False, None, None, None, None, False, None,
+                               None, wants_grad, None, None, None, None, None, 0.0,
+                               None, 0, None, None, None, None)
+    assert (type(common.value), str(common.value)) == \
+        (type(python.value), str(python.value))
+
+
+def test_flag_answer_reads_only_is_compilings_flag():
+    """fmhajit._torch.flag_answer: the flag of a function whose body is
+    torch.compiler.is_compiling's (PyTorch 2.5 to 2.11: torch.jit's
+    is_scripting, then the module's _is_compiling_flag), false for _never,
+    and None (call it) for any other body."""
+    glue = fmhajit._torch
+    scope = {"torch": torch, "_is_compiling_flag": False}
+    exec("def is_compiling():\n"
+         "    if torch.jit.is_scripting():\n"
+         "        return False\n"
+         "    else:\n"
+         "        return _is_compiling_flag\n"
+         "def other():\n"
+         "    return _is_compiling_flag or torch.jit.is_scripting() or scope\n",
+         scope)
+    assert glue.flag_answer(scope["is_compiling"]) == (scope, "_is_compiling_flag")
+    assert glue.flag_answer(scope["other"]) is None
+    assert glue.flag_answer(glue._never) == (None, None)
+    assert glue.flag_answer(lambda: False) is None
+
+
+@needs_op
+def test_torch_exports_flag_takes_the_op_path(monkeypatch):
+    """torch.compiler._is_compiling_flag (torch.export sets it) sends even a
+    common call of plain tensors to the Python path, whether the C function
+    reads the flag (fmhajit._torch.flag_answer) or asks is_compiling."""
+    if not hasattr(torch.compiler, "_is_compiling_flag"):
+        pytest.skip("this PyTorch has no torch.compiler._is_compiling_flag")
+    q, k, v = (randn(1, 6, 2, 64, seed=s) for s in (1, 2, 3))
+    calls = []
+    monkeypatch.setattr(fmhajit, "_any_attention", lambda *args: calls.append(args))
+    assert type(fmhajit.attention(q, k, v)) is torch.Tensor and calls == []
+    monkeypatch.setattr(torch.compiler, "_is_compiling_flag", True)
+    assert fmhajit.attention(q, k, v) is None and len(calls) == 1
 
 
 def test_outputs_made_under_a_mode_are_checked():
