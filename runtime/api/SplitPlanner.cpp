@@ -6,6 +6,8 @@
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
+#include "specs/Validate.h"
+#include "specs/pipelines/WgmmaLayout.h"
 
 using namespace fmhajit;
 
@@ -66,6 +68,41 @@ static std::string describeNarrowing(const KernelSpec &wide,
   return " (the " + tileOf(wide).str() + " tile's " +
          std::to_string(keyTiles(wide, a)) + " key tiles capped it at " +
          std::to_string(n) + ": its split tile " + tileOf(narrow).str() + ")";
+}
+
+// A packed decode's blocks: its items times \p parts.
+static int64_t splitBlocks(const KernelSpec &spec, const AttentionProblem &a,
+                           unsigned parts) {
+  int64_t rows = itemQueryRows(spec, a.maxSeqlenQ(), a.headsQ, a.headsKv);
+  return a.batch * itemHeads(spec, a.headsQ, a.headsKv) *
+         ((rows + spec.bm - 1) / spec.bm) * parts;
+}
+
+// The TMA ring's twin of \p split's cp.async tile (stages=2), where a packed
+// decode's \p parts leave at most one block per SM: a block that streams
+// its part alone keeps one K or V tile in flight on stages=1, and on the
+// ring two of each. On an H100 the ring ran such rows 5-8% faster (8:1 GQA,
+// one sequence of 32k-128k keys, 128 blocks, contiguous and paged), and
+// rows of more blocks up to 3% slower (docs/results.md, session 24). None
+// where it does not apply or its kernel would not read the problem.
+static std::optional<KernelSpec> ringTwin(const LoweredProblem &l,
+                                          const KernelSpec &split,
+                                          unsigned parts, unsigned sms,
+                                          const DispatchQuery &query) {
+  if (split.pipeline != Pipeline::Wgmma || split.stages != 1 ||
+      !split.pack_gqa || splitBlocks(split, l.problem, parts) > int64_t(sms))
+    return std::nullopt;
+  KernelSpec ring = split;
+  ring.stages = 2;
+  llvm::Expected<KernelSpec> valid = validateSpec(ring);
+  if (!valid) {
+    llvm::consumeError(valid.takeError());
+    return std::nullopt;
+  }
+  if (query.log2PageSize >= 0 &&
+      !readsPagesOf(*valid, unsigned(query.log2PageSize)))
+    return std::nullopt;
+  return *valid;
 }
 
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
@@ -147,6 +184,15 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +
                        std::to_string(workers) + (host ? " worker" : " SM") +
                        (workers == 1 ? "" : "s") + narrowed;
+  if (!host && !*narrow)
+    if (std::optional<KernelSpec> ring =
+            ringTwin(l, split->chosen, n, workers, query)) {
+      counts += "; " + std::to_string(splitBlocks(*ring, l.problem, n)) +
+                " blocks leave " + std::to_string(workers) +
+                " SMs at most one each: its TMA ring twin " +
+                tileOf(*ring).str();
+      split->chosen = *ring;
+    }
   if (n <= 1) {
     notes.push_back(
         "decode-shaped, but " + counts +

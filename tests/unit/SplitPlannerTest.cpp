@@ -6,7 +6,9 @@
 // sm_90a takes the dispatch table's split tile, wgmma m64n64, and counts its
 // parts on its own key tiles; longer key ranges, batches that fill the GPU
 // and tiles of more than 32 packed rows keep m64n128 (issue 13's grid,
-// bench/decode/plan_misses.py). Other targets have no split tile.
+// bench/decode/plan_misses.py). Where the parts leave at most one block an
+// SM, the m64n128 tile's TMA ring twin (stages=2) streams each part. Other
+// targets have no split tile.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
@@ -38,6 +40,11 @@ const char *const kPagedNarrow =
     "fmha_fwdpaged_bf16_d128_pgqa_m64n64w4s1_wgmma_sm90a";
 const char *const kPagedWide =
     "fmha_fwdpaged_bf16_d128_pgqa_m64n128w4s1_wgmma_sm90a";
+// The TMA ring's twins, where the parts leave at most one block an SM.
+const char *const kWideRing =
+    "fmha_fwdsplitkv_bf16_d128_pgqa_m64n128w4s2_wgmma_sm90a";
+const char *const kPagedWideRing =
+    "fmha_fwdpaged_bf16_d128_pgqa_m64n128w4s2_wgmma_sm90a";
 
 LoweredProblem lower(const SplitCase &c, const KernelSpec &features) {
   LoweredProblem l;
@@ -90,12 +97,15 @@ const SplitCase kCases[] = {
     // 32 parts of 256 keys hold two m64n128 tiles: no narrowing.
     {"Gqa32x8Keys8k", kFwd, 1, 32, 8, 1, 8192, kWide, 32},
     {"Gqa32x8Keys128k", kFwd, 1, 32, 8, 1, 131072, kWide, 32},
-    {"Gqa8x1Keys32k", kFwd, 1, 8, 1, 1, 32768, kWide, 128},
+    // One packed item in 128 parts: 128 blocks, at most one an SM: the ring.
+    {"Gqa8x1Keys32k", kFwd, 1, 8, 1, 1, 32768, kWideRing, 128},
+    {"PagedGqa8x1Keys128k", kPaged, 1, 8, 1, 1, 131072, kPagedWideRing, 128},
     // 64 packed items want 4 parts of 8 key tiles (128 MiB of K/V).
     {"Gqa32x8Batch8Keys4k", kFwd, 8, 32, 8, 1, 4096, kWide, 4},
     {"Gqa32x8Batch8Keys1k", kFwd, 8, 32, 8, 1, 1024, kWide, 4},
-    // 64 packed rows (8 tokens x 8 heads): the split tile serves up to 32.
-    {"Gqa8x1EightTokensKeys4k", kFwd, 1, 8, 1, 8, 4096, kWide, 32},
+    // 64 packed rows (8 tokens x 8 heads): the split tile serves up to 32;
+    // its 32 parts are 32 blocks: the ring.
+    {"Gqa8x1EightTokensKeys4k", kFwd, 1, 8, 1, 8, 4096, kWideRing, 32},
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrow, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrow, 64},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWide, 4},
