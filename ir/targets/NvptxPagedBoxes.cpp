@@ -64,7 +64,7 @@ void fmhajit::issuePagedBoxes(IRBuilderBase &b, const WgmmaLayout &layout,
 
 void fmhajit::zeroRowsPast(IRBuilderBase &b, const WgmmaLayout &layout,
                            const SharedTile &shape, Value *dst, Value *valid,
-                           Value *lane) {
+                           Value *thread, unsigned threads) {
   unsigned slabBytes = layout.slabBytes(shape.pitch);
   unsigned slabs = shape.pitch * shape.elementBytes / slabBytes;
   constexpr unsigned kChunkBytes = 16;
@@ -76,7 +76,7 @@ void fmhajit::zeroRowsPast(IRBuilderBase &b, const WgmmaLayout &layout,
   Value *zero =
       ConstantAggregateZero::get(FixedVectorType::get(b.getInt32Ty(), 4));
   emitFor(
-      b, lane, b.CreateMul(perSlab, b.getInt32(slabs)), b.getInt32(32),
+      b, thread, b.CreateMul(perSlab, b.getInt32(slabs)), b.getInt32(threads),
       "zero.tail", [&](Value *chunk) {
         Value *slab = b.CreateUDiv(chunk, perSlab);
         Value *at = b.CreateAdd(
@@ -86,7 +86,4 @@ void fmhajit::zeroRowsPast(IRBuilderBase &b, const WgmmaLayout &layout,
         b.CreateAlignedStore(zero, b.CreateInBoundsGEP(b.getInt8Ty(), dst, at),
                              Align(kChunkBytes));
       });
-  // The products read the slot through the async proxy.
-  b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
-  b.CreateIntrinsic(Intrinsic::nvvm_bar_warp_sync, {b.getInt32(-1)});
 }

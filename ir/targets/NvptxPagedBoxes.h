@@ -13,7 +13,10 @@
 // its page's unused rows, which may hold anything (NaN in a fresh
 // allocation). The scores mask those keys, but P = 0 times a NaN of V is
 // NaN: so the producer lands a partial V tile on its own tail barrier,
-// zeroes its rows past the end, and only then marks the slot full.
+// zeroes its rows past the end, and only then marks the slot full. Under
+// fp8 V lands in the transposers' staging tile, and the transposers zero
+// those rows themselves before they read it (NvptxTmaProducer.cpp): writers
+// and readers then meet at one named barrier.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -44,12 +47,11 @@ void issuePagedBoxes(llvm::IRBuilderBase &b, const WgmmaLayout &layout,
                      llvm::Value *page, llvm::Value *lane);
 
 /// Zeroes rows \p valid.. of every slab of the tile of \p shape at \p dst,
-/// 16 bytes a lane at a time, and makes the zeros visible to the products'
-/// async proxy:
-///   st.shared.v4.b32 [...], {0, 0, 0, 0}  (lane, lane + 32, ...)
-///   fence.proxy.async.shared::cta; bar.warp.sync
+/// 16 bytes a thread at a time, thread \p thread of \p threads:
+///   st.shared.v4.b32 [...], {0, 0, 0, 0}  (thread, thread + threads, ...)
+/// The caller makes the zeros visible to the tile's readers.
 void zeroRowsPast(llvm::IRBuilderBase &b, const WgmmaLayout &layout,
                   const SharedTile &shape, llvm::Value *dst, llvm::Value *valid,
-                  llvm::Value *lane);
+                  llvm::Value *thread, unsigned threads);
 
 } // namespace fmhajit

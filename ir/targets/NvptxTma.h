@@ -90,8 +90,8 @@ public:
   llvm::Value *stagedAddress(llvm::Value *slot);
   llvm::Value *stagedFull(llvm::Value *slot);
   llvm::Value *stagedEmpty(llvm::Value *slot);
-  /// loadsPagedBoxes: the producer's own barrier for a partial V tile, and
-  /// the phase its next use completes, counting it.
+  /// loadsPagedBoxes (16-bit): the producer's own barrier for a partial V
+  /// tile, and the phase its next use completes, counting it.
   llvm::Value *tail();
   llvm::Value *nextTailParity();
 

@@ -192,7 +192,9 @@ void NvptxTmaProducerOps::loadPaged(Tile &tile, const TensorBox &box,
     auto issue = [&](Value *bar) {
       issuePagedBoxes(b, layout, shape, box, map, dst, bar, page, lane);
     };
-    if (tile.role != TileRole::Value)
+    // K's rows past the end reach only scores the mask replaces; fp8's
+    // staged V is zeroed by the transposers (transposeValues).
+    if (tile.role != TileRole::Value || staged)
       return issue(full);
     emitIfElse(
         b, b.CreateICmpSLT(valid, b.getInt32(spec.bn)), "tma.partial",
@@ -200,7 +202,10 @@ void NvptxTmaProducerOps::loadPaged(Tile &tile, const TensorBox &box,
           Value *parity = ring.nextTailParity();
           issue(ring.tail());
           emitMbarrierWait(b, ring.tail(), parity, bounded);
-          zeroRowsPast(b, layout, shape, dst, valid, lane);
+          zeroRowsPast(b, layout, shape, dst, valid, lane, target.waveSize());
+          // The products read the slot through the async proxy.
+          b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
+          b.CreateIntrinsic(Intrinsic::nvvm_bar_warp_sync, {b.getInt32(-1)});
           emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.tail.done",
                  [&] { emitMbarrierArrive(b, full); });
         },
@@ -220,6 +225,15 @@ void NvptxTmaProducerOps::transposeValues(Tile &tile, Value *valid) {
     emitMbarrierWait(b, ring.stagedFull(use.slot), use.parity, bounded);
     emitMbarrierWait(b, ring.empty(tile.role, use.slot),
                      b.CreateXor(use.parity, b.getInt32(1)), bounded);
+    if (loadsPagedBoxes(spec)) // a page's rows past the end may hold NaN
+      emitIf(b, b.CreateICmpSLT(valid, b.getInt32(spec.bn)), "vt.tail", [&] {
+        zeroRowsPast(b, layout, layout.stagedValues,
+                     ring.stagedAddress(use.slot), valid, thread,
+                     kTransposerThreads);
+        b.CreateIntrinsic(
+            Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+            {b.getInt32(kTransposeBarrier), b.getInt32(kTransposerThreads)});
+      });
     emitFp8TransposeValues(b, layout, ring.stagedAddress(use.slot),
                            ring.slotAddress(tile, use.slot), thread);
     // The products read V^T through the async proxy.

@@ -102,8 +102,10 @@ unsigned WgmmaLayout::barrierOffset() const {
 }
 
 unsigned WgmmaLayout::barrierCount() const {
-  return 2 + (transposesValues() ? 6 : 4) * spec.stages +
-         (loadsPagedBoxes(spec) ? 1 : 0);
+  // The tail barrier: the producer's wait for a partial paged V tile (the
+  // transposers zero fp8's staged rows themselves).
+  bool tail = loadsPagedBoxes(spec) && !transposesValues();
+  return 2 + (transposesValues() ? 6 : 4) * spec.stages + (tail ? 1 : 0);
 }
 
 bool fmhajit::walksWorkItems(const KernelSpec &spec) {

@@ -149,8 +149,8 @@ public:
   /// Where the mbarriers start (stages>=2): eight bytes each, for Q's full
   /// and empty barriers, then K full, K empty, V full and V empty of each
   /// slot, then under fp8 staged-V full and staged-V empty of each slot,
-  /// then under loadsPagedBoxes the tail barrier: the producer's own wait
-  /// for a partial V tile, whose rows past the end it zeroes.
+  /// then under loadsPagedBoxes (16-bit) the tail barrier: the producer's
+  /// own wait for a partial V tile, whose rows past the end it zeroes.
   unsigned barrierOffset() const;
   unsigned barrierCount() const;
   unsigned bytes() const;
