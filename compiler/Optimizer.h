@@ -8,7 +8,8 @@ namespace fmhajit {
 
 /// Prepares \p m for \p tm (triple, data layout) and optimizes it with the
 /// new pass manager: a short fixed pipeline for the host (its IR arrives
-/// vectorized), -O3 with the target's cost model for GPUs.
+/// vectorized), -O3 less the passes that never change its kernels for
+/// NVPTX, -O3 for AMDGPU; GPUs with the target's cost model.
 void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm);
 
 } // namespace fmhajit

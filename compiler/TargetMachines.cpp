@@ -66,6 +66,16 @@ unsigned fmhajit::ptxVersionFor(const ArchInfo &arch, unsigned requested) {
   return std::max(arch.minPtx, requested);
 }
 
+// NVPTX at Default rather than Aggressive: the code generator's IR passes
+// then clean up with EarlyCSE where they ran GVN twice, ~12 of the heavy
+// sm_90a kernel's ~80 ms of code generation, and the PTX of every NVPTX
+// kernel of the profiles is byte for byte the same (docs/design.md, "Cold
+// JIT").
+static CodeGenOptLevel codegenOptLevel(const ArchInfo &arch) {
+  return arch.backend == Backend::Nvptx ? CodeGenOptLevel::Default
+                                        : CodeGenOptLevel::Aggressive;
+}
+
 Expected<std::unique_ptr<TargetMachine>>
 fmhajit::createTargetMachine(const ArchInfo &arch, unsigned ptxVersion) {
   initializeTargets();
@@ -82,7 +92,7 @@ fmhajit::createTargetMachine(const ArchInfo &arch, unsigned ptxVersion) {
   options.AllowFPOpFusion = FPOpFusion::Fast;
   std::unique_ptr<TargetMachine> tm(target->createTargetMachine(
       triple, ct.cpu, ct.features, options, Reloc::PIC_, std::nullopt,
-      CodeGenOptLevel::Aggressive));
+      codegenOptLevel(arch)));
   if (!tm)
     return makeError(ErrorKind::Jit,
                      "LLVM could not create a target machine for " + ct.triple +

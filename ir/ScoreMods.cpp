@@ -69,16 +69,28 @@ void ScoreMods::apply(Tile &scores, const WorkItem &s, const Band &band,
   applyBiasAndMask(scores, s, band, j0, tokens, maskModFull);
 }
 
+// s = c tanh(s / c), into log2 units: with u = 2 log2e |s| / c (c > 0, as
+// the API requires), c log2e tanh(s / c) = c log2e (1 - 2 / (2^u + 1)) with
+// the sign of s. Folded so, a score costs seven instructions (a multiply,
+// |.|, the exp2, an add, the reciprocal, an fma and a copysign), where
+// TargetInfo::tanh between a multiply on either side took nine.
 void ScoreMods::applySoftcap(Tile &scores) {
   if (!spec.softcap)
     return;
-  // s = c * tanh(s / c), then into log2 units
   Value *c = p.get(kSoftcap);
-  Value *invC = b.CreateFDiv(f32(1), c);
+  // 1 / c, then the constant: a reciprocal, where 2 log2e / c divides
+  Value *toExponent = b.CreateFMul(b.CreateFDiv(f32(1), c), f32(2 * kLog2e));
   Value *cLog2e = b.CreateFMul(c, f32(kLog2e));
+  Value *minusTwoCLog2e = b.CreateFMul(cLog2e, f32(-2));
   ops.map(scores, [&](IRBuilderBase &b, Value *, Value *, Value *x) {
-    Value *t = target.tanh(b, b.CreateFMul(x, splatLike(b, invC, x)));
-    return b.CreateFMul(t, splatLike(b, cLog2e, x));
+    Value *u = b.CreateUnaryIntrinsic(
+        Intrinsic::fabs, b.CreateFMul(x, splatLike(b, toExponent, x)));
+    Value *e = target.exp2(b, u);
+    Value *r = target.reciprocal(b, b.CreateFAdd(e, splatLike(b, f32(1), e)));
+    Value *t = b.CreateIntrinsic(
+        Intrinsic::fmuladd, {x->getType()},
+        {r, splatLike(b, minusTwoCLog2e, x), splatLike(b, cLog2e, x)});
+    return b.CreateBinaryIntrinsic(Intrinsic::copysign, t, x);
   });
 }
 
@@ -159,21 +171,29 @@ Value *ScoreMods::alibiSlopeLog2(const WorkItem &s, Value *slopes, Value *row) {
   return b.CreateFMul(slope, splatLike(b, f32(kLog2e), slope));
 }
 
-// x - col, for x that changes from key tile to key tile. The fragment
-// layouts give a column as base + constant; subtracting the parts one by one
-// leaves one x - base per row. Grouped otherwise, the loop-invariant
-// row - col of every element would be hoisted out of the key loop into a
-// register of its own (the d=64 ALiBi kernel spilled).
-static Value *subtractColumn(IRBuilderBase &b, Value *x, Value *col) {
+// |x - col| as a float, for x that changes from key tile to key tile. The
+// fragment layouts give a column as base + constant: x - base is converted
+// once per row and the constant comes off in float (exact below 2^24
+// tokens), so an element costs a subtraction, no conversion. Grouped
+// otherwise, the loop-invariant row - col of every element would be hoisted
+// out of the key loop into a register of its own (the d=64 ALiBi kernel
+// spilled).
+static Value *distanceToColumn(IRBuilderBase &b, Value *x, Value *col,
+                               Type *type) {
   Value *base = nullptr;
   const APInt *offset = nullptr;
-  if (!match(col, m_Add(m_Value(base), m_APInt(offset))))
-    return b.CreateSub(x, col);
-  return b.CreateSub(b.CreateSub(x, base),
-                     ConstantInt::get(col->getType(), *offset));
+  if (!match(col, m_Add(m_Value(base), m_APInt(offset)))) {
+    base = col;
+    offset = nullptr;
+  }
+  Value *d = b.CreateSIToFP(b.CreateSub(x, base), type);
+  if (offset)
+    d = b.CreateFSub(d, ConstantFP::get(type, offset->getSExtValue()));
+  return b.CreateUnaryIntrinsic(Intrinsic::fabs, d);
 }
 
-// s -= slope_h * |i + sk - sq - j|, i the row's token and h its head
+// s -= slope_h * |i + sk - sq - j|, i the row's token and h its head: one
+// fma with -slope_h an element.
 void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
   Value *slopes = p.get(kAlibiSlopes);
   Value *itemSlope = nullptr; // one head per tile unless packed
@@ -181,7 +201,7 @@ void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
     itemSlope = b.CreateFMul(
         b.CreateLoad(b.getFloatTy(),
                      b.CreateInBoundsGEP(b.getFloatTy(), slopes, s.h)),
-        f32(kLog2e));
+        f32(-kLog2e));
   Value *origin = b.CreateSub(s.sk, s.sq);
   Value *rowOrigin = s.group ? origin : b.CreateAdd(s.i0, origin);
   ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
@@ -190,13 +210,12 @@ void ScoreMods::applyAlibi(Tile &scores, const WorkItem &s, Value *j0) {
                    : row;
     Value *rowToTile = b.CreateSub(b.CreateAdd(i, splatLike(b, rowOrigin, i)),
                                    splatLike(b, j0, i));
-    Value *dist = subtractColumn(b, rowToTile, col);
-    Value *absDist =
-        b.CreateBinaryIntrinsic(Intrinsic::abs, dist, b.getFalse());
-    Value *fdist = b.CreateSIToFP(absDist, x->getType());
-    Value *slope =
-        itemSlope ? splatLike(b, itemSlope, x) : alibiSlopeLog2(s, slopes, row);
-    return b.CreateFSub(x, b.CreateFMul(fdist, slope));
+    Value *dist = distanceToColumn(b, rowToTile, col, x->getType());
+    Value *minusSlope = itemSlope
+                            ? splatLike(b, itemSlope, x)
+                            : b.CreateFNeg(alibiSlopeLog2(s, slopes, row));
+    return b.CreateIntrinsic(Intrinsic::fmuladd, {x->getType()},
+                             {dist, minusSlope, x});
   });
 }
 
