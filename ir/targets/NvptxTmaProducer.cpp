@@ -83,10 +83,14 @@ private:
            : role == TileRole::KeyT ? layout.keys
                                     : layout.values;
   }
-  /// fwd_paged's K and V (NvptxPagedBoxes.h): a box per page run, each
-  /// lane looking its box's page up, and a partial V tile zeroed past the
-  /// sequence's end before its slot is marked full.
-  void loadPaged(Tile &tile, const TensorBox &box, Value *valid);
+  /// fwd_paged's K or V tile (NvptxPagedBoxes.h) into \p dst, completing
+  /// on \p full: lane \p lane's box at its \p page, and a partial V tile
+  /// zeroed past the sequence's end before \p full is marked.
+  void issuePagedTile(TileRole role, const SharedTile &shape,
+                      const TensorBox &box, Value *dst, Value *full,
+                      Value *page, Value *lane, Value *valid, bool staged);
+  /// The kernel parameter's tensor map that \p box is a box of.
+  Value *tensorMap(const TensorBox &box);
   /// The transposers' load: V^T into the ring slot from its staged tile.
   void transposeValues(Tile &tile, Value *valid);
   /// One TMA box per slab of a tile of \p shape, at \p dst, completing on
@@ -113,8 +117,6 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   assert(src.box.map >= 0 && "stages=2 loads only tensor-map boxes");
   if (transposer)
     return transposeValues(tile, valid);
-  if (src.box.pages)
-    return loadPaged(tile, src.box, valid);
   bool query = tile.role == TileRole::Query;
   // fp8 V lands in the staging tile; the transposers fill the slot.
   bool staged = tile.role == TileRole::Value && layout.transposesValues();
@@ -122,6 +124,11 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   Value *lane =
       b.CreateAnd(target.threadId(b), b.getInt32(target.waveSize() - 1));
   emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
+    // A paged tile's lookups go before the wait, which their latency then
+    // overlaps.
+    Value *page = src.box.pages
+                      ? lookUpBoxPage(b, src.box, spec.bn, valid, lane)
+                      : nullptr;
     // The release of this slot's previous tile.
     Value *released =
         staged ? ring.stagedEmpty(use.slot) : ring.empty(tile.role, use.slot);
@@ -133,6 +140,9 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                         : ring.slotAddress(tile, query ? nullptr : use.slot);
     const SharedTile &shape =
         staged ? layout.stagedValues : sharedTile(tile.role);
+    if (page)
+      return issuePagedTile(tile.role, shape, src.box, dst, bar, page, lane,
+                            valid, staged);
     // v_pretranspose: the V^T slot's rows are V's columns, its slabs runs
     // of keys (TensorMapBoxes.h).
     bool keysAlongRows =
@@ -142,6 +152,12 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   });
 }
 
+Value *NvptxTmaProducerOps::tensorMap(const TensorBox &box) {
+  return b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), target.tensorMaps,
+                                      box.map * sizeof(TensorMaps) /
+                                          kNumTensorMaps);
+}
+
 void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
                                      const TensorBox &box, Value *dst,
                                      Value *bar, bool keysAlongRows) {
@@ -149,9 +165,7 @@ void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
   unsigned slabBytes = layout.slabBytes(width);
   unsigned slabElements = slabBytes / shape.elementBytes;
   emitMbarrierExpectBytes(b, bar, shape.bytes());
-  Value *map = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), target.tensorMaps,
-                                            box.map * sizeof(TensorMaps) /
-                                                kNumTensorMaps);
+  Value *map = tensorMap(box);
   auto i32 = [&](Value *v) { return b.CreateTrunc(v, b.getInt32Ty()); };
   for (unsigned slab = 0; slab < width / slabElements; ++slab) {
     Value *column = b.getInt32(slab * slabElements), *row = i32(box.row);
@@ -165,52 +179,32 @@ void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
   }
 }
 
-void NvptxTmaProducerOps::loadPaged(Tile &tile, const TensorBox &box,
-                                    Value *valid) {
-  bool staged = tile.role == TileRole::Value && layout.transposesValues();
-  TmaRing::Use use = ring.next(tile.role);
-  Value *lane =
-      b.CreateAnd(target.threadId(b), b.getInt32(target.waveSize() - 1));
-  Value *map = b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), target.tensorMaps,
-                                            box.map * sizeof(TensorMaps) /
-                                                kNumTensorMaps);
-  bool bounded = target.options.boundedWaits;
-  emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
-    // Before the wait for the slot, which the lookup's latency then
-    // overlaps.
-    Value *page = lookUpBoxPage(b, box, spec.bn, valid, lane);
-    Value *released =
-        staged ? ring.stagedEmpty(use.slot) : ring.empty(tile.role, use.slot);
-    emitMbarrierWait(b, released, b.CreateXor(use.parity, b.getInt32(1)),
-                     bounded);
-    Value *full =
-        staged ? ring.stagedFull(use.slot) : ring.full(tile.role, use.slot);
-    Value *dst = staged ? ring.stagedAddress(use.slot)
-                        : ring.slotAddress(tile, use.slot);
-    const SharedTile &shape =
-        staged ? layout.stagedValues : sharedTile(tile.role);
-    auto issue = [&](Value *bar) {
-      issuePagedBoxes(b, layout, shape, box, map, dst, bar, page, lane);
-    };
-    // K's rows past the end reach only scores the mask replaces; fp8's
-    // staged V is zeroed by the transposers (transposeValues).
-    if (tile.role != TileRole::Value || staged)
-      return issue(full);
-    emitIfElse(
-        b, b.CreateICmpSLT(valid, b.getInt32(spec.bn)), "tma.partial",
-        [&] {
-          Value *parity = ring.nextTailParity();
-          issue(ring.tail());
-          emitMbarrierWait(b, ring.tail(), parity, bounded);
-          zeroRowsPast(b, layout, shape, dst, valid, lane, target.waveSize());
-          // The products read the slot through the async proxy.
-          b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
-          b.CreateIntrinsic(Intrinsic::nvvm_bar_warp_sync, {b.getInt32(-1)});
-          emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.tail.done",
-                 [&] { emitMbarrierArrive(b, full); });
-        },
-        [&] { issue(full); });
-  });
+void NvptxTmaProducerOps::issuePagedTile(TileRole role, const SharedTile &shape,
+                                         const TensorBox &box, Value *dst,
+                                         Value *full, Value *page, Value *lane,
+                                         Value *valid, bool staged) {
+  Value *map = tensorMap(box);
+  auto issue = [&](Value *bar) {
+    issuePagedBoxes(b, layout, shape, box, map, dst, bar, page, lane);
+  };
+  // K's rows past the end reach only scores the mask replaces; fp8's
+  // staged V is zeroed by the transposers (transposeValues).
+  if (role != TileRole::Value || staged)
+    return issue(full);
+  emitIfElse(
+      b, b.CreateICmpSLT(valid, b.getInt32(spec.bn)), "tma.partial",
+      [&] {
+        Value *parity = ring.nextTailParity();
+        issue(ring.tail());
+        emitMbarrierWait(b, ring.tail(), parity, target.options.boundedWaits);
+        zeroRowsPast(b, layout, shape, dst, valid, lane, target.waveSize());
+        // The products read the slot through the async proxy.
+        b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
+        b.CreateIntrinsic(Intrinsic::nvvm_bar_warp_sync, {b.getInt32(-1)});
+        emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.tail.done",
+               [&] { emitMbarrierArrive(b, full); });
+      },
+      [&] { issue(full); });
 }
 
 // The transposers are threads 32..127 of the producer warpgroup.

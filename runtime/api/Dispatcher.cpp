@@ -124,17 +124,19 @@ static llvm::Error ruleFeatures(Narrowing &n, const Registry &registry) {
                              " made for it (compiled on first use)");
   }
   dropMisaligned(n);
-  std::vector<KernelSpec> beforePages = n.candidates;
+  std::optional<KernelSpec> boxesPages; // a candidate dropped for its pages
+  if (!n.candidates.empty())
+    boxesPages = n.candidates.front();
   dropUnboxablePages(n);
   if (!n.candidates.empty()) {
     n.result.featureMatches = n.candidates;
     return llvm::Error::success();
   }
-  if (!beforePages.empty()) // fp8: every kernel boxes pages
+  if (boxesPages) // fp8: every kernel boxes pages
     return makeError(
         ErrorKind::Usage,
-        "kernel " + encodeName(beforePages.front()) + " " +
-            pagesTooSmall(beforePages.front(), unsigned(n.query.log2PageSize)));
+        "kernel " + encodeName(*boxesPages) + " " +
+            pagesTooSmall(*boxesPages, unsigned(n.query.log2PageSize)));
   llvm::Expected<KernelSpec> why = validateSpec(n.features);
   if (!why)
     return why.takeError();
