@@ -105,6 +105,18 @@ static std::optional<KernelSpec> ringTwin(const LoweredProblem &l,
   return *valid;
 }
 
+// Whether the ring twin of a packed decode runs half of \p parts: where
+// its packed rows fill the tile (8 tokens of an 8:1 group), each part's
+// partials are a whole tile of rows for the combine, and on an H100 the
+// ring at 64 parts beat 128 by 5-30% (8:1, one sequence of 32k and 128k
+// keys, contiguous and paged; docs/results.md, session 24). With fewer
+// rows 128 parts stayed as good or better.
+static bool ringHalvesParts(const KernelSpec &ring, const AttentionProblem &a,
+                            unsigned parts) {
+  int64_t rows = itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv);
+  return rows >= int64_t(ring.bm) && parts >= 64;
+}
+
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
   std::vector<int64_t> keys;
   if (l.pagedCache)
@@ -192,6 +204,11 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
                 " SMs at most one each: its TMA ring twin " +
                 tileOf(*ring).str();
       split->chosen = *ring;
+      if (ringHalvesParts(*ring, l.problem, n)) {
+        n /= 2;
+        counts += " in " + std::to_string(n) + " parts (a whole tile of " +
+                  "packed rows: fewer partials to combine)";
+      }
     }
   if (n <= 1) {
     notes.push_back(
