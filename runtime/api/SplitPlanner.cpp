@@ -105,16 +105,17 @@ static std::optional<KernelSpec> ringTwin(const LoweredProblem &l,
   return *valid;
 }
 
-// Whether the ring twin of a packed decode runs half of \p parts: where
-// its packed rows fill the tile (8 tokens of an 8:1 group), each part's
-// partials are a whole tile of rows for the combine, and on an H100 the
-// ring at 64 parts beat 128 by 5-30% (8:1, one sequence of 32k and 128k
-// keys, contiguous and paged; docs/results.md, session 24). With fewer
-// rows 128 parts stayed as good or better.
+// Whether the ring twin of a packed decode runs half of \p parts: where its
+// packed rows fill half its tile or more (4 or 8 tokens of an 8:1 group),
+// each part hands the combine that many rows, and on an H100 the ring at 64
+// parts beat 128 by 9-30% on such rows (8:1, one sequence of 32k and 128k
+// keys; 2% slower on one, 4 tokens paged at 128k). With 1 or 2 tokens 64
+// parts won 3-10% contiguous but lost 7-12% on paged 128k keys, so those
+// keep 128 (docs/results.md, session 24).
 static bool ringHalvesParts(const KernelSpec &ring, const AttentionProblem &a,
                             unsigned parts) {
   int64_t rows = itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv);
-  return rows >= int64_t(ring.bm) && parts >= 64;
+  return 2 * rows >= int64_t(ring.bm) && parts >= 64;
 }
 
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
@@ -206,8 +207,8 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
       split->chosen = *ring;
       if (ringHalvesParts(*ring, l.problem, n)) {
         n /= 2;
-        counts += " in " + std::to_string(n) + " parts (a whole tile of " +
-                  "packed rows: fewer partials to combine)";
+        counts += " in " + std::to_string(n) + " parts (half a tile of " +
+                  "packed rows or more: fewer partials to combine)";
       }
     }
   if (n <= 1) {

@@ -107,8 +107,11 @@ const SplitCase kCases[] = {
     // its 32 parts are 32 blocks: the ring.
     {"Gqa8x1EightTokensKeys4k", kFwd, 1, 8, 1, 8, 4096, kWideRing, 32},
     // At 32k keys its 128 parts would each hand the combine a whole tile
-    // of rows: the ring runs half of them.
+    // of rows: the ring runs half of them; so with 4 tokens (half a tile),
+    // not with 2.
     {"Gqa8x1EightTokensKeys32k", kFwd, 1, 8, 1, 8, 32768, kWideRing, 64},
+    {"Gqa8x1FourTokensKeys32k", kFwd, 1, 8, 1, 4, 32768, kWideRing, 64},
+    {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kWideRing, 128},
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrow, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrow, 64},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWide, 4},
