@@ -9,7 +9,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | quick | tune | decode | decode-host | sanitize | stalls | backward | backward-host | fp8 | profile | python | api-overhead
+mode=${1:-all}   # all | e2e | bench | grid | quick | tune | decode | decode-host | sanitize | stalls | backward | backward-host | fp8 | profile | python | api-overhead
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode fmhajit-bench-api; do
@@ -221,7 +221,7 @@ if [ "$mode" = sanitize ]; then
   done
   exit 0
 fi
-if [ "$mode" != bench ]; then
+if [ "$mode" != bench ] && [ "$mode" != grid ]; then
   for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a \
               family=fwd,dtype=fp16,d=64,pipeline=simt,lse=1,target=sm_90a; do
     /tmp/fj/fmhajit run "$spec" --device cuda --batch 2 --heads 4 --seqlen-q 1000 --check --iters 5 2>&1 | tee -a "$out/check.log"
@@ -240,6 +240,16 @@ fi
 if [ "$mode" = all ] || [ "$mode" = bench ] || [ "$mode" = quick ]; then
   q=""; [ "$mode" = quick ] && q=--quick
   PYTHONUNBUFFERED=1 python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit --json "$out/bench-gpu.json" $q "$@" 2>&1 | tee "$out/bench.log"
+fi
+if [ "$mode" = grid ]; then
+  # Issue 12's table as the API runs it: the dispatched kernels beside SDPA's
+  # FlashAttention-2 and cuDNN (bf16 and fp16, d = 64/128/256, S = 512-16384,
+  # causal and not), then fp8 at d = 128 and 256 beside cuDNN's bf16.
+  PYTHONUNBUFFERED=1 timeout "${GRID_TIMEOUT:-400}" python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit \
+    --json "$out/bench-grid.json" --dispatch --peers FLASH_ATTENTION,CUDNN_ATTENTION "$@" 2>&1 | tee "$out/grid.log"
+  PYTHONUNBUFFERED=1 timeout "${FP8_TIMEOUT:-150}" python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit \
+    --json "$out/bench-grid-fp8.json" --dispatch --peers CUDNN_ATTENTION --dtypes fp8_e4m3 --head-dims 128,256 \
+    --seqlens 2048,4096,8192,16384 "$@" 2>&1 | tee "$out/grid-fp8.log"
 fi
 if [ "$mode" = tune ]; then
   # Compare tiles of one pipeline ($PIPELINE, default auto): each argument is
