@@ -8,6 +8,9 @@
 #include "specs/Errors.h"
 #include "specs/Validate.h"
 #include "specs/pipelines/WgmmaLayout.h"
+#include "llvm/ADT/bit.h"
+#include <algorithm>
+#include <cmath>
 
 using namespace fmhajit;
 
@@ -78,19 +81,13 @@ static int64_t splitBlocks(const KernelSpec &spec, const AttentionProblem &a,
          ((rows + spec.bm - 1) / spec.bm) * parts;
 }
 
-// The TMA ring's twin of \p split's cp.async tile (stages=2), where a packed
-// decode's \p parts leave at most one block per SM: a block that streams
-// its part alone keeps one K or V tile in flight on stages=1, and on the
-// ring two of each. On an H100 the ring ran such rows 5-8% faster (8:1 GQA,
-// one sequence of 32k-128k keys, 128 blocks, contiguous and paged), and
-// rows of more blocks up to 3% slower (docs/results.md, session 24). None
-// where it does not apply or its kernel would not read the problem.
-static std::optional<KernelSpec> ringTwin(const LoweredProblem &l,
-                                          const KernelSpec &split,
-                                          unsigned parts, unsigned sms,
+// The TMA ring's twin of \p split's cp.async tile (stages=2) for a packed
+// decode, or none where it does not apply or its kernel would not read the
+// problem (pages of fewer rows than its boxes take).
+static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
                                           const DispatchQuery &query) {
   if (split.pipeline != Pipeline::Wgmma || split.stages != 1 ||
-      !split.pack_gqa || splitBlocks(split, l.problem, parts) > int64_t(sms))
+      !split.pack_gqa)
     return std::nullopt;
   KernelSpec ring = split;
   ring.stages = 2;
@@ -105,17 +102,29 @@ static std::optional<KernelSpec> ringTwin(const LoweredProblem &l,
   return *valid;
 }
 
-// Whether the ring twin of a packed decode runs half of \p parts: where its
-// packed rows fill half its tile or more (4 or 8 tokens of an 8:1 group),
-// each part hands the combine that many rows, and on an H100 the ring at 64
-// parts beat 128 by 9-30% on such rows (8:1, one sequence of 32k and 128k
-// keys; 2% slower on one, 4 tokens paged at 128k). With 1 or 2 tokens 64
-// parts won 3-10% contiguous but lost 7-12% on paged 128k keys, so those
-// keep 128 (docs/results.md, session 24).
-static bool ringHalvesParts(const KernelSpec &ring, const AttentionProblem &a,
-                            unsigned parts) {
+// The ring twin's parts: about half a block an SM, at most \p parts (the
+// cp.async tile's count, for 1.5 blocks an SM). A ring block keeps two K
+// and two V tiles in flight, so fewer, longer parts read as fast and leave
+// the combine less to merge. Issue 13's grid on an H100 (docs/results.md,
+// session 25), against the cp.async tile at its own count: 4-22% faster
+// on batches of 8-64 packed items with 1k-8k keys (one part each, no
+// combine), 1-5% on the other rows. Paged rows of thin packed tiles round
+// up instead of down (16-row pages are 8 TMA boxes a tile): rounded down
+// they lost 10-19% on 4k-128k keys. Rows of half a tile of packed rows or
+// more (4 or 8 tokens of an 8:1 group, whose parts each hand the combine
+// that many rows) round down paged too, as session 24 measured.
+static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
+                          unsigned parts, unsigned sms) {
+  const AttentionProblem &a = l.problem;
+  int64_t items = splitBlocks(ring, a, 1);
+  double wanted = double(sms) / (2.0 * double(items));
+  if (wanted <= 1)
+    return 1;
   int64_t rows = itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv);
-  return 2 * rows >= int64_t(ring.bm) && parts >= 64;
+  bool thinPaged = l.pagedCache && 2 * rows < int64_t(ring.bm);
+  uint64_t n = thinPaged ? llvm::bit_ceil(uint64_t(std::ceil(wanted)))
+                         : llvm::bit_floor(uint64_t(wanted));
+  return unsigned(std::clamp<uint64_t>(n, 1, parts));
 }
 
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
@@ -197,18 +206,18 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +
                        std::to_string(workers) + (host ? " worker" : " SM") +
                        (workers == 1 ? "" : "s") + narrowed;
-  if (!host && !*narrow)
-    if (std::optional<KernelSpec> ring =
-            ringTwin(l, split->chosen, n, workers, query)) {
-      counts += "; " + std::to_string(splitBlocks(*ring, l.problem, n)) +
-                " blocks leave " + std::to_string(workers) +
-                " SMs at most one each: its TMA ring twin " +
-                tileOf(*ring).str();
+  if (!host && !*narrow && n > 1)
+    if (std::optional<KernelSpec> ring = ringTwin(split->chosen, query)) {
+      n = ringParts(*ring, l, n, workers);
+      counts += "; its TMA ring twin " + tileOf(*ring).str() + " in " +
+                std::to_string(n) + " part" + (n == 1 ? "" : "s") +
+                " (about half a block an SM: a ring block keeps two K/V "
+                "tiles in flight)";
       split->chosen = *ring;
-      if (ringHalvesParts(*ring, l.problem, n)) {
-        n /= 2;
-        counts += " in " + std::to_string(n) + " parts (half a tile of " +
-                  "packed rows or more: fewer partials to combine)";
+      if (n == 1) {
+        notes.push_back("decode-shaped: split-KV kernel, " + counts +
+                        ": one part, which writes O itself");
+        return SplitChoice{std::move(*split), *combine, 1};
       }
     }
   if (n <= 1) {

@@ -6,9 +6,10 @@
 // sm_90a takes the dispatch table's split tile, wgmma m64n64, and counts its
 // parts on its own key tiles; longer key ranges, batches that fill the GPU
 // and tiles of more than 32 packed rows keep m64n128 (issue 13's grid,
-// bench/decode/plan_misses.py). Where the parts leave at most one block an
-// SM, the m64n128 tile's TMA ring twin (stages=2) streams each part. Other
-// targets have no split tile.
+// bench/decode/plan_misses.py). The m64n128 tile runs as its TMA ring twin
+// (stages=2) in parts for about half a block an SM: a power of two rounded
+// down, or up for paged rows of thin packed tiles. Other targets have no
+// split tile.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
@@ -34,13 +35,9 @@ const char *const kFwd = "family=fwd,dtype=bf16,d=128,target=sm_90a";
 const char *const kPaged = "family=fwd_paged,dtype=bf16,d=128,target=sm_90a";
 const char *const kNarrow =
     "fmha_fwdsplitkv_bf16_d128_pgqa_m64n64w4s1_wgmma_sm90a";
-const char *const kWide =
-    "fmha_fwdsplitkv_bf16_d128_pgqa_m64n128w4s1_wgmma_sm90a";
 const char *const kPagedNarrow =
     "fmha_fwdpaged_bf16_d128_pgqa_m64n64w4s1_wgmma_sm90a";
-const char *const kPagedWide =
-    "fmha_fwdpaged_bf16_d128_pgqa_m64n128w4s1_wgmma_sm90a";
-// The TMA ring's twins, where the parts leave at most one block an SM.
+// The TMA ring's twins of the m64n128 tile.
 const char *const kWideRing =
     "fmha_fwdsplitkv_bf16_d128_pgqa_m64n128w4s2_wgmma_sm90a";
 const char *const kPagedWideRing =
@@ -94,27 +91,34 @@ const SplitCase kCases[] = {
     // One packed item wants 256 parts: the key tiles of 64 allow 128.
     {"Gqa8x1Keys8k", kFwd, 1, 8, 1, 1, 8192, kNarrow, 128},
     {"Gqa32x8TwoTokensKeys4k", kFwd, 1, 32, 8, 2, 4096, kNarrow, 32},
-    // 32 parts of 256 keys hold two m64n128 tiles: no narrowing.
-    {"Gqa32x8Keys8k", kFwd, 1, 32, 8, 1, 8192, kWide, 32},
-    {"Gqa32x8Keys128k", kFwd, 1, 32, 8, 1, 131072, kWide, 32},
-    // One packed item in 128 parts: 128 blocks, at most one an SM: the ring.
-    {"Gqa8x1Keys32k", kFwd, 1, 8, 1, 1, 32768, kWideRing, 128},
+    // 32 parts of 256 keys hold two m64n128 tiles: no narrowing. Its ring
+    // twin takes 8 (66 blocks wanted for 8 items, rounded down).
+    {"Gqa32x8Keys8k", kFwd, 1, 32, 8, 1, 8192, kWideRing, 8},
+    {"Gqa32x8Keys128k", kFwd, 1, 32, 8, 1, 131072, kWideRing, 8},
+    // Paged, thin packed tiles round up: 16.
+    {"PagedGqa32x8Keys32k", kPaged, 1, 32, 8, 1, 32768, kPagedWideRing, 16},
+    // One packed item: 64 parts contiguous, 128 paged.
+    {"Gqa8x1Keys32k", kFwd, 1, 8, 1, 1, 32768, kWideRing, 64},
     {"PagedGqa8x1Keys128k", kPaged, 1, 8, 1, 1, 131072, kPagedWideRing, 128},
-    // 64 packed items want 4 parts of 8 key tiles (128 MiB of K/V).
-    {"Gqa32x8Batch8Keys4k", kFwd, 8, 32, 8, 1, 4096, kWide, 4},
-    {"Gqa32x8Batch8Keys1k", kFwd, 8, 32, 8, 1, 1024, kWide, 4},
+    // 64 packed items would take 4 parts of the cp.async tile; on the ring
+    // they fill half the SMs in one part each (no combine), two paged.
+    {"Gqa32x8Batch8Keys4k", kFwd, 8, 32, 8, 1, 4096, kWideRing, 1},
+    {"Gqa32x8Batch8Keys1k", kFwd, 8, 32, 8, 1, 1024, kWideRing, 1},
     // 64 packed rows (8 tokens x 8 heads): the split tile serves up to 32;
-    // its 32 parts are 32 blocks: the ring.
+    // the key tiles cap the ring's 64 parts at 32.
     {"Gqa8x1EightTokensKeys4k", kFwd, 1, 8, 1, 8, 4096, kWideRing, 32},
-    // At 32k keys its 128 parts would each hand the combine a whole tile
-    // of rows: the ring runs half of them; so with 4 tokens (half a tile),
-    // not with 2.
+    // At 32k keys: 64, with any number of tokens contiguous.
     {"Gqa8x1EightTokensKeys32k", kFwd, 1, 8, 1, 8, 32768, kWideRing, 64},
     {"Gqa8x1FourTokensKeys32k", kFwd, 1, 8, 1, 4, 32768, kWideRing, 64},
-    {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kWideRing, 128},
+    {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kWideRing, 64},
+    // Paged: 4 tokens fill half the tile and round down; 2 round up.
+    {"PagedGqa8x1FourTokensKeys128k", kPaged, 1, 8, 1, 4, 131072,
+     kPagedWideRing, 64},
+    {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072,
+     kPagedWideRing, 128},
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrow, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrow, 64},
-    {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWide, 4},
+    {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWideRing, 2},
     // sm_80's mma tile is bn = 64 already, and its table has no split tile.
     {"Sm80Gqa32x8Keys4k", "family=fwd,dtype=bf16,d=128,target=sm_80", 1, 32, 8,
      1, 4096, "fmha_fwdsplitkv_bf16_d128_pgqa_m64n64w4s1_mma_sm80", 32},
