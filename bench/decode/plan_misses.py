@@ -6,8 +6,8 @@ Reads a grid JSON of fmhajit-bench-decode --device cuda (every row's pinned
 configurations and times, e.g. bench/results-decode-gpu-h100-grid-v2.json)
 and the dispatch table (specs/dispatch/nvptx.json), applies the plan's split
 rule with the same arithmetic as the C++ (runtime/api/SplitHeuristic.cpp
-chooseNumSplits, runtime/api/SplitPlanner.cpp narrowSplit,
-runtime/api/DispatchTable.cpp), and prints for every row the predicted tile
+chooseNumSplits, runtime/api/SplitPlanner.cpp narrowSplit and the ring
+twin's parts, runtime/api/DispatchTable.cpp), and prints for every row the predicted tile
 and parts, that configuration's measured time, the best, and the ratio.
 
   --rule table     the rule as the table has it (split_tiles included)
@@ -25,6 +25,7 @@ is --sms (an H100's 132).
 """
 import argparse
 import json
+import lzma
 import math
 import os
 import sys
@@ -33,6 +34,7 @@ import sys
 GPU_BLOCKS_PER_SM = 1.5
 GPU_MAX_SPLITS = 128
 PIPELINE = "wgmma"  # sm_90a's first pipeline (specs/arch/sm_90a.json)
+RING_MIN_PAGE = 8  # the TMA ring reads pages of 8 rows or more (readsPagesOf)
 
 
 def pow2_ceil(x):
@@ -47,6 +49,20 @@ def choose_num_splits(items, key_tiles, workers):
     if wanted <= 1:
         return 1
     return max(1, min(pow2_ceil(wanted), GPU_MAX_SPLITS, key_tiles))
+
+
+def ring_parts(items, rows, bm, paged, parts, workers):
+    """ringParts (runtime/api/SplitPlanner.cpp): about half a block an SM."""
+    least = min(2 if paged else 1, parts)
+    wanted = workers / (2.0 * items)
+    thin_paged = paged and 2 * rows < bm
+    if wanted <= 1:
+        n = 1
+    elif thin_paged:
+        n = pow2_ceil(math.ceil(wanted))
+    else:
+        n = 1 << (int(wanted).bit_length() - 1)  # the power of two below
+    return max(least, min(n, parts))
 
 
 def serving_row(rows, packed_rows, d, dtype, mask):
@@ -81,6 +97,11 @@ def plan_for(row, table, use_split_tiles, args):
         tile = narrow
         items = row["batch"] * heads * math.ceil(rows / tile["bm"])
         n = choose_num_splits(items, math.ceil(keys / tile["bn"]), args.sms)
+    elif packed and n > 1 and tile["stages"] == 1 and (
+            not row["page_size"] or row["page_size"] >= RING_MIN_PAGE):
+        tile = dict(tile, stages=2)  # ringTwin
+        n = ring_parts(items, rows, tile["bm"], row["page_size"] > 0, n,
+                       args.sms)
     return tile, n, packed
 
 
@@ -94,9 +115,10 @@ def config_name(tile, packed):
 def short(config):
     """'wgmma m64n64w4+pk', as docs/results.md writes configurations."""
     keys = dict(kv.split("=") for kv in config.split(","))
-    return "%s m%sn%sw%s%s" % (keys["pipeline"], keys["bm"], keys["bn"],
-                               keys["warps"],
-                               "+pk" if keys.get("pack_gqa") == "1" else "")
+    ring = "s" + keys["stages"] if keys.get("stages", "1") != "1" else ""
+    return "%s m%sn%sw%s%s%s" % (keys["pipeline"], keys["bm"], keys["bn"],
+                                 keys["warps"], ring,
+                                 "+pk" if keys.get("pack_gqa") == "1" else "")
 
 
 def run_plan_config(row):
@@ -133,7 +155,8 @@ def label(row):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("grid", help="a decode grid JSON with 'configs'")
+    parser.add_argument("grid", help="a decode grid JSON with 'configs' "
+                        "(or .json.xz)")
     parser.add_argument("--table", default=os.path.join(
         here, "..", "..", "specs", "dispatch", "nvptx.json"))
     parser.add_argument("--rule", choices=["table", "wide"], default="table")
@@ -143,7 +166,8 @@ def main():
     parser.add_argument("--mask", default="none")
     parser.add_argument("--within", type=float, default=1.05)
     args = parser.parse_args()
-    grid = json.load(open(args.grid))
+    opener = lzma.open if args.grid.endswith(".xz") else open
+    grid = json.load(opener(args.grid, "rt"))
     table = json.load(open(args.table))
 
     print("| row | MiB | plan: tile, parts | µs | best configuration | µs "

@@ -107,8 +107,8 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // and two V tiles in flight, so fewer, longer parts read as fast and leave
 // the combine less to merge. Issue 13's grid on an H100 (docs/results.md,
 // session 25), against the cp.async tile at its own count: 4-22% faster
-// on batches of 8-64 packed items with 1k-8k keys (one part each, no
-// combine), 1-5% on the other rows. Paged rows of thin packed tiles round
+// where 64 packed items (8 sequences of 8 K/V heads, 64 of one) have 1k-8k
+// keys (one part each, no combine), 0-5% on the other rows. Paged rows of thin packed tiles round
 // up instead of down (16-row pages are 8 TMA boxes a tile): rounded down
 // they lost 10-19% on 4k-128k keys. Rows of half a tile of packed rows or
 // more (4 or 8 tokens of an 8:1 group, whose parts each hand the combine
@@ -116,15 +116,17 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
                           unsigned parts, unsigned sms) {
   const AttentionProblem &a = l.problem;
-  int64_t items = splitBlocks(ring, a, 1);
-  double wanted = double(sms) / (2.0 * double(items));
-  if (wanted <= 1)
-    return 1;
+  // fwd_paged in one part is laid out as a single pass where it is pinned
+  // (ApiPlan.cpp), never as a split of one: keep two.
+  uint64_t least = l.pagedCache ? 2 : 1;
+  double wanted = double(sms) / (2.0 * double(splitBlocks(ring, a, 1)));
   int64_t rows = itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv);
   bool thinPaged = l.pagedCache && 2 * rows < int64_t(ring.bm);
-  uint64_t n = thinPaged ? llvm::bit_ceil(uint64_t(std::ceil(wanted)))
-                         : llvm::bit_floor(uint64_t(wanted));
-  return unsigned(std::clamp<uint64_t>(n, 1, parts));
+  uint64_t n = wanted <= 1 ? 1
+               : thinPaged ? llvm::bit_ceil(uint64_t(std::ceil(wanted)))
+                           : llvm::bit_floor(uint64_t(wanted));
+  return unsigned(std::clamp<uint64_t>(n, std::min<uint64_t>(least, parts),
+                                       parts));
 }
 
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
