@@ -86,8 +86,7 @@ static int64_t splitBlocks(const KernelSpec &spec, const AttentionProblem &a,
 // problem (pages of fewer rows than its boxes take).
 static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
                                           const DispatchQuery &query) {
-  if (split.pipeline != Pipeline::Wgmma || split.stages != 1 ||
-      !split.pack_gqa)
+  if (split.pipeline != Pipeline::Wgmma || split.stages != 1 || !split.pack_gqa)
     return std::nullopt;
   KernelSpec ring = split;
   ring.stages = 2;
@@ -108,11 +107,11 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // the combine less to merge. Issue 13's grid on an H100 (docs/results.md,
 // session 25), against the cp.async tile at its own count: 4-22% faster
 // where 64 packed items (8 sequences of 8 K/V heads, 64 of one) have 1k-8k
-// keys (one part each, no combine), 0-5% on the other rows. Paged rows of thin packed tiles round
-// up instead of down (16-row pages are 8 TMA boxes a tile): rounded down
-// they lost 10-19% on 4k-128k keys. Rows of half a tile of packed rows or
-// more (4 or 8 tokens of an 8:1 group, whose parts each hand the combine
-// that many rows) round down paged too, as session 24 measured.
+// keys (one part each, no combine), 0-5% on the other rows. Paged rows of thin
+// packed tiles round up instead of down (16-row pages are 8 TMA boxes a tile):
+// rounded down they lost 10-19% on 4k-128k keys. Rows of half a tile of packed
+// rows or more (4 or 8 tokens of an 8:1 group, whose parts each hand the
+// combine that many rows) round down paged too, as session 24 measured.
 static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
                           unsigned parts, unsigned sms) {
   const AttentionProblem &a = l.problem;
@@ -125,8 +124,8 @@ static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
   uint64_t n = wanted <= 1 ? 1
                : thinPaged ? llvm::bit_ceil(uint64_t(std::ceil(wanted)))
                            : llvm::bit_floor(uint64_t(wanted));
-  return unsigned(std::clamp<uint64_t>(n, std::min<uint64_t>(least, parts),
-                                       parts));
+  return unsigned(
+      std::clamp<uint64_t>(n, std::min<uint64_t>(least, parts), parts));
 }
 
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {

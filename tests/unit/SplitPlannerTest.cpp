@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
+#include "runtime/api/PlanBuilder.h"
 #include "specs/EncodedName.h"
 #include "specs/SpecParser.h"
 #include "gtest/gtest.h"
@@ -114,8 +115,8 @@ const SplitCase kCases[] = {
     // Paged: 4 tokens fill half the tile and round down; 2 round up.
     {"PagedGqa8x1FourTokensKeys128k", kPaged, 1, 8, 1, 4, 131072,
      kPagedWideRing, 64},
-    {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072,
-     kPagedWideRing, 128},
+    {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072, kPagedWideRing,
+     128},
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrow, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrow, 64},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWideRing, 2},
@@ -156,6 +157,31 @@ TEST(SplitPlannerNotes, SayWhyTheTileNarrowed) {
         r.rule == "2 tiles" &&
         r.outcome.find("split_tiles: seqlen_q <= 32") != std::string::npos;
   EXPECT_TRUE(saysSplitTiles);
+}
+
+// Where the ring twin takes one part the plan is that one launch: the split
+// kernel writes O itself, with no combine step after it.
+TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
+  llvm::Expected<KernelSpec> features = parseSpec(kFwd);
+  ASSERT_TRUE(bool(features));
+  SplitCase c{"", kFwd, 8, 32, 8, 1, 4096, kWideRing, 1};
+  LoweredProblem l = lower(c, *features);
+  llvm::Expected<const Registry &> registry = Registry::forTarget("sm_90a");
+  ASSERT_TRUE(bool(registry));
+  const DispatchTable &table = DispatchTable::forTarget("sm_90a");
+  DispatchQuery query{*features, 1, 4096, std::nullopt, 16, 4};
+  llvm::Expected<Dispatch> single = dispatch(query, *registry, table);
+  ASSERT_TRUE(bool(single));
+  std::vector<std::string> notes;
+  auto split = chooseSplit(l, *single, query, *registry, table, 132, notes);
+  ASSERT_TRUE(split && split->has_value());
+  EXPECT_NE(notes.back().find("its TMA ring twin m64n128w4s2 in 1 part "),
+            std::string::npos)
+      << notes.back();
+  PlanLayout layout = layoutPlan(l, *single, std::move(*split));
+  ASSERT_EQ(layout.steps.size(), 1u);
+  EXPECT_EQ(encodeName(layout.steps[0].spec), kWideRing);
+  EXPECT_EQ(layout.steps[0].keySplits, 1);
 }
 
 } // namespace
