@@ -102,11 +102,14 @@ static void layoutSplit(const LoweredProblem &l, const SplitChoice &s,
                       "schedule: 1 to " +
                       std::to_string(s.schedule->mostParts) + " a sequence)"
                 : std::to_string(s.numSplits) + " key ranges";
-  addStep(layout,
-          {spec, forwardRole(l, true), items,
-           scheduled ? s.schedule->mostParts : s.numSplits,
-           gridText(a, spec, s.numSplits, scheduled), 0, bytes,
-           whyChosen(s.split) + "; writes fp32 partial O and LSE of " + what});
+  std::string writes = scheduled || s.numSplits > 1
+                           ? "; writes fp32 partial O and LSE of " + what
+                           : "; one key range: writes O and LSE itself, no "
+                             "combine";
+  addStep(layout, {spec, forwardRole(l, true), items,
+                   scheduled ? s.schedule->mostParts : s.numSplits,
+                   gridText(a, spec, s.numSplits, scheduled), 0, bytes,
+                   whyChosen(s.split) + writes});
   const StepLayout &first = layout.steps.back();
   layout.splitWorkspace = {first.workspaceOffset,
                            first.workspaceOffset + lseOffset,
