@@ -59,13 +59,19 @@ LoweredProblem lower(const SplitCase &c, const KernelSpec &features) {
   return l;
 }
 
-class SplitPlanner : public ::testing::TestWithParam<SplitCase> {};
+/// What chooseSplit makes of a case on 132 SMs, with what it was given.
+struct Chosen {
+  LoweredProblem lowered;
+  std::optional<Dispatch> single;
+  std::optional<SplitChoice> split;
+  std::vector<std::string> notes;
+  std::string lastNote() const { return notes.empty() ? "" : notes.back(); }
+};
 
-TEST_P(SplitPlanner, PicksTheMeasuredTileAndParts) {
-  const SplitCase &c = GetParam();
+void choose(const SplitCase &c, Chosen &out) {
   llvm::Expected<KernelSpec> features = parseSpec(c.features);
   ASSERT_TRUE(bool(features)) << llvm::toString(features.takeError());
-  LoweredProblem l = lower(c, *features);
+  out.lowered = lower(c, *features);
   llvm::Expected<const Registry &> registry =
       Registry::forTarget(features->target);
   ASSERT_TRUE(bool(registry)) << llvm::toString(registry.takeError());
@@ -74,12 +80,23 @@ TEST_P(SplitPlanner, PicksTheMeasuredTileAndParts) {
                       std::nullopt, 16,        c.headsQ / c.headsKv};
   llvm::Expected<Dispatch> single = dispatch(query, *registry, table);
   ASSERT_TRUE(bool(single)) << llvm::toString(single.takeError());
-  std::vector<std::string> notes;
-  auto split = chooseSplit(l, *single, query, *registry, table, 132, notes);
+  out.single = *single;
+  auto split = chooseSplit(out.lowered, *single, query, *registry, table, 132,
+                           out.notes);
   ASSERT_TRUE(bool(split)) << llvm::toString(split.takeError());
-  ASSERT_TRUE(split->has_value()) << (notes.empty() ? "" : notes.back());
-  EXPECT_EQ(encodeName((*split)->split.chosen), c.kernel) << notes.back();
-  EXPECT_EQ((*split)->numSplits, c.parts) << notes.back();
+  ASSERT_TRUE(split->has_value()) << out.lastNote();
+  out.split = std::move(**split);
+}
+
+class SplitPlanner : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(SplitPlanner, PicksTheMeasuredTileAndParts) {
+  const SplitCase &c = GetParam();
+  Chosen chosen;
+  ASSERT_NO_FATAL_FAILURE(choose(c, chosen));
+  EXPECT_EQ(encodeName(chosen.split->split.chosen), c.kernel)
+      << chosen.lastNote();
+  EXPECT_EQ(chosen.split->numSplits, c.parts) << chosen.lastNote();
 }
 
 const SplitCase kCases[] = {
@@ -132,27 +149,17 @@ INSTANTIATE_TEST_SUITE_P(H100, SplitPlanner, ::testing::ValuesIn(kCases),
 
 // The plan's note says why the tile changed.
 TEST(SplitPlannerNotes, SayWhyTheTileNarrowed) {
-  llvm::Expected<KernelSpec> features = parseSpec(kFwd);
-  ASSERT_TRUE(bool(features));
-  SplitCase c{"", kFwd, 1, 32, 8, 1, 1024, kNarrow, 16};
-  LoweredProblem l = lower(c, *features);
-  llvm::Expected<const Registry &> registry = Registry::forTarget("sm_90a");
-  ASSERT_TRUE(bool(registry));
-  const DispatchTable &table = DispatchTable::forTarget("sm_90a");
-  DispatchQuery query{*features, 1, 1024, std::nullopt, 16, 4};
-  llvm::Expected<Dispatch> single = dispatch(query, *registry, table);
-  ASSERT_TRUE(bool(single));
-  std::vector<std::string> notes;
-  auto split = chooseSplit(l, *single, query, *registry, table, 132, notes);
-  ASSERT_TRUE(split && split->has_value());
-  ASSERT_FALSE(notes.empty());
-  EXPECT_NE(notes.back().find("chooseNumSplits gives 16 for 132 SMs (the "
-                              "m64n128w4s1 tile's 8 key tiles capped it at 8: "
-                              "its split tile m64n64w4s1)"),
+  Chosen chosen;
+  ASSERT_NO_FATAL_FAILURE(
+      choose({"", kFwd, 1, 32, 8, 1, 1024, kNarrow, 16}, chosen));
+  EXPECT_NE(chosen.lastNote().find(
+                "chooseNumSplits gives 16 for 132 SMs (the m64n128w4s1 "
+                "tile's 8 key tiles capped it at 8: its split tile "
+                "m64n64w4s1)"),
             std::string::npos)
-      << notes.back();
+      << chosen.lastNote();
   bool saysSplitTiles = false;
-  for (const RuleOutcome &r : (*split)->split.rules)
+  for (const RuleOutcome &r : chosen.split->split.rules)
     saysSplitTiles |=
         r.rule == "2 tiles" &&
         r.outcome.find("split_tiles: seqlen_q <= 32") != std::string::npos;
@@ -162,23 +169,14 @@ TEST(SplitPlannerNotes, SayWhyTheTileNarrowed) {
 // Where the ring twin takes one part the plan is that one launch: the split
 // kernel writes O itself, with no combine step after it.
 TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
-  llvm::Expected<KernelSpec> features = parseSpec(kFwd);
-  ASSERT_TRUE(bool(features));
-  SplitCase c{"", kFwd, 8, 32, 8, 1, 4096, kWideRing, 1};
-  LoweredProblem l = lower(c, *features);
-  llvm::Expected<const Registry &> registry = Registry::forTarget("sm_90a");
-  ASSERT_TRUE(bool(registry));
-  const DispatchTable &table = DispatchTable::forTarget("sm_90a");
-  DispatchQuery query{*features, 1, 4096, std::nullopt, 16, 4};
-  llvm::Expected<Dispatch> single = dispatch(query, *registry, table);
-  ASSERT_TRUE(bool(single));
-  std::vector<std::string> notes;
-  auto split = chooseSplit(l, *single, query, *registry, table, 132, notes);
-  ASSERT_TRUE(split && split->has_value());
-  EXPECT_NE(notes.back().find("its TMA ring twin m64n128w4s2 in 1 part "),
+  Chosen chosen;
+  ASSERT_NO_FATAL_FAILURE(
+      choose({"", kFwd, 8, 32, 8, 1, 4096, kWideRing, 1}, chosen));
+  EXPECT_NE(chosen.lastNote().find("its TMA ring twin m64n128w4s2 in 1 part "),
             std::string::npos)
-      << notes.back();
-  PlanLayout layout = layoutPlan(l, *single, std::move(*split));
+      << chosen.lastNote();
+  PlanLayout layout =
+      layoutPlan(chosen.lowered, *chosen.single, std::move(chosen.split));
   ASSERT_EQ(layout.steps.size(), 1u);
   EXPECT_EQ(encodeName(layout.steps[0].spec), kWideRing);
   EXPECT_EQ(layout.steps[0].keySplits, 1);
