@@ -107,10 +107,10 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // the combine less to merge. Issue 13's grid on an H100 (docs/results.md,
 // session 25), against the cp.async tile at its own count: 4-22% faster
 // where 64 packed items (8 sequences of 8 K/V heads, 64 of one) have 1k-8k
-// keys (one part each, no combine), 0-5% on the other rows. Paged rows of thin
-// packed tiles round up instead of down (16-row pages are 8 TMA boxes a tile):
-// rounded down they lost 10-19% on 4k-128k keys. Rows of half a tile of packed
-// rows or more (4 or 8 tokens of an 8:1 group, whose parts each hand the
+// keys (one part each, no combine), -0.3% to 5% on the other rows. Paged rows
+// of thin packed tiles round up instead of down (16-row pages are 8 TMA boxes a
+// tile): rounded down they lost 10-19% on 4k-128k keys. Rows of half a tile of
+// packed rows or more (4 or 8 tokens of an 8:1 group, whose parts each hand the
 // combine that many rows) round down paged too, as session 24 measured.
 static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
                           unsigned parts, unsigned sms) {
