@@ -28,9 +28,15 @@ public:
   static llvm::Expected<std::unique_ptr<HostVariant>>
   create(const VariantSource &source);
 
-  /// Null where the variant does not define the function.
-  ScoreModFn scoreMod() const { return score; }
-  MaskModFn maskMod() const { return mask; }
+  /// Whether the variant defines score_mod / mask_mod.
+  bool hasScoreMod() const { return score != nullptr; }
+  bool hasMaskMod() const { return mask != nullptr; }
+  /// Calls the variant's score_mod / mask_mod, which it must define. The
+  /// only way to call them: the calls are exempt from UBSan's function-type
+  /// check (HostVariant.cpp says why).
+  float scoreMod(float s, int b, int h, int q, int k,
+                 const VariantTensors *tensors) const;
+  bool maskMod(int b, int h, int q, int k, const VariantTensors *tensors) const;
   /// Whether mask_mod's result can depend on its b (\p arg 0) or h (1)
   /// argument: false when the optimized function never reads it. A variant
   /// reads nothing but its arguments (no globals, no memory: VariantChecks),

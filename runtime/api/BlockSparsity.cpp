@@ -50,8 +50,8 @@ buildMap(const KernelSpec &spec, const AttentionProblem &a) {
   auto host = HostVariant::create(*source);
   if (!host)
     return host.takeError();
-  HostVariant::MaskModFn mask = (*host)->maskMod();
-  if (!mask)
+  const HostVariant &variant = **host;
+  if (!variant.hasMaskMod())
     return nullptr;
   BlockMapDependence depends{(*host)->maskReads(0), (*host)->maskReads(1)};
   // planBlockMap builds no map for a mask_mod that reads tensors: the table
@@ -59,8 +59,8 @@ buildMap(const KernelSpec &spec, const AttentionProblem &a) {
   static const VariantTensors kNoTensors{};
   return std::make_shared<const BlockMap>(buildBlockMap(
       spec, a,
-      [mask](int b, int h, int q, int k) {
-        return mask(b, h, q, k, &kNoTensors);
+      [&variant](int b, int h, int q, int k) {
+        return variant.maskMod(b, h, q, k, &kNoTensors);
       },
       depends));
 }

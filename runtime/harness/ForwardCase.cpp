@@ -277,14 +277,16 @@ referenceVariant(const KernelSpec &f,
     return host.takeError();
   keep = std::move(*host);
   ReferenceVariant out;
-  if (auto score = keep->scoreMod())
-    out.scoreMod = [score, table](double x, int64_t b, int64_t h, int64_t q,
-                                  int64_t k) {
-      return double(score(float(x), int(b), int(h), int(q), int(k), &table));
+  const HostVariant *variant = keep.get(); // kept alive by the caller
+  if (variant->hasScoreMod())
+    out.scoreMod = [variant, table](double x, int64_t b, int64_t h, int64_t q,
+                                    int64_t k) {
+      return double(
+          variant->scoreMod(float(x), int(b), int(h), int(q), int(k), &table));
     };
-  if (auto mask = keep->maskMod())
-    out.maskMod = [mask, table](int64_t b, int64_t h, int64_t q, int64_t k) {
-      return mask(int(b), int(h), int(q), int(k), &table);
+  if (variant->hasMaskMod())
+    out.maskMod = [variant, table](int64_t b, int64_t h, int64_t q, int64_t k) {
+      return variant->maskMod(int(b), int(h), int(q), int(k), &table);
     };
   return out;
 }

@@ -141,9 +141,9 @@ TEST(HostVariant, CallsTheUsersFunctions) {
        "v.cpp"});
   ASSERT_TRUE(bool(host)) << llvm::toString(host.takeError());
   VariantTensors none{};
-  EXPECT_NEAR((*host)->scoreMod()(2.0f, 1, 3, 5, 3, &none),
+  EXPECT_NEAR((*host)->scoreMod(2.0f, 1, 3, 5, 3, &none),
               2 * std::exp(-1.0) + 4, 1e-5);
-  EXPECT_TRUE((*host)->maskMod()(0, 0, 5, 5, &none));
-  EXPECT_FALSE((*host)->maskMod()(0, 0, 5, 6, &none));
+  EXPECT_TRUE((*host)->maskMod(0, 0, 5, 5, &none));
+  EXPECT_FALSE((*host)->maskMod(0, 0, 5, 6, &none));
 }
 } // namespace

@@ -124,8 +124,14 @@ TEST(VariantTensors, HostReadsInsideAndZeroOutside) {
   VariantTensors table{};
   table.slot[0] = {mask, 3};
   table.slot[1] = {bias, 4};
-  HostVariant::ScoreModFn score = (*host)->scoreMod();
-  HostVariant::MaskModFn visible = (*host)->maskMod();
+  const HostVariant &variant = **host;
+  auto score = [&](float s, int b, int h, int q, int k,
+                   const VariantTensors *t) {
+    return variant.scoreMod(s, b, h, q, k, t);
+  };
+  auto visible = [&](int b, int h, int q, int k, const VariantTensors *t) {
+    return variant.maskMod(b, h, q, k, t);
+  };
   EXPECT_EQ(score(0.5f, 0, 0, 0, 0, &table), 10.5f);
   EXPECT_EQ(score(0.5f, 0, 0, 0, 3, &table), 40.5f);
   EXPECT_EQ(score(0.5f, 0, 0, 0, 4, &table), 0.5f);  // one past the end
