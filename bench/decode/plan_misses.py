@@ -52,8 +52,9 @@ def choose_num_splits(items, key_tiles, workers):
 
 
 def ring_parts(items, rows, bm, paged, parts, workers):
-    """ringParts (runtime/api/SplitPlanner.cpp): about half a block an SM."""
-    least = min(2 if paged else 1, parts)
+    """ringParts (runtime/api/SplitPlanner.cpp): about half a block an SM;
+    parts (the cp.async tile's count) is 2 or more."""
+    least = 2 if paged else 1
     wanted = workers / (2.0 * items)
     thin_paged = paged and 2 * rows < bm
     if wanted <= 1:

@@ -53,7 +53,7 @@ buildMap(const KernelSpec &spec, const AttentionProblem &a) {
   const HostVariant &variant = **host;
   if (!variant.hasMaskMod())
     return nullptr;
-  BlockMapDependence depends{(*host)->maskReads(0), (*host)->maskReads(1)};
+  BlockMapDependence depends{variant.maskReads(0), variant.maskReads(1)};
   // planBlockMap builds no map for a mask_mod that reads tensors: the table
   // is never read.
   static const VariantTensors kNoTensors{};

@@ -10,6 +10,7 @@
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/ADT/bit.h"
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 using namespace fmhajit;
@@ -114,6 +115,7 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // combine that many rows) round down paged too, as session 24 measured.
 static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
                           unsigned parts, unsigned sms) {
+  assert(parts > 1 && "chooseSplit asks only where the cp.async tile splits");
   const AttentionProblem &a = l.problem;
   // fwd_paged in one part is laid out as a single pass where it is pinned
   // (ApiPlan.cpp), never as a split of one: keep two.
@@ -124,8 +126,7 @@ static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
   uint64_t n = wanted <= 1 ? 1
                : thinPaged ? llvm::bit_ceil(uint64_t(std::ceil(wanted)))
                            : llvm::bit_floor(uint64_t(wanted));
-  return unsigned(
-      std::clamp<uint64_t>(n, std::min<uint64_t>(least, parts), parts));
+  return unsigned(std::clamp<uint64_t>(n, least, parts));
 }
 
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
