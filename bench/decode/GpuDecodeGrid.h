@@ -57,6 +57,9 @@ struct GpuGridOptions {
   std::vector<unsigned> splits;   ///< part counts to try
   unsigned reps = 10;
   size_t poolBytes = size_t(1) << 30; ///< per K and V tensor
+  /// Paged rows' tables name consecutive pages of the pool instead of a
+  /// shuffled draw: how much the scattered pages themselves cost.
+  bool pagesInOrder = false;
 };
 
 /// The device side of the grid: the GPU's driver, a stream, event timers

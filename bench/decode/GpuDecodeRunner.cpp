@@ -108,13 +108,15 @@ size_t kvTensorBytes(const DecodeShape &s) {
 }
 
 /// \p copies block tables, each [batch, pagesPerSeq] of distinct pages of
-/// a \p poolPages pool in shuffled order, disjoint while the pool allows.
+/// a \p poolPages pool in shuffled order (\p inOrder: consecutive),
+/// disjoint while the pool allows.
 std::vector<int32_t> blockTables(const DecodeShape &s, int64_t poolPages,
-                                 unsigned copies) {
+                                 unsigned copies, bool inOrder) {
   std::vector<int32_t> pages(static_cast<size_t>(poolPages));
   std::iota(pages.begin(), pages.end(), 0);
   std::mt19937_64 rng(uint64_t(s.seqlenK * 31 + s.batch));
-  std::shuffle(pages.begin(), pages.end(), rng);
+  if (!inOrder)
+    std::shuffle(pages.begin(), pages.end(), rng);
   size_t need = size_t(s.batch * pagesPerSeq(s));
   std::vector<int32_t> tables;
   for (unsigned c = 0; c < copies; ++c)
@@ -151,7 +153,7 @@ static llvm::Expected<RowData> makeRowData(GpuDecodeBench::State &st,
     data.cuSeqlensQ = std::move(*qb), data.cuSeqlensK = std::move(*kb);
   }
   if (s.pageSize) {
-    tables = blockTables(s, poolPages, copies);
+    tables = blockTables(s, poolPages, copies, st.options.pagesInOrder);
     auto tb = GpuBuffer::upload(st.driver, tables.data(), tables.size() * 4,
                                 "block tables");
     auto lb = GpuBuffer::upload(st.driver, lengths.data(), lengths.size() * 4,

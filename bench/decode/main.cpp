@@ -73,6 +73,11 @@ static llvm::cl::opt<std::string>
     gridPages("page-sizes",
               llvm::cl::desc("GPU grid: 0 (contiguous) and page sizes"),
               llvm::cl::init("0,16"), llvm::cl::cat(category));
+static llvm::cl::opt<bool> pagesInOrder(
+    "pages-in-order",
+    llvm::cl::desc("GPU grid: paged rows read consecutive pages of the pool "
+                   "instead of a shuffled draw"),
+    llvm::cl::cat(category));
 static llvm::cl::opt<std::string> gridMixed(
     "mixed",
     llvm::cl::desc("GPU grid: rows of mixed lengths, BATCH:MIN-MAX,... "
@@ -226,6 +231,7 @@ static int runGrid(bool gpu) {
     options.splits.push_back(unsigned(std::max<int64_t>(n, 1)));
   options.reps = std::max(1u, unsigned(reps));
   options.poolBytes = size_t(maxKvMib) << 19; // half each for K and V
+  options.pagesInOrder = pagesInOrder;
   std::unique_ptr<GpuDecodeBench> gpuBench;
   std::unique_ptr<HostDecodeBench> hostBench;
   std::string where;
@@ -236,7 +242,9 @@ static int runGrid(bool gpu) {
       return 1;
     }
     gpuBench = std::move(*bench);
-    where = gpuBench->describe() + " (CUDA events, calls back to back)";
+    where = gpuBench->describe() + " (CUDA events, calls back to back" +
+            (pagesInOrder ? "; paged rows read their pages in pool order)"
+                          : ")");
   } else {
     hostBench = HostDecodeBench::create(options, threads);
     where = "the host, " +

@@ -6,6 +6,8 @@ Runs on the GPU machine, in the same call as the C++ bench (or, with
 that the bench joins to its rows (--peers):
   - copy_gbps: a device-to-device copy of a 1 GiB buffer (dst.copy_(src)),
     bytes read plus bytes written over the time, the best of three batches;
+  - paged_gather (GPU): the same through a block table of 16-token pages
+    (paged_gather_gbps), pages in order and shuffled, for each Hkv;
   - for every decode row of the grid (the same flags and defaults as the
     bench), the time per call (the median of three batches of --reps
     back-to-back calls, as the bench times fmhajit) of torch.nn.functional.scaled_dot_product_attention
@@ -125,6 +127,26 @@ def copy_gbps(torch, device):
     return 2 * KV_POOL_BYTES / (best * 1e-3) / 1e9
 
 
+def paged_gather_gbps(torch, hkv, d, page=16, pool_bytes=512 << 20):
+    """The copy through a block table: index_select of a pool of `page`-token
+    pages [pages, page, hkv, d] (bf16) into a contiguous tensor, bytes read
+    plus written over the time, pages in order and shuffled. What memory
+    gives a paged read, beside copy_gbps's plain copy."""
+    pages = pool_bytes // (page * hkv * d * 2)
+    pool = torch.randn(pages, page, hkv, d, dtype=torch.bfloat16, device="cuda")
+    dst = torch.empty_like(pool)
+    out = {"heads_kv": hkv, "page_size": page}
+    for order, table in (("in_order", torch.arange(pages, device="cuda")),
+                         ("shuffled", torch.randperm(pages, device="cuda"))):
+        fn = lambda: torch.index_select(pool, 0, table, out=dst)
+        fn(); torch.cuda.synchronize()
+        best = timed(torch, fn, 5)[0]
+        out[order + "_gbps"] = 2 * pool.numel() * 2 / (best * 1e-3) / 1e9
+    del pool, dst
+    torch.cuda.empty_cache()
+    return out
+
+
 def main():
     args = parse_args()
     import torch
@@ -136,6 +158,12 @@ def main():
     out = {"device": name, "torch": torch.__version__,
            "copy_gbps": copy_gbps(torch, dev), "rows": []}
     print("torch %s on %s: device copy %.0f GB/s" % (out["torch"], out["device"], out["copy_gbps"]), flush=True)
+    if dev == "cuda":
+        out["paged_gather"] = [paged_gather_gbps(torch, hkv, args.d) for hkv in
+                               sorted({int(h.split("/")[1]) for h in args.heads.split(",")})]
+        for g in out["paged_gather"]:
+            print("copy through a table of 16-token pages, Hkv=%d: in order %.0f GB/s, shuffled %.0f GB/s"
+                  % (g["heads_kv"], g["in_order_gbps"], g["shuffled_gbps"]), flush=True)
     for hq, hkv, b, sk, sq, kv in grid(args):
         pool = KV_POOL_BYTES if dev == "cuda" else CPU_POOL_BYTES
         copies = max(1, min(8, pool // (kv // 2)))
