@@ -35,6 +35,7 @@ GPU_BLOCKS_PER_SM = 1.5
 GPU_MAX_SPLITS = 128
 PIPELINE = "wgmma"  # sm_90a's first pipeline (specs/arch/sm_90a.json)
 RING_MIN_PAGE = 8  # the TMA ring reads pages of 8 rows or more (readsPagesOf)
+MOST_NARROWED_PARTS = 64  # kMostNarrowedParts (SplitPlanner.cpp)
 
 
 def pow2_ceil(x):
@@ -93,11 +94,20 @@ def plan_for(row, table, use_split_tiles, args):
     # narrowSplit: the parts would hold one key tile each.
     split_rows = table.get("split_tiles", {}).get(PIPELINE, [])
     narrow = serving_row(split_rows, rows, args.d, args.dtype, args.mask)
+    narrow_n = None
     if (use_split_tiles and narrow and narrow["bn"] < tile["bn"]
             and n >= math.ceil(keys / tile["bn"])):
+        narrow_items = row["batch"] * heads * math.ceil(rows / narrow["bm"])
+        narrow_n = choose_num_splits(narrow_items,
+                                     math.ceil(keys / narrow["bn"]), args.sms)
+        # kMostNarrowedParts: past 64 the wide tile's ring twin stays.
+        if narrow_n > MOST_NARROWED_PARTS and packed and tile["stages"] == 1 and (
+                not row["page_size"] or row["page_size"] >= RING_MIN_PAGE):
+            narrow_n = None
+    if narrow_n is not None:
         tile = narrow
         items = row["batch"] * heads * math.ceil(rows / tile["bm"])
-        n = choose_num_splits(items, math.ceil(keys / tile["bn"]), args.sms)
+        n = narrow_n
     elif packed and n > 1 and tile["stages"] == 1 and (
             not row["page_size"] or row["page_size"] >= RING_MIN_PAGE):
         tile = dict(tile, stages=2)  # ringTwin

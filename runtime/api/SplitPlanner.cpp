@@ -65,6 +65,14 @@ narrowSplit(const LoweredProblem &l, const Dispatch &split, unsigned n,
   return std::optional<Dispatch>(std::move(*narrow));
 }
 
+// The most parts the narrowed tile takes on a GPU whose wide tile has a TMA
+// ring twin. Past them its combine folds more partials than the half-width
+// tile saves, and the twin at its own count (half a block an SM) reads
+// faster: one 8:1 group with 8k keys, 128 narrowed parts against the
+// twin's 64, took 9.3-10.1 µs against 8.7-9.1, contiguous and paged, in two
+// H100 runs of issue 13's grid (sessions 25 and 26).
+static constexpr unsigned kMostNarrowedParts = 64;
+
 // Why the parts are counted on \p narrow's tile, for the plan's note.
 static std::string describeNarrowing(const KernelSpec &wide,
                                      const KernelSpec &narrow, unsigned n,
@@ -199,6 +207,17 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   if (!narrow)
     return narrow.takeError();
   std::string narrowed;
+  if (*narrow && !host && ringTwin(split->chosen, query)) {
+    unsigned narrowParts =
+        chooseNumSplits((*narrow)->chosen, l.problem, workers);
+    if (narrowParts > kMostNarrowedParts) {
+      narrowed = " (its split tile " + tileOf((*narrow)->chosen).str() +
+                 " would take " + std::to_string(narrowParts) +
+                 " parts, more than " + std::to_string(kMostNarrowedParts) +
+                 ": the wide tile stays)";
+      narrow->reset();
+    }
+  }
   if (*narrow) {
     narrowed =
         describeNarrowing(split->chosen, (*narrow)->chosen, n, l.problem);

@@ -4,8 +4,9 @@
 // an H100's 132 SMs: the split kernel's tile and the part count. Where the
 // m64n128 tile's key tiles cap the parts (1k-8k keys at few packed items),
 // sm_90a takes the dispatch table's split tile, wgmma m64n64, and counts its
-// parts on its own key tiles; longer key ranges, batches that fill the GPU
-// and tiles of more than 32 packed rows keep m64n128 (issue 13's grid,
+// parts on its own key tiles, unless it would take more than 64; longer key
+// ranges, batches that fill the GPU and tiles of more than 32 packed rows
+// keep m64n128 (issue 13's grid,
 // bench/decode/plan_misses.py). The m64n128 tile runs as its TMA ring twin
 // (stages=2) in parts for about half a block an SM: a power of two rounded
 // down, or up for paged rows of thin packed tiles. Other targets have no
@@ -106,8 +107,11 @@ const SplitCase kCases[] = {
     {"Gqa32x8Keys4k", kFwd, 1, 32, 8, 1, 4096, kNarrow, 32},
     {"Gqa64x8Keys4k", kFwd, 1, 64, 8, 1, 4096, kNarrow, 32},
     {"Gqa8x1Batch8Keys4k", kFwd, 8, 8, 1, 1, 4096, kNarrow, 32},
-    // One packed item wants 256 parts: the key tiles of 64 allow 128.
-    {"Gqa8x1Keys8k", kFwd, 1, 8, 1, 1, 8192, kNarrow, 128},
+    // One packed item wants 256 parts: the key tiles of 64 would allow 128,
+    // more than the narrowed tile takes (kMostNarrowedParts), so the wide
+    // tile's ring twin runs at 64, contiguous and paged.
+    {"Gqa8x1Keys8k", kFwd, 1, 8, 1, 1, 8192, kWideRing, 64},
+    {"PagedGqa8x1Keys8k", kPaged, 1, 8, 1, 1, 8192, kPagedWideRing, 64},
     {"Gqa32x8TwoTokensKeys4k", kFwd, 1, 32, 8, 2, 4096, kNarrow, 32},
     // 32 parts of 256 keys hold two m64n128 tiles: no narrowing. Its ring
     // twin takes 8 (66 blocks wanted for 8 items, rounded down).
