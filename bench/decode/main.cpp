@@ -242,9 +242,9 @@ static int runGrid(bool gpu) {
       return 1;
     }
     gpuBench = std::move(*bench);
-    where = gpuBench->describe() + " (CUDA events, calls back to back" +
-            (pagesInOrder ? "; paged rows read their pages in pool order)"
-                          : ")");
+    where =
+        gpuBench->describe() + " (CUDA events, calls back to back" +
+        (pagesInOrder ? "; paged rows read their pages in pool order)" : ")");
   } else {
     hostBench = HostDecodeBench::create(options, threads);
     where = "the host, " +
