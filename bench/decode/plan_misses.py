@@ -36,6 +36,7 @@ GPU_MAX_SPLITS = 128
 PIPELINE = "wgmma"  # sm_90a's first pipeline (specs/arch/sm_90a.json)
 RING_MIN_PAGE = 8  # the TMA ring reads pages of 8 rows or more (readsPagesOf)
 MOST_NARROWED_PARTS = 64  # kMostNarrowedParts (SplitPlanner.cpp)
+MOST_ROUNDED_UP_PARTS = 16  # kMostRoundedUpParts (SplitPlanner.cpp)
 
 
 def pow2_ceil(x):
@@ -57,11 +58,13 @@ def ring_parts(items, rows, bm, paged, parts, workers):
     parts (the cp.async tile's count) is 2 or more."""
     least = 2 if paged else 1
     wanted = workers / (2.0 * items)
-    thin_paged = paged and 2 * rows < bm
+    up = pow2_ceil(math.ceil(wanted)) if wanted > 1 else 1
+    # Paged rows round up: thin ones always, wider ones to kMostRoundedUpParts.
+    round_up = paged and (2 * rows < bm or up <= MOST_ROUNDED_UP_PARTS)
     if wanted <= 1:
         n = 1
-    elif thin_paged:
-        n = pow2_ceil(math.ceil(wanted))
+    elif round_up:
+        n = up
     else:
         n = 1 << (int(wanted).bit_length() - 1)  # the power of two below
     return max(least, min(n, parts))

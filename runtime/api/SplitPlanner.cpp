@@ -120,7 +120,12 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // of thin packed tiles round up instead of down (16-row pages are 8 TMA boxes a
 // tile): rounded down they lost 10-19% on 4k-128k keys. Rows of half a tile of
 // packed rows or more (4 or 8 tokens of an 8:1 group, whose parts each hand the
-// combine that many rows) round down paged too, as session 24 measured.
+// combine that many rows) round up paged only to kMostRoundedUpParts: one
+// 8:1 group of 4 or 8 tokens took 64 parts 9-30% faster than 128 (session
+// 24), while 8 tokens of 8 sequences of one K/V head, or of one sequence of
+// 8 K/V heads, took 16 parts 14-27% faster than 8 from 32k keys (session 26).
+static constexpr uint64_t kMostRoundedUpParts = 16;
+
 static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
                           unsigned parts, unsigned sms) {
   assert(parts > 1 && "chooseSplit asks only where the cp.async tile splits");
@@ -130,9 +135,11 @@ static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
   uint64_t least = l.pagedCache ? 2 : 1;
   double wanted = double(sms) / (2.0 * double(splitBlocks(ring, a, 1)));
   int64_t rows = itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv);
-  bool thinPaged = l.pagedCache && 2 * rows < int64_t(ring.bm);
+  uint64_t up = llvm::bit_ceil(uint64_t(std::ceil(wanted)));
+  bool thin = 2 * rows < int64_t(ring.bm);
+  bool roundUp = l.pagedCache && (thin || up <= kMostRoundedUpParts);
   uint64_t n = wanted <= 1 ? 1
-               : thinPaged ? llvm::bit_ceil(uint64_t(std::ceil(wanted)))
+               : roundUp   ? up
                            : llvm::bit_floor(uint64_t(wanted));
   return unsigned(std::clamp<uint64_t>(n, least, parts));
 }

@@ -133,7 +133,14 @@ const SplitCase kCases[] = {
     {"Gqa8x1EightTokensKeys32k", kFwd, 1, 8, 1, 8, 32768, kWideRing, 64},
     {"Gqa8x1FourTokensKeys32k", kFwd, 1, 8, 1, 4, 32768, kWideRing, 64},
     {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kWideRing, 64},
-    // Paged: 4 tokens fill half the tile and round down; 2 round up.
+    // Paged: 4 tokens of one 8:1 group fill half the tile and round down
+    // (128 parts would be past kMostRoundedUpParts); 2 round up. 8 tokens
+    // of a 32/8 sequence (32 rows) or of 8 sequences round up to 16.
+    {"PagedGqa32x8EightTokensKeys32k", kPaged, 1, 32, 8, 8, 32768,
+     kPagedWideRing, 16},
+    {"PagedGqa8x1EightTokensBatch8Keys32k", kPaged, 8, 8, 1, 8, 32768,
+     kPagedWideRing, 16},
+    {"Gqa32x8EightTokensKeys32k", kFwd, 1, 32, 8, 8, 32768, kWideRing, 8},
     {"PagedGqa8x1FourTokensKeys128k", kPaged, 1, 8, 1, 4, 131072,
      kPagedWideRing, 64},
     {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072, kPagedWideRing,
