@@ -21,6 +21,8 @@
 #include "ir/WorkItem.h"
 #include "specs/EncodedName.h"
 #include "specs/pipelines/TileRules.h"
+#include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/bit.h"
 #include <cmath>
 
 using namespace fmhajit;
@@ -58,6 +60,7 @@ private:
   Folded mergeGroups(Folded own);
   /// O (and LSE) of the row from its whole fold; group 0 only.
   void store(const WorkItem &s, Value *qRow, Value *lseRow, Folded all);
+  void storeInPieces(Value *row, Value *first, Type *element);
 
   Value *exp(Value *x) { return target.exp2(b, b.CreateFMul(x, f32(kLog2e))); }
   Value *f32(double v) { return ConstantFP::get(b.getFloatTy(), v); }
@@ -191,6 +194,27 @@ Folded CombineEmitter::mergeGroups(Folded own) {
   return {max, sum, row};
 }
 
+// A thread's columns of O in runs of a power of two: AMDGPU's gfx11 and
+// gfx12 code generators cannot select a narrowing store of 5 halves (dv =
+// 160 on a 32-thread group; found by the compile fuzzer, seed 10068276).
+void CombineEmitter::storeInPieces(Value *row, Value *first, Type *element) {
+  auto *vector = dyn_cast<FixedVectorType>(row->getType());
+  unsigned width = vector ? vector->getNumElements() : 1;
+  Align align(element->getScalarSizeInBits() / 8);
+  for (unsigned at = 0; at < width;) {
+    unsigned piece = llvm::bit_floor(width - at);
+    Value *part = row;
+    if (piece == 1 && vector)
+      part = b.CreateExtractElement(row, b.getInt64(at));
+    else if (piece < width)
+      part = b.CreateShuffleVector(
+          row, llvm::to_vector(llvm::seq<int>(at, at + piece)));
+    b.CreateAlignedStore(part, b.CreateConstInBoundsGEP1_32(element, first, at),
+                         align);
+    at += piece;
+  }
+}
+
 void CombineEmitter::store(const WorkItem &s, Value *qRow, Value *lseRow,
                            Folded all) {
   // A row whose parts are all empty has sum 0: O = 0 and LSE = -inf.
@@ -201,9 +225,8 @@ void CombineEmitter::store(const WorkItem &s, Value *qRow, Value *lseRow,
   Value *oRow =
       tensorRow(b, p, spec.varlen, kO, kOStrides, s.b, qRow, s.h, type);
   Type *element = elementType(b.getContext(), type);
-  b.CreateAlignedStore(target.narrow(b, out, type),
-                       b.CreateInBoundsGEP(element, oRow, column),
-                       Align(dtypeBytes(type)));
+  storeInPieces(target.narrow(b, out, type),
+                b.CreateInBoundsGEP(element, oRow, column), element);
   if (!spec.lse)
     return;
   Value *ln = b.CreateFMul(
