@@ -97,6 +97,9 @@ def plan_for(row, table, use_split_tiles, args):
     # narrowSplit: the parts would hold one key tile each.
     split_rows = table.get("split_tiles", {}).get(PIPELINE, [])
     narrow = serving_row(split_rows, rows, args.d, args.dtype, args.mask)
+    # ringTwin: the wide tile's TMA ring twin reads the problem.
+    has_ring_twin = packed and tile["stages"] == 1 and (
+        not row["page_size"] or row["page_size"] >= RING_MIN_PAGE)
     narrow_n = None
     if (use_split_tiles and narrow and narrow["bn"] < tile["bn"]
             and n >= math.ceil(keys / tile["bn"])):
@@ -104,15 +107,13 @@ def plan_for(row, table, use_split_tiles, args):
         narrow_n = choose_num_splits(narrow_items,
                                      math.ceil(keys / narrow["bn"]), args.sms)
         # kMostNarrowedParts: past 64 the wide tile's ring twin stays.
-        if narrow_n > MOST_NARROWED_PARTS and packed and tile["stages"] == 1 and (
-                not row["page_size"] or row["page_size"] >= RING_MIN_PAGE):
+        if narrow_n > MOST_NARROWED_PARTS and has_ring_twin:
             narrow_n = None
     if narrow_n is not None:
         tile = narrow
         items = row["batch"] * heads * math.ceil(rows / tile["bm"])
         n = narrow_n
-    elif packed and n > 1 and tile["stages"] == 1 and (
-            not row["page_size"] or row["page_size"] >= RING_MIN_PAGE):
+    elif has_ring_twin and n > 1:
         tile = dict(tile, stages=2)  # ringTwin
         n = ring_parts(items, rows, tile["bm"], row["page_size"] > 0, n,
                        args.sms)

@@ -214,22 +214,22 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   if (!narrow)
     return narrow.takeError();
   std::string narrowed;
-  if (*narrow && !host && ringTwin(split->chosen, query)) {
+  if (*narrow) {
     unsigned narrowParts =
         chooseNumSplits((*narrow)->chosen, l.problem, workers);
-    if (narrowParts > kMostNarrowedParts) {
+    if (!host && narrowParts > kMostNarrowedParts &&
+        ringTwin(split->chosen, query)) {
       narrowed = " (its split tile " + tileOf((*narrow)->chosen).str() +
                  " would take " + std::to_string(narrowParts) +
                  " parts, more than " + std::to_string(kMostNarrowedParts) +
                  ": the wide tile stays)";
       narrow->reset();
+    } else {
+      narrowed =
+          describeNarrowing(split->chosen, (*narrow)->chosen, n, l.problem);
+      *split = std::move(**narrow);
+      n = narrowParts;
     }
-  }
-  if (*narrow) {
-    narrowed =
-        describeNarrowing(split->chosen, (*narrow)->chosen, n, l.problem);
-    *split = std::move(**narrow);
-    n = chooseNumSplits(split->chosen, l.problem, workers);
   }
   std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +
                        std::to_string(workers) + (host ? " worker" : " SM") +
