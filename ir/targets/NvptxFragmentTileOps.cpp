@@ -125,9 +125,13 @@ NvptxFragmentTileOps::probabilityFragments(const Tile &s, unsigned i,
     unsigned j = 4 * kk + (r >= 2 ? 2 : 0);
     Value *low = packFp8Pair(at(j, e0), at(j, e0 + 1));
     Value *high = packFp8Pair(at(j + 1, e0), at(j + 1, e0 + 1));
-    out.push_back(b.CreateOr(
-        b.CreateZExt(low, b.getInt32Ty()),
-        b.CreateShl(b.CreateZExt(high, b.getInt32Ty()), b.getInt32(16))));
+    // Packed as a vector (mov.b32 {lo, hi}), ptxas folds the second
+    // conversion into the register of the first (F2FP ... MERGE_C), one
+    // instruction a pair; or(zext, shl) cost one more (session 27).
+    Value *pair = PoisonValue::get(FixedVectorType::get(b.getInt16Ty(), 2));
+    pair = b.CreateInsertElement(pair, low, uint64_t(0));
+    pair = b.CreateInsertElement(pair, high, uint64_t(1));
+    out.push_back(b.CreateBitCast(pair, b.getInt32Ty()));
   }
   return out;
 }
