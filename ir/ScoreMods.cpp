@@ -245,31 +245,17 @@ void ScoreMods::applyMask(Tile &scores, const WorkItem &s, const Band &band,
   emitIf(b, needsMask, "mask", [&] {
     ops.map(scores, [&](IRBuilderBase &b, Value *row, Value *col, Value *x) {
       Value *i = queryToken(b, s, b.CreateAdd(row, splatLike(b, s.i0, row)));
-      // Key j = jBase + c, compared as (limit - jBase) against c. Compared
-      // as j against limit, LLVM hoists each column's base + c out of the
-      // key loop, and each holds a register for the loop's whole length
-      // (32 of the causal fp8 d = 128 consumer's 160, session 27) for a
-      // mask that only the band's edge and the last tile take.
-      Value *base = col;
-      const APInt *c = nullptr;
-      match(col, m_Add(m_Value(base), m_APInt(c)));
-      Value *column = c ? ConstantInt::get(col->getType(), *c)
-                        : Constant::getNullValue(col->getType());
-      Value *jBase = b.CreateAdd(base, splatLike(b, j0, base));
-      auto fromBase = [&](Value *limit) { return b.CreateSub(limit, jBase); };
-      Value *visible = b.CreateICmpSGT(fromBase(splatLike(b, s.sk, jBase)),
-                                       column); // j < sk
+      Value *j = b.CreateAdd(col, splatLike(b, j0, col));
+      Value *visible = b.CreateICmpSLT(j, splatLike(b, s.sk, j));
       if (band.upper) {
         Value *limit = b.CreateAdd(
             i, splatLike(b, b.CreateAdd(band.offset, band.right), i));
-        visible = b.CreateAnd( // j <= limit
-            visible, b.CreateICmpSGE(fromBase(limit), column));
+        visible = b.CreateAnd(visible, b.CreateICmpSLE(j, limit));
       }
       if (band.lower) {
         Value *limit = b.CreateAdd(
             i, splatLike(b, b.CreateSub(band.offset, band.left), i));
-        visible = b.CreateAnd( // j >= limit
-            visible, b.CreateICmpSLE(fromBase(limit), column));
+        visible = b.CreateAnd(visible, b.CreateICmpSGE(j, limit));
       }
       if (maskMod) {
         Position at = position(b, s, row, col, j0);
