@@ -193,7 +193,7 @@ static llvm::Expected<RowData> makeRowData(GpuDecodeBench::State &st,
 /// of such a call are under 0.1 ms of work, too short for the clocks.
 static constexpr auto kWarmUp = std::chrono::milliseconds(2);
 
-/// Milliseconds per run of \p plan: after kWarmUp of untimed runs, three
+/// Milliseconds per run of \p plan: after kWarmUp of untimed batches, three
 /// batches of --reps back-to-back runs between two events, rotating over the
 /// row's copies of K/V; the median batch's mean. Back to back, a run's
 /// launch overlaps the one before, as in serving, so a short kernel is not
@@ -208,13 +208,17 @@ static llvm::Expected<double> timePlan(GpuDecodeBench::State &st,
     return s.ok() ? llvm::Error::success()
                   : makeError(ErrorKind::Driver, "api::run: " + s.toString());
   };
+  // Batches waited for, so that the warm-up ends after kWarmUp of the GPU's
+  // work or one batch, whichever is longer: launches queued for kWarmUp of
+  // the host's time would hold hundreds of a long call.
   auto warmUntil = std::chrono::steady_clock::now() + kWarmUp;
   do {
-    if (llvm::Error err = runOnce())
+    for (unsigned i = 0; i < st.options.reps; ++i)
+      if (llvm::Error err = runOnce())
+        return std::move(err);
+    if (llvm::Error err = st.stream.synchronize())
       return std::move(err);
   } while (std::chrono::steady_clock::now() < warmUntil);
-  if (llvm::Error err = st.stream.synchronize())
-    return std::move(err);
   std::vector<double> means;
   for (int batch = 0; batch < 3; ++batch) {
     auto ms = timedLaunch(st.timer, st.stream.get(), [&]() -> llvm::Error {
