@@ -5,7 +5,6 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
@@ -191,20 +190,37 @@ KernelCache::getOrCompile(llvm::StringRef name, llvm::StringRef fingerprint,
   return std::make_shared<const Artifact>(Artifact{std::move(storage), origin});
 }
 
+/// The whole of the open file \p fd, read (not mapped: a file truncated
+/// under us must not SIGBUS) into one buffer, the only copy a hit makes.
+static llvm::Expected<std::string> readWholeFile(llvm::sys::fs::file_t fd) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(fd, status))
+    return llvm::errorCodeToError(ec);
+  std::string bytes(status.getSize(), '\0');
+  size_t filled = 0;
+  while (filled < bytes.size()) {
+    llvm::Expected<size_t> got = llvm::sys::fs::readNativeFile(
+        fd, llvm::MutableArrayRef<char>(bytes.data() + filled,
+                                        bytes.size() - filled));
+    if (!got)
+      return got.takeError();
+    if (*got == 0) // shrunk since the stat: decodeCacheFile sees the size
+      break;
+    filled += *got;
+  }
+  bytes.resize(filled);
+  return bytes;
+}
+
 std::shared_ptr<const std::string>
 KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
   llvm::SmallString<256> path(config.dir);
   llvm::sys::path::append(path, cacheFileName(name, fingerprint));
-  // Opened here, not by MemoryBuffer, to stamp the file as used on a hit.
+  // Opened here, to stamp the file as used on a hit.
   llvm::Expected<llvm::sys::fs::file_t> fd =
       llvm::sys::fs::openNativeFileForRead(path);
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      fd ? llvm::MemoryBuffer::getOpenFile(*fd, path, /*FileSize=*/-1,
-                                           /*RequiresNullTerminator=*/false,
-                                           /*IsVolatile=*/true)
-         : llvm::errorToErrorCode(fd.takeError());
-  // Read, not mmap (IsVolatile): a file truncated under us must not SIGBUS,
-  // and the descriptor can be closed before the bytes are used.
+  llvm::Expected<std::string> file =
+      fd ? readWholeFile(*fd) : llvm::Expected<std::string>(fd.takeError());
   llvm::scope_exit closeFile([&] {
     if (fd)
       llvm::sys::fs::closeFile(*fd);
@@ -213,7 +229,7 @@ KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
     // Absent (never written, or pruned a moment ago), also when a
     // component of the directory is a file: the write will report that
     // problem, once.
-    std::error_code ec = file.getError();
+    std::error_code ec = llvm::errorToErrorCode(file.takeError());
     if (ec == std::errc::no_such_file_or_directory ||
         ec == std::errc::not_a_directory)
       return nullptr;
@@ -223,7 +239,7 @@ KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
     return nullptr;
   }
   llvm::Expected<llvm::StringRef> payload =
-      decodeCacheFile((*file)->getBuffer(), cacheKeyText(name, fingerprint));
+      decodeCacheFile(*file, cacheKeyText(name, fingerprint));
   if (!payload) {
     countCorrupt();
     warn("cache file '" + path + "' is corrupt (" +
@@ -233,7 +249,12 @@ KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
   }
   // A hit is a use: pruning keeps recently used files.
   markCacheFileUsed(*fd);
-  return std::make_shared<const std::string>(payload->str());
+  // The payload is the file's tail: drop the header in place rather than
+  // copy 100-200 KB of PTX into fresh pages (in a new process each page
+  // is a fault, together about a tenth of a millisecond).
+  size_t payloadSize = payload->size();
+  file->erase(0, file->size() - payloadSize);
+  return std::make_shared<const std::string>(std::move(*file));
 }
 
 bool KernelCache::storeOnDisk(llvm::StringRef name, llvm::StringRef fingerprint,

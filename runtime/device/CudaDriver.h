@@ -98,7 +98,7 @@ public:
   llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) override;
   llvm::Expected<float> elapsedMs(GpuEventHandle begin,
                                   GpuEventHandle end) override;
-  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef ptx,
+  llvm::Expected<GpuLoadedImage> loadModule(const std::string &ptx,
                                             const ArchInfo &arch) override;
   void unloadModule(GpuModuleHandle module) override;
   llvm::Expected<std::string> readGlobal(GpuModuleHandle module,

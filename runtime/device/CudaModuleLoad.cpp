@@ -29,9 +29,8 @@ static std::string logText(const std::string &buffer, void *size) {
   return text;
 }
 
-llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(llvm::StringRef ptx,
+llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(const std::string &ptx,
                                                       const ArchInfo &) {
-  std::string image = ptx.str(); // cuModuleLoadDataEx reads PTX up to a NUL
   std::string infoLog(kLogBytes, '\0'), errorLog(kLogBytes, '\0');
   int options[] = {kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes,
                    kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes,
@@ -41,7 +40,7 @@ llvm::Expected<GpuLoadedImage> CudaDriver::loadModule(llvm::StringRef ptx,
       errorLog.data(), reinterpret_cast<void *>(uintptr_t(kLogBytes)),
       reinterpret_cast<void *>(uintptr_t(1))};
   CUmodule module = nullptr;
-  CUresult result = fns.moduleLoadDataEx(&module, image.c_str(),
+  CUresult result = fns.moduleLoadDataEx(&module, ptx.c_str(),
                                          std::size(options), options, values);
   if (result != kSuccess) {
     std::string log = logText(errorLog, values[3]);

@@ -117,8 +117,10 @@ public:
   virtual llvm::Expected<float> elapsedMs(GpuEventHandle begin,
                                           GpuEventHandle end) = 0;
 
-  /// Loads a module image (PTX text, an .hsaco) compiled for \p arch.
-  virtual llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef image,
+  /// Loads a module image (PTX text, an .hsaco) compiled for \p arch. A
+  /// std::string, so that PTX, which the driver reads up to a NUL, needs
+  /// no terminated copy.
+  virtual llvm::Expected<GpuLoadedImage> loadModule(const std::string &image,
                                                     const ArchInfo &arch) = 0;
   virtual void unloadModule(GpuModuleHandle module) = 0;
   /// The bytes of \p module's global \p name (a profiling aid:

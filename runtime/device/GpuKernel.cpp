@@ -43,7 +43,7 @@ loadModule(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache,
   }
   Clock::time_point loadStart = Clock::now(); // the driver's JIT included
   auto module =
-      GpuModule::load(driver, (*artifact)->bytes(), *findArch(spec.target));
+      GpuModule::load(driver, *(*artifact)->storage, *findArch(spec.target));
   if (!module)
     return module.takeError();
   stats.loadMs = msSince(loadStart);

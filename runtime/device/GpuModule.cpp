@@ -5,7 +5,7 @@
 using namespace fmhajit;
 
 llvm::Expected<std::unique_ptr<GpuModule>>
-GpuModule::load(GpuDriver &driver, llvm::StringRef image,
+GpuModule::load(GpuDriver &driver, const std::string &image,
                 const ArchInfo &arch) {
   auto loaded = driver.loadModule(image, arch);
   if (!loaded)

@@ -21,7 +21,7 @@ class GpuModule {
 public:
   /// Loads \p image, compiled for \p arch, into \p driver.
   static llvm::Expected<std::unique_ptr<GpuModule>>
-  load(GpuDriver &driver, llvm::StringRef image, const ArchInfo &arch);
+  load(GpuDriver &driver, const std::string &image, const ArchInfo &arch);
   GpuModule(const GpuModule &) = delete;
   GpuModule &operator=(const GpuModule &) = delete;
   ~GpuModule() { driver.unloadModule(module); }

@@ -91,7 +91,7 @@ public:
   llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) override;
   llvm::Expected<float> elapsedMs(GpuEventHandle begin,
                                   GpuEventHandle end) override;
-  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef codeObject,
+  llvm::Expected<GpuLoadedImage> loadModule(const std::string &codeObject,
                                             const ArchInfo &arch) override;
   void unloadModule(GpuModuleHandle module) override;
   llvm::Expected<GpuFunctionHandle> function(GpuModuleHandle module,

@@ -101,7 +101,7 @@ llvm::Expected<float> HipRuntime::elapsedMs(GpuEventHandle begin,
 }
 
 llvm::Expected<GpuLoadedImage>
-HipRuntime::loadModule(llvm::StringRef codeObject, const ArchInfo &arch) {
+HipRuntime::loadModule(const std::string &codeObject, const ArchInfo &arch) {
   hipModule_t module = nullptr;
   hipError_t result = fns.moduleLoadData(&module, codeObject.data());
   if (result != kSuccess)

@@ -90,7 +90,7 @@ public:
                                   GpuEventHandle end) override {
     return *static_cast<float *>(end) - *static_cast<float *>(begin);
   }
-  llvm::Expected<GpuLoadedImage> loadModule(llvm::StringRef,
+  llvm::Expected<GpuLoadedImage> loadModule(const std::string &,
                                             const ArchInfo &) override {
     ++modulesLoaded;
     return GpuLoadedImage{new int(0), "fake log"};
