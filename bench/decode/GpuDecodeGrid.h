@@ -41,6 +41,8 @@ struct DecodeGridRow {
   std::string planKernel; ///< the encoded name of the plan's first kernel
   unsigned planSplits = 1;
   double planMs = 0, planRelL2 = 0;
+  /// The plan's time first and last in its row; planMs is the faster.
+  double planMsFirst = 0, planMsLast = 0;
   std::vector<GridConfigTiming> configs;
   double kvBytes = 0;    ///< K and V the row reads
   double movedBytes = 0; ///< K, V, Q read and O written: the floor
@@ -56,6 +58,9 @@ struct GpuGridOptions {
   std::vector<std::string> tiles; ///< spec keys of each tile
   std::vector<unsigned> splits;   ///< part counts to try
   unsigned reps = 10;
+  /// Untimed batches of reps before each contender's timing, for at least
+  /// this many milliseconds (GpuDecodeRunner.cpp says why).
+  unsigned warmUpMs = 2;
   size_t poolBytes = size_t(1) << 30; ///< per K and V tensor
   /// Paged rows' tables name consecutive pages of the pool instead of a
   /// shuffled draw: how much the scattered pages themselves cost.

@@ -119,6 +119,8 @@ static json::Value rowJson(const DecodeGridRow &r, const TorchPeers *peers) {
       {"plan_kernel", r.planKernel},
       {"plan_splits", r.planSplits},
       {"plan_ms", r.planMs},
+      {"plan_ms_first", r.planMsFirst},
+      {"plan_ms_last", r.planMsLast},
       {"plan_rel_l2", r.planRelL2},
       {"plan_share_of_copy", share(r.movedBytes, r.planMs, copy)},
       {"best_config", best ? best->spec : ""},

@@ -105,6 +105,10 @@ static llvm::cl::opt<unsigned> reps("reps",
                                     llvm::cl::desc("GPU grid: timed runs"),
                                     llvm::cl::init(10),
                                     llvm::cl::cat(category));
+static llvm::cl::opt<unsigned>
+    warmUpMs("warmup-ms",
+             llvm::cl::desc("GPU grid: untimed runs before each contender, ms"),
+             llvm::cl::init(2), llvm::cl::cat(category));
 static llvm::cl::opt<std::string>
     peersPath("peers",
               llvm::cl::desc("GPU grid: torch_decode.py's JSON (copy "
@@ -230,6 +234,7 @@ static int runGrid(bool gpu) {
   for (int64_t n : *splits)
     options.splits.push_back(unsigned(std::max<int64_t>(n, 1)));
   options.reps = std::max(1u, unsigned(reps));
+  options.warmUpMs = warmUpMs;
   options.poolBytes = size_t(maxKvMib) << 19; // half each for K and V
   options.pagesInOrder = pagesInOrder;
   std::unique_ptr<GpuDecodeBench> gpuBench;

@@ -37,6 +37,7 @@ PIPELINE = "wgmma"  # sm_90a's first pipeline (specs/arch/sm_90a.json)
 RING_MIN_PAGE = 8  # the TMA ring reads pages of 8 rows or more (readsPagesOf)
 MOST_NARROWED_PARTS = 64  # kMostNarrowedParts (SplitPlanner.cpp)
 MOST_ROUNDED_UP_PARTS = 16  # kMostRoundedUpParts (SplitPlanner.cpp)
+LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS = 16  # kLeastKeyTilesForTwoPagedParts
 
 
 def pow2_ceil(x):
@@ -53,14 +54,17 @@ def choose_num_splits(items, key_tiles, workers):
     return max(1, min(pow2_ceil(wanted), GPU_MAX_SPLITS, key_tiles))
 
 
-def ring_parts(items, rows, bm, paged, parts, workers):
+def ring_parts(items, rows, bm, paged, parts, workers, key_tiles):
     """ringParts (runtime/api/SplitPlanner.cpp): about half a block an SM;
     parts (the cp.async tile's count) is 2 or more."""
-    least = 2 if paged else 1
+    short_paged = paged and key_tiles < LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS
+    least = 2 if paged and not short_paged else 1
     wanted = workers / (2.0 * items)
     up = pow2_ceil(math.ceil(wanted)) if wanted > 1 else 1
-    # Paged rows round up: thin ones always, wider ones to kMostRoundedUpParts.
-    round_up = paged and (2 * rows < bm or up <= MOST_ROUNDED_UP_PARTS)
+    # Paged rows round up: thin ones always, wider ones to kMostRoundedUpParts;
+    # a short range not from about one part to two.
+    round_up = (paged and (2 * rows < bm or up <= MOST_ROUNDED_UP_PARTS)
+                and not (short_paged and up <= 2))
     if wanted <= 1:
         n = 1
     elif round_up:
@@ -116,7 +120,7 @@ def plan_for(row, table, use_split_tiles, args):
     elif has_ring_twin and n > 1:
         tile = dict(tile, stages=2)  # ringTwin
         n = ring_parts(items, rows, tile["bm"], row["page_size"] > 0, n,
-                       args.sms)
+                       args.sms, math.ceil(keys / tile["bn"]))
     return tile, n, packed
 
 

@@ -126,18 +126,28 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // 8 K/V heads, took 16 parts 14-27% faster than 8 from 32k keys (session 26).
 static constexpr uint64_t kMostRoundedUpParts = 16;
 
+// A paged range shorter than this many of the ring's key tiles stays in one
+// part where two were rounded up from about one: at 1k keys (8 tiles) and 64
+// packed items one part ran 3-8% faster than two of 4 tiles, whose combine
+// costs more than the idle SMs they fill; from 4k keys two parts won by
+// 12-32% (session 28, docs/results.md).
+static constexpr int64_t kLeastKeyTilesForTwoPagedParts = 16;
+
 static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
                           unsigned parts, unsigned sms) {
   assert(parts > 1 && "chooseSplit asks only where the cp.async tile splits");
   const AttentionProblem &a = l.problem;
-  // fwd_paged in one part is laid out as a single pass where it is pinned
-  // (ApiPlan.cpp), never as a split of one: keep two.
-  uint64_t least = l.pagedCache ? 2 : 1;
+  // Paged K/V keeps two parts unless its range is short; one part is the
+  // split kernel writing O itself, as a pinned fwd_paged of one part does.
+  int64_t keyTiles = (a.maxSeqlenK() + ring.bn - 1) / ring.bn;
+  bool shortPaged = l.pagedCache && keyTiles < kLeastKeyTilesForTwoPagedParts;
+  uint64_t least = l.pagedCache && !shortPaged ? 2 : 1;
   double wanted = double(sms) / (2.0 * double(splitBlocks(ring, a, 1)));
   int64_t rows = itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv);
   uint64_t up = llvm::bit_ceil(uint64_t(std::ceil(wanted)));
   bool thin = 2 * rows < int64_t(ring.bm);
-  bool roundUp = l.pagedCache && (thin || up <= kMostRoundedUpParts);
+  bool roundUp = l.pagedCache && (thin || up <= kMostRoundedUpParts) &&
+                 !(shortPaged && up <= 2);
   uint64_t n = wanted <= 1 ? 1
                : roundUp   ? up
                            : llvm::bit_floor(uint64_t(wanted));

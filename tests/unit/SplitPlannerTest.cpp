@@ -148,6 +148,11 @@ const SplitCase kCases[] = {
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrow, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrow, 64},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWideRing, 2},
+    // 64 packed items at 1k keys (8 ring tiles, under
+    // kLeastKeyTilesForTwoPagedParts): one paged part, not two of 4 tiles.
+    {"PagedGqa64x8Batch8Keys1k", kPaged, 8, 64, 8, 1, 1024, kPagedWideRing, 1},
+    {"PagedGqa8x1Batch64Keys1k", kPaged, 64, 8, 1, 1, 1024, kPagedWideRing, 1},
+    {"PagedGqa8x1Batch64Keys4k", kPaged, 64, 8, 1, 1, 4096, kPagedWideRing, 2},
     // sm_80's mma tile is bn = 64 already, and its table has no split tile.
     {"Sm80Gqa32x8Keys4k", "family=fwd,dtype=bf16,d=128,target=sm_80", 1, 32, 8,
      1, 4096, "fmha_fwdsplitkv_bf16_d128_pgqa_m64n64w4s1_mma_sm80", 32},
@@ -191,6 +196,20 @@ TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
   ASSERT_EQ(layout.steps.size(), 1u);
   EXPECT_EQ(encodeName(layout.steps[0].spec), kWideRing);
   EXPECT_EQ(layout.steps[0].keySplits, 1);
+}
+
+// A short paged range in one part is the same single launch, its split
+// kernel reading the pages and writing O with no workspace for partials.
+TEST(SplitPlannerNotes, OnePagedPartIsOneLaunch) {
+  Chosen chosen;
+  ASSERT_NO_FATAL_FAILURE(
+      choose({"", kPaged, 64, 8, 1, 1, 1024, kPagedWideRing, 1}, chosen));
+  PlanLayout layout =
+      layoutPlan(chosen.lowered, *chosen.single, std::move(chosen.split));
+  ASSERT_EQ(layout.steps.size(), 1u);
+  EXPECT_EQ(encodeName(layout.steps[0].spec), kPagedWideRing);
+  EXPECT_EQ(layout.steps[0].keySplits, 1);
+  EXPECT_EQ(layout.workspaceBytes, 0);
 }
 
 } // namespace
