@@ -35,7 +35,12 @@
 // (bench/decode, before the cache term and the part-outermost item order,
 // on 16 and 8 threads: the choice was the faster of split and single-pass,
 // or within 5%, on 45 of 48 rows. With both, on 2 threads, Hq=8, Hkv=1:
-// 8 of 8 rows, and splits reach 1.2-1.35x the single pass from 64k keys.)
+// 8 of 8 rows, and splits reach 1.2-1.35x the single pass from 64k keys.
+// Session 28, issue 13's host grid at batch 1 and 8 on the GPU machine's 16
+// threads, against the thresholds before (2048 keys idle, parts of 1024):
+// 27% less time (geomean) on the 24 rows of 1k and 4k keys, none slower, 1k
+// keys at batch 1 0.11-0.29 -> 0.04-0.17 ms; within the runs' spread on the
+// 8k-128k rows (geomean -3%); docs/results.md.)
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -54,9 +59,9 @@ inline constexpr unsigned kGpuMaxSplits = 128;
 /// Host: no split below this many keys when every thread has an item...
 inline constexpr int64_t kHostMinSplitKeys = 4096;
 /// ...and below this many when some would sit idle.
-inline constexpr int64_t kHostMinSplitKeysIdle = 2048;
+inline constexpr int64_t kHostMinSplitKeysIdle = 1024;
 /// Host: fewest keys a part may get.
-inline constexpr int64_t kHostMinKeysPerSplit = 1024;
+inline constexpr int64_t kHostMinKeysPerSplit = 256;
 /// Host: work items to aim for per thread.
 inline constexpr int64_t kHostItemsPerWorker = 32;
 /// Host: K and V bytes of one part that a core's cache should hold, so that

@@ -75,15 +75,15 @@ TEST(HostSplitRule, GqaPartsFitTheCache) {
 
 const HostCase kHostCases[] = {
     {"OneThreadNeverSplits", 8, 131072, 1, 1},
-    {"ShortKeysNeverSplit", 8, 2047, 16, 1},
-    {"IdleThreadsSplitSooner", 8, 2048, 16, 2}, // 64 wanted, 2048 / 1024 = 2
+    {"ShortKeysNeverSplit", 8, 1023, 16, 1},
+    {"IdleThreadsSplitSooner", 8, 1024, 16, 4}, // 64 wanted, 1024 / 256 = 4
     {"BusyThreadsWaitLonger", 16, 2048, 16, 1},
-    {"BusyThreadsAtTheThreshold", 16, 4096, 16, 4},
-    {"ThirtyTwoItemsPerThread", 8, 131072, 16, 64}, // 32 * 16 / 8 = 64
-    {"RoundsUpToAPowerOfTwo", 24, 131072, 16, 32},  // 32 * 16 / 24 -> 22 -> 32
+    {"BusyThreadsAtTheThreshold", 16, 4096, 16, 16}, // 32 wanted, 4096 / 256
+    {"ThirtyTwoItemsPerThread", 8, 131072, 16, 64},  // 32 * 16 / 8 = 64
+    {"RoundsUpToAPowerOfTwo", 24, 131072, 16, 32},   // 32 * 16 / 24 -> 22 -> 32
     {"TwoThreads", 8, 65536, 2, 8},
     {"ManyItemsDoNotSplit", 512, 65536, 16, 1},
-    {"CappedByKeysPerPart", 1, 20000, 16, 19},
+    {"CappedByKeysPerPart", 1, 5000, 16, 19}, // 5000 / 256
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, HostSplitRule, ::testing::ValuesIn(kHostCases),
