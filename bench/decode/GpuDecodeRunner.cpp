@@ -209,9 +209,9 @@ static llvm::Expected<double> timePlan(GpuDecodeBench::State &st,
     return s.ok() ? llvm::Error::success()
                   : makeError(ErrorKind::Driver, "api::run: " + s.toString());
   };
-  // Batches waited for, so that the warm-up ends after --warmup-ms of the GPU's
-  // work or one batch, whichever is longer: launches queued for kWarmUp of
-  // the host's time would hold hundreds of a long call.
+  // Batches waited for, so that the warm-up ends after --warmup-ms of the
+  // GPU's work or one batch, whichever is longer: launches queued for that
+  // long on the host would hold hundreds of a long call.
   auto warmUntil = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(st.options.warmUpMs);
   do {
