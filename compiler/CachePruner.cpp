@@ -155,11 +155,8 @@ fmhajit::pruneCacheDirectory(llvm::StringRef dir, uint64_t maxBytes,
   return result;
 }
 
-void fmhajit::markCacheFileUsed(fs::file_t fd) {
-  fs::file_status status;
-  if (fs::status(fd, status))
-    return;
-  // Keep the modification time: it still says when the kernel was written.
+void fmhajit::markCacheFileUsed(fs::file_t fd,
+                                llvm::sys::TimePoint<> modified) {
   fs::setLastAccessAndModificationTime(fd, std::chrono::system_clock::now(),
-                                       status.getLastModificationTime());
+                                       modified);
 }

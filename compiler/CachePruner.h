@@ -67,8 +67,11 @@ llvm::Expected<PruneResult> pruneCacheDirectory(llvm::StringRef dir,
                                                 std::chrono::seconds interval);
 
 /// Records that the open cache file \p fd was just used: sets its access
-/// time to now, which is what pruning orders by. Best effort: a file owned
-/// by another user cannot be stamped, and then only its recency is lost.
-void markCacheFileUsed(llvm::sys::fs::file_t fd);
+/// time to now, which is what pruning orders by, and keeps \p modified,
+/// its modification time (it still says when the kernel was written).
+/// Best effort: a file owned by another user cannot be stamped, and then
+/// only its recency is lost.
+void markCacheFileUsed(llvm::sys::fs::file_t fd,
+                       llvm::sys::TimePoint<> modified);
 
 } // namespace fmhajit

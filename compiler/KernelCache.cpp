@@ -191,9 +191,10 @@ KernelCache::getOrCompile(llvm::StringRef name, llvm::StringRef fingerprint,
 }
 
 /// The whole of the open file \p fd, read (not mapped: a file truncated
-/// under us must not SIGBUS) into one buffer, the only copy a hit makes.
-static llvm::Expected<std::string> readWholeFile(llvm::sys::fs::file_t fd) {
-  llvm::sys::fs::file_status status;
+/// under us must not SIGBUS) into one buffer, the only copy a hit makes;
+/// \p status is the file's, which a hit's use stamp keeps its mtime from.
+static llvm::Expected<std::string>
+readWholeFile(llvm::sys::fs::file_t fd, llvm::sys::fs::file_status &status) {
   if (std::error_code ec = llvm::sys::fs::status(fd, status))
     return llvm::errorCodeToError(ec);
   std::string bytes(status.getSize(), '\0');
@@ -219,8 +220,10 @@ KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
   // Opened here, to stamp the file as used on a hit.
   llvm::Expected<llvm::sys::fs::file_t> fd =
       llvm::sys::fs::openNativeFileForRead(path);
+  llvm::sys::fs::file_status status;
   llvm::Expected<std::string> file =
-      fd ? readWholeFile(*fd) : llvm::Expected<std::string>(fd.takeError());
+      fd ? readWholeFile(*fd, status)
+         : llvm::Expected<std::string>(fd.takeError());
   llvm::scope_exit closeFile([&] {
     if (fd)
       llvm::sys::fs::closeFile(*fd);
@@ -248,7 +251,7 @@ KernelCache::loadFromDisk(llvm::StringRef name, llvm::StringRef fingerprint) {
     return nullptr;
   }
   // A hit is a use: pruning keeps recently used files.
-  markCacheFileUsed(*fd);
+  markCacheFileUsed(*fd, status.getLastModificationTime());
   // The payload is the file's tail: drop the header in place rather than
   // copy 100-200 KB of PTX into fresh pages (in a new process each page
   // is a fault, together about a tenth of a millisecond).
