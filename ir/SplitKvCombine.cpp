@@ -14,6 +14,13 @@
 // on an H100 saw about 0.3 us per part, so a row of 32 parts cost ~10 us of
 // a 60 us call and 256 parts were never worth their blocks.
 //
+// Why whole steps: a group loads a step's parts together and waits once, so
+// its waits are its steps. The last step of a group is not cut short: its
+// loads past the group's parts read the step's first part again (in cache,
+// no wait of their own) and weigh 0, so a group of 1 to 8 parts waits once
+// on a GPU, where one part at a time after the whole steps waited up to
+// three more times.
+//
 //===----------------------------------------------------------------------===//
 #include "ir/SplitKvCombine.h"
 #include "ir/KernelAbiIR.h"
@@ -21,6 +28,7 @@
 #include "ir/WorkItem.h"
 #include "specs/EncodedName.h"
 #include "specs/pipelines/TileRules.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/bit.h"
 #include <cmath>
@@ -47,15 +55,18 @@ public:
   void emitWorkItem(Value *w);
 
 private:
-  /// A group's parts per step of its main loop, all loads issued first.
-  static constexpr unsigned kPartsPerStep = 4;
+  /// A group's parts per step, all loads issued first: 8 on a GPU (8
+  /// rows of 4 columns a thread), 4 on the host, whose one thread holds
+  /// each part's whole row in vector registers.
+  unsigned partsPerStep() const { return shape.columnThreads > 1 ? 8 : 4; }
 
   void emitRow(const WorkItem &s, Value *row, PartialRows parts);
   /// This group's parts s = group + k * groups, folded.
   Folded foldOwnParts(Value *n, Value *plane, Value *lseRow);
-  /// \p cur with the parts \p splits folded in.
-  Folded fold(ArrayRef<Value *> splits, Folded cur, Value *plane,
-              Value *lseRow);
+  /// \p cur with the parts \p splits folded in, each where its \p counts
+  /// bit is set (its load is made either way).
+  Folded fold(ArrayRef<Value *> splits, ArrayRef<Value *> counts, Folded cur,
+              Value *plane, Value *lseRow);
   /// Every group's fold merged, valid in group 0 (shared memory; GPU).
   Folded mergeGroups(Folded own);
   /// O (and LSE) of the row from its whole fold; group 0 only.
@@ -92,14 +103,16 @@ private:
 };
 } // namespace
 
-Folded CombineEmitter::fold(ArrayRef<Value *> splits, Folded cur, Value *plane,
-                            Value *lseRow) {
-  SmallVector<Value *, kPartsPerStep> lses, rows;
-  for (Value *s : splits) {
+Folded CombineEmitter::fold(ArrayRef<Value *> splits, ArrayRef<Value *> counts,
+                            Folded cur, Value *plane, Value *lseRow) {
+  SmallVector<Value *, 8> lses, rows;
+  for (auto [s, counted] : llvm::zip_equal(splits, counts)) {
     Value *r = partialRow(s, plane, lseRow);
-    lses.push_back(
+    Value *lse =
         b.CreateLoad(b.getFloatTy(),
-                     b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), r)));
+                     b.CreateInBoundsGEP(b.getFloatTy(), p.get(kLseAccum), r));
+    // -inf weighs exp(-inf - base) = 0 and never raises the maximum.
+    lses.push_back(b.CreateSelect(counted, lse, f32(-INFINITY)));
     Value *at =
         b.CreateAdd(b.CreateMul(r, b.getInt64(spec.headDimV())), column);
     rows.push_back(b.CreateAlignedLoad(
@@ -132,27 +145,28 @@ Folded CombineEmitter::foldOwnParts(Value *n, Value *plane, Value *lseRow) {
           b.CreateSub(b.CreateAdd(n, b.getInt32(shape.groups - 1)), group),
           groups),
       b.getInt32(0));
-  Value *steps = b.CreateAnd(own, b.getInt32(~int32_t(kPartsPerStep - 1)));
+  unsigned step = partsPerStep();
   auto part = [&](Value *k) {
     return b.CreateAdd(group, b.CreateMul(k, groups));
   };
-  auto loop = [&](Value *begin, Value *end, unsigned step, const char *name,
-                  Folded cur) {
-    auto out = emitForCarried(
-        b, begin, end, b.getInt32(step), name, {cur.max, cur.sum, cur.row},
-        [&](Value *k, ArrayRef<Value *> v) {
-          SmallVector<Value *, kPartsPerStep> splits;
-          for (unsigned u = 0; u < step; ++u)
-            splits.push_back(part(b.CreateAdd(k, b.getInt32(u))));
-          Folded next = fold(splits, {v[0], v[1], v[2]}, plane, lseRow);
-          return SmallVector<Value *, 16>{next.max, next.sum, next.row};
-        });
-    return Folded{out[0], out[1], out[2]};
-  };
   Folded none{f32(-INFINITY), f32(0), Constant::getNullValue(rowType)};
-  Folded stepped =
-      loop(b.getInt32(0), steps, kPartsPerStep, "split.step", none);
-  return loop(steps, own, 1, "split", stepped);
+  auto out = emitForCarried(
+      b, b.getInt32(0), own, b.getInt32(step), "split.step",
+      {none.max, none.sum, none.row}, [&](Value *k, ArrayRef<Value *> v) {
+        // The step's own parts k.. and, past the last, part k again.
+        SmallVector<Value *, 8> splits, counts;
+        splits.push_back(part(k));
+        counts.push_back(b.getTrue());
+        for (unsigned u = 1; u < step; ++u) {
+          Value *ku = b.CreateAdd(k, b.getInt32(u));
+          Value *counted = b.CreateICmpULT(ku, own);
+          splits.push_back(part(b.CreateSelect(counted, ku, k)));
+          counts.push_back(counted);
+        }
+        Folded next = fold(splits, counts, {v[0], v[1], v[2]}, plane, lseRow);
+        return SmallVector<Value *, 16>{next.max, next.sum, next.row};
+      });
+  return Folded{out[0], out[1], out[2]};
 }
 
 // Scratch: the groups' rows [groups][dv], then their maxima and sums.

@@ -60,19 +60,24 @@ public:
     return {PointerType::get(ctx, 0)};
   }
 
-  // Split-KV's two kernels overlap their launches (arch grid_dependency):
-  // a split kernel lets the combine launch as soon as each block has
-  // started, and the combine, launched with programmatic stream
-  // serialization (CudaKernelChecks.cpp), waits here until the split
-  // kernel has finished and its partials are visible. Without that launch
-  // attribute the wait returns at once.
+  // Split-KV's kernels overlap their launches (arch grid_dependency): a
+  // split kernel lets the combine launch as soon as each block has
+  // started, and both are launched with programmatic stream serialization
+  // (CudaKernelChecks.cpp), so each may start while the kernel before it
+  // on the stream still runs: the combine while its split kernel does,
+  // the next call's split kernel while this call's combine (or, in one
+  // part, split kernel) does. Each waits here for that kernel to finish
+  // and its writes to be visible before it touches global memory: the
+  // previous kernel may have written this one's inputs, or still read the
+  // workspace this one writes. Without that launch attribute the wait
+  // returns at once.
   void emitGridDependency(IRBuilderBase &b) {
     if (!arch.gridDependency)
       return;
-    if (spec.family == Family::SplitKvCombine)
-      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
-    else if (hasSplitWorkItems(spec.family))
+    if (hasSplitWorkItems(spec.family))
       b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
+    if (spec.family == Family::SplitKvCombine || hasSplitWorkItems(spec.family))
+      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
   }
 
   // Warp specialization: barriers first, then the producer warpgroup (the

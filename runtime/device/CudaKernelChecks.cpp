@@ -95,10 +95,12 @@ CudaDriver::configureKernel(GpuFunctionHandle handle, const KernelSpec &spec,
                                 "cuFuncGetAttribute"))
       return std::move(err);
   const ArchInfo &arch = *findArch(spec.target);
-  // The combine waits for its split kernel in place (griddepcontrol.wait,
-  // ir/targets/NvptxTarget.cpp), so it may launch before that one ends.
+  // Split-KV's kernels wait for the kernel before them in place
+  // (griddepcontrol.wait, ir/targets/NvptxTarget.cpp), so they may launch
+  // before that one ends.
   GpuLaunchShape shape{blockWarps(spec) * 32, tileFootprintBytes(spec, arch),
-                       spec.family == Family::SplitKvCombine &&
+                       (spec.family == Family::SplitKvCombine ||
+                        hasSplitWorkItems(spec.family)) &&
                            arch.gridDependency};
   std::string name = encodeName(spec);
   if (int(shape.blockThreads) > res.maxThreadsPerBlock)
