@@ -20,6 +20,7 @@
 #include "ir/PersistentSchedule.h"
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
+#include "ir/targets/NvptxTimeline.h"
 #include "ir/targets/NvptxTma.h"
 #include "ir/targets/NvptxValuePretranspose.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
@@ -89,6 +90,18 @@ public:
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
     emitGridDependency(b);
+    bool blockTimes =
+        options.timeline && (spec.family == Family::SplitKvCombine ||
+                             hasSplitWorkItems(spec.family));
+    if (blockTimes)
+      emitBlockTimeStamp(b, BlockEvent::Start);
+    emitRoles(b, params, body);
+    if (blockTimes)
+      emitBlockTimeStamp(b, BlockEvent::End);
+  }
+
+  void emitRoles(IRBuilderBase &b, Value *params,
+                 function_ref<void(IRBuilderBase &, Value *, Value *)> body) {
     if (!usesTensorMaps(spec))
       return GpuTargetInfo::emitBlockWorkItem(b, params, body);
     tensorMaps = b.GetInsertBlock()->getParent()->getArg(1);

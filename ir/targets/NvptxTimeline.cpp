@@ -49,3 +49,28 @@ void fmhajit::emitTimelineStamp(IRBuilderBase &b, Value *counter, Value *group,
     b.CreateStore(b.CreateAdd(n, b.getInt32(1)), counter);
   });
 }
+
+void fmhajit::emitBlockTimeStamp(IRBuilderBase &b, BlockEvent event) {
+  Module &m = *b.GetInsertBlock()->getModule();
+  GlobalVariable *times = m.getGlobalVariable(kBlockTimesGlobal);
+  if (!times) {
+    auto *type = ArrayType::get(b.getInt64Ty(), 2 * kBlockTimesBlocks);
+    times =
+        new GlobalVariable(m, type, false, GlobalValue::ExternalLinkage,
+                           ConstantAggregateZero::get(type), kBlockTimesGlobal,
+                           nullptr, GlobalValue::NotThreadLocal, 1);
+  }
+  Value *thread = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
+  Value *block = b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {});
+  Value *stamps =
+      b.CreateAnd(b.CreateICmpEQ(thread, b.getInt32(0)),
+                  b.CreateICmpULT(block, b.getInt32(kBlockTimesBlocks)));
+  emitIf(b, stamps, "block.time", [&] {
+    Value *now =
+        b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {});
+    Value *slot = b.CreateAdd(b.CreateMul(block, b.getInt32(2)),
+                              b.getInt32(unsigned(event)));
+    b.CreateStore(now, b.CreateInBoundsGEP(b.getInt64Ty(), times,
+                                           b.CreateZExt(slot, b.getInt64Ty())));
+  });
+}

@@ -40,4 +40,17 @@ void emitTimelineStamp(llvm::IRBuilderBase &b, llvm::Value *counter,
 /// entry block, stored 0 there (SROA makes it a register).
 llvm::Value *timelineCounter(llvm::Function &fn);
 
+/// Split-KV's kernels under EmitOptions::timeline also stamp every block's
+/// start (past its wait for the kernel before it) and end, by
+/// %globaltimer (ns, one clock for all multiprocessors), into the module
+/// global fmhajit_block_times: words 2b and 2b + 1 for block b, for the
+/// first kBlockTimesBlocks blocks. A decode call's time beside its bytes is
+/// in its ramp and tail, which block 0's cycles cannot show.
+inline constexpr const char *kBlockTimesGlobal = "fmhajit_block_times";
+inline constexpr unsigned kBlockTimesBlocks = 4096;
+enum class BlockEvent : unsigned { Start = 0, End = 1 };
+
+/// Writes \p event's %globaltimer for this block from its thread 0.
+void emitBlockTimeStamp(llvm::IRBuilderBase &b, BlockEvent event);
+
 } // namespace fmhajit

@@ -131,6 +131,45 @@ static void printTiming(Report &r, const harness::Timing &t, double flops,
     r.line("TFLOPS", fmt("%.2f", flops / (t.ms * 1e9)));
 }
 
+// Split-KV's kernels stamp each block's start and end (NvptxTimeline.h):
+// every step's go to PATH as CSV, one line per block, in ns of the GPU's
+// global timer.
+static void writeBlockTimes(Report &r, const api::Plan &plan,
+                            const std::string &path) {
+  std::string csv = "step,kernel,block,start_ns,end_ns\n";
+  size_t blocks = 0;
+  for (size_t step = 0; step < plan.steps().size(); ++step) {
+    const std::string &kernel = plan.steps()[step].kernel;
+    auto words = readLoadedGlobal(kernel, kBlockTimesGlobal);
+    if (!words) {
+      llvm::consumeError(words.takeError()); // a kernel without block stamps
+      continue;
+    }
+    for (size_t at = 0; at + 16 <= words->size(); at += 16) {
+      uint64_t start, end;
+      std::memcpy(&start, words->data() + at, 8);
+      std::memcpy(&end, words->data() + at + 8, 8);
+      if (!start)
+        continue;
+      csv += std::to_string(step) + ',' + kernel + ',' +
+             std::to_string(at / 16) + ',' + std::to_string(start) + ',' +
+             std::to_string(end) + '\n';
+      ++blocks;
+    }
+  }
+  if (!blocks)
+    return;
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec) {
+    r.line("blocks", "not written: " + path + ": " + ec.message());
+    return;
+  }
+  os << csv;
+  r.line("blocks",
+         path + " (" + std::to_string(blocks) + " blocks' start and end)");
+}
+
 // FMHAJIT_TIMELINE=FILE (docs/bench.md): the kernel was compiled with
 // clock stamps (ir/targets/NvptxTimeline.h), and the last launch's go to
 // FILE as CSV. A profiling aid: a failure is reported, never fatal.
@@ -163,6 +202,7 @@ static void writeTimeline(Report &r, const api::Plan &plan) {
   }
   r.line("timeline", std::string(path) + " (" + std::to_string(stamps) +
                          " stamps of block 0)");
+  writeBlockTimes(r, plan, std::string(path) + ".blocks.csv");
 }
 
 static bool isSplitFamily(Family family) {
