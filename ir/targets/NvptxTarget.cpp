@@ -73,12 +73,17 @@ public:
   // workspace this one writes. Without that launch attribute the wait
   // returns at once.
   void emitGridDependency(IRBuilderBase &b) {
-    if (!arch.gridDependency)
+    if (!arch.gridDependency || !isSplitKvKernel())
       return;
     if (hasSplitWorkItems(spec.family))
       b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
-    if (spec.family == Family::SplitKvCombine || hasSplitWorkItems(spec.family))
-      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
+    b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
+  }
+
+  /// A split kernel or the combine after it.
+  bool isSplitKvKernel() const {
+    return spec.family == Family::SplitKvCombine ||
+           hasSplitWorkItems(spec.family);
   }
 
   // Warp specialization: barriers first, then the producer warpgroup (the
@@ -90,9 +95,7 @@ public:
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
     emitGridDependency(b);
-    bool blockTimes =
-        options.timeline && (spec.family == Family::SplitKvCombine ||
-                             hasSplitWorkItems(spec.family));
+    bool blockTimes = options.timeline && isSplitKvKernel();
     if (blockTimes)
       emitBlockTimeStamp(b, BlockEvent::Start);
     emitRoles(b, params, body);
