@@ -114,6 +114,14 @@ inline bool hasSplitWorkItems(Family f) {
   return f == Family::FwdSplitKv || f == Family::FwdPaged;
 }
 
+/// Whether \p f is one of a split-KV call's kernels: a family that cuts key
+/// ranges, or splitkv_combine. On sm_90a they launch while the kernel before
+/// them still runs and wait for it in place (griddepcontrol), so the code
+/// generator and the launch must agree on this set.
+inline bool isSplitKvFamily(Family f) {
+  return hasSplitWorkItems(f) || f == Family::SplitKvCombine;
+}
+
 /// The heads a forward family's work items run over: headsKv under
 /// pack_gqa, where one item's tile packs the query heads of a K/V head,
 /// else headsQ (docs/families.md).

@@ -73,17 +73,11 @@ public:
   // workspace this one writes. Without that launch attribute the wait
   // returns at once.
   void emitGridDependency(IRBuilderBase &b) {
-    if (!arch.gridDependency || !isSplitKvKernel())
+    if (!arch.gridDependency || !isSplitKvFamily(spec.family))
       return;
     if (hasSplitWorkItems(spec.family))
       b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
     b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
-  }
-
-  /// A split kernel or the combine after it.
-  bool isSplitKvKernel() const {
-    return spec.family == Family::SplitKvCombine ||
-           hasSplitWorkItems(spec.family);
   }
 
   // Warp specialization: barriers first, then the producer warpgroup (the
@@ -95,7 +89,7 @@ public:
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
     emitGridDependency(b);
-    bool blockTimes = options.timeline && isSplitKvKernel();
+    bool blockTimes = options.timeline && isSplitKvFamily(spec.family);
     if (blockTimes)
       emitBlockTimeStamp(b, BlockEvent::Start);
     emitRoles(b, params, body);

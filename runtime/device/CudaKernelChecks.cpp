@@ -99,9 +99,7 @@ CudaDriver::configureKernel(GpuFunctionHandle handle, const KernelSpec &spec,
   // (griddepcontrol.wait, ir/targets/NvptxTarget.cpp), so they may launch
   // before that one ends.
   GpuLaunchShape shape{blockWarps(spec) * 32, tileFootprintBytes(spec, arch),
-                       (spec.family == Family::SplitKvCombine ||
-                        hasSplitWorkItems(spec.family)) &&
-                           arch.gridDependency};
+                       isSplitKvFamily(spec.family) && arch.gridDependency};
   std::string name = encodeName(spec);
   if (int(shape.blockThreads) > res.maxThreadsPerBlock)
     return makeError(

@@ -5,6 +5,7 @@
 // outputs, then the timed runs. Prints the lines of docs/run.md.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/KernelAbi.h"
 #include "ir/targets/NvptxTimeline.h"
 #include "runtime/api/ApiStatus.h"
 #include "runtime/device/GpuModule.h"
@@ -205,10 +206,6 @@ static void writeTimeline(Report &r, const api::Plan &plan) {
   writeBlockTimes(r, plan, std::string(path) + ".blocks.csv");
 }
 
-static bool isSplitFamily(Family family) {
-  return family == Family::FwdSplitKv || family == Family::FwdPaged;
-}
-
 // The checked run's verdict and bundle, then the timed runs; the exit code.
 template <typename Case, typename Verdict>
 static int finishRun(Report &r, const RunRequest &req, const api::Plan &plan,
@@ -288,7 +285,7 @@ static int runForward(const RunRequest &req) {
     r.line("cache", llvm::Twine(req.problem.pagesKv.numPages) + " pages of " +
                         llvm::Twine(req.problem.pagesKv.pageSize) +
                         " rows, shuffled");
-  if (isSplitFamily(req.spec.family))
+  if (hasSplitWorkItems(req.spec.family))
     printSplits(r, req, *plan);
   if (llvm::Error err = c->run(*plan))
     return reportErrors(std::move(err));
