@@ -78,8 +78,10 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
   const KeyTiles &keys = w.keys;
   Value *any = b.CreateICmpSLT(keys.begin, keys.end);
   Value *first = keys.at(keys.begin).j0;
-  ops->load(w.kT, kvRows(w, kK, first),
-            b.CreateSelect(any, keysAt(s, first), i32(0)), nullptr);
+  Value *firstKeys = b.CreateSelect(any, keysAt(s, first), i32(0));
+  if (ops->warmsRows()) // V_0 arrives while K_0 is copied
+    ops->warmRows(kvRows(w, kV, first), firstKeys, spec.headDimV());
+  ops->load(w.kT, kvRows(w, kK, first), firstKeys, nullptr);
   emitFor(b, keys.begin, keys.end, i32(keys.step), "kv", [&](Value *pos) {
     KeyTile tile = keys.at(pos);
     Value *j0 = tile.j0;
@@ -92,6 +94,13 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
     if (paged) { // K_j+1's page numbers are on their way during S_j
       findNext();
       w.pagedK.prefetch(b, target, next, keysAt(s, next), spec.bn);
+    }
+    if (ops->warmsRows()) { // K_j+1 and V_j+1 arrive during this step
+      if (!next)
+        findNext();
+      Value *nextKeys = b.CreateSelect(more, keysAt(s, next), i32(0));
+      ops->warmRows(kvRows(w, kK, next), nextKeys, spec.d);
+      ops->warmRows(kvRows(w, kV, next), nextKeys, spec.headDimV());
     }
     ops->sync(w.kT);
     ops->load(w.v, kvRows(w, kV, j0), keysAt(s, j0), nullptr);

@@ -173,6 +173,14 @@ public:
   /// The same for \p r's next loadRows().
   virtual void prefetchRows(RowVec &r, const GlobalRows &src,
                             llvm::Value *valid, float fill) {}
+  /// Whether warmRows() does anything: targets whose loads copy at once
+  /// and so wait on memory (the host) ask their caches for rows ahead.
+  virtual bool warmsRows() const { return false; }
+  /// The first \p valid (i32) rows of \p src, \p cols elements each, will be
+  /// loaded soon: a target whose loads wait on memory asks its caches for
+  /// them now. Nothing is copied, and no storage changes. Here nothing.
+  virtual void warmRows(const GlobalRows &src, llvm::Value *valid,
+                        unsigned cols) {}
   /// The recipe reads \p t no more in this work item: a target that loads
   /// ahead may refill its storage (a persistent block's next Q).
   virtual void retire(Tile &t) {}

@@ -32,6 +32,8 @@ public:
   }
   void packLeft(Value *left);
   void packRight(Value *right);
+  void packLeftFromRows(Value *left, AmxRowFn row);
+  void packRightFromRows(Value *right, AmxRowFn row);
   void multiply(Value *left, Value *right);
 
 private:
@@ -50,6 +52,21 @@ private:
     b.CreateAlignedStore(x, bf16At(base, index), Align(2));
   }
   Value *toBf16(Value *x) { return b.CreateFPTrunc(x, bf16Vec); }
+  /// kLanes bf16 at element \p index of the bf16 row at \p row.
+  Value *loadBf16(Value *row, Value *index) {
+    return b.CreateAlignedLoad(bf16Vec, bf16At(row, index), Align(2));
+  }
+  /// Zero rows of K past p.K, up to kPadded, in B' (pairs of N).
+  void padRightRows(Value *right);
+  /// (x0, y0, x1, y1, ...): the pairs of one row of B'.
+  Value *interleave(Value *x, Value *y) {
+    SmallVector<int, 32> mask;
+    for (unsigned l = 0; l < kLanes; ++l) {
+      mask.push_back(l);
+      mask.push_back(l + kLanes);
+    }
+    return b.CreateShuffleVector(x, y, mask);
+  }
   Value *tileLoad(Value *ptr, uint64_t strideBytes) {
     return b.CreateIntrinsic(
         Intrinsic::x86_tileloadd64_internal, {},
@@ -105,29 +122,53 @@ void AmxEmitter::packLeft(Value *left) {
 // B'[k][n] as pairs: row kp holds (B'[2kp][n], B'[2kp+1][n]) for each n, the
 // two rows rounded and interleaved; padding rows of K are zero.
 void AmxEmitter::packRight(Value *right) {
-  SmallVector<int, 32> interleave;
-  for (unsigned l = 0; l < kLanes; ++l) {
-    interleave.push_back(l);
-    interleave.push_back(l + kLanes);
-  }
   Value *pairRow = i64(2 * p.N);
   emitFor(b, i64(0), i64(p.K / 2), i64(1), "amx.b", [&](Value *kp) {
     Value *even = b.CreateMul(b.CreateMul(kp, i64(2)), i64(p.N));
     Value *odd = b.CreateAdd(even, i64(p.N));
     emitFor(b, i64(0), p.nEnd, i64(kLanes), "amx.b.n", [&](Value *n0) {
-      Value *pair = b.CreateShuffleVector(
-          toBf16(loadF32(p.bRows, b.CreateAdd(even, n0))),
-          toBf16(loadF32(p.bRows, b.CreateAdd(odd, n0))), interleave);
+      Value *pair = interleave(toBf16(loadF32(p.bRows, b.CreateAdd(even, n0))),
+                               toBf16(loadF32(p.bRows, b.CreateAdd(odd, n0))));
       storeBf16(right,
                 b.CreateAdd(b.CreateMul(kp, pairRow), b.CreateMul(n0, i64(2))),
                 pair);
     });
   });
+  padRightRows(right);
+}
+
+void AmxEmitter::padRightRows(Value *right) {
   Value *zero = Constant::getNullValue(bf16Vec);
   for (unsigned kp = p.K / 2; kp < kPadded / 2; ++kp)
     emitFor(b, i64(0), i64(2 * p.N), i64(kLanes), "amx.b.pad", [&](Value *e) {
       storeBf16(right, b.CreateAdd(i64(kp * 2 * p.N), e), zero);
     });
+}
+
+// Each row of A' is a row in memory, copied, then K's zero padding.
+void AmxEmitter::packLeftFromRows(Value *left, AmxRowFn row) {
+  Value *zero = Constant::getNullValue(bf16Vec);
+  emitFor(b, i64(0), i64(p.M), i64(1), "amx.a.rows", [&](Value *m) {
+    Value *from = row(m);
+    Value *to = bf16At(left, b.CreateMul(m, i64(kPadded)));
+    for (unsigned k = 0; k < p.K; k += kLanes)
+      storeBf16(to, i64(k), loadBf16(from, i64(k)));
+    for (unsigned k = p.K; k < kPadded; k += kLanes)
+      storeBf16(to, i64(k), zero);
+  });
+}
+
+// Row kp of B' interleaves rows 2kp and 2kp + 1 in memory.
+void AmxEmitter::packRightFromRows(Value *right, AmxRowFn row) {
+  emitFor(b, i64(0), i64(p.K / 2), i64(1), "amx.b.rows", [&](Value *kp) {
+    Value *even = row(b.CreateMul(kp, i64(2)));
+    Value *odd = row(b.CreateAdd(b.CreateMul(kp, i64(2)), i64(1)));
+    Value *to = bf16At(right, b.CreateMul(kp, i64(2 * p.N)));
+    for (unsigned n = 0; n < p.N; n += kLanes)
+      storeBf16(to, i64(2 * n),
+                interleave(loadBf16(even, i64(n)), loadBf16(odd, i64(n))));
+  });
+  padRightRows(right);
 }
 
 // Blocks of rb x cb accumulator tiles; the block's operand tiles are loaded
@@ -203,6 +244,16 @@ void fmhajit::emitAmxPackLeft(IRBuilderBase &b, const AmxProduct &p,
 void fmhajit::emitAmxPackRight(IRBuilderBase &b, const AmxProduct &p,
                                Value *right) {
   AmxEmitter(b, p).packRight(right);
+}
+
+void fmhajit::emitAmxPackLeftFromRows(IRBuilderBase &b, const AmxProduct &p,
+                                      Value *left, AmxRowFn row) {
+  AmxEmitter(b, p).packLeftFromRows(left, row);
+}
+
+void fmhajit::emitAmxPackRightFromRows(IRBuilderBase &b, const AmxProduct &p,
+                                       Value *right, AmxRowFn row) {
+  AmxEmitter(b, p).packRightFromRows(right, row);
 }
 
 void fmhajit::emitAmxMultiply(IRBuilderBase &b, const AmxProduct &p,

@@ -51,6 +51,15 @@ void emitAmxPackLeft(llvm::IRBuilderBase &b, const AmxProduct &p,
                      llvm::Value *left);
 void emitAmxPackRight(llvm::IRBuilderBase &b, const AmxProduct &p,
                       llvm::Value *right);
+/// The address of bf16 row \p row (i64) of an operand in memory.
+using AmxRowFn = llvm::function_ref<llvm::Value *(llvm::Value *row)>;
+/// A' (\p p.M rows of \p p.K) or B' (\p p.K rows of \p p.N) packed straight
+/// from bf16 rows in memory, every row present: A' is their copy, B' their
+/// pairs interleaved; no fp32 buffer, no rounding.
+void emitAmxPackLeftFromRows(llvm::IRBuilderBase &b, const AmxProduct &p,
+                             llvm::Value *left, AmxRowFn row);
+void emitAmxPackRightFromRows(llvm::IRBuilderBase &b, const AmxProduct &p,
+                              llvm::Value *right, AmxRowFn row);
 /// \p p on the tile unit from packed operands (the sketch above). M, N and
 /// K are multiples of 16 (validation's tile_multiple and head dims).
 void emitAmxMultiply(llvm::IRBuilderBase &b, const AmxProduct &p,

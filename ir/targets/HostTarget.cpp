@@ -24,7 +24,8 @@ using namespace llvm;
 namespace {
 class HostTargetInfo : public TargetInfo {
 public:
-  HostTargetInfo(unsigned lanes, bool amx) : lanes(lanes), amx(amx) {}
+  HostTargetInfo(unsigned lanes, bool amx, bool packsAtLoad)
+      : lanes(lanes), amx(amx), packsAtLoad(packsAtLoad) {}
 
   Function *emitKernel(
       Module &m, StringRef name, StructType *params,
@@ -116,7 +117,7 @@ public:
   }
 
   std::unique_ptr<TileOps> createTileOps(IRBuilderBase &b) override {
-    return createHostTileOps(b, lanes, amx);
+    return createHostTileOps(b, lanes, amx, packsAtLoad);
   }
 
 private:
@@ -144,12 +145,13 @@ private:
 
   unsigned lanes;
   bool amx;
+  bool packsAtLoad;
 };
 } // namespace
 
-std::unique_ptr<TargetInfo> fmhajit::createHostTargetInfo(unsigned lanes,
-                                                          bool amx) {
-  return std::make_unique<HostTargetInfo>(lanes, amx);
+std::unique_ptr<TargetInfo>
+fmhajit::createHostTargetInfo(unsigned lanes, bool amx, bool packsAtLoad) {
+  return std::make_unique<HostTargetInfo>(lanes, amx, packsAtLoad);
 }
 
 Value *fmhajit::roundToBf16(IRBuilderBase &b, Value *x) {

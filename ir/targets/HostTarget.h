@@ -9,8 +9,10 @@ namespace fmhajit {
 /// The host TargetInfo: a kernel runs a range of work items in a loop, tiles
 /// live in 64-byte aligned stack buffers, and tile loops use vectors of
 /// \p lanes floats; with \p amx its products run on AMX tiles in bf16
-/// (HostAmx.h).
-std::unique_ptr<TargetInfo> createHostTargetInfo(unsigned lanes, bool amx);
+/// (HostAmx.h), and with \p packsAtLoad too K and V tiles load straight
+/// into their packed operands (createHostTileOps).
+std::unique_ptr<TargetInfo> createHostTargetInfo(unsigned lanes, bool amx,
+                                                 bool packsAtLoad);
 
 /// \p x (float scalar or vector) rounded to bf16, nearest even, with integer
 /// ops: x86 has no bf16 conversion before AVX512-BF16, and LLVM would call

@@ -12,6 +12,7 @@
 #include "ir/Loops.h"
 #include "ir/targets/HostTileOpsImpl.h"
 #include "ir/targets/HostTranspose.h"
+#include "llvm/IR/Intrinsics.h"
 
 using namespace fmhajit;
 using namespace llvm;
@@ -96,6 +97,9 @@ void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
   wrote(t);
   if (t.role == TileRole::Query)
     return loadTransposed(t, src, valid, scale);
+  if (packsAtLoad && !scale && src.dtype == DType::BF16 &&
+      (t.role == TileRole::KeyT || t.role == TileRole::Value))
+    return loadIntoPack(t, src, valid);
   unsigned sourceRows = t.role == TileRole::KeyT ? t.cols : t.rows;
   emitFor(b, sourceRows, "load",
           [&](Value *r) { loadOrZeroRow(t, src, valid, r, scale); });
@@ -157,5 +161,25 @@ void HostTileOps::loadRows(RowVec &r, const GlobalRows &src, Value *valid,
           b.CreateStore(ConstantFP::get(b.getFloatTy(), fill),
                         at(r.storage, i));
         });
+  });
+}
+
+// One prefetch a 64-byte line of each row: the host copies a tile's rows the
+// moment it loads it, so without this every copy waited on memory. On the GPU
+// machine's Sapphire Rapids (AMX, K and V packed at load) it took host decode
+// and prefill to about 0.96x their time over five in-turns comparisons; on
+// the FMA path of a 2-core Zen 4, whose key steps are bound by their FMAs, it
+// measured within noise (docs/design.md, "bf16 on AMX tiles").
+void HostTileOps::warmRows(const GlobalRows &src, Value *valid, unsigned cols) {
+  constexpr unsigned kLineBytes = 64;
+  unsigned rowBytes = cols * dtypeBytes(src.dtype);
+  Value *rows = b.CreateSExt(valid, b.getInt64Ty());
+  emitFor(b, b.getInt64(0), rows, b.getInt64(1), "warm", [&](Value *r) {
+    Value *row = src.rowPointer(b, r);
+    for (unsigned offset = 0; offset < rowBytes; offset += kLineBytes)
+      b.CreateIntrinsic(
+          Intrinsic::prefetch, {row->getType()},
+          {b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), row, offset),
+           b.getInt32(0), b.getInt32(3), b.getInt32(1)});
   });
 }

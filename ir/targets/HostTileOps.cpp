@@ -284,6 +284,7 @@ void HostTileOps::zip(Tile &t, const Tile &other, ZipFn fn) {
 }
 
 std::unique_ptr<TileOps> fmhajit::createHostTileOps(IRBuilderBase &b,
-                                                    unsigned lanes, bool amx) {
-  return std::make_unique<HostTileOps>(b, lanes, amx);
+                                                    unsigned lanes, bool amx,
+                                                    bool packsAtLoad) {
+  return std::make_unique<HostTileOps>(b, lanes, amx, packsAtLoad);
 }

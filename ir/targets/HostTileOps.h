@@ -10,8 +10,11 @@ namespace fmhajit {
 /// stored transposed (and KeyT as the K rows it came from) so that both
 /// products broadcast one operand and stream the other along contiguous
 /// vectors, and the softmax's row reductions become element-wise vector ops.
-/// With \p amx, products run on AMX tiles in bf16 (HostAmx.h).
+/// With \p amx, products run on AMX tiles in bf16 (HostAmx.h); with
+/// \p packsAtLoad too, whole K and V tiles are copied from memory straight
+/// into the packed operands of the one product each feeds (the forward).
 std::unique_ptr<TileOps> createHostTileOps(llvm::IRBuilderBase &b,
-                                           unsigned lanes, bool amx);
+                                           unsigned lanes, bool amx,
+                                           bool packsAtLoad);
 
 } // namespace fmhajit

@@ -84,6 +84,45 @@ Value *HostTileOps::packedOperand(const Tile &t, bool left,
   return buffer;
 }
 
+// The forward's K feeds only S^T = K Q^T, as A' read along k, and V only
+// O += P V, as B' (productOnAmx). Before, each went bf16 -> the fp32 tile
+// -> bf16 in the packed copy, two passes over every element of every step.
+void HostTileOps::loadIntoPack(Tile &t, const GlobalRows &src, Value *valid) {
+  bool keys = t.role == TileRole::KeyT;
+  unsigned rows = keys ? t.cols : t.rows, width = keys ? t.rows : t.cols;
+  AmxProduct p{};
+  if (keys) {
+    p.M = rows;
+    p.K = width;
+  } else {
+    p.K = rows;
+    p.N = width;
+  }
+  PackForm form = keys ? LeftAlongK : Right;
+  Packs &cached = packs.find(t.storage)->second;
+  Value *&buffer = cached.buffer[form];
+  if (!buffer) {
+    buffer = keys ? amxLeftBuffer(b, p) : amxRightBuffer(b, p);
+    cached.shape[form] = {rows, width};
+  }
+  assert(cached.shape[form] == std::make_pair(rows, width) &&
+         "a K or V tile packed in two shapes");
+  emitIfElse(
+      b, b.CreateICmpSGE(valid, b.getInt32(rows)), "packed.load",
+      [&] {
+        auto rowAt = [&](Value *r) { return src.rowPointer(b, r); };
+        if (keys)
+          emitAmxPackLeftFromRows(b, p, buffer, rowAt);
+        else
+          emitAmxPackRightFromRows(b, p, buffer, rowAt);
+        b.CreateStore(b.getTrue(), cached.fresh[form]);
+      },
+      [&] {
+        emitFor(b, rows, "load",
+                [&](Value *r) { loadOrZeroRow(t, src, valid, r, nullptr); });
+      });
+}
+
 Value *HostTileOps::packFlag() {
   AllocaInst *flag = entryAlloca(b, b.getInt1Ty(), "amx.fresh");
   (new StoreInst(b.getFalse(), flag, false, Align(1)))->insertAfter(flag);

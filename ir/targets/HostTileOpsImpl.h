@@ -21,8 +21,9 @@ namespace fmhajit {
 
 class HostTileOps : public TileOps {
 public:
-  HostTileOps(llvm::IRBuilderBase &b, unsigned lanes, bool amx)
-      : b(b), lanes(lanes), amx(amx),
+  HostTileOps(llvm::IRBuilderBase &b, unsigned lanes, bool amx,
+              bool packsAtLoad)
+      : b(b), lanes(lanes), amx(amx), packsAtLoad(packsAtLoad),
         vec(llvm::FixedVectorType::get(b.getFloatTy(), lanes)) {
     // Validation keeps every tile edge a multiple of kMaxLanes.
     assert(VectorLayout::kMaxLanes % lanes == 0 &&
@@ -76,6 +77,9 @@ public:
   void zip(Tile &t, const Tile &other, ZipFn fn) override;
   void loadRows(RowVec &r, const GlobalRows &src, llvm::Value *valid,
                 float fill) override;
+  bool warmsRows() const override { return true; }
+  void warmRows(const GlobalRows &src, llvm::Value *valid,
+                unsigned cols) override;
 
 private:
   static bool isTransposed(TileRole r) {
@@ -131,6 +135,11 @@ private:
   llvm::Value *packFlag();
   /// \p t's packed copies are stale (every word that writes a tile says so).
   void wrote(const Tile &t);
+  /// load() of a whole K or V tile under packsAtLoad: when all its rows are
+  /// valid, they are copied from memory into the packed operand of the
+  /// product that reads the tile, which then packs nothing; else load()'s
+  /// fp32 rows, packed by that product.
+  void loadIntoPack(Tile &t, const GlobalRows &src, llvm::Value *valid);
   using CombineFn =
       llvm::function_ref<llvm::Value *(llvm::Value *x, llvm::Value *acc)>;
   using MapFn = llvm::function_ref<llvm::Value *(
@@ -166,6 +175,9 @@ private:
   /// result, as the GPU does: Q * scale rounded to bf16 would no longer be
   /// the input, and the scores (and the LSE) would lose their fp32 accuracy.
   bool amx;
+  /// K and V tiles load into their one product's packed operand (AMX, the
+  /// forward: the backward reads them in more than one product).
+  bool packsAtLoad;
   /// tile storage -> scale
   llvm::DenseMap<llvm::Value *, llvm::Value *> pendingScale;
   /// Per tile's storage, for each form it may be packed in (A' read along

@@ -5,6 +5,7 @@
 #include "ir/targets/HostTarget.h"
 #include "specs/Errors.h"
 #include "specs/Keys.h"
+#include "specs/pipelines/BackwardMmaLayout.h"
 
 using namespace fmhajit;
 
@@ -15,7 +16,9 @@ fmhajit::createTargetInfo(const KernelSpec &spec, const ArchInfo &arch) {
     // bf16 products on AMX tiles where the CPU has them (AVX-512 with it).
     unsigned lanes = hostVectorLanes(arch);
     bool amx = spec.dtype == DType::BF16 && lanes == 16 && hostHasAmxBf16(arch);
-    return createHostTargetInfo(lanes, amx);
+    // The backward reads its K and V tiles in more than one product.
+    bool packsAtLoad = amx && !isBackwardFamily(spec.family);
+    return createHostTargetInfo(lanes, amx, packsAtLoad);
   }
   case Backend::Nvptx:
     if (spec.pipeline == Pipeline::Simt || spec.pipeline == Pipeline::Mma ||
