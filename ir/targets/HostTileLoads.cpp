@@ -100,6 +100,11 @@ void HostTileOps::load(Tile &t, const GlobalRows &src, Value *valid,
   if (packsAtLoad && !scale && src.dtype == DType::BF16 &&
       (t.role == TileRole::KeyT || t.role == TileRole::Value))
     return loadIntoPack(t, src, valid);
+  loadEachRow(t, src, valid, scale);
+}
+
+void HostTileOps::loadEachRow(const Tile &t, const GlobalRows &src,
+                              Value *valid, Value *scale) {
   unsigned sourceRows = t.role == TileRole::KeyT ? t.cols : t.rows;
   emitFor(b, sourceRows, "load",
           [&](Value *r) { loadOrZeroRow(t, src, valid, r, scale); });

@@ -117,10 +117,7 @@ void HostTileOps::loadIntoPack(Tile &t, const GlobalRows &src, Value *valid) {
           emitAmxPackRightFromRows(b, p, buffer, rowAt);
         b.CreateStore(b.getTrue(), cached.fresh[form]);
       },
-      [&] {
-        emitFor(b, rows, "load",
-                [&](Value *r) { loadOrZeroRow(t, src, valid, r, nullptr); });
-      });
+      [&] { loadEachRow(t, src, valid, nullptr); });
 }
 
 Value *HostTileOps::packFlag() {

@@ -155,6 +155,10 @@ private:
   void loadRow(const Tile &t, const GlobalRows &src, llvm::Value *r,
                llvm::Value *scale);
   void zeroRow(const Tile &t, llvm::Value *r);
+  /// Every source row of \p t (its rows, or its columns for KeyT) by
+  /// loadOrZeroRow: load()'s rows for all but Query tiles.
+  void loadEachRow(const Tile &t, const GlobalRows &src, llvm::Value *valid,
+                   llvm::Value *scale);
   /// Row \p r (i64) of \p t from \p src if it is below \p valid, else 0.
   void loadOrZeroRow(const Tile &t, const GlobalRows &src, llvm::Value *valid,
                      llvm::Value *r, llvm::Value *scale);
