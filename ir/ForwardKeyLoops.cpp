@@ -17,30 +17,48 @@ RowVec ForwardEmitter::emitOnlineSoftmax(KeyWalk &w) {
   bool fp8 = isFp8(spec.dtype);
   Value *scale = w.scoreScale;
   double threshold = fp8 ? kFp8RescaleThreshold : kRescaleThreshold;
-  RowVec mNew = ops->makeRowVec(spec.bm, "m.new");
   RowVec alpha = ops->makeRowVec(spec.bm, "alpha");
   RowVec sum = ops->makeRowVec(spec.bm, "rowsum");
-  ops->rowMax(w.scores, mNew);
-  ops->mapRows(mNew, {&w.m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
-    Value *tileMax =
-        scale ? b.CreateFMul(v[1], splatLike(b, scale, v[1])) : v[1];
-    return b.CreateMaxNum(v[0], tileMax);
-  });
+  auto scaled = [&](IRBuilderBase &b, Value *tileMax) {
+    return scale ? b.CreateFMul(tileMax, splatLike(b, scale, tileMax))
+                 : tileMax;
+  };
   // Whether the max grew past the threshold (false while both are -inf).
   auto grown = [&](IRBuilderBase &b, Value *m, Value *mNew) {
     return b.CreateFCmpOGT(b.CreateFSub(mNew, m),
                            splatLike(b, f32(threshold), m));
   };
-  ops->mapRows(alpha, {&w.m, &mNew},
-               [&](IRBuilderBase &b, ArrayRef<Value *> v) {
-                 return b.CreateSelect(
-                     grown(b, v[0], v[1]),
-                     target.exp2(b, b.CreateFSub(v[0], finiteOrZero(v[1]))),
-                     splatLike(b, f32(1), v[0]));
-               });
-  ops->mapRows(w.m, {&w.m, &mNew}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
-    return b.CreateSelect(grown(b, v[0], v[1]), v[1], v[0]);
-  });
+  auto rescaleGrownRows = [&] {
+    RowVec mNew = ops->makeRowVec(spec.bm, "m.new");
+    ops->rowMax(w.scores, mNew);
+    ops->mapRows(mNew, {&w.m, &mNew},
+                 [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+                   return b.CreateMaxNum(v[0], scaled(b, v[1]));
+                 });
+    ops->mapRows(alpha, {&w.m, &mNew},
+                 [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+                   return b.CreateSelect(
+                       grown(b, v[0], v[1]),
+                       target.exp2(b, b.CreateFSub(v[0], finiteOrZero(v[1]))),
+                       splatLike(b, f32(1), v[0]));
+                 });
+    ops->mapRows(w.m, {&w.m, &mNew},
+                 [&](IRBuilderBase &b, ArrayRef<Value *> v) {
+                   return b.CreateSelect(grown(b, v[0], v[1]), v[1], v[0]);
+                 });
+  };
+  // The test grows with the part's max, so it holds for some part exactly
+  // where it holds for some row's max: where none grew, m stays and
+  // alpha is 1, the same values rescaleGrownRows() would give.
+  Value *someRowGrew = ops->anyRowPartMax(
+      w.scores, w.m, [&](IRBuilderBase &b, Value *partMax, Value *m) {
+        return grown(b, m, b.CreateMaxNum(m, scaled(b, partMax)));
+      });
+  if (someRowGrew)
+    emitIfElse(b, someRowGrew, "max.grew", rescaleGrownRows,
+               [&] { ops->fill(alpha, 1.0f); });
+  else
+    rescaleGrownRows();
   RowVec pivot = w.m; // P = 2^(s - pivot)
   if (fp8) {
     pivot = ops->makeRowVec(spec.bm, "m.fp8");

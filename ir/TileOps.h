@@ -148,6 +148,17 @@ public:
   }
   /// out[r] = max (isMax) or sum of t[r][c] over c: rowMax and rowSum.
   virtual void reduceRows(const Tile &t, RowVec &out, bool isMax) = 0;
+  /// Whether test(part, row[r]) holds for some part of some row of \p t,
+  /// a part being the max of the columns of row r that one thread holds:
+  /// an i1 that is the same in every thread that shares rows with this one,
+  /// so the recipe may branch on it. For a test that grows with its first
+  /// argument, that is whether it holds for some row's max, found without
+  /// reducing rows across threads (the lazy rescale's common case: no row's
+  /// max grew). Null where a target does not offer it (here).
+  virtual llvm::Value *anyRowPartMax(const Tile &t, const RowVec &row,
+                                     WithRowFn test) {
+    return nullptr;
+  }
   /// out[r] = fn(in[0][r], in[1][r], ...); out may be one of in.
   virtual void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in,
                        RowFn fn) = 0;

@@ -199,35 +199,60 @@ Value *NvptxFragmentTileOps::anyFactorOtherThanOne(const RowVec &factor) {
                            {b.getInt32(~0u), any});
 }
 
-void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
-                                      bool isMax) {
+Value *NvptxFragmentTileOps::reduceLaneRow(const Tile &tile, unsigned i,
+                                           unsigned half, bool isMax) {
   auto combine = [&](Value *x, Value *y) {
     return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y);
   };
+  SmallVector<Value *, 64> row;
+  for (unsigned j = 0; j < tile.cols / 8; ++j)
+    for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
+      row.push_back(b.CreateLoad(b.getFloatTy(),
+                                 slot(tile.storage, accIndex(tile, i, j, e))));
+  while (reducesInTree && row.size() > 1) {
+    SmallVector<Value *, 64> next;
+    for (unsigned k = 0; k + 1 < row.size(); k += 2)
+      next.push_back(combine(row[k], row[k + 1]));
+    if (row.size() % 2)
+      next.push_back(row.back());
+    row = std::move(next);
+  }
+  for (unsigned k = 1; k < row.size(); ++k) // the chain
+    row[0] = combine(row[0], row[k]);
+  return row.empty() ? f32(isMax ? -INFINITY : 0.0f) : row.front();
+}
+
+void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
+                                      bool isMax) {
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned half = 0; half < 2; ++half) {
-      SmallVector<Value *, 64> row;
-      for (unsigned j = 0; j < tile.cols / 8; ++j)
-        for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
-          row.push_back(b.CreateLoad(
-              b.getFloatTy(), slot(tile.storage, accIndex(tile, i, j, e))));
-      while (reducesInTree && row.size() > 1) {
-        SmallVector<Value *, 64> next;
-        for (unsigned k = 0; k + 1 < row.size(); k += 2)
-          next.push_back(combine(row[k], row[k + 1]));
-        if (row.size() % 2)
-          next.push_back(row.back());
-        row = std::move(next);
+      Value *v = reduceLaneRow(tile, i, half, isMax);
+      for (unsigned mask : {1u, 2u}) { // the four lanes of a quad share a row
+        Value *other = b.CreateIntrinsic(
+            Intrinsic::nvvm_shfl_sync_bfly_f32, {},
+            {b.getInt32(~0u), v, b.getInt32(mask), b.getInt32(31)});
+        v = isMax ? b.CreateMaxNum(v, other) : b.CreateFAdd(v, other);
       }
-      for (unsigned k = 1; k < row.size(); ++k) // the chain
-        row[0] = combine(row[0], row[k]);
-      Value *v = row.empty() ? f32(isMax ? -INFINITY : 0.0f) : row.front();
-      for (unsigned mask : {1u, 2u}) // the four threads of a quad share a row
-        v = combine(v, b.CreateIntrinsic(Intrinsic::nvvm_shfl_sync_bfly_f32, {},
-                                         {b.getInt32(~0u), v, b.getInt32(mask),
-                                          b.getInt32(31)}));
       b.CreateStore(v, slot(out.storage, i * 2 + half));
     }
+}
+
+// Each lane tests its own part of its rows and the warp votes: no shuffles
+// across a quad, which on the common path (no row's max grew) are the
+// longest wait between S and the first exp2.
+Value *NvptxFragmentTileOps::anyRowPartMax(const Tile &tile, const RowVec &row,
+                                           WithRowFn test) {
+  if (!votesOnRowParts)
+    return nullptr;
+  Value *any = b.getFalse();
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *part = reduceLaneRow(tile, i, half, /*isMax=*/true);
+      Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
+      any = b.CreateOr(any, test(b, part, r));
+    }
+  return b.CreateIntrinsic(Intrinsic::nvvm_vote_any_sync, {},
+                           {b.getInt32(~0u), any});
 }
 
 void NvptxFragmentTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,

@@ -68,6 +68,10 @@ public:
   /// where skipsUnitRescale.
   void scaleRows(Tile &tile, const RowVec &factor) override;
   void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
+  /// A vote of the warp (whose quads hold whole rows) where
+  /// votesOnRowParts; else null.
+  llvm::Value *anyRowPartMax(const Tile &tile, const RowVec &row,
+                             WithRowFn test) override;
   void mapRows(RowVec &out, llvm::ArrayRef<const RowVec *> in,
                RowFn fn) override;
   void store(const Tile &tile, const GlobalRows &dst,
@@ -140,6 +144,10 @@ protected:
   /// Whether a lane of the warp holds a factor other than 1 in \p factor
   /// (i1, the same in every lane: a vote).
   llvm::Value *anyFactorOtherThanOne(const RowVec &factor);
+  /// The max (isMax) or sum of the columns of fragment row (i, half) that
+  /// this lane holds: a quad's four lanes hold a row.
+  llvm::Value *reduceLaneRow(const Tile &tile, unsigned i, unsigned half,
+                             bool isMax);
   llvm::Value *f32(float v);
   /// Element \p i of a register array (an alloca SROA turns into registers).
   llvm::Value *slot(llvm::Value *base, unsigned i);
@@ -202,6 +210,9 @@ protected:
   /// scaleRows() skips warps whose factors are all 1 (wgmma; on mma the
   /// branch made a 255-register fp16 d = 64 dropout kernel spill 80 bytes).
   bool skipsUnitRescale = false;
+  /// anyRowPartMax() votes (wgmma where skipsUnitRescale, but dropout at
+  /// dv = 256: there the branch made a 168-register kernel spill 4 bytes).
+  bool votesOnRowParts = false;
 
 private:
   /// Shared tiles with copies in flight, oldest first.

@@ -51,6 +51,8 @@ public:
     reducesInTree = true;
     storesWholeBlocks = true;
     skipsUnitRescale = spec.headDimV() >= 128;
+    votesOnRowParts =
+        skipsUnitRescale && !(spec.dropout && spec.headDimV() > 128);
     if (usesTensorMaps(spec))
       ring.emplace(b, target, this->layout, smem);
     if (ring && target.options.timeline)
