@@ -199,11 +199,12 @@ Value *NvptxFragmentTileOps::anyFactorOtherThanOne(const RowVec &factor) {
                            {b.getInt32(~0u), any});
 }
 
+Value *NvptxFragmentTileOps::combineRows(Value *x, Value *y, bool isMax) {
+  return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y);
+}
+
 Value *NvptxFragmentTileOps::reduceLaneRow(const Tile &tile, unsigned i,
                                            unsigned half, bool isMax) {
-  auto combine = [&](Value *x, Value *y) {
-    return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y);
-  };
   SmallVector<Value *, 64> row;
   for (unsigned j = 0; j < tile.cols / 8; ++j)
     for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
@@ -212,13 +213,13 @@ Value *NvptxFragmentTileOps::reduceLaneRow(const Tile &tile, unsigned i,
   while (reducesInTree && row.size() > 1) {
     SmallVector<Value *, 64> next;
     for (unsigned k = 0; k + 1 < row.size(); k += 2)
-      next.push_back(combine(row[k], row[k + 1]));
+      next.push_back(combineRows(row[k], row[k + 1], isMax));
     if (row.size() % 2)
       next.push_back(row.back());
     row = std::move(next);
   }
   for (unsigned k = 1; k < row.size(); ++k) // the chain
-    row[0] = combine(row[0], row[k]);
+    row[0] = combineRows(row[0], row[k], isMax);
   return row.empty() ? f32(isMax ? -INFINITY : 0.0f) : row.front();
 }
 
@@ -231,7 +232,7 @@ void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
         Value *other = b.CreateIntrinsic(
             Intrinsic::nvvm_shfl_sync_bfly_f32, {},
             {b.getInt32(~0u), v, b.getInt32(mask), b.getInt32(31)});
-        v = isMax ? b.CreateMaxNum(v, other) : b.CreateFAdd(v, other);
+        v = combineRows(v, other, isMax);
       }
       b.CreateStore(v, slot(out.storage, i * 2 + half));
     }

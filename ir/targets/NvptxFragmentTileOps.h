@@ -144,6 +144,8 @@ protected:
   /// Whether a lane of the warp holds a factor other than 1 in \p factor
   /// (i1, the same in every lane: a vote).
   llvm::Value *anyFactorOtherThanOne(const RowVec &factor);
+  /// max(x, y) (isMax) or x + y: one step of a row reduction.
+  llvm::Value *combineRows(llvm::Value *x, llvm::Value *y, bool isMax);
   /// The max (isMax) or sum of the columns of fragment row (i, half) that
   /// this lane holds: a quad's four lanes hold a row.
   llvm::Value *reduceLaneRow(const Tile &tile, unsigned i, unsigned half,
