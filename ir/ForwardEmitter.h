@@ -19,6 +19,7 @@
 #include "ir/TileOps.h"
 #include "ir/WorkItem.h"
 #include "specs/KernelSpec.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/IRBuilder.h"
 #include <cmath>
 #include <memory>
@@ -64,7 +65,7 @@ public:
         ops(target.createTileOps(b)), mods(spec, target, b, p, *ops),
         splits(spec.family == Family::FwdSplitKv ||
                spec.family == Family::FwdPaged),
-        paged(spec.family == Family::FwdPaged) {}
+        paged(spec.family == Family::FwdPaged), tail(splitsTail(spec)) {}
 
   void emitWorkItem(llvm::Value *workItem);
 
@@ -98,6 +99,19 @@ private:
                     llvm::Value *rows);
   void storePartials(const WorkItem &s, Tile &out, RowVec &lse,
                      llvm::Value *rows);
+  /// Where \p partial, a part of a split tail item (ForwardTail.cpp):
+  /// stores its partials, and where it is the item's last part to finish,
+  /// folds the others' in. Returns whether the outputs are to be stored
+  /// (i1): a whole item's, or the last part's.
+  llvm::Value *finishTailPart(const WorkItem &s, Tile &out, RowVec &lse,
+                              llvm::Value *rows, llvm::Value *partial);
+  /// Folds the item's other parts into \p out and \p lse (each part's O
+  /// divided by its own sum, and its LSE), which hold this part's.
+  void foldOtherParts(const WorkItem &s, Tile &out, RowVec &lse,
+                      llvm::Value *rows);
+  /// Part \p slot's partial rows of the tile: O (dv floats a row) or the
+  /// LSE.
+  GlobalRows tailPartials(llvm::Value *slot, bool lse);
   /// \p tensor's rows of the item's query tile ([batch, token, head] with
   /// \p strides).
   QueryTileRows queryRows(const WorkItem &s, KernelArgsField tensor,
@@ -127,6 +141,7 @@ private:
   ScoreMods mods;
   bool splits; ///< the key range may be cut into parts (numSplits)
   bool paged;  ///< K/V rows come through a block table
+  bool tail;   ///< the last round's items may be split (KernelArgs::tailParts)
 };
 
 } // namespace fmhajit

@@ -29,7 +29,7 @@ void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
     return b.CreateFMul(x, row);
   });
   RowVec lse = ops->makeRowVec(spec.bm, "lse");
-  if (spec.lse || splits)
+  if (spec.lse || splits || tail)
     ops->mapRows(lse, {&m, &l}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
       Value *seen = b.CreateFCmpOGT(v[1], splatLike(b, f32(0), v[1]));
       Value *logSum = b.CreateFAdd(v[0], target.log2(b, v[1]));
@@ -40,14 +40,21 @@ void ForwardEmitter::emitEpilogue(const WorkItem &s, Tile &out, RowVec &m,
           seen, b.CreateFMul(logSum, splatLike(b, f32(kLn2), logSum)),
           splatLike(b, f32(-INFINITY), v[0]));
     });
-  if (!splits) {
+  if (!splits && !tail) {
     storeOutputs(s, out, lse, rows);
+    return;
+  }
+  Value *partial = b.CreateICmpSGT(s.parts, i32(1), "partial");
+  if (tail) {
+    // Whole items and the last part of a split one store O, in one place:
+    // two copies of the stores cost registers that spilled.
+    Value *finishes = finishTailPart(s, out, lse, rows, partial);
+    emitIf(b, finishes, "finish", [&] { storeOutputs(s, out, lse, rows); });
     return;
   }
   // One part is the whole range: finish here, no combine needed.
   emitIfElse(
-      b, b.CreateICmpSGT(s.parts, i32(1)), "partial",
-      [&] { storePartials(s, out, lse, rows); },
+      b, partial, "partial", [&] { storePartials(s, out, lse, rows); },
       [&] { storeOutputs(s, out, lse, rows); });
 }
 

@@ -27,7 +27,10 @@
 // fwd_splitkv and fwd_paged are this recipe with two small additions: a
 // work item may own one of numSplits parts of its key range (and then
 // writes fp32 partials for splitkv_combine), and fwd_paged reads K/V rows
-// through a block table (GlobalRows::rowAddress).
+// through a block table (GlobalRows::rowAddress). A walking fwd kernel whose
+// items cost the same may split the items of its last round the same way
+// (splitsTail), the last part of an item to finish folding the others' in
+// (ForwardTail.cpp), so that the blocks of that round end together.
 //
 // sink=1 starts m and l at the head's sink logit (AttentionSink.h), in
 // part 0 only: the partials stay exact for the combine, which adds parts'
@@ -104,7 +107,7 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   KeyTiles keys = mods.hasMaskMod() && walksBlockMap(spec)
                       ? blockMapTiles(b, p, spec, s, kvBegin, kvEnd)
                       : keyTileRange(b, spec, kvBegin, kvEnd);
-  if (splits)
+  if (splits || tail)
     restrictToSplit(s, keys);
 
   KeyWalk w{s,
@@ -133,7 +136,8 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   ops->fill(w.l, 0.0f);
   if (spec.sink)
     startAtSink(b, p, *ops, s,
-                splits ? b.CreateICmpEQ(s.split, i32(0), "part0") : nullptr,
+                splits || tail ? b.CreateICmpEQ(s.split, i32(0), "part0")
+                               : nullptr,
                 w.scores, w.m, w.l,
                 isFp8(spec.dtype) ? kFp8ProbabilityShift : 0);
   ops->fill(w.out, 0.0f);
@@ -179,7 +183,7 @@ GlobalRows ForwardEmitter::kvRows(KeyWalk &w, KernelArgsField tensor,
 }
 
 void ForwardEmitter::emitWorkItem(Value *workItem) {
-  WorkItem s = locateWorkItem(b, p, spec, workItem, {splits, paged});
+  WorkItem s = locateWorkItem(b, p, spec, workItem, {splits, paged, tail});
   emitIf(b, b.CreateICmpSLT(s.i0, s.rows), "tile", [&] { emitTile(s); });
 }
 

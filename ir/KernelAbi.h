@@ -107,6 +107,10 @@ inline constexpr const char *kKernelArgsNames[] = {
 #include "ir/KernelArgs.def"
 };
 
+/// KernelArgs::tailCounters per tail item: one for each group of threads
+/// that shares a query tile's rows (a wgmma consumer warpgroup).
+inline constexpr unsigned kTailGroups = 4;
+
 /// Whether \p f's work items carry a split index: the forward families that
 /// cut key ranges. splitkv_combine reads numSplits as the count of partials
 /// to merge, one item per query tile.

@@ -1,5 +1,6 @@
 //===- KernelAbiIR.cpp - KernelArgs as an LLVM struct type ----------------===//
 #include "ir/KernelAbiIR.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/ADT/SmallVector.h"
 #include <iterator>
 
@@ -95,6 +96,13 @@ Value *ArgsReader::workItems(const KernelSpec &spec) {
     if (!spec.head_items)
       keyItems = b.CreateMul(keyItems, keyTiles);
     return bwdHasQueryItems(spec) ? b.CreateAdd(keyItems, tiles) : keyItems;
+  }
+  if (splitsTail(spec)) { // tailItems * (tailParts - 1) more (WorkItem.h)
+    Value *parts = wide(kTailParts);
+    Value *extra = b.CreateSelect(b.CreateICmpSGT(parts, b.getInt64(1)),
+                                  b.CreateSub(parts, b.getInt64(1)),
+                                  b.getInt64(0));
+    return b.CreateAdd(tiles, b.CreateMul(wide(kTailItems), extra), "items");
   }
   if (!hasSplitWorkItems(spec.family))
     return tiles;

@@ -42,11 +42,23 @@ Tile TileOps::transposed(const Tile &) {
 }
 
 void TileOps::zip(Tile &, const Tile &, ZipFn) {
-  llvm_unreachable("zip() belongs to targets that run the backward");
+  llvm_unreachable("zip() belongs to targets that run the backward or "
+                   "split tails");
 }
 
 void TileOps::loadRows(RowVec &, const GlobalRows &, Value *, float) {
-  llvm_unreachable("loadRows() belongs to targets that run the backward");
+  llvm_unreachable("loadRows() belongs to targets that run the backward "
+                   "or split tails");
+}
+
+void TileOps::addScaledRows(Tile &t, const GlobalRows &src, Value *valid,
+                            const RowVec &factor) {
+  Tile rows = makeTile(t.role, t.rows, t.cols, "scaled.rows");
+  load(rows, src, valid, nullptr);
+  mapWithRow(rows, factor,
+             [](IRBuilderBase &b, Value *x, Value *w) { return b.CreateFMul(x, w); });
+  zip(t, rows,
+      [](IRBuilderBase &b, Value *x, Value *y) { return b.CreateFAdd(x, y); });
 }
 
 void TileOps::storeAdd(const Tile &, const GlobalRows &, Value *) {

@@ -245,6 +245,21 @@ public:
   virtual std::optional<Tile> rowsView(const Tile &query) {
     return std::nullopt;
   }
+  /// t[r][c] += factor[r] * src[r][c] for the first \p valid (i32) rows of
+  /// \p src's fp32 rows (a split tail's fold of another part's O). Here a
+  /// load into a scratch tile of t's shape, mapWithRow and zip.
+  virtual void addScaledRows(Tile &t, const GlobalRows &src, llvm::Value *valid,
+                             const RowVec &factor);
+  /// A part of a split tail item (KernelArgs::tailParts) has stored its
+  /// partials: counts this group of threads' arrival at \p counters (the
+  /// item's kTailGroups i32s, one for each group of threads that shares the
+  /// tile's rows) and answers whether it was the last of \p parts (i32):
+  /// an i1, the same in every thread of the group. After a true answer the
+  /// group may read every other part's partials of its rows (an acquire of
+  /// the others' release). Null where a target does not split tails (here).
+  virtual llvm::Value *arrivesLast(llvm::Value *counters, llvm::Value *parts) {
+    return nullptr;
+  }
   /// Whether storeAdd() exists: targets with floating-point atomics.
   virtual bool addsToMemory() const { return false; }
   /// dst[r][c] += t[r][c] for the first \p valid (i32) rows, atomically,

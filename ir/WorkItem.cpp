@@ -82,10 +82,39 @@ static void locatePart(IRBuilderBase &b, ArgsReader &p, Value *g, WorkItem &s) {
   s.slot = b.CreateSExt(read(3, "part.slot"), b.getInt64Ty(), "slot");
 }
 
+// The item and part of a split tail's work item w (WorkItem.h): sets the
+// split fields and returns the item. tailItems may be 0 (no split), where
+// every w is whole: the divisor is kept at 1 for those. In 32 bits: the
+// launch keeps a walking kernel's items below 2^31, and a 64-bit division
+// cost the 160-register fp8 consumers a spill.
+static Value *locateTailPart(IRBuilderBase &b, ArgsReader &p, Value *w,
+                             WorkItem &s) {
+  Value *parts = p.get(kTailParts);
+  parts = b.CreateSelect(b.CreateICmpSGT(parts, b.getInt32(1)), parts,
+                         b.getInt32(1), "tail.parts");
+  Value *items = p.get(kTailItems, "tail.items");
+  Value *divisor = b.CreateSelect(b.CreateICmpSGT(items, b.getInt32(0)), items,
+                                  b.getInt32(1));
+  Value *w32 = b.CreateTrunc(w, b.getInt32Ty());
+  Value *isPart = b.CreateICmpULT(w32, b.CreateMul(items, parts), "tail.part");
+  Value *whole =
+      b.CreateSub(w32, b.CreateMul(items, b.CreateSub(parts, b.getInt32(1))));
+  s.split = b.CreateSelect(isPart, b.CreateUDiv(w32, divisor), b.getInt32(0),
+                           "split");
+  s.parts = b.CreateSelect(isPart, parts, b.getInt32(1), "parts");
+  s.scheduled = b.getFalse();
+  s.slot = b.CreateZExt(w32, b.getInt64Ty(), "slot");
+  return b.CreateZExt(
+      b.CreateSelect(isPart, b.CreateURem(w32, divisor), whole, "item"),
+      b.getInt64Ty());
+}
+
 WorkItem fmhajit::locateWorkItem(IRBuilderBase &b, ArgsReader &p,
                                  const KernelSpec &spec, Value *w,
                                  WorkItemShape shape) {
   WorkItem s;
+  if (shape.tail)
+    w = locateTailPart(b, p, w, s);
   Value *numQTiles = b.CreateSExt(p.get(kNumQTiles), b.getInt64Ty());
   Value *headsQ = b.CreateSExt(p.get(kHeadsQ), b.getInt64Ty());
   Value *headsKv = b.CreateSExt(p.get(kHeadsKv), b.getInt64Ty());

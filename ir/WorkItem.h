@@ -14,6 +14,10 @@
 // part's sequence, its index among that sequence's parts, their count and
 // the slot its partials go to; items are ((part * heads) + h) * numQTiles
 // + t, the same order, with part * batch + b replaced by the entry.
+// A kernel that splits its tail (splitsTail, KernelArgs::tailParts) has
+// tailItems * (tailParts - 1) more items: w < tailItems * tailParts is part
+// w / tailItems of item w % tailItems, the items of the last round, and
+// w >= that is item w - tailItems * (tailParts - 1), whole.
 // Every item needs the same answers: which sequence and head, its lengths
 // (dense, varlen through cu_seqlens, or paged through cacheSeqlens), where
 // its rows start in the packed tensors, and where its LSE rows go. They live
@@ -37,7 +41,8 @@ struct WorkItem {
   llvm::Value *split = nullptr; ///< part of the key range (i32), if split
   /// If split: the parts of this sequence's key range (i32), whether the
   /// call has a split schedule (i1), and the slot of this part's partials
-  /// (i64): part * batch + b without a schedule, the entry's slot with one.
+  /// (i64): part * batch + b without a schedule, the entry's slot with one;
+  /// of a split tail, part * tailItems + item (w itself).
   llvm::Value *parts = nullptr, *scheduled = nullptr, *slot = nullptr;
   llvm::Value *sq, *sk;         ///< this sequence's lengths (i32)
   llvm::Value *qStart, *kStart; ///< first packed row under varlen, else 0 (i64)
@@ -87,6 +92,7 @@ struct QueryTileRows {
 struct WorkItemShape {
   bool split = false;        ///< items carry a split index (numSplits)
   bool cacheLengths = false; ///< sk = cacheSeqlens[b] (paged, append_kv)
+  bool tail = false;         ///< the last round's items are split (fwd)
 };
 
 /// Decomposes work item \p w (i64) of \p spec's kernel:
@@ -98,6 +104,8 @@ struct WorkItemShape {
 ///     a schedule:  {b, split, parts, slot} = splitSchedule[g][0..3]
 ///                  (one branch; the four loads share a 16-byte entry)
 ///   sq, sk = seqlenQ, seqlenK | cu[b+1] - cu[b] (varlen) | cacheSeqlens[b]
+/// Under shape.tail w is first mapped to its item and part (above); a
+/// whole item has parts = 1.
 /// Under pack_gqa headsKv stands for headsQ above, hk comes first and
 /// h = hk * group, group = headsQ / headsKv, rows = sq * group.
 WorkItem locateWorkItem(llvm::IRBuilderBase &b, ArgsReader &p,

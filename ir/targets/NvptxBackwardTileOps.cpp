@@ -64,9 +64,6 @@ public:
   using NvptxMmaTileOps::store;
   void mma(Tile &acc, const Tile &a, const Tile &bt) override;
   Tile transposed(const Tile &t) override;
-  void zip(Tile &t, const Tile &other, ZipFn fn) override;
-  void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
-                float fill) override;
   std::optional<Tile> rowsView(const Tile &query) override {
     return Tile{TileRole::QueryRows, query.rows, query.cols, query.storage};
   }
@@ -233,55 +230,7 @@ void NvptxBackwardTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
     loadsOpen = true;
     return NvptxMmaTileOps::load(tile, src, valid, scale);
   }
-  Type *srcElem = elementType(b.getContext(), src.dtype);
-  auto *pairType = FixedVectorType::get(srcElem, 2);
-  Align align(2 * srcElem->getPrimitiveSizeInBits() / 8);
-  for (unsigned i = 0; i < mTiles; ++i)
-    for (unsigned half = 0; half < 2; ++half) {
-      Value *row = rowOf(i, 2 * half);
-      Value *inside = b.CreateICmpSLT(row, valid);
-      // Row 0 is valid in every item: a row past the end reads it, unused.
-      Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-      Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
-      for (unsigned j = 0; j < tile.cols / 8; ++j) {
-        Value *at = b.CreateInBoundsGEP(
-            srcElem, rowPtr, b.CreateZExt(colOf(j, 0), b.getInt64Ty()));
-        Value *pair = b.CreateAlignedLoad(pairType, at, align);
-        if (!srcElem->isFloatTy())
-          pair = b.CreateFPExt(pair, FixedVectorType::get(b.getFloatTy(), 2));
-        for (unsigned e = 0; e < 2; ++e) {
-          Value *x = b.CreateExtractElement(pair, uint64_t(e));
-          if (scale)
-            x = b.CreateFMul(x, scale);
-          b.CreateStore(b.CreateSelect(inside, x, f32(0)),
-                        slot(tile.storage, accIndex(tile, i, j, 2 * half + e)));
-        }
-      }
-    }
-}
-
-void NvptxBackwardTileOps::zip(Tile &t, const Tile &other, ZipFn fn) {
-  assert(t.rows == other.rows && t.cols == other.cols && "zip same shapes");
-  for (unsigned e = 0; e < accCount(t); ++e) {
-    Value *p = slot(t.storage, e);
-    Value *x = b.CreateLoad(b.getFloatTy(), p);
-    Value *y = b.CreateLoad(b.getFloatTy(), slot(other.storage, e));
-    b.CreateStore(fn(b, x, y), p);
-  }
-}
-
-// Each lane holds rows g and g+8 of its m-tiles (rowOf), as the accumulators.
-void NvptxBackwardTileOps::loadRows(RowVec &r, const GlobalRows &src,
-                                    Value *valid, float fill) {
-  for (unsigned s = 0; s < mTiles * 2; ++s) {
-    Value *row = rowOf(s / 2, 2 * (s % 2));
-    Value *inside = b.CreateICmpSLT(row, valid);
-    Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-    Value *x =
-        b.CreateLoad(b.getFloatTy(),
-                     src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
-    b.CreateStore(b.CreateSelect(inside, x, f32(fill)), slot(r.storage, s));
-  }
+  loadAccumulator(tile, src, valid, scale);
 }
 
 Tile NvptxBackwardTileOps::shiftedShared(const Tile &tile, Value *rows,

@@ -6,6 +6,7 @@
 // waited for at the tile's first use.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "ir/targets/NvptxFragmentTileOps.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
@@ -21,6 +22,8 @@ void NvptxFragmentTileOps::drain() {
 
 void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                                 Value *scale) {
+  if (tile.role == TileRole::Output)
+    return loadAccumulator(tile, src, valid, scale);
   deferScale(tile, scale);
   unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;
@@ -122,4 +125,79 @@ bool NvptxFragmentTileOps::waitFor(const Tile &tile) {
     b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
   barrier();
   return true;
+}
+
+// Each lane loads the column pairs its accumulators hold (rowOf, colOf).
+void NvptxFragmentTileOps::loadAccumulator(Tile &tile, const GlobalRows &src,
+                                           Value *valid, Value *scale) {
+  Type *srcElem = elementType(b.getContext(), src.dtype);
+  auto *pairType = FixedVectorType::get(srcElem, 2);
+  Align align(2 * srcElem->getPrimitiveSizeInBits() / 8);
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *row = rowOf(i, 2 * half);
+      Value *inside = b.CreateICmpSLT(row, valid);
+      // Row 0 is valid in every item: a row past the end reads it, unused.
+      Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
+      Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+      for (unsigned j = 0; j < tile.cols / 8; ++j) {
+        Value *at = b.CreateInBoundsGEP(
+            srcElem, rowPtr, b.CreateZExt(colOf(j, 0), b.getInt64Ty()));
+        Value *pair = b.CreateAlignedLoad(pairType, at, align);
+        if (!srcElem->isFloatTy())
+          pair = b.CreateFPExt(pair, FixedVectorType::get(b.getFloatTy(), 2));
+        for (unsigned e = 0; e < 2; ++e) {
+          Value *x = b.CreateExtractElement(pair, uint64_t(e));
+          if (scale)
+            x = b.CreateFMul(x, scale);
+          b.CreateStore(b.CreateSelect(inside, x, f32(0)),
+                        slot(tile.storage, accIndex(tile, i, j, 2 * half + e)));
+        }
+      }
+    }
+}
+
+void NvptxFragmentTileOps::loadRows(RowVec &r, const GlobalRows &src,
+                                    Value *valid, float fill) {
+  for (unsigned s = 0; s < mTiles * 2; ++s) {
+    Value *row = rowOf(s / 2, 2 * (s % 2));
+    Value *inside = b.CreateICmpSLT(row, valid);
+    Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
+    Value *x =
+        b.CreateLoad(b.getFloatTy(),
+                     src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
+    b.CreateStore(b.CreateSelect(inside, x, f32(fill)), slot(r.storage, s));
+  }
+}
+
+// Each pair is added as it lands: loaded into a scratch tile first and then
+// added (TileOps' form), the 64 loaded registers a thread stayed live beside
+// O's, which cost the 160-register fp8 consumers a spill.
+void NvptxFragmentTileOps::addScaledRows(Tile &tile, const GlobalRows &src,
+                                         Value *valid, const RowVec &factor) {
+  auto *pairType = FixedVectorType::get(b.getFloatTy(), 2);
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      Value *row = rowOf(i, 2 * half);
+      Value *inside = b.CreateICmpSLT(row, valid);
+      // Row 0 is valid in every item: a row past the end reads it and adds 0.
+      Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
+      Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+      Value *w = b.CreateSelect(
+          inside,
+          b.CreateLoad(b.getFloatTy(), slot(factor.storage, i * 2 + half)),
+          f32(0));
+      for (unsigned j = 0; j < tile.cols / 8; ++j) {
+        Value *at = b.CreateInBoundsGEP(
+            b.getFloatTy(), rowPtr, b.CreateZExt(colOf(j, 0), b.getInt64Ty()));
+        Value *pair = b.CreateAlignedLoad(pairType, at, Align(8));
+        for (unsigned e = 0; e < 2; ++e) {
+          Value *p = slot(tile.storage, accIndex(tile, i, j, 2 * half + e));
+          Value *x = b.CreateExtractElement(pair, uint64_t(e));
+          b.CreateStore(b.CreateFAdd(b.CreateLoad(b.getFloatTy(), p),
+                                     b.CreateFMul(x, w)),
+                        p);
+        }
+      }
+    }
 }

@@ -435,3 +435,13 @@ void NvptxFragmentTileOps::addToGlobal(const Tile &t, const GlobalRows &dst,
       });
     }
 }
+
+void NvptxFragmentTileOps::zip(Tile &t, const Tile &other, ZipFn fn) {
+  assert(t.rows == other.rows && t.cols == other.cols && "zip same shapes");
+  for (unsigned e = 0; e < accCount(t); ++e) {
+    Value *p = slot(t.storage, e);
+    Value *x = b.CreateLoad(b.getFloatTy(), p);
+    Value *y = b.CreateLoad(b.getFloatTy(), slot(other.storage, e));
+    b.CreateStore(fn(b, x, y), p);
+  }
+}

@@ -60,8 +60,17 @@ public:
   RowVec makeRowVec(unsigned rows, const llvm::Twine &name) override;
   void fill(Tile &tile, float value) override;
   void fill(RowVec &r, float value) override;
+  /// Q, K and V by cp.async; an Output tile from fp32 rows into its
+  /// registers (loadAccumulator).
   void load(Tile &tile, const GlobalRows &src, llvm::Value *valid,
             llvm::Value *scale) override;
+  /// Rows g and g+8 of each m-tile, as the accumulators hold them.
+  void loadRows(RowVec &r, const GlobalRows &src, llvm::Value *valid,
+                float fill) override;
+  void zip(Tile &t, const Tile &other, ZipFn fn) override;
+  /// Each pair added as it lands (no scratch tile).
+  void addScaledRows(Tile &t, const GlobalRows &src, llvm::Value *valid,
+                     const RowVec &factor) override;
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
   /// Skipped by a warp whose rows' factors are all 1 (a uniform branch)
@@ -104,6 +113,10 @@ protected:
   void copyRows(const Tile &tile, const GlobalRows &src, llvm::Value *valid,
                 llvm::Value *thread, unsigned threads, llvm::Value *firstKey,
                 unsigned keys);
+  /// Each lane's accumulator elements of \p tile from \p src's rows (pairs
+  /// of columns), times \p scale (or null); 0 from row \p valid on.
+  void loadAccumulator(Tile &tile, const GlobalRows &src, llvm::Value *valid,
+                       llvm::Value *scale);
   /// Elements in one 16-byte copy.
   unsigned chunkElements() const { return 16 / dtypeBytes(spec.dtype); }
   /// copyRows' and copyLookedUpRows' steps: chunk \p c's row and column,

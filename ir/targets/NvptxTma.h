@@ -131,5 +131,8 @@ inline constexpr unsigned kQueryRowsBarrier = 4;
 /// Threads of the transposers, and the named barrier they meet at.
 inline constexpr unsigned kTransposerThreads = 96;
 inline constexpr unsigned kTransposeBarrier = 8;
+/// 9 + w: where consumer warpgroup w's warps meet when a part of a split
+/// tail item arrives (arrivesLast).
+inline constexpr unsigned kTailBarrier = 9;
 
 } // namespace fmhajit

@@ -76,6 +76,8 @@ public:
   /// that loop's order: the producer must walk the same one.
   bool overlapsProducts() const override { return true; }
   void copy(Tile &, const Tile &) override {}
+  /// A split tail item's parts are the consumers' to count and fold.
+  Value *arrivesLast(Value *, Value *) override { return b.getFalse(); }
 
 private:
   const SharedTile &sharedTile(TileRole role) const {
@@ -111,8 +113,10 @@ private:
 
 void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                                Value *) {
-  // pack_gqa's Q rows are no box: the consumers copy them.
-  if (tile.role == TileRole::Query && layout.copiesQueryRows())
+  // pack_gqa's Q rows are no box: the consumers copy them; a split tail's
+  // partials (Output) are the consumers' to read.
+  if ((tile.role == TileRole::Query && layout.copiesQueryRows()) ||
+      tile.role == TileRole::Output)
     return;
   assert(src.box.map >= 0 && "stages=2 loads only tensor-map boxes");
   if (transposer)

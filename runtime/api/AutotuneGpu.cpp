@@ -137,6 +137,10 @@ fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates,
       return valuesT.takeError();
     if (*valuesT)
       params.valuesT = (*valuesT)->pointer();
+    // Timed with the tail split the plan would run it with.
+    auto tail = allocateTailSplit(*driver, spec, params);
+    if (!tail)
+      return tail.takeError();
     auto ms = timeGpuKernel(*kernel, params, *stream, *timer);
     if (!ms)
       return ms.takeError();

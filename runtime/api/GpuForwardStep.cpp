@@ -26,6 +26,9 @@ llvm::Error GpuForwardStep::run(const api::Tensors &t) const {
   p.cacheSeqlens = t.seqlensK;
   if (valuesTOffset)
     p.valuesT = static_cast<char *>(t.workspace) + *valuesTOffset;
+  if (tail)
+    setTailSplit(p, kernels.kernel.spec(), tail->split,
+                 static_cast<char *>(t.workspace) + tail->offset);
   if (kernels.combine)
     setSplits(p, unsigned(p.numSplits),
               splitWorkspaceAt(t.workspace, workspace));

@@ -19,10 +19,18 @@
 #include "runtime/device/GpuForwardLaunch.h"
 #include "runtime/device/GpuResources.h"
 #include "runtime/device/SplitKv.h"
+#include "runtime/device/TailSplit.h"
 #include <memory>
 #include <optional>
 
 namespace fmhajit {
+
+/// A split tail (TailSplit.h) and where its slice of the workspace starts
+/// (bytes).
+struct GpuTailSlice {
+  TailSplit split;
+  int64_t offset = 0;
+};
 
 class GpuForwardStep : public StepRunner {
 public:
@@ -39,11 +47,12 @@ public:
                  SplitWorkspaceLayout workspace,
                  std::optional<int64_t> valuesTOffset = std::nullopt,
                  std::shared_ptr<const GpuBuffer> blockMap = nullptr,
-                 std::shared_ptr<const GpuBuffer> schedule = nullptr)
+                 std::shared_ptr<const GpuBuffer> schedule = nullptr,
+                 std::optional<GpuTailSlice> tail = std::nullopt)
       : kernels(std::move(kernels)), params(params), stream(stream),
         kvAlignment(kvAlignment), workspace(workspace),
         valuesTOffset(valuesTOffset), blockMap(std::move(blockMap)),
-        schedule(std::move(schedule)),
+        schedule(std::move(schedule)), tail(tail),
         maps(this->kernels.kernel.prepareTensorMaps(params)) {}
 
   /// Launches on Tensors::stream, else the problem's stream; asynchronous.
@@ -58,6 +67,8 @@ private:
   /// v_pretranspose: where V^T lies in the workspace (bytes).
   std::optional<int64_t> valuesTOffset;
   std::shared_ptr<const GpuBuffer> blockMap, schedule;
+  /// The last round's items cut by keys, with their counters and partials.
+  std::optional<GpuTailSlice> tail;
   std::optional<TensorMaps> maps;
 };
 

@@ -1,5 +1,6 @@
 //===- PlanBuilder.cpp - From the dispatcher's choice to launches ---------===//
 #include "runtime/api/PlanBuilder.h"
+#include "runtime/api/ApiContext.h"
 #include "runtime/api/BlockSparsity.h"
 #include "runtime/api/GpuForwardStep.h"
 #include "runtime/api/HostForwardStep.h"
@@ -77,8 +78,20 @@ static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
   std::string why = whyChosen(d);
   if (valuesT)
     why += "; a pass before it writes V^T (fp8) into the workspace";
-  addStep(layout, {spec, forwardRole(l, false), passItems(a, spec), 1,
-                   gridText(a, spec, 1), 0, valuesT, why});
+  int64_t items = passItems(a, spec);
+  if (l.device != api::Device::Host)
+    layout.tail = chooseTailSplit(spec, items, a.maxSeqlenK(),
+                                  splitWorkers(l.device, 0));
+  int64_t tailBytes = tailWorkspaceBytes(spec, layout.tail);
+  if (layout.tail.splits())
+    why += "; the last round's " + std::to_string(layout.tail.items) +
+           " items run in " + std::to_string(layout.tail.parts) +
+           " parts of their keys each, the last part folding the others in";
+  layout.tailOffset = alignWorkspace(valuesT);
+  addStep(layout, {spec, forwardRole(l, false),
+                   items + int64_t(layout.tail.items) * (layout.tail.parts - 1),
+                   1, gridText(a, spec, 1), 0,
+                   tailBytes ? layout.tailOffset + tailBytes : valuesT, why});
 }
 
 // The partials sit in one slice that the split launch writes and the
@@ -300,10 +313,14 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
   std::optional<int64_t> valuesTOffset;
   if (spec.v_pretranspose)
     valuesTOffset = layout.steps.front().workspaceOffset;
+  std::optional<GpuTailSlice> tail;
+  if (layout.tail.splits())
+    tail = GpuTailSlice{layout.tail,
+                        layout.steps.front().workspaceOffset + layout.tailOffset};
   return std::make_unique<const GpuForwardStep>(
       GpuForwardLaunch{std::move(*kernel), std::move(combine)}, params,
       l.stream, kvRowAlignmentNeeded(spec), layout.splitWorkspace,
-      valuesTOffset, std::move(mapCopy), std::move(scheduleCopy));
+      valuesTOffset, std::move(mapCopy), std::move(scheduleCopy), tail);
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>

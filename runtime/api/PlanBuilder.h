@@ -23,6 +23,7 @@
 #include "runtime/api/PlanState.h"
 #include "runtime/api/ProblemLowering.h"
 #include "runtime/api/SplitPlanner.h"
+#include "runtime/device/TailSplit.h"
 #include "specs/KernelSpec.h"
 #include "llvm/Support/Error.h"
 #include <memory>
@@ -49,6 +50,10 @@ struct PlanLayout {
   int64_t workspaceBytes = 0;
   std::optional<SplitChoice> split;    ///< set for split-KV plans
   SplitWorkspaceLayout splitWorkspace; ///< where split-KV's partials go
+  /// A single kernel's last round cut by keys (TailSplit.h), and where its
+  /// counters and partials start in the workspace (bytes).
+  TailSplit tail;
+  int64_t tailOffset = 0;
 };
 
 /// Workspace slices start at multiples of this many bytes.

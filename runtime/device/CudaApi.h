@@ -120,6 +120,8 @@ struct DriverApi {
                         size_t count); // cuMemsetD16_v2
   CUresult (*memsetD32)(CUdeviceptr dst, unsigned value,
                         size_t count); // cuMemsetD32_v2
+  CUresult (*memsetD32Async)(CUdeviceptr dst, unsigned value, size_t count,
+                             CUstream stream); // cuMemsetD32Async
   CUresult (*moduleLoadDataEx)(CUmodule *module, const void *image,
                                unsigned numOptions, int *options,
                                void **optionValues); // cuModuleLoadDataEx

@@ -82,6 +82,7 @@ llvm::Error CudaDriver::resolve() {
   bind(fns.memcpyDtoH, {"cuMemcpyDtoH_v2"});
   bind(fns.memsetD16, {"cuMemsetD16_v2"});
   bind(fns.memsetD32, {"cuMemsetD32_v2"});
+  bind(fns.memsetD32Async, {"cuMemsetD32Async"});
   bind(fns.moduleLoadDataEx, {"cuModuleLoadDataEx"});
   bind(fns.moduleUnload, {"cuModuleUnload"});
   bind(fns.moduleGetGlobal, {"cuModuleGetGlobal_v2"});

@@ -56,6 +56,13 @@ llvm::Error CudaDriver::fill32(void *dst, uint32_t value, size_t count) {
   return synchronize(nullptr);
 }
 
+llvm::Error CudaDriver::clear32Async(void *dst, size_t count,
+                                     GpuStreamHandle stream) {
+  return check(fns.memsetD32Async(devicePtr(dst), 0, count,
+                                  static_cast<CUstream>(stream)),
+               "cuMemsetD32Async");
+}
+
 llvm::Expected<GpuStreamHandle> CudaDriver::createStream() {
   CUstream stream = nullptr;
   if (llvm::Error err = check(fns.streamCreate(&stream, kStreamNonBlocking),

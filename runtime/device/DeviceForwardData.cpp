@@ -1,5 +1,6 @@
 //===- DeviceForwardData.cpp - Sizes of a forward call's device buffers ---===//
 #include "runtime/device/DeviceForwardData.h"
+#include "runtime/device/TailSplit.h"
 #include "specs/Errors.h"
 #include "llvm/Support/Format.h"
 #include <tuple>
@@ -131,5 +132,23 @@ fmhajit::allocatePretransposedValues(GpuDriver &driver, const KernelSpec &spec,
       "v^T");
   if (!buffer)
     return buffer.takeError();
+  return std::optional<GpuBuffer>(std::move(*buffer));
+}
+
+llvm::Expected<std::optional<GpuBuffer>>
+fmhajit::allocateTailSplit(GpuDriver &driver, const KernelSpec &spec,
+                           KernelArgs &params) {
+  KernelArgs whole = params;
+  whole.tailParts = 0;
+  TailSplit split = chooseTailSplit(spec, workItems(spec, whole),
+                                    params.seqlenK, driver.device().computeUnits);
+  setTailSplit(params, spec, split, nullptr);
+  if (!split.splits())
+    return std::nullopt;
+  auto buffer = GpuBuffer::create(
+      driver, size_t(tailWorkspaceBytes(spec, split)), "tail partials");
+  if (!buffer)
+    return buffer.takeError();
+  setTailSplit(params, spec, split, buffer->pointer());
   return std::optional<GpuBuffer>(std::move(*buffer));
 }

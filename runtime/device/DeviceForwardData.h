@@ -47,6 +47,14 @@ llvm::Expected<std::optional<GpuBuffer>>
 allocatePretransposedValues(GpuDriver &driver, const KernelSpec &spec,
                             const AttentionProblem &problem);
 
+/// A split tail's counters and partials (TailSplit.h) for a launch outside
+/// a plan, with \p params pointed at them; none where the kernel splits no
+/// tail or the split would not pay on \p driver's GPU (FMHAJIT_TAIL_PARTS
+/// forces one).
+llvm::Expected<std::optional<GpuBuffer>>
+allocateTailSplit(GpuDriver &driver, const KernelSpec &spec,
+                  KernelArgs &params);
+
 class DeviceForwardData {
 public:
   /// Allocates device buffers for (\p spec, \p problem), uploads the inputs

@@ -104,6 +104,10 @@ public:
   /// Fills \p count 16- or 32-bit words at \p dst with \p value.
   virtual llvm::Error fill16(void *dst, uint16_t value, size_t count) = 0;
   virtual llvm::Error fill32(void *dst, uint32_t value, size_t count) = 0;
+  /// Zeroes \p count 32-bit words at \p dst on \p stream, in order with
+  /// its launches (a kernel's counters before it runs); returns at once.
+  virtual llvm::Error clear32Async(void *dst, size_t count,
+                                   GpuStreamHandle stream) = 0;
 
   /// A stream that does not wait on the default one.
   virtual llvm::Expected<GpuStreamHandle> createStream() = 0;

@@ -146,6 +146,29 @@ llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
                      &params, sizeof(params));
 }
 
+// A split tail (TailSplit.h) counts its parts' arrivals from zero: the
+// counters are cleared on the stream before each launch, since the
+// workspace is the caller's and may hold anything.
+llvm::Error GpuKernel::clearTailCounters(const KernelArgs &params,
+                                         GpuStreamHandle stream) const {
+  if (params.tailParts <= 1)
+    return llvm::Error::success();
+  if (!splitsTail(kernelSpec))
+    return makeError(ErrorKind::Usage,
+                     "kernel " + encodeName(kernelSpec) +
+                         " does not split its last round's items "
+                         "(KernelArgs::tailParts must be 0 or 1)");
+  if (params.tailItems < 1 || !params.tailCounters || !params.oAccum ||
+      !params.lseAccum)
+    return makeError(ErrorKind::Usage,
+                     "kernel " + encodeName(kernelSpec) + " splits " +
+                         llvm::Twine(params.tailItems) +
+                         " items in parts, but its workspace is not set "
+                         "(KernelArgs::tailCounters, oAccum, lseAccum)");
+  return gpu->clear32Async(params.tailCounters,
+                           size_t(params.tailItems) * kTailGroups, stream);
+}
+
 llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
                               const TensorMaps *prepared) const {
   int64_t blocks = workItems(kernelSpec, params); // the family decides
@@ -170,6 +193,8 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
   if (llvm::Error err =
           prepared ? bindTensorMaps(*gpu, kernelSpec, *prepared, params, maps)
                    : encodeTensorMaps(*gpu, kernelSpec, params, maps))
+    return err;
+  if (llvm::Error err = clearTailCounters(params, stream))
     return err;
   // v_pretranspose (always on the TMA ring): the pass writes the V^T the
   // maps read, once every check of the call has passed.

@@ -95,6 +95,8 @@ public:
 private:
   llvm::Error launchPretranspose(const KernelArgs &params,
                                  GpuStreamHandle stream) const;
+  llvm::Error clearTailCounters(const KernelArgs &params,
+                                GpuStreamHandle stream) const;
 
   GpuKernel(GpuDriver &driver, KernelSpec spec,
             std::shared_ptr<const GpuModule> module, GpuFunctionHandle fn)

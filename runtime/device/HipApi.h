@@ -80,6 +80,8 @@ struct RuntimeApi {
   hipError_t (*memsetD16)(void *dst, unsigned short value,
                           size_t count);                       // hipMemsetD16
   hipError_t (*memsetD32)(void *dst, int value, size_t count); // hipMemsetD32
+  hipError_t (*memsetD32Async)(void *dst, int value, size_t count,
+                               hipStream_t stream); // hipMemsetD32Async
   hipError_t (*moduleLoadData)(hipModule_t *module,
                                const void *image); // hipModuleLoadData
   hipError_t (*moduleUnload)(hipModule_t module);  // hipModuleUnload

@@ -67,6 +67,7 @@ llvm::Error HipRuntime::bind() {
   need(fns.memcpy, {"hipMemcpy"});
   need(fns.memsetD16, {"hipMemsetD16"});
   need(fns.memsetD32, {"hipMemsetD32"});
+  need(fns.memsetD32Async, {"hipMemsetD32Async"});
   need(fns.moduleLoadData, {"hipModuleLoadData"});
   need(fns.moduleUnload, {"hipModuleUnload"});
   need(fns.moduleGetFunction, {"hipModuleGetFunction"});

@@ -83,6 +83,8 @@ public:
   llvm::Error copyToHost(void *dst, const void *src, size_t bytes) override;
   llvm::Error fill16(void *dst, uint16_t value, size_t count) override;
   llvm::Error fill32(void *dst, uint32_t value, size_t count) override;
+  llvm::Error clear32Async(void *dst, size_t count,
+                           GpuStreamHandle stream) override;
   llvm::Expected<GpuStreamHandle> createStream() override;
   void destroyStream(GpuStreamHandle stream) override;
   llvm::Error synchronize(GpuStreamHandle stream) override;

@@ -7,6 +7,7 @@
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
+#include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/ADT/StringMap.h"
 #include <algorithm>
 
@@ -90,6 +91,8 @@ int64_t fmhajit::workItems(const KernelSpec &spec, const KernelArgs &p) {
   if (spec.family == Family::BwdDqDkDv)
     return bwdKeyItems(spec, p.batch, p.headsKv, p.seqlenK) +
            (bwdHasQueryItems(spec) ? tiles : 0);
+  if (splitsTail(spec) && p.tailParts > 1) // WorkItem.h
+    return tiles + int64_t(p.tailItems) * (p.tailParts - 1);
   if (!hasSplitWorkItems(spec.family))
     return tiles;
   if (p.splitSchedule) // numSplits counts every sequence's parts

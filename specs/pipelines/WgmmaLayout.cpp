@@ -125,6 +125,17 @@ bool fmhajit::walksWorkItems(const KernelSpec &spec) {
          !tight && !packedTight;
 }
 
+bool fmhajit::splitsTail(const KernelSpec &spec) {
+  // The fold of the parts needs a few registers beside O's in the last
+  // part's epilogue: at dv = 128 and up to 192 keys a tile every feature
+  // assembles without spills; d = 256 (O is 128 registers a thread), d = 64
+  // with ALiBi or fp8, and fp8's 224-key tile spilled 4-40 bytes (ptxas,
+  // tests/lit/nvptx/no-spills.test).
+  bool fits = spec.headDimV() == 128 && spec.bn <= 192;
+  return walksWorkItems(spec) && spec.mask == Mask::None && !spec.varlen &&
+         !spec.pack_gqa && spec.variant.empty() && fits;
+}
+
 bool fmhajit::sortsWorkItemsByCost(const KernelSpec &spec) {
   return spec.mask == Mask::Causal || spec.mask == Mask::CausalBr;
 }

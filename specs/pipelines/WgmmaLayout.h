@@ -95,6 +95,15 @@ std::string pagesTooSmall(const KernelSpec &spec, unsigned log2PageSize);
 /// blocks").
 bool walksWorkItems(const KernelSpec &spec);
 
+/// Whether \p spec's kernel may cut the key ranges of the items of its last
+/// round into parts (KernelArgs::tailParts), the part that finishes an item
+/// last folding the others' partials in before it stores O: a walking kernel
+/// whose items all cost the same (no mask, equal lengths, no variant, no
+/// packed rows), so that the blocks of the last round end together
+/// (docs/design.md, "The last round's items split by keys"); dv = 128 only,
+/// where the fold fits in the registers.
+bool splitsTail(const KernelSpec &spec);
+
 /// Whether \p spec's work items differ in cost (causal masks: a query
 /// tile's keys grow with its index). A persistent kernel then walks them
 /// sorted by cost (ir/PersistentSchedule.h), and the launch takes the

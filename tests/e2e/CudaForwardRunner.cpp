@@ -76,6 +76,9 @@ llvm::Error CudaForwardRunner::operator()(const KernelSpec &spec,
     return valuesT.takeError();
   if (*valuesT)
     params.valuesT = (*valuesT)->pointer();
+  auto tail = allocateTailSplit(cudaDriver, spec, params);
+  if (!tail)
+    return tail.takeError();
   if (llvm::Error err = kernel->launch(params, stream.get()))
     return err;
   if (llvm::Error err = stream.synchronize())

@@ -71,6 +71,10 @@ public:
     std::fill_n(static_cast<uint32_t *>(dst), count, value);
     return llvm::Error::success();
   }
+  llvm::Error clear32Async(void *dst, size_t count, GpuStreamHandle) override {
+    std::fill_n(static_cast<uint32_t *>(dst), count, 0u);
+    return llvm::Error::success();
+  }
   llvm::Expected<GpuStreamHandle> createStream() override { return new int(0); }
   void destroyStream(GpuStreamHandle stream) override {
     delete static_cast<int *>(stream);
