@@ -135,11 +135,10 @@ void ForwardEmitter::emitTile(const WorkItem &s) {
   ops->fill(w.m, -INFINITY);
   ops->fill(w.l, 0.0f);
   if (spec.sink)
-    startAtSink(b, p, *ops, s,
-                splits || tail ? b.CreateICmpEQ(s.split, i32(0), "part0")
-                               : nullptr,
-                w.scores, w.m, w.l,
-                isFp8(spec.dtype) ? kFp8ProbabilityShift : 0);
+    startAtSink(
+        b, p, *ops, s,
+        splits || tail ? b.CreateICmpEQ(s.split, i32(0), "part0") : nullptr,
+        w.scores, w.m, w.l, isFp8(spec.dtype) ? kFp8ProbabilityShift : 0);
   ops->fill(w.out, 0.0f);
   if (spec.dropout)
     w.dropout.emplace(b, p);

@@ -39,8 +39,8 @@ GlobalRows ForwardEmitter::tailPartials(Value *slot, bool lse) {
   return {base, b.getInt64(width), DType::F32};
 }
 
-Value *ForwardEmitter::finishTailPart(const WorkItem &s, Tile &out,
-                                     RowVec &lse, Value *rows, Value *partial) {
+Value *ForwardEmitter::finishTailPart(const WorkItem &s, Tile &out, RowVec &lse,
+                                      Value *rows, Value *partial) {
   AllocaInst *finishes = entryAlloca(b, b.getInt1Ty(), "tail.finishes");
   b.CreateStore(b.getTrue(), finishes);
   emitIf(b, partial, "tail.part", [&] {
@@ -113,17 +113,15 @@ void ForwardEmitter::foldOtherParts(const WorkItem &s, Tile &out, RowVec &lse,
                    });
       // The part's O last: it adds into O as it lands.
       ops->addScaledRows(out, tailPartials(slot, false), rows, theirs);
-      ops->mapRows(lse, {&max}, [](IRBuilderBase &, ArrayRef<Value *> v) {
-        return v[0];
-      });
+      ops->mapRows(lse, {&max},
+                   [](IRBuilderBase &, ArrayRef<Value *> v) { return v[0]; });
     });
   });
   // O /= S and LSE = M + log(S); a row no part saw keeps O = 0, LSE = -inf.
   RowVec inv = ops->makeRowVec(spec.bm, "tail.inv");
   ops->mapRows(inv, {&sum}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     Value *seen = b.CreateFCmpOGT(v[0], splatLike(b, f32(0), v[0]));
-    return b.CreateSelect(seen,
-                          b.CreateFDiv(splatLike(b, f32(1), v[0]), v[0]),
+    return b.CreateSelect(seen, b.CreateFDiv(splatLike(b, f32(1), v[0]), v[0]),
                           splatLike(b, f32(0), v[0]));
   });
   ops->mapWithRow(out, inv, [](IRBuilderBase &b, Value *x, Value *w) {
@@ -131,8 +129,8 @@ void ForwardEmitter::foldOtherParts(const WorkItem &s, Tile &out, RowVec &lse,
   });
   ops->mapRows(lse, {&lse, &sum}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     Value *seen = b.CreateFCmpOGT(v[1], splatLike(b, f32(0), v[1]));
-    Value *log = b.CreateFMul(target.log2(b, v[1]),
-                              splatLike(b, f32(kLn2), v[1]));
+    Value *log =
+        b.CreateFMul(target.log2(b, v[1]), splatLike(b, f32(kLn2), v[1]));
     return b.CreateSelect(seen, b.CreateFAdd(v[0], log),
                           splatLike(b, f32(-INFINITY), v[0]));
   });

@@ -99,9 +99,9 @@ Value *ArgsReader::workItems(const KernelSpec &spec) {
   }
   if (splitsTail(spec)) { // tailItems * (tailParts - 1) more (WorkItem.h)
     Value *parts = wide(kTailParts);
-    Value *extra = b.CreateSelect(b.CreateICmpSGT(parts, b.getInt64(1)),
-                                  b.CreateSub(parts, b.getInt64(1)),
-                                  b.getInt64(0));
+    Value *extra =
+        b.CreateSelect(b.CreateICmpSGT(parts, b.getInt64(1)),
+                       b.CreateSub(parts, b.getInt64(1)), b.getInt64(0));
     return b.CreateAdd(tiles, b.CreateMul(wide(kTailItems), extra), "items");
   }
   if (!hasSplitWorkItems(spec.family))

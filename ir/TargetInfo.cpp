@@ -55,8 +55,9 @@ void TileOps::addScaledRows(Tile &t, const GlobalRows &src, Value *valid,
                             const RowVec &factor) {
   Tile rows = makeTile(t.role, t.rows, t.cols, "scaled.rows");
   load(rows, src, valid, nullptr);
-  mapWithRow(rows, factor,
-             [](IRBuilderBase &b, Value *x, Value *w) { return b.CreateFMul(x, w); });
+  mapWithRow(rows, factor, [](IRBuilderBase &b, Value *x, Value *w) {
+    return b.CreateFMul(x, w);
+  });
   zip(t, rows,
       [](IRBuilderBase &b, Value *x, Value *y) { return b.CreateFAdd(x, y); });
 }

@@ -194,9 +194,9 @@ void NvptxFragmentTileOps::addScaledRows(Tile &tile, const GlobalRows &src,
         for (unsigned e = 0; e < 2; ++e) {
           Value *p = slot(tile.storage, accIndex(tile, i, j, 2 * half + e));
           Value *x = b.CreateExtractElement(pair, uint64_t(e));
-          b.CreateStore(b.CreateFAdd(b.CreateLoad(b.getFloatTy(), p),
-                                     b.CreateFMul(x, w)),
-                        p);
+          b.CreateStore(
+              b.CreateFAdd(b.CreateLoad(b.getFloatTy(), p), b.CreateFMul(x, w)),
+              p);
         }
       }
     }

@@ -289,7 +289,8 @@ Value *NvptxWgmmaTileOps::arrivesLast(Value *counters, Value *parts) {
   b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
                     {barrier, threads});
   Value *first = b.CreateICmpEQ(
-      b.CreateAnd(target.threadId(b), b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
+      b.CreateAnd(target.threadId(b),
+                  b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
       b.getInt32(0), "tail.first");
   AllocaInst *arrived = entryAlloca(b, b.getInt32Ty(), "tail.arrived");
   b.CreateStore(b.getInt32(0), arrived);

@@ -80,8 +80,8 @@ static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
     why += "; a pass before it writes V^T (fp8) into the workspace";
   int64_t items = passItems(a, spec);
   if (l.device != api::Device::Host)
-    layout.tail = chooseTailSplit(spec, items, a.maxSeqlenK(),
-                                  splitWorkers(l.device, 0));
+    layout.tail =
+        chooseTailSplit(spec, items, a.maxSeqlenK(), splitWorkers(l.device, 0));
   int64_t tailBytes = tailWorkspaceBytes(spec, layout.tail);
   if (layout.tail.splits())
     why += "; the last round's " + std::to_string(layout.tail.items) +
@@ -315,8 +315,8 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
     valuesTOffset = layout.steps.front().workspaceOffset;
   std::optional<GpuTailSlice> tail;
   if (layout.tail.splits())
-    tail = GpuTailSlice{layout.tail,
-                        layout.steps.front().workspaceOffset + layout.tailOffset};
+    tail = GpuTailSlice{layout.tail, layout.steps.front().workspaceOffset +
+                                         layout.tailOffset};
   return std::make_unique<const GpuForwardStep>(
       GpuForwardLaunch{std::move(*kernel), std::move(combine)}, params,
       l.stream, kvRowAlignmentNeeded(spec), layout.splitWorkspace,

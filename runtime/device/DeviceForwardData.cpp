@@ -140,8 +140,9 @@ fmhajit::allocateTailSplit(GpuDriver &driver, const KernelSpec &spec,
                            KernelArgs &params) {
   KernelArgs whole = params;
   whole.tailParts = 0;
-  TailSplit split = chooseTailSplit(spec, workItems(spec, whole),
-                                    params.seqlenK, driver.device().computeUnits);
+  TailSplit split =
+      chooseTailSplit(spec, workItems(spec, whole), params.seqlenK,
+                      driver.device().computeUnits);
   setTailSplit(params, spec, split, nullptr);
   if (!split.splits())
     return std::nullopt;

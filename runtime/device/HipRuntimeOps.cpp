@@ -52,9 +52,9 @@ llvm::Error HipRuntime::fill32(void *dst, uint32_t value, size_t count) {
 
 llvm::Error HipRuntime::clear32Async(void *dst, size_t count,
                                      GpuStreamHandle stream) {
-  return check(fns.memsetD32Async(dst, 0, count,
-                                  static_cast<hipStream_t>(stream)),
-               "hipMemsetD32Async");
+  return check(
+      fns.memsetD32Async(dst, 0, count, static_cast<hipStream_t>(stream)),
+      "hipMemsetD32Async");
 }
 
 llvm::Expected<GpuStreamHandle> HipRuntime::createStream() {

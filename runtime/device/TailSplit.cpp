@@ -23,10 +23,12 @@ TailSplit fmhajit::chooseTailSplit(int64_t items, int64_t keyTiles,
     return double(divideUp(last * parts, grid)) * part +
            double(parts - 1) * kTailFoldCostTiles / tiles;
   };
-  int64_t most = std::min<int64_t>(kMaxTailParts, keyTiles / kMinTilesPerTailPart);
+  int64_t most =
+      std::min<int64_t>(kMaxTailParts, keyTiles / kMinTilesPerTailPart);
   if (forcedParts > 1)
-    return {int32_t(std::min<int64_t>(forcedParts, std::max<int64_t>(2, keyTiles))),
-            int32_t(last)};
+    return {
+        int32_t(std::min<int64_t>(forcedParts, std::max<int64_t>(2, keyTiles))),
+        int32_t(last)};
   int64_t best = 1;
   double bestTime = 1.0;
   for (int64_t parts = 2; parts <= most; ++parts)
@@ -66,7 +68,8 @@ struct TailOffsets {
 
 static TailOffsets tailOffsets(const KernelSpec &spec, TailSplit split) {
   int64_t rows = int64_t(split.parts) * split.items * spec.bm;
-  int64_t counters = int64_t(split.items) * kTailGroups * int64_t(sizeof(int32_t));
+  int64_t counters =
+      int64_t(split.items) * kTailGroups * int64_t(sizeof(int32_t));
   TailOffsets at;
   at.lse = aligned(counters);
   at.o = at.lse + aligned(rows * int64_t(sizeof(float)));

@@ -130,8 +130,11 @@ bool fmhajit::splitsTail(const KernelSpec &spec) {
   // part's epilogue: at dv = 128 and up to 192 keys a tile every feature
   // assembles without spills; d = 256 (O is 128 registers a thread), d = 64
   // with ALiBi or fp8, and fp8's 224-key tile spilled 4-40 bytes (ptxas,
-  // tests/lit/nvptx/no-spills.test).
-  bool fits = spec.headDimV() == 128 && spec.bn <= 192;
+  // tests/lit/nvptx/no-spills.test), as did fp8 on three consumer
+  // warpgroups (160 registers) beside V's transposers (8 bytes).
+  bool transposers = isFp8(spec.dtype) && !spec.v_pretranspose;
+  bool fits = spec.headDimV() == 128 && spec.bn <= 192 &&
+              !(transposers && spec.warps > 8);
   return walksWorkItems(spec) && spec.mask == Mask::None && !spec.varlen &&
          !spec.pack_gqa && spec.variant.empty() && fits;
 }

@@ -65,11 +65,13 @@ TEST(TailSplit, ForcedParts) {
 // spilled (no-spills.test).
 TEST(TailSplit, KernelsThatSplitTheirTail) {
   EXPECT_TRUE(splitsTail(resolvedSpec(kFp8)));
-  EXPECT_TRUE(splitsTail(resolvedSpec(
-      "family=fwd,dtype=bf16,d=128,bm=128,bn=160,warps=8,stages=2,"
-      "pipeline=wgmma,target=sm_90a")));
+  EXPECT_TRUE(splitsTail(
+      resolvedSpec("family=fwd,dtype=bf16,d=128,bm=128,bn=160,warps=8,stages=2,"
+                   "pipeline=wgmma,target=sm_90a")));
   for (const char *spec :
        {"family=fwd,dtype=fp8_e4m3,d=128,mask=causal,target=sm_90a",
+        "family=fwd,dtype=fp8_e4m3,d=128,bm=192,bn=96,warps=12,stages=2,"
+        "target=sm_90a",
         "family=fwd,dtype=bf16,d=256,stages=2,pipeline=wgmma,target=sm_90a",
         "family=fwd,dtype=bf16,d=128,varlen=1,stages=2,pipeline=wgmma,"
         "target=sm_90a",

@@ -78,6 +78,10 @@ def pretransposed_grid():
                "bias=alibi,lse=1,v_pretranspose=1,target=sm_90a" % d)
     yield ("family=fwd,dtype=fp8_e4m3,d=128,bm=192,bn=96,warps=12,"
            "v_pretranspose=1,target=sm_90a")
+    # The dispatched tile up to 2048 queries: V transposed in the kernel.
+    for lse in [0, 1]:
+        yield ("family=fwd,dtype=fp8_e4m3,d=128,bm=192,bn=96,warps=12,"
+               "lse=%d,target=sm_90a" % lse)
     yield ("family=fwd,dtype=fp8_e4m3,d=128,bm=128,bn=224,warps=8,"
            "v_pretranspose=1,target=sm_90a")
 
