@@ -127,9 +127,12 @@ bool NvptxFragmentTileOps::waitFor(const Tile &tile) {
   return true;
 }
 
-// Each lane loads the column pairs its accumulators hold (rowOf, colOf).
-void NvptxFragmentTileOps::loadAccumulator(Tile &tile, const GlobalRows &src,
-                                           Value *valid, Value *scale) {
+// The column pairs of \p src's rows that this lane's accumulators of
+// \p tile hold (rowOf, colOf), loaded one pair at a time: a row past
+// \p valid reads row 0 (valid in every item) and \p inside says so.
+void NvptxFragmentTileOps::forEachLanePair(const Tile &tile,
+                                           const GlobalRows &src, Value *valid,
+                                           LanePairFn fn) {
   Type *srcElem = elementType(b.getContext(), src.dtype);
   auto *pairType = FixedVectorType::get(srcElem, 2);
   Align align(2 * srcElem->getPrimitiveSizeInBits() / 8);
@@ -137,7 +140,6 @@ void NvptxFragmentTileOps::loadAccumulator(Tile &tile, const GlobalRows &src,
     for (unsigned half = 0; half < 2; ++half) {
       Value *row = rowOf(i, 2 * half);
       Value *inside = b.CreateICmpSLT(row, valid);
-      // Row 0 is valid in every item: a row past the end reads it, unused.
       Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
       Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
       for (unsigned j = 0; j < tile.cols / 8; ++j) {
@@ -146,6 +148,16 @@ void NvptxFragmentTileOps::loadAccumulator(Tile &tile, const GlobalRows &src,
         Value *pair = b.CreateAlignedLoad(pairType, at, align);
         if (!srcElem->isFloatTy())
           pair = b.CreateFPExt(pair, FixedVectorType::get(b.getFloatTy(), 2));
+        fn(i, j, half, inside, pair);
+      }
+    }
+}
+
+void NvptxFragmentTileOps::loadAccumulator(Tile &tile, const GlobalRows &src,
+                                           Value *valid, Value *scale) {
+  forEachLanePair(
+      tile, src, valid,
+      [&](unsigned i, unsigned j, unsigned half, Value *inside, Value *pair) {
         for (unsigned e = 0; e < 2; ++e) {
           Value *x = b.CreateExtractElement(pair, uint64_t(e));
           if (scale)
@@ -153,8 +165,7 @@ void NvptxFragmentTileOps::loadAccumulator(Tile &tile, const GlobalRows &src,
           b.CreateStore(b.CreateSelect(inside, x, f32(0)),
                         slot(tile.storage, accIndex(tile, i, j, 2 * half + e)));
         }
-      }
-    }
+      });
 }
 
 void NvptxFragmentTileOps::loadRows(RowVec &r, const GlobalRows &src,
@@ -175,22 +186,13 @@ void NvptxFragmentTileOps::loadRows(RowVec &r, const GlobalRows &src,
 // O's, which cost the 160-register fp8 consumers a spill.
 void NvptxFragmentTileOps::addScaledRows(Tile &tile, const GlobalRows &src,
                                          Value *valid, const RowVec &factor) {
-  auto *pairType = FixedVectorType::get(b.getFloatTy(), 2);
-  for (unsigned i = 0; i < mTiles; ++i)
-    for (unsigned half = 0; half < 2; ++half) {
-      Value *row = rowOf(i, 2 * half);
-      Value *inside = b.CreateICmpSLT(row, valid);
-      // Row 0 is valid in every item: a row past the end reads it and adds 0.
-      Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-      Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
-      Value *w = b.CreateSelect(
-          inside,
-          b.CreateLoad(b.getFloatTy(), slot(factor.storage, i * 2 + half)),
-          f32(0));
-      for (unsigned j = 0; j < tile.cols / 8; ++j) {
-        Value *at = b.CreateInBoundsGEP(
-            b.getFloatTy(), rowPtr, b.CreateZExt(colOf(j, 0), b.getInt64Ty()));
-        Value *pair = b.CreateAlignedLoad(pairType, at, Align(8));
+  forEachLanePair(
+      tile, src, valid,
+      [&](unsigned i, unsigned j, unsigned half, Value *inside, Value *pair) {
+        Value *w = b.CreateSelect(
+            inside,
+            b.CreateLoad(b.getFloatTy(), slot(factor.storage, i * 2 + half)),
+            f32(0));
         for (unsigned e = 0; e < 2; ++e) {
           Value *p = slot(tile.storage, accIndex(tile, i, j, 2 * half + e));
           Value *x = b.CreateExtractElement(pair, uint64_t(e));
@@ -198,6 +200,5 @@ void NvptxFragmentTileOps::addScaledRows(Tile &tile, const GlobalRows &src,
               b.CreateFAdd(b.CreateLoad(b.getFloatTy(), p), b.CreateFMul(x, w)),
               p);
         }
-      }
-    }
+      });
 }

@@ -117,6 +117,14 @@ protected:
   /// of columns), times \p scale (or null); 0 from row \p valid on.
   void loadAccumulator(Tile &tile, const GlobalRows &src, llvm::Value *valid,
                        llvm::Value *scale);
+  /// fn(m-tile, n-tile, half, inside, pair) for each pair of columns of
+  /// \p src's rows this lane's accumulators of \p tile hold, loaded as two
+  /// floats; inside: the row is below \p valid (else row 0 was read).
+  using LanePairFn =
+      llvm::function_ref<void(unsigned i, unsigned j, unsigned half,
+                              llvm::Value *inside, llvm::Value *pair)>;
+  void forEachLanePair(const Tile &tile, const GlobalRows &src,
+                       llvm::Value *valid, LanePairFn fn);
   /// Elements in one 16-byte copy.
   unsigned chunkElements() const { return 16 / dtypeBytes(spec.dtype); }
   /// copyRows' and copyLookedUpRows' steps: chunk \p c's row and column,
