@@ -88,9 +88,13 @@ static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
            " items run in " + std::to_string(layout.tail.parts) +
            " parts of their keys each, the last part folding the others in";
   layout.tailOffset = alignWorkspace(valuesT);
-  addStep(layout, {spec, forwardRole(l, false),
-                   items + int64_t(layout.tail.items) * (layout.tail.parts - 1),
-                   1, gridText(a, spec, 1), 0,
+  int64_t extra = int64_t(layout.tail.items) * (layout.tail.parts - 1);
+  std::string grid = gridText(a, spec, 1);
+  if (extra)
+    grid += " + " + std::to_string(extra) + " (the last " +
+            std::to_string(layout.tail.items) + " in " +
+            std::to_string(layout.tail.parts) + " parts by keys)";
+  addStep(layout, {spec, forwardRole(l, false), items + extra, 1, grid, 0,
                    tailBytes ? layout.tailOffset + tailBytes : valuesT, why});
 }
 
