@@ -11,6 +11,7 @@
 // ApiPagedTest/ApiAppendTest. Skipped without a driver.
 //
 //===----------------------------------------------------------------------===//
+#include "../unit/ScopedEnv.h"
 #include "runtime/harness/ForwardCase.h"
 #include "tests/e2e/ApiCacheTesting.h"
 #include "gtest/gtest.h"
@@ -166,6 +167,39 @@ TEST(ApiCudaRun, TmaPlanBindsEachRunsPointers) {
     ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
     fmhajit::CompareResult compare = run->check();
     EXPECT_TRUE(compare.pass) << compare.summary() << "\n" << plan->describe();
+  }
+}
+
+// A plan whose kernel cuts its last round's items by keys
+// (runtime/device/TailSplit.h): its workspace holds V^T (fp8) and the
+// parts' counters and partials side by side, and each run clears the
+// counters first, so one plan runs twice on the same workspace. fp8 as the
+// plan picks it (V^T by a pass, its own choice of parts), and bf16 with
+// forced parts, where part 0 alone starts at the sink and dropout's mask
+// follows each key wherever its part runs.
+TEST(ApiCudaTail, PlansSplitTheLastRound) {
+  REQUIRE_GPU();
+  Problem fp8 = gpuProblem(1, 2, 2, 4096, 4096, 128, DType::F8E4M3);
+  fp8.wantLse = true;
+  Problem bf16 = gpuProblem(1, 6, 3, 1000, 1300, 128, DType::BF16);
+  bf16.sink = bf16.dropout = bf16.wantLse = true;
+  for (auto [problem, parts] :
+       {std::pair{fp8, (const char *)nullptr}, std::pair{bf16, "3"}}) {
+    fmhajit::ScopedEnv env;
+    env.set("FMHAJIT_TAIL_PARTS", parts);
+    std::optional<api::Plan> plan = planChecked(problem);
+    ASSERT_TRUE(plan);
+    ASSERT_NE(plan->describe().find("parts by keys"), std::string::npos)
+        << plan->describe();
+    auto run = fmhajit::harness::ForwardCase::make(problem, plan->target(), 1);
+    ASSERT_TRUE(bool(run)) << llvm::toString(run.takeError());
+    for (int launch = 0; launch < 2; ++launch) {
+      llvm::Error err = run->run(*plan);
+      ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+      fmhajit::CompareResult compare = run->check();
+      EXPECT_TRUE(compare.pass) << compare.summary() << "\n"
+                                << plan->describe();
+    }
   }
 }
 
