@@ -195,7 +195,8 @@ fi
 if [ "$mode" = sanitize ]; then
   # compute-sanitizer's memcheck, racecheck and synccheck on small problems
   # of each sm_90a pipeline (fp8's with its transposer warps, and with
-  # v_pretranspose's pass), then the stages=2 kernels with bounded waits.
+  # v_pretranspose's pass) and on split tails, then the stages=2 kernels
+  # with bounded waits.
   # Each line of sanitize.log that starts "== ERROR SUMMARY" must say 0.
   cs=/usr/local/cuda/bin/compute-sanitizer
   for case in "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a" \
@@ -211,6 +212,16 @@ if [ "$mode" = sanitize ]; then
       # shellcheck disable=SC2086 # $case is a spec and its flags
       timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run $case --device cuda \
         --heads 2 --seqlen-q 300 --seqlen-k 333 --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
+    done
+  done
+  # Split tails (TailSplit.h): three forced parts, so that every item of the
+  # small problem is split and the last part of each folds the others in.
+  for case in "family=fwd,dtype=fp8_e4m3,d=128,bm=192,bn=96,warps=12,stages=2,v_pretranspose=1,lse=1,target=sm_90a" \
+              "family=fwd,dtype=bf16,d=128,bm=128,bn=160,warps=8,stages=2,pipeline=wgmma,lse=1,target=sm_90a"; do
+    for tool in memcheck racecheck synccheck; do
+      echo "== $tool $case (FMHAJIT_TAIL_PARTS=3)" | tee -a "$out/sanitize.log"
+      FMHAJIT_TAIL_PARTS=3 timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run "$case" --device cuda \
+        --heads 2 --seqlen-q 500 --seqlen-k 700 --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
     done
   done
   for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a family=fwd,dtype=bf16,d=64,target=sm_90a \
