@@ -146,11 +146,9 @@ llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
                      &params, sizeof(params));
 }
 
-// A split tail (TailSplit.h) counts its parts' arrivals from zero: the
-// counters are cleared on the stream before each launch, since the
-// workspace is the caller's and may hold anything.
-llvm::Error GpuKernel::clearTailCounters(const KernelArgs &params,
-                                         GpuStreamHandle stream) const {
+// A split tail (TailSplit.h) needs a kernel that splits its tail and the
+// workspace the parts write to.
+llvm::Error GpuKernel::checkTailSplit(const KernelArgs &params) const {
   if (params.tailParts <= 1)
     return llvm::Error::success();
   if (!splitsTail(kernelSpec))
@@ -164,13 +162,26 @@ llvm::Error GpuKernel::clearTailCounters(const KernelArgs &params,
                      "kernel " + encodeName(kernelSpec) + " splits " +
                          llvm::Twine(params.tailItems) +
                          " items in parts, but its workspace is not set "
-                         "(KernelArgs::tailCounters, oAccum, lseAccum)");
+                         "(KernelArgs::tailItems, tailCounters, oAccum, "
+                         "lseAccum)");
+  return llvm::Error::success();
+}
+
+// The parts count their arrivals from zero: the counters are cleared on the
+// stream before each launch, since the workspace is the caller's and may
+// hold anything.
+llvm::Error GpuKernel::clearTailCounters(const KernelArgs &params,
+                                         GpuStreamHandle stream) const {
+  if (params.tailParts <= 1)
+    return llvm::Error::success();
   return gpu->clear32Async(params.tailCounters,
                            size_t(params.tailItems) * kTailGroups, stream);
 }
 
 llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
                               const TensorMaps *prepared) const {
+  if (llvm::Error err = checkTailSplit(params))
+    return err;
   int64_t blocks = workItems(kernelSpec, params); // the family decides
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage,

@@ -95,6 +95,7 @@ public:
 private:
   llvm::Error launchPretranspose(const KernelArgs &params,
                                  GpuStreamHandle stream) const;
+  llvm::Error checkTailSplit(const KernelArgs &params) const;
   llvm::Error clearTailCounters(const KernelArgs &params,
                                 GpuStreamHandle stream) const;
 

@@ -159,6 +159,25 @@ TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
   EXPECT_TRUE(driver.launches.empty());
 }
 
+// KernelArgs::tailParts (TailSplit.h) on a kernel that does not split its
+// last round is refused with one message, and nothing is launched.
+TEST_F(GpuKernelOnFake, RefusesATailSplitTheKernelDoesNotHave) {
+  KernelSpec spec =
+      resolvedSpec("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
+  auto kernel = GpuKernel::load(driver, spec, *cache);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  AttentionProblem problem = AttentionProblem::forSpec(spec);
+  KernelArgs params = makeKernelArgs(spec, problem, ForwardBuffers{});
+  params.tailParts = 3;
+  params.tailItems = 4;
+  Problems problems = takeProblems(kernel->launch(params, nullptr));
+  ASSERT_EQ(problems.messages.size(), 1u);
+  EXPECT_EQ(problems.messages[0], "kernel " + encodeName(spec) +
+                                      " does not split its last round's items "
+                                      "(KernelArgs::tailParts must be 0 or 1)");
+  EXPECT_TRUE(driver.launches.empty());
+}
+
 TEST_F(GpuKernelOnFake, AsksTheDriverWhetherTheTargetRuns) {
   auto kernel = GpuKernel::load(
       driver, resolvedSpec("family=fwd,dtype=bf16,d=64,target=sm_80"), *cache);
