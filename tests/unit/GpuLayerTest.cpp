@@ -98,7 +98,7 @@ TEST(DeviceForwardData, UploadsPoisonsAndDownloads) {
 }
 
 class GpuKernelOnFake : public ::testing::Test {
-protected:
+public:
   FakeDriver driver;
   std::unique_ptr<KernelCache> cache = [] {
     CacheConfig config;
@@ -144,38 +144,44 @@ TEST_F(GpuKernelOnFake, LoadsOnceAndLaunchesOneKernelArgsPerWorkItem) {
   EXPECT_EQ(driver.launches.size(), 2u);
 }
 
+// The one message a launch of \p spec's kernel with its arguments changed
+// by \p edit fails with; nothing may reach the driver. Each test loads a
+// kernel of its own: a module is loaded once per process, and each test has
+// a fake driver of its own.
+std::string refusal(GpuKernelOnFake &t, const KernelSpec &spec,
+                    llvm::function_ref<void(KernelArgs &)> edit) {
+  auto kernel = GpuKernel::load(t.driver, spec, *t.cache);
+  EXPECT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  if (!kernel)
+    return "";
+  AttentionProblem problem = AttentionProblem::forSpec(spec);
+  KernelArgs params = makeKernelArgs(spec, problem, ForwardBuffers{});
+  edit(params);
+  Problems problems = takeProblems(kernel->launch(params, nullptr));
+  EXPECT_TRUE(t.driver.launches.empty());
+  EXPECT_EQ(problems.messages.size(), 1u);
+  return problems.messages.empty() ? "" : problems.messages[0];
+}
+
 TEST_F(GpuKernelOnFake, RefusesAnEmptyGrid) {
   KernelSpec spec =
       resolvedSpec("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
-  auto kernel = GpuKernel::load(driver, spec, *cache);
-  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-  AttentionProblem problem = AttentionProblem::forSpec(spec);
-  KernelArgs params = makeKernelArgs(spec, problem, ForwardBuffers{});
-  params.batch = 0;
-  Problems problems = takeProblems(kernel->launch(params, nullptr));
-  ASSERT_EQ(problems.messages.size(), 1u);
-  EXPECT_EQ(problems.messages[0],
+  EXPECT_EQ(refusal(*this, spec, [](KernelArgs &p) { p.batch = 0; }),
             "the problem needs 0 workgroups; the GPU launches 1 to 2^31-1");
-  EXPECT_TRUE(driver.launches.empty());
 }
 
 // KernelArgs::tailParts (TailSplit.h) on a kernel that does not split its
-// last round is refused with one message, and nothing is launched.
+// last round.
 TEST_F(GpuKernelOnFake, RefusesATailSplitTheKernelDoesNotHave) {
   KernelSpec spec =
-      resolvedSpec("family=fwd,dtype=bf16,d=128,target=gfx942,pipeline=simt");
-  auto kernel = GpuKernel::load(driver, spec, *cache);
-  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-  AttentionProblem problem = AttentionProblem::forSpec(spec);
-  KernelArgs params = makeKernelArgs(spec, problem, ForwardBuffers{});
-  params.tailParts = 3;
-  params.tailItems = 4;
-  Problems problems = takeProblems(kernel->launch(params, nullptr));
-  ASSERT_EQ(problems.messages.size(), 1u);
-  EXPECT_EQ(problems.messages[0], "kernel " + encodeName(spec) +
-                                      " does not split its last round's items "
-                                      "(KernelArgs::tailParts must be 0 or 1)");
-  EXPECT_TRUE(driver.launches.empty());
+      resolvedSpec("family=fwd,dtype=bf16,d=256,target=gfx942,pipeline=simt");
+  std::string message = refusal(*this, spec, [](KernelArgs &p) {
+    p.tailParts = 3;
+    p.tailItems = 4;
+  });
+  EXPECT_EQ(message, "kernel " + encodeName(spec) +
+                         " does not split its last round's items "
+                         "(KernelArgs::tailParts must be 0 or 1)");
 }
 
 TEST_F(GpuKernelOnFake, AsksTheDriverWhetherTheTargetRuns) {
