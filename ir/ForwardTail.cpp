@@ -6,9 +6,9 @@
 // through it. The launch may cut those items' key ranges into tailParts
 // parts (WorkItem.h), so that the round's work spreads over every block.
 // Each part ends here instead of storing O:
-//  - it stores its partials, O divided by its own sum and its LSE, in the
-//    layout splitkv_combine reads, slot part * tailItems + item
-//    (KernelArgs::oAccum, lseAccum);
+//  - it stores its partials, O divided by its own sum and its LSE, as
+//    splitkv_combine's are but packed by slot: slot part * tailItems + item
+//    holds the tile's bm rows (KernelArgs::oAccum, lseAccum);
 //  - it counts its arrival (TileOps::arrivesLast: per group of threads that
 //    shares the tile's rows, an acquire-release atomic at the device's
 //    scope);
