@@ -51,15 +51,9 @@ void TileOps::loadRows(RowVec &, const GlobalRows &, Value *, float) {
                    "or split tails");
 }
 
-void TileOps::addScaledRows(Tile &t, const GlobalRows &src, Value *valid,
-                            const RowVec &factor) {
-  Tile rows = makeTile(t.role, t.rows, t.cols, "scaled.rows");
-  load(rows, src, valid, nullptr);
-  mapWithRow(rows, factor, [](IRBuilderBase &b, Value *x, Value *w) {
-    return b.CreateFMul(x, w);
-  });
-  zip(t, rows,
-      [](IRBuilderBase &b, Value *x, Value *y) { return b.CreateFAdd(x, y); });
+void TileOps::addScaledRows(Tile &, const GlobalRows &, Value *,
+                            const RowVec &) {
+  llvm_unreachable("addScaledRows() belongs to targets that split tails");
 }
 
 void TileOps::storeAdd(const Tile &, const GlobalRows &, Value *) {

@@ -246,8 +246,8 @@ public:
     return std::nullopt;
   }
   /// t[r][c] += factor[r] * src[r][c] for the first \p valid (i32) rows of
-  /// \p src's fp32 rows (a split tail's fold of another part's O). Here a
-  /// load into a scratch tile of t's shape, mapWithRow and zip.
+  /// \p src's fp32 rows (a split tail's fold of another part's O). Only
+  /// targets that split tails have it.
   virtual void addScaledRows(Tile &t, const GlobalRows &src, llvm::Value *valid,
                              const RowVec &factor);
   /// A part of a split tail item (KernelArgs::tailParts) has stored its
