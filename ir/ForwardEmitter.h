@@ -105,10 +105,12 @@ private:
   /// (i1): a whole item's, or the last part's.
   llvm::Value *finishTailPart(const WorkItem &s, Tile &out, RowVec &lse,
                               llvm::Value *rows, llvm::Value *partial);
-  /// Folds the item's other parts into \p out and \p lse (each part's O
-  /// divided by its own sum, and its LSE), which hold this part's.
-  void foldOtherParts(const WorkItem &s, Tile &out, RowVec &lse,
-                      llvm::Value *rows);
+  /// Folds the other parts of tail item \p item (i32) into \p out and
+  /// \p lse (each part's O divided by its own sum, and its LSE), which hold
+  /// part \p split's. The part's index comes from its slot again: the
+  /// WorkItem's would stay live in a register through the key loop.
+  void foldOtherParts(llvm::Value *split, llvm::Value *item, Tile &out,
+                      RowVec &lse, llvm::Value *rows);
   /// Part \p slot's partial rows of the tile: O (dv floats a row) or the
   /// LSE.
   GlobalRows tailPartials(llvm::Value *slot, bool lse);

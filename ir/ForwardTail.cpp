@@ -46,24 +46,30 @@ Value *ForwardEmitter::finishTailPart(const WorkItem &s, Tile &out, RowVec &lse,
   emitIf(b, partial, "tail.part", [&] {
     ops->store(out, tailPartials(s.slot, false), rows);
     ops->store(lse, tailPartials(s.slot, true), rows);
-    Value *items = b.CreateSExt(p.get(kTailItems), b.getInt64Ty());
-    Value *item = b.CreateSRem(s.slot, items, "tail.item");
-    Value *counters =
-        b.CreateInBoundsGEP(b.getInt32Ty(), p.get(kTailCounters),
-                            b.CreateMul(item, b.getInt64(kTailGroups)));
+    // Slots are part * tailItems + item, below 2^31 as the items are.
+    Value *slot = b.CreateTrunc(s.slot, b.getInt32Ty());
+    Value *items = p.get(kTailItems);
+    Value *item = b.CreateURem(slot, items, "tail.item");
+    Value *counters = b.CreateInBoundsGEP(
+        b.getInt32Ty(), p.get(kTailCounters),
+        b.CreateZExt(b.CreateMul(item, b.getInt32(kTailGroups)),
+                     b.getInt64Ty()));
     Value *last = ops->arrivesLast(counters, s.parts);
     assert(last && "a target that splits tails counts their parts");
     b.CreateStore(last, finishes);
     // A role that stores nothing (the producer) folds nothing.
     if (auto *known = dyn_cast<ConstantInt>(last); known && known->isZero())
       return;
-    emitIf(b, last, "tail.last", [&] { foldOtherParts(s, out, lse, rows); });
+    emitIf(b, last, "tail.last", [&] {
+      foldOtherParts(b.CreateUDiv(slot, items, "tail.split"), item, out, lse,
+                     rows);
+    });
   });
   return b.CreateLoad(b.getInt1Ty(), finishes, "finishes");
 }
 
-void ForwardEmitter::foldOtherParts(const WorkItem &s, Tile &out, RowVec &lse,
-                                    Value *rows) {
+void ForwardEmitter::foldOtherParts(Value *split, Value *item, Tile &out,
+                                    RowVec &lse, Value *rows) {
   auto exp = [&](IRBuilderBase &b, Value *x) {
     return target.exp2(b, b.CreateFMul(x, splatLike(b, f32(1 / kLn2), x)));
   };
@@ -79,11 +85,6 @@ void ForwardEmitter::foldOtherParts(const WorkItem &s, Tile &out, RowVec &lse,
   RowVec theirs = ops->makeRowVec(spec.bm, "tail.theirs");
   RowVec max = ops->makeRowVec(spec.bm, "tail.max");
   Value *items = p.get(kTailItems);
-  // The part's own index, from its slot again: s.split would stay live in
-  // a register through the key loop.
-  Value *slot32 = b.CreateTrunc(s.slot, b.getInt32Ty());
-  Value *item = b.CreateURem(slot32, items);
-  Value *split = b.CreateUDiv(slot32, items);
   auto times = [](IRBuilderBase &b, Value *x, Value *w) {
     return b.CreateFMul(x, w);
   };
@@ -95,7 +96,8 @@ void ForwardEmitter::foldOtherParts(const WorkItem &s, Tile &out, RowVec &lse,
                             exp(b, b.CreateFSub(v[0], v[1])));
     });
   };
-  emitFor(b, i32(0), s.parts, i32(1), "tail.fold", [&](Value *k) {
+  Value *parts = p.get(kTailParts);
+  emitFor(b, i32(0), parts, i32(1), "tail.fold", [&](Value *k) {
     emitIf(b, b.CreateICmpNE(k, split), "tail.other", [&] {
       Value *slot = b.CreateZExt(b.CreateAdd(b.CreateMul(k, items), item),
                                  b.getInt64Ty());

@@ -42,8 +42,7 @@ Tile TileOps::transposed(const Tile &) {
 }
 
 void TileOps::zip(Tile &, const Tile &, ZipFn) {
-  llvm_unreachable("zip() belongs to targets that run the backward or "
-                   "split tails");
+  llvm_unreachable("zip() belongs to targets that run the backward");
 }
 
 void TileOps::loadRows(RowVec &, const GlobalRows &, Value *, float) {

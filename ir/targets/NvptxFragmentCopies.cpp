@@ -22,8 +22,6 @@ void NvptxFragmentTileOps::drain() {
 
 void NvptxFragmentTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                                 Value *scale) {
-  if (tile.role == TileRole::Output)
-    return loadAccumulator(tile, src, valid, scale);
   deferScale(tile, scale);
   unsigned keys = tile.role == TileRole::KeyT ? tile.cols : tile.rows;
   unsigned width = tile.role == TileRole::KeyT ? tile.rows : tile.cols;

@@ -60,8 +60,6 @@ public:
   RowVec makeRowVec(unsigned rows, const llvm::Twine &name) override;
   void fill(Tile &tile, float value) override;
   void fill(RowVec &r, float value) override;
-  /// Q, K and V by cp.async; an Output tile from fp32 rows into its
-  /// registers (loadAccumulator).
   void load(Tile &tile, const GlobalRows &src, llvm::Value *valid,
             llvm::Value *scale) override;
   /// Rows g and g+8 of each m-tile, as the accumulators hold them.

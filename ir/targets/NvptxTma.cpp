@@ -263,3 +263,41 @@ Value *TmaRing::slotAddress(const Tile &tile, Value *slot) {
       b.getInt8Ty(), tile.storage,
       b.CreateMul(slot, b.getInt32(layout.stageBytes())));
 }
+
+// A warpgroup owns its 64 rows of every tile, so it counts its own arrivals
+// at a split tail item (counter w of the item) and needs no other
+// warpgroup: its warps meet once each has stored its rows' partials, one
+// thread adds to the counter at the device's scope (the release of the
+// warpgroup's partials, and the acquire of the other parts' where it was
+// the last), and the barrier's OR hands that thread's answer to all 128:
+//   bar.sync 9+w, 128
+//   @first atom.acq_rel.gpu.add.u32 old, [counters + 4w], 1
+//   bar.red.or.pred last, 9+w, 128, first && old == parts - 1
+Value *fmhajit::emitWarpgroupArrival(IRBuilderBase &b, GpuTargetInfo &target,
+                                     Value *counters, Value *parts) {
+  Value *group = b.CreateLShr(target.threadId(b), b.getInt32(7));
+  Value *barrier = b.CreateAdd(group, b.getInt32(kTailBarrier));
+  Value *threads = b.getInt32(WgmmaLayout::kWarpsPerGroup * 32);
+  b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+                    {barrier, threads});
+  Value *first = b.CreateICmpEQ(
+      b.CreateAnd(target.threadId(b),
+                  b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
+      b.getInt32(0), "tail.first");
+  AllocaInst *arrived = entryAlloca(b, b.getInt32Ty(), "tail.arrived");
+  b.CreateStore(b.getInt32(0), arrived);
+  emitIf(b, first, "tail.count", [&] {
+    Value *counter = b.CreateInBoundsGEP(b.getInt32Ty(), counters, group);
+    // Inline: LLVM 22's NVPTX lowers an acq_rel atomicrmw to a plain
+    // (relaxed) atom, with no fence on either side.
+    auto *type = FunctionType::get(b.getInt32Ty(), {counter->getType()}, false);
+    Value *old = b.CreateCall(
+        InlineAsm::get(type, "atom.acq_rel.gpu.add.u32 $0, [$1], 1;",
+                       "=r,l,~{memory}", /*hasSideEffects=*/true),
+        {counter});
+    b.CreateStore(b.CreateAdd(old, b.getInt32(1)), arrived);
+  });
+  Value *last = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), arrived), parts);
+  return b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_red_or_aligned_count,
+                           {barrier, threads, last}, nullptr, "tail.last");
+}

@@ -135,4 +135,10 @@ inline constexpr unsigned kTransposeBarrier = 8;
 /// tail item arrives (arrivesLast).
 inline constexpr unsigned kTailBarrier = 9;
 
+/// TileOps::arrivesLast for the calling consumer warpgroup: counts its
+/// arrival at counters[w] (i32) and answers whether it was the last of
+/// \p parts (i1, the same in the warpgroup's 128 threads).
+llvm::Value *emitWarpgroupArrival(llvm::IRBuilderBase &b, GpuTargetInfo &target,
+                                  llvm::Value *counters, llvm::Value *parts);
+
 } // namespace fmhajit

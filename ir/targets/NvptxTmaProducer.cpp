@@ -113,10 +113,8 @@ private:
 
 void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                                Value *) {
-  // pack_gqa's Q rows are no box: the consumers copy them; a split tail's
-  // partials (Output) are the consumers' to read.
-  if ((tile.role == TileRole::Query && layout.copiesQueryRows()) ||
-      tile.role == TileRole::Output)
+  // pack_gqa's Q rows are no box: the consumers copy them.
+  if (tile.role == TileRole::Query && layout.copiesQueryRows())
     return;
   assert(src.box.map >= 0 && "stages=2 loads only tensor-map boxes");
   if (transposer)

@@ -174,7 +174,7 @@ private:
 
 void NvptxWgmmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                              Value *scale) {
-  if (!ring || tile.role == TileRole::Output) // Output: a tail's partials
+  if (!ring)
     return NvptxFragmentTileOps::load(tile, src, valid, scale);
   deferScale(tile, scale);
   if (tile.role == TileRole::Query && layout.copiesQueryRows())
@@ -271,43 +271,8 @@ void NvptxWgmmaTileOps::retire(Tile &tile) {
   release(tile);
 }
 
-// A warpgroup owns its 64 rows of every tile, so it counts its own arrivals
-// at a split tail item (counter w of the item) and needs no other
-// warpgroup: its warps meet once each has stored its rows' partials, one
-// thread adds to the counter at the device's scope (the release of the
-// warpgroup's partials, and the acquire of the other parts' where it was
-// the last), and the barrier's OR hands that thread's answer to all 128:
-//   bar.sync 9+w, 128
-//   @first atom.acq_rel.gpu.add.u32 old, [counters + 4w], 1
-//   bar.red.or.pred last, 9+w, 128, first && old == parts - 1
 Value *NvptxWgmmaTileOps::arrivesLast(Value *counters, Value *parts) {
-  if (!ring)
-    return nullptr;
-  Value *group = warpgroup();
-  Value *barrier = b.CreateAdd(group, b.getInt32(kTailBarrier));
-  Value *threads = b.getInt32(WgmmaLayout::kWarpsPerGroup * 32);
-  b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
-                    {barrier, threads});
-  Value *first = b.CreateICmpEQ(
-      b.CreateAnd(target.threadId(b),
-                  b.getInt32(WgmmaLayout::kWarpsPerGroup * 32 - 1)),
-      b.getInt32(0), "tail.first");
-  AllocaInst *arrived = entryAlloca(b, b.getInt32Ty(), "tail.arrived");
-  b.CreateStore(b.getInt32(0), arrived);
-  emitIf(b, first, "tail.count", [&] {
-    Value *counter = b.CreateInBoundsGEP(b.getInt32Ty(), counters, group);
-    // Inline: LLVM 22's NVPTX lowers an acq_rel atomicrmw to a plain
-    // (relaxed) atom, with no fence on either side.
-    auto *type = FunctionType::get(b.getInt32Ty(), {counter->getType()}, false);
-    Value *old = b.CreateCall(
-        InlineAsm::get(type, "atom.acq_rel.gpu.add.u32 $0, [$1], 1;",
-                       "=r,l,~{memory}", /*hasSideEffects=*/true),
-        {counter});
-    b.CreateStore(b.CreateAdd(old, b.getInt32(1)), arrived);
-  });
-  Value *last = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), arrived), parts);
-  return b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_red_or_aligned_count,
-                           {barrier, threads, last}, nullptr, "tail.last");
+  return ring ? emitWarpgroupArrival(b, target, counters, parts) : nullptr;
 }
 
 Value *NvptxWgmmaTileOps::tileAddress(const Tile &tile) {
