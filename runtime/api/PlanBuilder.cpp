@@ -83,10 +83,6 @@ static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
     layout.tail =
         chooseTailSplit(spec, items, a.maxSeqlenK(), splitWorkers(l.device, 0));
   int64_t tailBytes = tailWorkspaceBytes(spec, layout.tail);
-  if (layout.tail.splits())
-    why += "; the last round's " + std::to_string(layout.tail.items) +
-           " items run in " + std::to_string(layout.tail.parts) +
-           " parts of their keys each, the last part folding the others in";
   layout.tailOffset = alignWorkspace(valuesT);
   int64_t extra = int64_t(layout.tail.items) * (layout.tail.parts - 1);
   std::string grid = gridText(a, spec, 1);
