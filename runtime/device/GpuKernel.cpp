@@ -182,7 +182,8 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
                               const TensorMaps *prepared) const {
   if (llvm::Error err = checkTailSplit(params))
     return err;
-  int64_t blocks = workItems(kernelSpec, params); // the family decides
+  int64_t items = workItems(kernelSpec, params); // the family decides
+  int64_t blocks = items;
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
     return makeError(ErrorKind::Usage,
                      "the problem needs " + llvm::Twine(blocks) + " " +
@@ -194,8 +195,10 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
   if (sortsWorkItemsByCost(kernelSpec)) {
     static const int64_t sectionBytes =
         knobFromEnvironment("FMHAJIT_SECTION_BYTES");
-    copy.sectionHeads =
-        causalSectionHeads(kernelSpec, params, blocks, sectionBytes);
+    static const bool weighSpans =
+        knobFromEnvironment("FMHAJIT_SECTION_SPAN") != 0;
+    copy.sectionHeads = causalSectionHeads(kernelSpec, params, items, blocks,
+                                           sectionBytes, weighSpans);
   }
   if (!usesTensorMaps(kernelSpec))
     return gpu->launch(fn, unsigned(blocks), shape, stream, &copy,
