@@ -126,9 +126,7 @@ void ForwardEmitter::foldOtherParts(Value *split, Value *item, Tile &out,
     return b.CreateSelect(seen, b.CreateFDiv(splatLike(b, f32(1), v[0]), v[0]),
                           splatLike(b, f32(0), v[0]));
   });
-  ops->mapWithRow(out, inv, [](IRBuilderBase &b, Value *x, Value *w) {
-    return b.CreateFMul(x, w);
-  });
+  ops->mapWithRow(out, inv, times);
   ops->mapRows(lse, {&lse, &sum}, [&](IRBuilderBase &b, ArrayRef<Value *> v) {
     Value *seen = b.CreateFCmpOGT(v[1], splatLike(b, f32(0), v[1]));
     Value *log =

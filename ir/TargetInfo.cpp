@@ -114,3 +114,9 @@ Value *GlobalRows::rowPointer(IRBuilderBase &b, Value *row) const {
   Value *offset = match(rowStride, m_One()) ? row : b.CreateMul(row, rowStride);
   return b.CreateInBoundsGEP(elementType(b.getContext(), dtype), base, offset);
 }
+
+Value *GlobalRows::rowPointerOrFirst(IRBuilderBase &b, Value *row,
+                                     Value *inside) const {
+  Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
+  return rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+}

@@ -88,6 +88,11 @@ struct GlobalRows {
 
   /// The address of row \p row's first element (\p row: i64).
   llvm::Value *rowPointer(llvm::IRBuilderBase &b, llvm::Value *row) const;
+  /// Row \p row's (i32) where \p inside (i1), else row 0's: row 0 is valid
+  /// in every item, so a row past the end reads it, and the caller drops
+  /// what it read.
+  llvm::Value *rowPointerOrFirst(llvm::IRBuilderBase &b, llvm::Value *row,
+                                 llvm::Value *inside) const;
 };
 
 using ElementFn =

@@ -173,8 +173,7 @@ void AmdgpuBackwardTileOps::loadAccumulators(Tile &t, const GlobalRows &src,
   for (unsigned j = 0; j < nTiles; ++j) {
     Value *row = queryRow(j);
     Value *inside = b.CreateICmpSLT(row, valid);
-    Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-    Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+    Value *rowPtr = src.rowPointerOrFirst(b, row, inside);
     forEachAcc(t.cols, [&](unsigned i, unsigned jj, unsigned r) {
       if (jj != j)
         return;
@@ -310,10 +309,8 @@ void AmdgpuBackwardTileOps::loadRows(RowVec &r, const GlobalRows &src,
   for (unsigned j = 0; j < nTiles; ++j) {
     Value *row = queryRow(j);
     Value *inside = b.CreateICmpSLT(row, valid);
-    Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
     Value *x =
-        b.CreateLoad(b.getFloatTy(),
-                     src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
+        b.CreateLoad(b.getFloatTy(), src.rowPointerOrFirst(b, row, inside));
     b.CreateStore(b.CreateSelect(inside, x, f32(fill)), slot(r.storage, j));
   }
 }

@@ -106,8 +106,7 @@ void AmdgpuMatrixTileOps::loadQueryFragments(Tile &t, const GlobalRows &src,
   for (unsigned j = 0; j < nTiles; ++j) {
     Value *row = queryRow(j);
     Value *inside = b.CreateICmpSLT(row, valid);
-    Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-    Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+    Value *rowPtr = src.rowPointerOrFirst(b, row, inside);
     for (unsigned s = 0; s < steps; ++s) {
       Value *c = b.CreateZExt(b.CreateAdd(b.getInt32(s * instr->k), k0),
                               b.getInt64Ty());
@@ -128,8 +127,7 @@ Value *AmdgpuMatrixTileOps::loadChunk(const GlobalRows &src, Value *row,
                                       Value *c, Value *valid) {
   auto *chunk = FixedVectorType::get(b.getInt16Ty(), 8);
   Value *inside = b.CreateICmpSLT(row, valid);
-  Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-  Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+  Value *rowPtr = src.rowPointerOrFirst(b, row, inside);
   Value *p = b.CreateInBoundsGEP(elem, rowPtr, b.CreateZExt(c, b.getInt64Ty()));
   Value *x = b.CreateAlignedLoad(chunk, p, Align(16));
   return b.CreateSelect(inside, x, Constant::getNullValue(chunk));

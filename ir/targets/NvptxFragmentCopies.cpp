@@ -138,8 +138,7 @@ void NvptxFragmentTileOps::forEachLanePair(const Tile &tile,
     for (unsigned half = 0; half < 2; ++half) {
       Value *row = rowOf(i, 2 * half);
       Value *inside = b.CreateICmpSLT(row, valid);
-      Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-      Value *rowPtr = src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty()));
+      Value *rowPtr = src.rowPointerOrFirst(b, row, inside);
       for (unsigned j = 0; j < tile.cols / 8; ++j) {
         Value *at = b.CreateInBoundsGEP(
             srcElem, rowPtr, b.CreateZExt(colOf(j, 0), b.getInt64Ty()));
@@ -171,10 +170,8 @@ void NvptxFragmentTileOps::loadRows(RowVec &r, const GlobalRows &src,
   for (unsigned s = 0; s < mTiles * 2; ++s) {
     Value *row = rowOf(s / 2, 2 * (s % 2));
     Value *inside = b.CreateICmpSLT(row, valid);
-    Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
     Value *x =
-        b.CreateLoad(b.getFloatTy(),
-                     src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
+        b.CreateLoad(b.getFloatTy(), src.rowPointerOrFirst(b, row, inside));
     b.CreateStore(b.CreateSelect(inside, x, f32(fill)), slot(r.storage, s));
   }
 }

@@ -87,9 +87,8 @@ Value *NvptxWgmmaBackwardTileOps::rowAddress(const RowVec &r, bool other) {
 Value *NvptxWgmmaBackwardTileOps::loadRow(const GlobalRows &src, Value *row,
                                           Value *valid, float fill) {
   Value *inside = b.CreateICmpSLT(row, valid);
-  Value *safeRow = b.CreateSelect(inside, row, b.getInt32(0));
-  Value *x = b.CreateLoad(
-      b.getFloatTy(), src.rowPointer(b, b.CreateZExt(safeRow, b.getInt64Ty())));
+  Value *x =
+      b.CreateLoad(b.getFloatTy(), src.rowPointerOrFirst(b, row, inside));
   return b.CreateSelect(inside, x, f32(fill));
 }
 

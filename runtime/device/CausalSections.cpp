@@ -75,16 +75,12 @@ void addSection(std::vector<int64_t> &loads, const std::vector<int64_t> &costs,
   }
 }
 
-} // namespace
-
-int64_t fmhajit::causalScheduleSpan(const KernelSpec &spec, const KernelArgs &p,
-                                    int64_t items, int64_t blocks,
-                                    int64_t sectionHeads) {
-  int64_t tiles = std::max<int64_t>(p.numQTiles, 1);
-  int64_t heads = std::max<int64_t>(items / tiles, 1);
+/// The longest walk of \p grid blocks over \p heads heads of the tiles
+/// \p costs (causalScheduleSpan), in sections of \p sectionHeads.
+int64_t spanOf(const std::vector<int64_t> &costs, int64_t heads, int64_t grid,
+               int64_t sectionHeads) {
+  int64_t tiles = int64_t(costs.size());
   int64_t perSection = std::clamp<int64_t>(sectionHeads, 1, heads);
-  int64_t grid = std::max<int64_t>(blocks, 1);
-  std::vector<int64_t> costs = itemCosts(spec, p, tiles);
   // Whole sections repeat: each starts on the parity its predecessors'
   // rounds leave, so there are at most two kinds of them, then the rest.
   int64_t whole = heads / perSection, rest = heads - whole * perSection;
@@ -96,6 +92,16 @@ int64_t fmhajit::causalScheduleSpan(const KernelSpec &spec, const KernelArgs &p,
   if (rest > 0)
     addSection(loads, costs, rest, (whole * roundsEach) % 2 != 0, 1);
   return *std::max_element(loads.begin(), loads.end());
+}
+
+} // namespace
+
+int64_t fmhajit::causalScheduleSpan(const KernelSpec &spec, const KernelArgs &p,
+                                    int64_t items, int64_t blocks,
+                                    int64_t sectionHeads) {
+  int64_t tiles = std::max<int64_t>(p.numQTiles, 1);
+  return spanOf(itemCosts(spec, p, tiles), std::max<int64_t>(items / tiles, 1),
+                std::max<int64_t>(blocks, 1), sectionHeads);
 }
 
 static int32_t chooseSectionHeads(const KernelSpec &spec, const KernelArgs &p,
@@ -132,7 +138,7 @@ static int32_t chooseSectionHeads(const KernelSpec &spec, const KernelArgs &p,
     candidates.push_back(h);
   std::vector<int64_t> spans;
   for (int64_t h : candidates)
-    spans.push_back(causalScheduleSpan(spec, p, items, blocks, h));
+    spans.push_back(spanOf(costs, heads, std::max<int64_t>(blocks, 1), h));
   int64_t best = *std::min_element(spans.begin(), spans.end());
   auto within = [&](size_t i) {
     return spans[i] * 100 <= best * (100 + kSpanTolerancePercent);

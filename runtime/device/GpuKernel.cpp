@@ -5,13 +5,13 @@
 #include "runtime/device/GpuResources.h"
 #include "runtime/device/GpuTensorMaps.h"
 #include "runtime/device/HostKernel.h"
+#include "runtime/device/TuningKnobs.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <limits>
 
 using namespace fmhajit;
@@ -79,16 +79,6 @@ GpuKernel::load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache) {
 }
 
 const std::string &GpuKernel::jitLog() const { return module->infoLog(); }
-
-/// The value of tuning knob \p name, an integer >= 0, or -1 where it is
-/// unset or not one.
-static int64_t knobFromEnvironment(const char *name) {
-  const char *text = std::getenv(name);
-  int64_t value = -1;
-  if (!text || llvm::StringRef(text).getAsInteger(10, value) || value < 0)
-    return -1;
-  return value;
-}
 
 /// A persistent kernel (walksWorkItems) runs any grid. A block per
 /// multiprocessor hides each item's start and end behind the next one's

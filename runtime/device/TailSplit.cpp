@@ -1,9 +1,9 @@
 //===- TailSplit.cpp - How a launch cuts its last round's items by keys ---===//
 #include "runtime/device/TailSplit.h"
+#include "runtime/device/TuningKnobs.h"
 #include "specs/pipelines/WgmmaLayout.h"
-#include "llvm/ADT/StringRef.h"
 #include <algorithm>
-#include <cstdlib>
+#include <cstdint>
 
 using namespace fmhajit;
 
@@ -32,9 +32,9 @@ TailSplit fmhajit::chooseTailSplit(int64_t items, int64_t keyTiles,
   int64_t best = 1;
   double bestTime = 1.0;
   for (int64_t parts = 2; parts <= most; ++parts)
-    if (tailTime(parts) < bestTime) {
+    if (double time = tailTime(parts); time < bestTime) {
       best = parts;
-      bestTime = tailTime(parts);
+      bestTime = time;
     }
   // Worth it only if it saves 1% of the call's rounds.
   if (best == 1 || (1.0 - bestTime) < 0.01 * double(rounds))
@@ -42,20 +42,13 @@ TailSplit fmhajit::chooseTailSplit(int64_t items, int64_t keyTiles,
   return {int32_t(best), int32_t(last)};
 }
 
-static int32_t forcedTailParts() {
-  const char *text = std::getenv("FMHAJIT_TAIL_PARTS");
-  int32_t parts = 0;
-  if (!text || llvm::StringRef(text).getAsInteger(10, parts) || parts < 0)
-    return 0;
-  return parts;
-}
-
 TailSplit fmhajit::chooseTailSplit(const KernelSpec &spec, int64_t items,
                                    int64_t seqlenK, int64_t grid) {
   if (!splitsTail(spec))
     return {};
+  int64_t forced = knobFromEnvironment("FMHAJIT_TAIL_PARTS");
   return chooseTailSplit(items, divideUp(seqlenK, spec.bn), grid,
-                         forcedTailParts());
+                         forced > INT32_MAX ? 0 : int32_t(forced));
 }
 
 static int64_t aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
