@@ -126,6 +126,15 @@ inline bool isSplitKvFamily(Family f) {
   return hasSplitWorkItems(f) || f == Family::SplitKvCombine;
 }
 
+/// Whether \p spec's kernel may launch while the kernel before it on the
+/// stream still runs, and waits for it in place where the arch has
+/// grid_dependency: split-KV's kernels, and a v_pretranspose kernel, whose
+/// blocks take the SMs as V^T's pass drains. The code generator (the wait)
+/// and the launch (the attribute) read this one predicate.
+inline bool waitsForKernelBefore(const KernelSpec &spec) {
+  return isSplitKvFamily(spec.family) || spec.v_pretranspose;
+}
+
 /// The heads a forward family's work items run over: headsKv under
 /// pack_gqa, where one item's tile packs the query heads of a K/V head,
 /// else headsQ (docs/families.md).

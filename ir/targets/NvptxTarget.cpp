@@ -67,13 +67,13 @@ public:
   // (CudaKernelChecks.cpp), so each may start while the kernel before it
   // on the stream still runs: the combine while its split kernel does,
   // the next call's split kernel while this call's combine (or, in one
-  // part, split kernel) does. Each waits here for that kernel to finish
-  // and its writes to be visible before it touches global memory: the
-  // previous kernel may have written this one's inputs, or still read the
-  // workspace this one writes. Without that launch attribute the wait
-  // returns at once.
+  // part, split kernel) does. A v_pretranspose kernel does the same behind
+  // its V^T pass. Each waits here for that kernel to finish and its writes
+  // to be visible before it touches global memory: the previous kernel may
+  // have written this one's inputs, or still read the workspace this one
+  // writes. Without that launch attribute the wait returns at once.
   void emitGridDependency(IRBuilderBase &b) {
-    if (!arch.gridDependency || !isSplitKvFamily(spec.family))
+    if (!arch.gridDependency || !waitsForKernelBefore(spec))
       return;
     if (hasSplitWorkItems(spec.family))
       b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});

@@ -3,6 +3,7 @@
 #include "ir/KernelAbi.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
+#include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
@@ -127,8 +128,13 @@ void PretransposeEmitter::writeBlock(Value *rowsBase, Value *keysPadded,
           });
 }
 
-// Block -> (sequence, K/V head, 64 keys), keys fastest.
+// Block -> (sequence, K/V head, 64 keys), keys fastest. The kernel after
+// the pass may launch once every block of it has begun, and waits for the
+// pass in place (waitsForKernelBefore): its blocks then take SMs as the
+// pass's last blocks leave them, not after the pass's grid has ended.
 void PretransposeEmitter::emit() {
+  if (findArch(spec.target)->gridDependency)
+    b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
   smem = target.sharedMemory(b, pretransposeSharedBytes(dv));
   thread = target.threadId(b);
   Value *seqlenK = p.get(kSeqlenK, "seqlenK");

@@ -95,11 +95,11 @@ CudaDriver::configureKernel(GpuFunctionHandle handle, const KernelSpec &spec,
                                 "cuFuncGetAttribute"))
       return std::move(err);
   const ArchInfo &arch = *findArch(spec.target);
-  // Split-KV's kernels wait for the kernel before them in place
-  // (griddepcontrol.wait, ir/targets/NvptxTarget.cpp), so they may launch
-  // before that one ends.
+  // Split-KV's kernels, and v_pretranspose kernels behind their pass, wait
+  // for the kernel before them in place (griddepcontrol.wait,
+  // ir/targets/NvptxTarget.cpp), so they may launch before that one ends.
   GpuLaunchShape shape{blockWarps(spec) * 32, tileFootprintBytes(spec, arch),
-                       isSplitKvFamily(spec.family) && arch.gridDependency};
+                       waitsForKernelBefore(spec) && arch.gridDependency};
   std::string name = encodeName(spec);
   if (int(shape.blockThreads) > res.maxThreadsPerBlock)
     return makeError(

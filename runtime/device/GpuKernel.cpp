@@ -201,12 +201,19 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
   if (llvm::Error err = clearTailCounters(params, stream))
     return err;
   // v_pretranspose (always on the TMA ring): the pass writes the V^T the
-  // maps read, once every check of the call has passed.
-  if (pretranspose)
+  // maps read, once every check of the call has passed. The kernel then
+  // launches as the pass drains (shape.overlapsPrevious) unless
+  // FMHAJIT_PASS_OVERLAP=0, for measurement.
+  GpuLaunchShape kernelShape = shape;
+  if (pretranspose) {
     if (llvm::Error err = launchPretranspose(params, stream))
       return err;
-  return gpu->launch(fn, unsigned(blocks), shape, stream, &copy, sizeof(copy),
-                     &maps);
+    static const bool overlapPass =
+        knobFromEnvironment("FMHAJIT_PASS_OVERLAP") != 0;
+    kernelShape.overlapsPrevious &= overlapPass;
+  }
+  return gpu->launch(fn, unsigned(blocks), kernelShape, stream, &copy,
+                     sizeof(copy), &maps);
 }
 
 std::optional<TensorMaps>
