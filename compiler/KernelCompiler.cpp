@@ -130,7 +130,8 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
   return fp +
          ";ptx=" + std::to_string(ptxVersionFor(arch, options.ptxVersion)) +
          (options.emit.boundedWaits ? ";waits=bounded" : "") +
-         (options.emit.timeline ? ";timeline" : "");
+         (options.emit.timeline ? ";timeline" : "") +
+         (options.emit.skipDeadRows ? ";deadrows" : "");
 }
 
 CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
@@ -140,6 +141,8 @@ CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
   options.emit.boundedWaits = bounded && StringRef(bounded) == "1";
   const char *timeline = std::getenv("FMHAJIT_TIMELINE");
   options.emit.timeline = timeline && *timeline;
+  const char *deadRows = std::getenv("FMHAJIT_DEAD_ROWS");
+  options.emit.skipDeadRows = deadRows && StringRef(deadRows) == "1";
   return options;
 }
 

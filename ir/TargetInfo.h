@@ -30,6 +30,11 @@ struct EmitOptions {
   /// products' issue and completion into the module's fmhajit_timeline
   /// (ir/targets/NvptxTimeline.h): a profiling aid (FMHAJIT_TIMELINE).
   bool timeline = false;
+  /// NVPTX tensor-core tiles under pack_gqa: the softmax skips the halves
+  /// of a warp's 16 rows that lie past the item's query rows (a decode
+  /// tile packs a GQA group's few rows at the top of its first warp), for
+  /// measurement against the full softmax (FMHAJIT_DEAD_ROWS=1).
+  bool skipDeadRows = false;
   /// NVPTX: the PTX ISA the module is assembled as (80 for 8.0), for
   /// instructions newer than the target's oldest ISA; 0 where unknown.
   unsigned ptxVersion = 0;

@@ -53,7 +53,12 @@ Tile NvptxFragmentTileOps::makeTile(TileRole role, unsigned rows, unsigned cols,
 }
 
 RowVec NvptxFragmentTileOps::makeRowVec(unsigned rows, const Twine &name) {
-  return {rows, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * 2)};
+  RowVec r{rows, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * 2)};
+  // Where the softmax may skip rows, a skipped row's values stay defined
+  // (branches on them, the rescale's vote, are then not on poison).
+  if (target.options.skipDeadRows && spec.pack_gqa)
+    fill(r, 0.0f);
+  return r;
 }
 
 void NvptxFragmentTileOps::fill(Tile &tile, float value) {
@@ -155,7 +160,36 @@ void NvptxFragmentTileOps::copy(Tile &dst, const Tile &src) {
     }
 }
 
+void NvptxFragmentTileOps::limitQueryRows(Value *rows) {
+  if (target.options.skipDeadRows && spec.pack_gqa)
+    liveRows = rows;
+}
+
+void NvptxFragmentTileOps::forEachLiveHalf(
+    function_ref<void(unsigned i, unsigned half)> body) {
+  for (unsigned i = 0; i < mTiles; ++i)
+    for (unsigned half = 0; half < 2; ++half) {
+      if (!liveRows) {
+        body(i, half);
+        continue;
+      }
+      Value *first = b.CreateAdd(warpRow0, b.getInt32(i * 16 + half * 8));
+      emitIf(b, b.CreateICmpSLT(first, liveRows), "live.rows",
+             [&] { body(i, half); });
+    }
+}
+
 void NvptxFragmentTileOps::map(Tile &tile, ElementFn fn) {
+  if (liveRows)
+    return forEachLiveHalf([&](unsigned i, unsigned half) {
+      for (unsigned j = 0; j < tile.cols / 8; ++j)
+        for (unsigned e = 2 * half; e < 2 * half + 2; ++e) {
+          Value *p = slot(tile.storage, accIndex(tile, i, j, e));
+          b.CreateStore(
+              fn(b, rowOf(i, e), colOf(j, e), b.CreateLoad(b.getFloatTy(), p)),
+              p);
+        }
+    });
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned j = 0; j < tile.cols / 8; ++j)
       for (unsigned e = 0; e < 4; ++e) {
@@ -168,15 +202,14 @@ void NvptxFragmentTileOps::map(Tile &tile, ElementFn fn) {
 
 void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row,
                                       WithRowFn fn) {
-  for (unsigned i = 0; i < mTiles; ++i)
-    for (unsigned half = 0; half < 2; ++half) {
-      Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
-      for (unsigned j = 0; j < tile.cols / 8; ++j)
-        for (unsigned e = 2 * half; e < 2 * half + 2; ++e) {
-          Value *p = slot(tile.storage, accIndex(tile, i, j, e));
-          b.CreateStore(fn(b, b.CreateLoad(b.getFloatTy(), p), r), p);
-        }
-    }
+  forEachLiveHalf([&](unsigned i, unsigned half) {
+    Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
+    for (unsigned j = 0; j < tile.cols / 8; ++j)
+      for (unsigned e = 2 * half; e < 2 * half + 2; ++e) {
+        Value *p = slot(tile.storage, accIndex(tile, i, j, e));
+        b.CreateStore(fn(b, b.CreateLoad(b.getFloatTy(), p), r), p);
+      }
+  });
 }
 
 // Each lane asks whether any of its rows has a factor other than 1, and
@@ -225,17 +258,16 @@ Value *NvptxFragmentTileOps::reduceLaneRow(const Tile &tile, unsigned i,
 
 void NvptxFragmentTileOps::reduceRows(const Tile &tile, RowVec &out,
                                       bool isMax) {
-  for (unsigned i = 0; i < mTiles; ++i)
-    for (unsigned half = 0; half < 2; ++half) {
-      Value *v = reduceLaneRow(tile, i, half, isMax);
-      for (unsigned mask : {1u, 2u}) { // the four lanes of a quad share a row
-        Value *other = b.CreateIntrinsic(
-            Intrinsic::nvvm_shfl_sync_bfly_f32, {},
-            {b.getInt32(~0u), v, b.getInt32(mask), b.getInt32(31)});
-        v = combineRows(v, other, isMax);
-      }
-      b.CreateStore(v, slot(out.storage, i * 2 + half));
+  forEachLiveHalf([&](unsigned i, unsigned half) {
+    Value *v = reduceLaneRow(tile, i, half, isMax);
+    for (unsigned mask : {1u, 2u}) { // the four lanes of a quad share a row
+      Value *other = b.CreateIntrinsic(
+          Intrinsic::nvvm_shfl_sync_bfly_f32, {},
+          {b.getInt32(~0u), v, b.getInt32(mask), b.getInt32(31)});
+      v = combineRows(v, other, isMax);
     }
+    b.CreateStore(v, slot(out.storage, i * 2 + half));
+  });
 }
 
 // Each lane tests its own part of its rows and the warp votes: no shuffles
@@ -245,15 +277,30 @@ Value *NvptxFragmentTileOps::anyRowPartMax(const Tile &tile, const RowVec &row,
                                            WithRowFn test) {
   if (!votesOnRowParts)
     return nullptr;
-  Value *any = b.getFalse();
-  for (unsigned i = 0; i < mTiles; ++i)
-    for (unsigned half = 0; half < 2; ++half) {
-      Value *part = reduceLaneRow(tile, i, half, /*isMax=*/true);
-      Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
-      any = b.CreateOr(any, test(b, part, r));
-    }
+  if (!liveRows) {
+    Value *any = b.getFalse();
+    for (unsigned i = 0; i < mTiles; ++i)
+      for (unsigned half = 0; half < 2; ++half) {
+        Value *part = reduceLaneRow(tile, i, half, /*isMax=*/true);
+        Value *r =
+            b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
+        any = b.CreateOr(any, test(b, part, r));
+      }
+    return b.CreateIntrinsic(Intrinsic::nvvm_vote_any_sync, {},
+                             {b.getInt32(~0u), any});
+  }
+  // Skipped halves vote no: the flag is kept in memory across their
+  // branches.
+  Value *any = entryAlloca(b, b.getInt1Ty(), "any.part", 1, 1);
+  b.CreateStore(b.getFalse(), any);
+  forEachLiveHalf([&](unsigned i, unsigned half) {
+    Value *part = reduceLaneRow(tile, i, half, /*isMax=*/true);
+    Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
+    b.CreateStore(
+        b.CreateOr(b.CreateLoad(b.getInt1Ty(), any), test(b, part, r)), any);
+  });
   return b.CreateIntrinsic(Intrinsic::nvvm_vote_any_sync, {},
-                           {b.getInt32(~0u), any});
+                           {b.getInt32(~0u), b.CreateLoad(b.getInt1Ty(), any)});
 }
 
 void NvptxFragmentTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,

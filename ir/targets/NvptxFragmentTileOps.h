@@ -71,6 +71,13 @@ public:
                      const RowVec &factor) override;
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
+  /// Under EmitOptions::skipDeadRows and pack_gqa: map, mapWithRow,
+  /// reduceRows and anyRowPartMax skip the halves of a warp's rows that
+  /// lie past \p rows, each behind a warp-uniform branch. Rows past an
+  /// item's query rows are never stored, and products keep each row's
+  /// values to itself, so what those halves hold does not reach a stored
+  /// row.
+  void limitQueryRows(llvm::Value *rows) override;
   /// Skipped by a warp whose rows' factors are all 1 (a uniform branch)
   /// where skipsUnitRescale.
   void scaleRows(Tile &tile, const RowVec &factor) override;
@@ -138,6 +145,13 @@ protected:
   /// lookup first, then every copy.
   void copyLookedUpRows(Tile &tile, const GlobalRows &src, llvm::Value *valid,
                         unsigned n);
+  /// body(m-tile, half) for each half of this warp's rows (rows g or g + 8
+  /// of its i-th 16): all of them, or behind a warp-uniform branch on the
+  /// half's first row where limitQueryRows set liveRows.
+  void
+  forEachLiveHalf(llvm::function_ref<void(unsigned i, unsigned half)> body);
+  /// The item's query rows where the softmax skips the rest, else null.
+  llvm::Value *liveRows = nullptr;
   /// The most lookups a thread holds at once in copyLookedUpRows (one row
   /// pointer each); a tile needing more copies as the unpaged loop does.
   static constexpr unsigned kMaxLookupsAhead = 16;
