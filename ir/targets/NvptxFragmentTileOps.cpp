@@ -56,7 +56,7 @@ RowVec NvptxFragmentTileOps::makeRowVec(unsigned rows, const Twine &name) {
   RowVec r{rows, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * 2)};
   // Where the softmax may skip rows, a skipped row's values stay defined
   // (branches on them, the rescale's vote, are then not on poison).
-  if (target.options.skipDeadRows && spec.pack_gqa)
+  if (skipsDeadRows())
     fill(r, 0.0f);
   return r;
 }
@@ -160,8 +160,14 @@ void NvptxFragmentTileOps::copy(Tile &dst, const Tile &src) {
     }
 }
 
+// Up to dv = 128: at 256 the branches cost the wgmma tile of 64 rows 8 bytes
+// of spills (255 registers).
+bool NvptxFragmentTileOps::skipsDeadRows() const {
+  return target.options.skipDeadRows && spec.pack_gqa && spec.headDimV() <= 128;
+}
+
 void NvptxFragmentTileOps::limitQueryRows(Value *rows) {
-  if (target.options.skipDeadRows && spec.pack_gqa)
+  if (skipsDeadRows())
     liveRows = rows;
 }
 

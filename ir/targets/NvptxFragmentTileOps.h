@@ -71,12 +71,11 @@ public:
                      const RowVec &factor) override;
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
-  /// Under EmitOptions::skipDeadRows and pack_gqa: map, mapWithRow,
-  /// reduceRows and anyRowPartMax skip the halves of a warp's rows that
-  /// lie past \p rows, each behind a warp-uniform branch. Rows past an
-  /// item's query rows are never stored, and products keep each row's
-  /// values to itself, so what those halves hold does not reach a stored
-  /// row.
+  /// Where skipsDeadRows(): map, mapWithRow, reduceRows and anyRowPartMax
+  /// skip the halves of a warp's rows that lie past \p rows, each behind a
+  /// warp-uniform branch. Rows past an item's query rows are never stored,
+  /// and products keep each row's values to itself, so what those halves
+  /// hold does not reach a stored row.
   void limitQueryRows(llvm::Value *rows) override;
   /// Skipped by a warp whose rows' factors are all 1 (a uniform branch)
   /// where skipsUnitRescale.
@@ -150,6 +149,9 @@ protected:
   /// half's first row where limitQueryRows set liveRows.
   void
   forEachLiveHalf(llvm::function_ref<void(unsigned i, unsigned half)> body);
+  /// Whether limitQueryRows takes the item's rows (EmitOptions::skipDeadRows,
+  /// pack_gqa, dv <= 128).
+  bool skipsDeadRows() const;
   /// The item's query rows where the softmax skips the rest, else null.
   llvm::Value *liveRows = nullptr;
   /// The most lookups a thread holds at once in copyLookedUpRows (one row
