@@ -9,7 +9,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | grid | quick | tune | decode | decode-host | sanitize | stalls | backward | backward-host | fp8 | profile | python | api-overhead
+mode=${1:-all}   # all | e2e | bench | grid | quick | tune | decode | decode-host | dead-rows | sanitize | stalls | backward | backward-host | fp8 | profile | python | api-overhead
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode fmhajit-bench-api; do
@@ -42,6 +42,46 @@ if [ "$mode" = all ] || [ "$mode" = e2e ]; then
     grep -a '^\[ RUN' "$logs/e2e-$i-of-$total.log" | tail -1 # the last test begun
   done | tee "$out/e2e.log"
   tar -C $logs -czf "$out/e2e-logs.tar.gz" . # few files come back from a device call
+fi
+if [ "$mode" = dead-rows ]; then
+  # FMHAJIT_DEAD_ROWS=1 (docs/bench.md): the GPU e2e tables of packed and
+  # split decode with the option on, fmhajit run --check of four decode
+  # kernels with it, then decode rows timed with it off and on, in turns.
+  filter='*PackGqa*:ApiCuda*:CudaFamilies*'
+  for i in 0 1 2 3; do
+    FMHAJIT_DEAD_ROWS=1 GTEST_SHARD_INDEX=$i GTEST_TOTAL_SHARDS=4 FMHAJIT_BINARY=/tmp/fj/fmhajit \
+      timeout "${E2E_TIMEOUT:-140}" /tmp/fj/fmhajit_e2e_tests --gtest_filter="$filter" --gtest_color=no \
+      > "$out/e2e-dead-rows-$i.log" 2>&1 &
+  done
+  wait
+  for i in 0 1 2 3; do grep -aE '^\[  (PASSED|FAILED) |FAILED' "$out/e2e-dead-rows-$i.log" | tail -6; done
+  ring='pack_gqa=1,pipeline=wgmma,bm=64,bn=128,warps=4,stages=2,target=sm_90a'
+  while read -r fam rest; do
+    echo "== check: $fam $rest"
+    # shellcheck disable=SC2086 # $rest is a list of flags
+    FMHAJIT_DEAD_ROWS=1 timeout 60 /tmp/fj/fmhajit run "family=$fam,dtype=bf16,d=128,$ring" $rest \
+      --device cuda --check --iters 3 2>&1 | grep -E "^check|error"
+  done <<'ROWS'
+fwd_splitkv --heads 8 --heads-kv 1 --seqlen-q 1 --seqlen-k 32768
+fwd_splitkv --heads 32 --heads-kv 8 --seqlen-q 1 --seqlen-k 8192
+fwd_paged,mask=causal_br,lse=1 --heads 8 --heads-kv 2 --seqlen-q 2 --cache-len 1,40,3000 --page-size 16
+fwd_splitkv,mask=causal_br --heads 64 --heads-kv 8 --seqlen-q 3 --seqlen-k 5000
+ROWS
+  while read -r parts rest; do
+    for turn in 1 2; do for v in 0 1; do
+      # shellcheck disable=SC2086
+      t=$(FMHAJIT_DEAD_ROWS=$v timeout 60 /tmp/fj/fmhajit run "family=fwd_splitkv,dtype=bf16,d=128,$ring" $rest \
+        --num-splits "$parts" --device cuda --iters 200 2>&1 | grep -E "^time|error" | head -1)
+      echo "$rest, $parts parts, FMHAJIT_DEAD_ROWS=$v (turn $turn): $t"
+    done; done
+  done <<'ROWS' | tee "$out/dead-rows-times.txt"
+64 --heads 8 --heads-kv 1 --seqlen-q 1 --seqlen-k 131072
+16 --heads 8 --heads-kv 1 --seqlen-q 1 --seqlen-k 8192
+8 --heads 32 --heads-kv 8 --seqlen-q 1 --seqlen-k 8192
+8 --heads 32 --heads-kv 8 --seqlen-q 1 --seqlen-k 32768
+1 --batch 8 --heads 32 --heads-kv 8 --seqlen-q 1 --seqlen-k 4096
+ROWS
+  exit 0
 fi
 if [ "$mode" = api-overhead ]; then
   # Issue 15: api::run on a cached plan against cuLaunchKernel of the same
