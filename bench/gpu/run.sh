@@ -17,12 +17,18 @@ for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode fmhajit-bench-api; do
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache FMHAJIT_SOURCE_DIR="$root" # examples/variants for the e2e tests
-if [ "$mode" = all ] || [ "$mode" = e2e ]; then
+filter='*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*'
+if [ "$mode" = dead-rows ]; then
+  # FMHAJIT_DEAD_ROWS=1 (docs/bench.md): the e2e tables of packed and split
+  # decode with the option on, then (below) four checks and timed rows.
+  export FMHAJIT_DEAD_ROWS=1
+  filter='*PackGqa*:ApiCuda*:CudaFamilies*'
+fi
+if [ "$mode" = all ] || [ "$mode" = e2e ] || [ "$mode" = dead-rows ]; then
   # The suite compiles hundreds of kernels, and the compile (codegen and the
   # driver's PTX-to-SASS step) is CPU-bound: E2E_JOBS processes (default 8)
   # each run one GoogleTest shard on the same GPU and cache. E2E_SHARD=i/n runs
   # only the i-th of n parts, in one process.
-  filter='*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*'
   if [ -n "${E2E_SHARD:-}" ]; then
     shards=("${E2E_SHARD%/*}") total=${E2E_SHARD#*/}
   else
@@ -44,22 +50,13 @@ if [ "$mode" = all ] || [ "$mode" = e2e ]; then
   tar -C $logs -czf "$out/e2e-logs.tar.gz" . # few files come back from a device call
 fi
 if [ "$mode" = dead-rows ]; then
-  # FMHAJIT_DEAD_ROWS=1 (docs/bench.md): the GPU e2e tables of packed and
-  # split decode with the option on, fmhajit run --check of four decode
-  # kernels with it, then decode rows timed with it off and on, in turns.
-  filter='*PackGqa*:ApiCuda*:CudaFamilies*'
-  for i in 0 1 2 3; do
-    FMHAJIT_DEAD_ROWS=1 GTEST_SHARD_INDEX=$i GTEST_TOTAL_SHARDS=4 FMHAJIT_BINARY=/tmp/fj/fmhajit \
-      timeout "${E2E_TIMEOUT:-140}" /tmp/fj/fmhajit_e2e_tests --gtest_filter="$filter" --gtest_color=no \
-      > "$out/e2e-dead-rows-$i.log" 2>&1 &
-  done
-  wait
-  for i in 0 1 2 3; do grep -aE '^\[  (PASSED|FAILED) |FAILED' "$out/e2e-dead-rows-$i.log" | tail -6; done
+  # After its e2e tables (above): fmhajit run --check of four decode kernels
+  # with the option on, then decode rows timed with it off and on, in turns.
   ring='pack_gqa=1,pipeline=wgmma,bm=64,bn=128,warps=4,stages=2,target=sm_90a'
   while read -r fam rest; do
     echo "== check: $fam $rest"
     # shellcheck disable=SC2086 # $rest is a list of flags
-    FMHAJIT_DEAD_ROWS=1 timeout 60 /tmp/fj/fmhajit run "family=$fam,dtype=bf16,d=128,$ring" $rest \
+    timeout 60 /tmp/fj/fmhajit run "family=$fam,dtype=bf16,d=128,$ring" $rest \
       --device cuda --check --iters 3 2>&1 | grep -E "^check|error"
   done <<'ROWS'
 fwd_splitkv --heads 8 --heads-kv 1 --seqlen-q 1 --seqlen-k 32768

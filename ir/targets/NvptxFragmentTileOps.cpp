@@ -186,24 +186,24 @@ void NvptxFragmentTileOps::forEachLiveHalf(
 }
 
 void NvptxFragmentTileOps::map(Tile &tile, ElementFn fn) {
-  if (liveRows)
-    return forEachLiveHalf([&](unsigned i, unsigned half) {
+  auto mapElement = [&](unsigned i, unsigned j, unsigned e) {
+    Value *p = slot(tile.storage, accIndex(tile, i, j, e));
+    b.CreateStore(
+        fn(b, rowOf(i, e), colOf(j, e), b.CreateLoad(b.getFloatTy(), p)), p);
+  };
+  // Without a limit the elements go column by column, as they always have.
+  if (!liveRows) {
+    for (unsigned i = 0; i < mTiles; ++i)
       for (unsigned j = 0; j < tile.cols / 8; ++j)
-        for (unsigned e = 2 * half; e < 2 * half + 2; ++e) {
-          Value *p = slot(tile.storage, accIndex(tile, i, j, e));
-          b.CreateStore(
-              fn(b, rowOf(i, e), colOf(j, e), b.CreateLoad(b.getFloatTy(), p)),
-              p);
-        }
-    });
-  for (unsigned i = 0; i < mTiles; ++i)
+        for (unsigned e = 0; e < 4; ++e)
+          mapElement(i, j, e);
+    return;
+  }
+  forEachLiveHalf([&](unsigned i, unsigned half) {
     for (unsigned j = 0; j < tile.cols / 8; ++j)
-      for (unsigned e = 0; e < 4; ++e) {
-        Value *p = slot(tile.storage, accIndex(tile, i, j, e));
-        b.CreateStore(
-            fn(b, rowOf(i, e), colOf(j, e), b.CreateLoad(b.getFloatTy(), p)),
-            p);
-      }
+      for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
+        mapElement(i, j, e);
+  });
 }
 
 void NvptxFragmentTileOps::mapWithRow(Tile &tile, const RowVec &row,
@@ -283,20 +283,8 @@ Value *NvptxFragmentTileOps::anyRowPartMax(const Tile &tile, const RowVec &row,
                                            WithRowFn test) {
   if (!votesOnRowParts)
     return nullptr;
-  if (!liveRows) {
-    Value *any = b.getFalse();
-    for (unsigned i = 0; i < mTiles; ++i)
-      for (unsigned half = 0; half < 2; ++half) {
-        Value *part = reduceLaneRow(tile, i, half, /*isMax=*/true);
-        Value *r =
-            b.CreateLoad(b.getFloatTy(), slot(row.storage, i * 2 + half));
-        any = b.CreateOr(any, test(b, part, r));
-      }
-    return b.CreateIntrinsic(Intrinsic::nvvm_vote_any_sync, {},
-                             {b.getInt32(~0u), any});
-  }
-  // Skipped halves vote no: the flag is kept in memory across their
-  // branches.
+  // Halves forEachLiveHalf skips vote no. The flag lives in memory across
+  // their branches; without a limit SROA makes it the chain of ors it was.
   Value *any = entryAlloca(b, b.getInt1Ty(), "any.part", 1, 1);
   b.CreateStore(b.getFalse(), any);
   forEachLiveHalf([&](unsigned i, unsigned half) {
