@@ -131,7 +131,8 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
          ";ptx=" + std::to_string(ptxVersionFor(arch, options.ptxVersion)) +
          (options.emit.boundedWaits ? ";waits=bounded" : "") +
          (options.emit.timeline ? ";timeline" : "") +
-         (options.emit.skipDeadRows ? ";deadrows" : "");
+         (options.emit.skipDeadRows ? ";deadrows" : "") +
+         (options.emit.valuesTInKernel ? ";vtinkernel" : "");
 }
 
 CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
@@ -142,7 +143,9 @@ CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
   const char *timeline = std::getenv("FMHAJIT_TIMELINE");
   options.emit.timeline = timeline && *timeline;
   const char *deadRows = std::getenv("FMHAJIT_DEAD_ROWS");
-  options.emit.skipDeadRows = deadRows && StringRef(deadRows) == "1";
+  options.emit.skipDeadRows = !(deadRows && StringRef(deadRows) == "0");
+  const char *vtInKernel = std::getenv("FMHAJIT_VT_IN_KERNEL");
+  options.emit.valuesTInKernel = vtInKernel && StringRef(vtInKernel) == "1";
   return options;
 }
 

@@ -62,21 +62,32 @@ static Constant *waitMessage(IRBuilderBase &b) {
       "fmhajit.wait.message");
 }
 
-// printf("...", block, thread, parity, barrier), then a trap: the launch
-// fails with the message on the process's stdout. The barrier's shared
-// address names which one (WgmmaLayout::barrierOffset and the ring's order).
-static void emitGiveUp(IRBuilderBase &b, Value *parity, Value *address) {
+static Constant *flagWaitMessage(IRBuilderBase &b) {
+  Module &m = *b.GetInsertBlock()->getModule();
+  if (GlobalVariable *message = m.getNamedGlobal("fmhajit.flag.message"))
+    return message;
+  return b.CreateGlobalString(
+      "fmhajit: block %u thread %u waited " +
+          std::to_string(kBoundedWaitSeconds) +
+          " s for the flag %u (low address bits %u) of a V^T tile and gave "
+          "up (its writer never finished it); trapping\n",
+      "fmhajit.flag.message");
+}
+
+// printf(format, block, thread, a, z), then a trap: the launch fails with
+// the message on the process's stdout. For an mbarrier, a and z are the
+// phase and the barrier's shared address, which names which one
+// (WgmmaLayout::barrierOffset and the ring's order).
+static void emitGiveUp(IRBuilderBase &b, Value *a, Value *z, Constant *format) {
   Module &m = *b.GetInsertBlock()->getModule();
   FunctionCallee vprintf = m.getOrInsertFunction("vprintf", b.getInt32Ty(),
                                                  b.getPtrTy(), b.getPtrTy());
-  Constant *format = waitMessage(b);
   Type *argTypes = StructType::get(b.getInt32Ty(), b.getInt32Ty(),
                                    b.getInt32Ty(), b.getInt32Ty());
   Value *args = entryAlloca(b, argTypes, "wait.message.args", 4);
   Value *fields[] = {
       b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}),
-      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}), parity,
-      address};
+      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}), a, z};
   for (unsigned i = 0; i < 4; ++i)
     b.CreateStore(fields[i], b.CreateStructGEP(argTypes, args, i));
   b.CreateCall(vprintf, {format, args});
@@ -119,8 +130,51 @@ void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity,
       b.CreateICmpUGT(waited, b.getInt64(kBoundedWaitSeconds * 1000000000ull)),
       giveUp, spin);
   b.SetInsertPoint(giveUp);
-  emitGiveUp(b, parity, address);
+  emitGiveUp(b, parity, address, waitMessage(b));
   b.SetInsertPoint(done);
+}
+
+void fmhajit::emitGlobalFlagSet(IRBuilderBase &b, Value *flag) {
+  ptx(b, nullptr, "st.release.gpu.u32 [$0], 1;", "l,~{memory}", {flag});
+}
+
+// The flag is read once per try; a nanosleep between tries keeps the
+// spinning thread off the memory system while the writer works.
+void fmhajit::emitGlobalFlagWait(IRBuilderBase &b, Value *flag, Value *index,
+                                 bool bounded) {
+  Function *fn = b.GetInsertBlock()->getParent();
+  Value *start =
+      bounded ? b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {})
+              : nullptr;
+  BasicBlock *spin = BasicBlock::Create(b.getContext(), "flag.wait", fn);
+  BasicBlock *retry = BasicBlock::Create(b.getContext(), "flag.retry", fn);
+  BasicBlock *done = BasicBlock::Create(b.getContext(), "flag.done", fn);
+  b.CreateBr(spin);
+  b.SetInsertPoint(spin);
+  Value *value = ptx(b, b.getInt32Ty(), "ld.acquire.gpu.u32 $0, [$1];",
+                     "=r,l,~{memory}", {flag});
+  b.CreateCondBr(b.CreateICmpNE(value, b.getInt32(0)), done, retry);
+  b.SetInsertPoint(retry);
+  ptx(b, nullptr, "nanosleep.u32 64;", "", {});
+  if (!bounded) {
+    b.CreateBr(spin);
+  } else {
+    BasicBlock *giveUp = BasicBlock::Create(b.getContext(), "flag.give.up", fn);
+    Value *waited = b.CreateSub(
+        b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {}),
+        start);
+    b.CreateCondBr(b.CreateICmpUGT(
+                       waited, b.getInt64(kBoundedWaitSeconds * 1000000000ull)),
+                   giveUp, spin);
+    b.SetInsertPoint(giveUp);
+    emitGiveUp(
+        b, index,
+        b.CreateTrunc(b.CreatePtrToInt(flag, b.getInt64Ty()), b.getInt32Ty()),
+        flagWaitMessage(b));
+  }
+  b.SetInsertPoint(done);
+  // TMA reads through the async proxy: order them after the acquire.
+  ptx(b, nullptr, "fence.proxy.async.global;", "~{memory}", {});
 }
 
 void fmhajit::emitTmaLoad(IRBuilderBase &b, Value *dst, Value *map,

@@ -8,19 +8,23 @@ using namespace fmhajit;
 namespace {
 
 // The emit options that change NVIDIA code (bounded waits, the timeline's
-// stamps) each get a key of their own, so a cached kernel built with one
-// is never loaded for a call without it.
+// stamps, the full softmax on dead rows, V^T written in the kernel) each get a
+// key of their own, so a cached kernel built with one is never loaded for a
+// call without it.
 TEST(KernelFingerprint, NvptxEmitOptionsEachChangeTheKey) {
   const ArchInfo &arch = *findArch("sm_90a");
-  CompileOptions plain, bounded, timeline, both;
+  CompileOptions plain, bounded, timeline, both, fullRows, valuesT;
   bounded.emit.boundedWaits = true;
   timeline.emit.timeline = true;
   both.emit.boundedWaits = both.emit.timeline = true;
+  fullRows.emit.skipDeadRows = false;
+  valuesT.emit.valuesTInKernel = true;
   std::string keys[] = {
-      kernelFingerprint(arch, plain), kernelFingerprint(arch, bounded),
-      kernelFingerprint(arch, timeline), kernelFingerprint(arch, both)};
-  for (unsigned i = 0; i < 4; ++i)
-    for (unsigned j = i + 1; j < 4; ++j)
+      kernelFingerprint(arch, plain),    kernelFingerprint(arch, bounded),
+      kernelFingerprint(arch, timeline), kernelFingerprint(arch, both),
+      kernelFingerprint(arch, fullRows), kernelFingerprint(arch, valuesT)};
+  for (unsigned i = 0; i < 6; ++i)
+    for (unsigned j = i + 1; j < 6; ++j)
       EXPECT_NE(keys[i], keys[j]) << i << " and " << j;
   EXPECT_EQ(kernelFingerprint(arch, plain), kernelFingerprint(arch, {}));
 }
