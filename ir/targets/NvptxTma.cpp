@@ -48,30 +48,29 @@ void fmhajit::emitMbarrierExpectBytes(IRBuilderBase &b, Value *bar,
       "r,r", {sharedAddress(b, bar), b.getInt32(bytes)});
 }
 
-// One copy of the give-up message per module, shared by every wait.
-static Constant *waitMessage(IRBuilderBase &b) {
+// One copy of each give-up message per module, shared by every wait:
+// "fmhajit: block B thread T waited N s for <what> and gave up (<why>);
+// trapping", with two more %u in <what>.
+static Constant *giveUpMessage(IRBuilderBase &b, StringRef name, StringRef what,
+                               StringRef why) {
   Module &m = *b.GetInsertBlock()->getModule();
-  if (GlobalVariable *message = m.getNamedGlobal("fmhajit.wait.message"))
+  if (GlobalVariable *message = m.getNamedGlobal(name))
     return message;
-  return b.CreateGlobalString(
-      "fmhajit: block %u thread %u waited " +
-          std::to_string(kBoundedWaitSeconds) +
-          " s for phase parity %u of the mbarrier at shared address %u and "
-          "gave up (the TMA ring's "
-          "phases disagree); trapping\n",
-      "fmhajit.wait.message");
+  std::string text =
+      ("fmhajit: block %u thread %u waited " + Twine(kBoundedWaitSeconds) +
+       " s for " + what + " and gave up (" + why + "); trapping\n")
+          .str();
+  return b.CreateGlobalString(text, name);
 }
-
+static Constant *waitMessage(IRBuilderBase &b) {
+  return giveUpMessage(b, "fmhajit.wait.message",
+                       "phase parity %u of the mbarrier at shared address %u",
+                       "the TMA ring's phases disagree");
+}
 static Constant *flagWaitMessage(IRBuilderBase &b) {
-  Module &m = *b.GetInsertBlock()->getModule();
-  if (GlobalVariable *message = m.getNamedGlobal("fmhajit.flag.message"))
-    return message;
-  return b.CreateGlobalString(
-      "fmhajit: block %u thread %u waited " +
-          std::to_string(kBoundedWaitSeconds) +
-          " s for the flag %u (low address bits %u) of a V^T tile and gave "
-          "up (its writer never finished it); trapping\n",
-      "fmhajit.flag.message");
+  return giveUpMessage(b, "fmhajit.flag.message",
+                       "the flag %u (low address bits %u) of a V^T tile",
+                       "its writer never finished it");
 }
 
 // printf(format, block, thread, a, z), then a trap: the launch fails with

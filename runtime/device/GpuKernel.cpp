@@ -121,11 +121,6 @@ bool fmhajit::runsPersistent(const KernelSpec &spec, const KernelArgs &params) {
 // head), before the kernel on the same stream.
 llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
                                           GpuStreamHandle stream) const {
-  if (!params.valuesT)
-    return makeError(ErrorKind::Usage,
-                     "kernel " + encodeName(kernelSpec) +
-                         " (v_pretranspose=1) writes V^T into its plan's "
-                         "workspace, but KernelArgs::valuesT is null");
   int64_t blocks = pretransposedKeys(params.seqlenK) / kPretransposeKeys *
                    params.headsKv * params.batch;
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
@@ -140,11 +135,6 @@ llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
 
 llvm::Error GpuKernel::clearValuesTFlags(const KernelArgs &params,
                                          GpuStreamHandle stream) const {
-  if (!params.valuesT)
-    return makeError(ErrorKind::Usage,
-                     "kernel " + encodeName(kernelSpec) +
-                         " (v_pretranspose=1) writes V^T into its plan's "
-                         "workspace, but KernelArgs::valuesT is null");
   int64_t words = valuesTFlagWords(kernelSpec, params.batch, params.headsKv,
                                    params.seqlenK);
   if (words > std::numeric_limits<int32_t>::max())
@@ -227,6 +217,11 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
   // launches as the pass drains (shape.overlapsPrevious) unless
   // FMHAJIT_PASS_OVERLAP=0, for measurement.
   GpuLaunchShape kernelShape = shape;
+  if (pretranspose && !params.valuesT)
+    return makeError(ErrorKind::Usage,
+                     "kernel " + encodeName(kernelSpec) +
+                         " (v_pretranspose=1) reads V^T from its plan's "
+                         "workspace, but KernelArgs::valuesT is null");
   if (writesValuesT) {
     // The kernel writes V^T itself once its flags are clear: no pass, and
     // nothing to overlap (a clear is no kernel the launch could follow).
