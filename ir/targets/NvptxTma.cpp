@@ -94,43 +94,58 @@ static void emitGiveUp(IRBuilderBase &b, Value *a, Value *z, Constant *format) {
   b.CreateUnreachable();
 }
 
-// try_wait suspends for a while inside the instruction before it answers
-// false, so the loop around it spins slowly. The bounded wait reads the
-// global timer (ns) once per failed try.
-void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity,
-                               bool bounded) {
-  Value *address = sharedAddress(b, bar);
+// Spins until \p ready (i1, emitted afresh each try) holds, running
+// \p backOff between tries; \p bounded: reads the global timer (ns) once
+// per failed try and gives up after kBoundedWaitSeconds through \p giveUp.
+static void emitSpin(IRBuilderBase &b, StringRef name, bool bounded,
+                     function_ref<Value *()> ready,
+                     function_ref<void()> backOff,
+                     function_ref<void()> giveUp) {
   Function *fn = b.GetInsertBlock()->getParent();
   auto timer = [&] {
     return b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {});
   };
   Value *start = bounded ? timer() : nullptr;
-  BasicBlock *spin = BasicBlock::Create(b.getContext(), "mbar.wait", fn);
-  BasicBlock *done = BasicBlock::Create(b.getContext(), "mbar.done", fn);
+  BasicBlock *spin = BasicBlock::Create(b.getContext(), name + ".wait", fn);
+  BasicBlock *retry = BasicBlock::Create(b.getContext(), name + ".check", fn);
+  BasicBlock *done = BasicBlock::Create(b.getContext(), name + ".done", fn);
   b.CreateBr(spin);
   b.SetInsertPoint(spin);
-  Value *ready = ptx(b, b.getInt32Ty(),
-                     "{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
-                     "selp.u32 $0, 1, 0, p;\n\t}",
-                     "=r,r,r", {address, parity});
-  Value *isReady = b.CreateICmpNE(ready, b.getInt32(0));
+  b.CreateCondBr(ready(), done, retry);
+  b.SetInsertPoint(retry);
+  backOff();
   if (!bounded) {
-    b.CreateCondBr(isReady, done, spin);
+    b.CreateBr(spin);
     b.SetInsertPoint(done);
     return;
   }
-  BasicBlock *check = BasicBlock::Create(b.getContext(), "mbar.check", fn);
-  BasicBlock *giveUp = BasicBlock::Create(b.getContext(), "mbar.give.up", fn);
-  b.CreateCondBr(isReady, done, check);
-  b.SetInsertPoint(check);
+  BasicBlock *stop = BasicBlock::Create(b.getContext(), name + ".give.up", fn);
   Value *waited = b.CreateSub(timer(), start);
   b.CreateCondBr(
       b.CreateICmpUGT(waited, b.getInt64(kBoundedWaitSeconds * 1000000000ull)),
-      giveUp, spin);
-  b.SetInsertPoint(giveUp);
-  emitGiveUp(b, parity, address, waitMessage(b));
+      stop, spin);
+  b.SetInsertPoint(stop);
+  giveUp();
   b.SetInsertPoint(done);
+}
+
+// try_wait suspends for a while inside the instruction before it answers
+// false, so the loop around it spins slowly with no back-off of its own.
+void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity,
+                               bool bounded) {
+  Value *address = sharedAddress(b, bar);
+  emitSpin(
+      b, "mbar", bounded,
+      [&] {
+        Value *ready =
+            ptx(b, b.getInt32Ty(),
+                "{\n\t.reg .pred p;\n\t"
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
+                "selp.u32 $0, 1, 0, p;\n\t}",
+                "=r,r,r", {address, parity});
+        return b.CreateICmpNE(ready, b.getInt32(0));
+      },
+      [] {}, [&] { emitGiveUp(b, parity, address, waitMessage(b)); });
 }
 
 void fmhajit::emitGlobalFlagSet(IRBuilderBase &b, Value *flag) {
@@ -141,37 +156,19 @@ void fmhajit::emitGlobalFlagSet(IRBuilderBase &b, Value *flag) {
 // spinning thread off the memory system while the writer works.
 void fmhajit::emitGlobalFlagWait(IRBuilderBase &b, Value *flag, Value *index,
                                  bool bounded) {
-  Function *fn = b.GetInsertBlock()->getParent();
-  Value *start =
-      bounded ? b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {})
-              : nullptr;
-  BasicBlock *spin = BasicBlock::Create(b.getContext(), "flag.wait", fn);
-  BasicBlock *retry = BasicBlock::Create(b.getContext(), "flag.retry", fn);
-  BasicBlock *done = BasicBlock::Create(b.getContext(), "flag.done", fn);
-  b.CreateBr(spin);
-  b.SetInsertPoint(spin);
-  Value *value = ptx(b, b.getInt32Ty(), "ld.acquire.gpu.u32 $0, [$1];",
-                     "=r,l,~{memory}", {flag});
-  b.CreateCondBr(b.CreateICmpNE(value, b.getInt32(0)), done, retry);
-  b.SetInsertPoint(retry);
-  ptx(b, nullptr, "nanosleep.u32 64;", "", {});
-  if (!bounded) {
-    b.CreateBr(spin);
-  } else {
-    BasicBlock *giveUp = BasicBlock::Create(b.getContext(), "flag.give.up", fn);
-    Value *waited = b.CreateSub(
-        b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {}),
-        start);
-    b.CreateCondBr(b.CreateICmpUGT(
-                       waited, b.getInt64(kBoundedWaitSeconds * 1000000000ull)),
-                   giveUp, spin);
-    b.SetInsertPoint(giveUp);
-    emitGiveUp(
-        b, index,
-        b.CreateTrunc(b.CreatePtrToInt(flag, b.getInt64Ty()), b.getInt32Ty()),
-        flagWaitMessage(b));
-  }
-  b.SetInsertPoint(done);
+  emitSpin(
+      b, "flag", bounded,
+      [&] {
+        Value *value = ptx(b, b.getInt32Ty(), "ld.acquire.gpu.u32 $0, [$1];",
+                           "=r,l,~{memory}", {flag});
+        return b.CreateICmpNE(value, b.getInt32(0));
+      },
+      [&] { ptx(b, nullptr, "nanosleep.u32 64;", "", {}); },
+      [&] {
+        Value *low = b.CreateTrunc(b.CreatePtrToInt(flag, b.getInt64Ty()),
+                                   b.getInt32Ty());
+        emitGiveUp(b, index, low, flagWaitMessage(b));
+      });
   // TMA reads through the async proxy: order them after the acquire.
   ptx(b, nullptr, "fence.proxy.async.global;", "~{memory}", {});
 }

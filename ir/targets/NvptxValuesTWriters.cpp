@@ -13,16 +13,22 @@
 using namespace fmhajit;
 using namespace llvm;
 
+/// V^T's keys a row (i64): \p seqlenK (i32) rounded up as pretransposedKeys
+/// rounds it.
+static Value *paddedKeys(IRBuilderBase &b, Value *seqlenK) {
+  Value *keys = b.CreateSExt(seqlenK, b.getInt64Ty());
+  return b.CreateMul(
+      b.CreateUDiv(b.CreateAdd(keys, b.getInt64(kPretransposeKeys - 1)),
+                   b.getInt64(kPretransposeKeys)),
+      b.getInt64(kPretransposeKeys));
+}
+
 ValuesTFlags ValuesTFlags::read(IRBuilderBase &b, const KernelSpec &spec,
                                 Value *params) {
   ArgsReader p(b, params);
   Value *seqlenK = p.get(kSeqlenK, "seqlenK");
   auto wide = [&](Value *v) { return b.CreateSExt(v, b.getInt64Ty()); };
-  Value *keys =
-      b.CreateMul(b.CreateUDiv(b.CreateAdd(wide(seqlenK),
-                                           b.getInt64(kPretransposeKeys - 1)),
-                               b.getInt64(kPretransposeKeys)),
-                  b.getInt64(kPretransposeKeys));
+  Value *keys = paddedKeys(b, seqlenK);
   Value *pairs = b.CreateMul(wide(p.get(kBatch, "batch")),
                              wide(p.get(kHeadsKv, "headsKv")));
   Value *valuesTBytes = b.CreateMul(
@@ -96,14 +102,6 @@ private:
     Value *pair = b.CreateSub(b.CreateSub(pairs, c32(1)), fromLast);
     return {pair, b.CreateUDiv(pair, headsKv), b.CreateURem(pair, headsKv),
             tile, b.CreateMul(tile, c32(spec.bn))};
-  }
-  /// seqlenK rounded up as V^T's rows are (i64).
-  Value *paddedKeys() {
-    Value *keys = wide(p.get(kSeqlenK, "seqlenK"));
-    return b.CreateMul(
-        b.CreateUDiv(b.CreateAdd(keys, b.getInt64(kPretransposeKeys - 1)),
-                     b.getInt64(kPretransposeKeys)),
-        b.getInt64(kPretransposeKeys));
   }
   /// Step 2: V rows key0.. of \p headBase into the staging tile.
   void copyRows(Value *headBase, Value *key0, Value *seqlenK);
@@ -226,7 +224,7 @@ void WritersEmitter::emit(Value *params) {
       layout.writerValues, shared(layout.writerValues.offset), thread);
   meet();
   tile = claimed(params);
-  Value *keysPadded = paddedKeys();
+  Value *keysPadded = paddedKeys(b, p.get(kSeqlenK, "seqlenK"));
   Value *rowsBase = b.CreateInBoundsGEP(
       b.getInt8Ty(), p.get(kValuesT, "valuesT"),
       b.CreateMul(b.CreateMul(wide(tile.pair), b.getInt64(dv)), keysPadded));
