@@ -239,6 +239,17 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
           describeNarrowing(split->chosen, (*narrow)->chosen, n, l.problem);
       *split = std::move(**narrow);
       n = narrowParts;
+      // Paged K/V runs the narrowed tile as its TMA ring twin, in as many
+      // parts. Issue 13's grid on an H100 (session 36, docs/results.md),
+      // 16-token pages at 1k keys: 32/8 and 64/8 at batch 1 8.6 -> 7.7 µs,
+      // 8:1 at batch 1 and 8 6.9 -> 6.5 and 7.9 -> 7.5 µs. Contiguous rows
+      // keep the cp.async tile (the twin -4% to +5% there).
+      if (!host && l.pagedCache)
+        if (std::optional<KernelSpec> ring = ringTwin(split->chosen, query)) {
+          narrowed += "; paged, its TMA ring twin " + tileOf(*ring).str() +
+                      " in as many parts";
+          split->chosen = *ring;
+        }
     }
   }
   std::string counts = "chooseNumSplits gives " + std::to_string(n) + " for " +

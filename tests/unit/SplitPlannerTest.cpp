@@ -10,7 +10,8 @@
 // bench/decode/plan_misses.py). The m64n128 tile runs as its TMA ring twin
 // (stages=2) in parts for about half a block an SM: a power of two rounded
 // down, or up for paged rows of thin packed tiles. Other targets have no
-// split tile.
+// split tile. Paged rows on the narrowed tile run its ring twin in as
+// many parts.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
@@ -37,8 +38,9 @@ const char *const kFwd = "family=fwd,dtype=bf16,d=128,target=sm_90a";
 const char *const kPaged = "family=fwd_paged,dtype=bf16,d=128,target=sm_90a";
 const char *const kNarrow =
     "fmha_fwdsplitkv_bf16_d128_pgqa_m64n64w4s1_wgmma_sm90a";
-const char *const kPagedNarrow =
-    "fmha_fwdpaged_bf16_d128_pgqa_m64n64w4s1_wgmma_sm90a";
+// Paged, the narrowed tile runs as its TMA ring twin.
+const char *const kPagedNarrowRing =
+    "fmha_fwdpaged_bf16_d128_pgqa_m64n64w4s2_wgmma_sm90a";
 // The TMA ring's twins of the m64n128 tile.
 const char *const kWideRing =
     "fmha_fwdsplitkv_bf16_d128_pgqa_m64n128w4s2_wgmma_sm90a";
@@ -145,8 +147,9 @@ const SplitCase kCases[] = {
      kPagedWideRing, 64},
     {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072, kPagedWideRing,
      128},
-    {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrow, 16},
-    {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrow, 64},
+    {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrowRing, 16},
+    {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrowRing,
+     64},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWideRing, 2},
     // 64 packed items at 1k keys (8 ring tiles, under
     // kLeastKeyTilesForTwoPagedParts): one paged part, not two of 4 tiles.
