@@ -148,8 +148,7 @@ const SplitCase kCases[] = {
     {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072, kPagedWideRing,
      128},
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrowRing, 16},
-    {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrowRing,
-     64},
+    {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrowRing, 64},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWideRing, 2},
     // 64 packed items at 1k keys (8 ring tiles, under
     // kLeastKeyTilesForTwoPagedParts): one paged part, not two of 4 tiles.
