@@ -131,8 +131,7 @@ std::string fmhajit::kernelFingerprint(const ArchInfo &arch,
          ";ptx=" + std::to_string(ptxVersionFor(arch, options.ptxVersion)) +
          (options.emit.boundedWaits ? ";waits=bounded" : "") +
          (options.emit.timeline ? ";timeline" : "") +
-         (options.emit.skipDeadRows ? ";deadrows" : "") +
-         (options.emit.valuesTInKernel ? ";vtinkernel" : "");
+         (options.emit.skipDeadRows ? ";deadrows" : "");
 }
 
 CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
@@ -144,8 +143,6 @@ CompileOptions fmhajit::compileOptionsFromEnvironment(unsigned ptxVersion) {
   options.emit.timeline = timeline && *timeline;
   const char *deadRows = std::getenv("FMHAJIT_DEAD_ROWS");
   options.emit.skipDeadRows = !(deadRows && StringRef(deadRows) == "0");
-  const char *vtInKernel = std::getenv("FMHAJIT_VT_IN_KERNEL");
-  options.emit.valuesTInKernel = vtInKernel && StringRef(vtInKernel) == "1";
   return options;
 }
 

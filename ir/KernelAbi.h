@@ -191,30 +191,12 @@ inline int64_t pretransposedKeys(int64_t seqlenK) {
   return (seqlenK + kPretransposeKeys - 1) / kPretransposeKeys *
          kPretransposeKeys;
 }
-/// Bytes of V^T itself for \p spec's call of \p batch sequences of up to
-/// \p seqlenK keys over \p headsKv heads (fp8: one a value); the tiles'
-/// flags follow (valuesTFlagWords).
-inline int64_t valuesTFlagsOffset(const KernelSpec &spec, int64_t batch,
-                                  int64_t headsKv, int64_t seqlenK) {
-  return batch * headsKv * int64_t(spec.headDimV()) *
-         pretransposedKeys(seqlenK);
-}
-/// A kernel that writes its own V^T (EmitOptions::valuesTInKernel) marks
-/// each (sequence, K/V head, key tile of bn) written in a 32-bit flag, and
-/// counts the tiles its writers have claimed in one more word; the launch
-/// zeroes them.
-inline int64_t valuesTFlagWords(const KernelSpec &spec, int64_t batch,
-                                int64_t headsKv, int64_t seqlenK) {
-  int64_t tiles = (seqlenK + spec.bn - 1) / spec.bn;
-  return batch * headsKv * tiles + 1;
-}
-/// The workspace a v_pretranspose call needs: V^T, then the flags (a few
-/// bytes, there whoever writes V^T).
+/// Bytes of V^T the pass writes for \p spec's call of \p batch sequences
+/// of up to \p seqlenK keys over \p headsKv heads (fp8: one a value).
 inline int64_t pretransposedValuesBytes(const KernelSpec &spec, int64_t batch,
                                         int64_t headsKv, int64_t seqlenK) {
-  int64_t flags = 4 * valuesTFlagWords(spec, batch, headsKv, seqlenK);
-  return valuesTFlagsOffset(spec, batch, headsKv, seqlenK) +
-         (flags + 15) / 16 * 16;
+  return batch * headsKv * int64_t(spec.headDimV()) *
+         pretransposedKeys(seqlenK);
 }
 /// Threads of one block of the pass, and the bytes of V^T rows it stages
 /// in shared memory for a V head dim of \p dv (68-byte rows).

@@ -36,25 +36,11 @@ struct EmitOptions {
   /// default since session 35 (4% faster on short decode rows, the same on
   /// long ones); FMHAJIT_DEAD_ROWS=0 runs the full softmax.
   bool skipDeadRows = true;
-  /// NVPTX wgmma, v_pretranspose: the kernel writes V^T itself instead of
-  /// a pass before it. The producer warpgroup's three idle warps claim key
-  /// tiles from a counter, write their V^T into the workspace and flag them;
-  /// the TMA warp waits for a tile's flag before loading it
-  /// (ir/targets/NvptxValuesTWriters.h), for measurement against the pass
-  /// (FMHAJIT_VT_IN_KERNEL=1).
-  bool valuesTInKernel = false;
   /// NVPTX: the PTX ISA the module is assembled as (80 for 8.0), for
   /// instructions newer than the target's oldest ISA; 0 where unknown.
   unsigned ptxVersion = 0;
 };
 inline constexpr unsigned kBoundedWaitSeconds = 4;
-
-/// Whether \p spec's kernel, emitted with \p options, writes its V^T itself
-/// (no pass before it): the code generator and the launch read this.
-inline bool writesValuesTInKernel(const KernelSpec &spec,
-                                  const EmitOptions &options) {
-  return options.valuesTInKernel && spec.v_pretranspose;
-}
 
 class TargetInfo {
 public:

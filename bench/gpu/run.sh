@@ -9,7 +9,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/fmhajit-out}
-mode=${1:-all}   # all | e2e | bench | grid | quick | tune | decode | decode-host | dead-rows | vt-in-kernel | sanitize | stalls | backward | backward-host | fp8 | profile | python | api-overhead
+mode=${1:-all}   # all | e2e | bench | grid | quick | tune | decode | decode-host | dead-rows | sanitize | stalls | backward | backward-host | fp8 | profile | python | api-overhead
 shift || true      # the rest goes to bench.py
 mkdir -p "$out" /tmp/fj
 for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode fmhajit-bench-api; do
@@ -24,21 +24,7 @@ if [ "$mode" = dead-rows ]; then
   export FMHAJIT_DEAD_ROWS=1
   filter='*PackGqa*:ApiCuda*:CudaFamilies*'
 fi
-if [ "$mode" = vt-in-kernel ]; then
-  # FMHAJIT_VT_IN_KERNEL=1 (docs/bench.md): the e2e tables of fp8 kernels
-  # that read V^T with the kernels writing it themselves, then (below)
-  # checks under bounded waits and the fp8 grid timed against the pass.
-  export FMHAJIT_VT_IN_KERNEL=1
-  filter='*Fp8Pretransposed*:*Walks*:*TailSplit*:ApiCudaTail*:CudaRun*'
-fi
-run_e2e=0
-if [ "$mode" = all ] || [ "$mode" = e2e ] || [ "$mode" = dead-rows ]; then run_e2e=1; fi
-if [ "$mode" = vt-in-kernel ]; then
-  # Its checks below stand alone where the e2e binary did not come along
-  # (the carry holds two binaries: fmhajit and one more).
-  if [ -f /tmp/fj/fmhajit_e2e_tests ]; then run_e2e=1; else echo "no fmhajit_e2e_tests carried: its e2e tables skipped"; fi
-fi
-if [ $run_e2e = 1 ]; then
+if [ "$mode" = all ] || [ "$mode" = e2e ] || [ "$mode" = dead-rows ]; then
   # The suite compiles hundreds of kernels, and the compile (codegen and the
   # driver's PTX-to-SASS step) is CPU-bound: E2E_JOBS processes (default 8)
   # each run one GoogleTest shard on the same GPU and cache. E2E_SHARD=i/n runs
@@ -181,30 +167,6 @@ if [ "$mode" = decode-host ]; then
   timeout "${DECODE_TIMEOUT:-400}" /tmp/fj/fmhajit-bench-decode --grid --peers "$out/torch-decode-cpu.json" \
     --json "$out/bench-decode-host.json" ${GRID:-} "$@" 2>&1 | tee "$out/decode-host.log"
   exit 0
-fi
-if [ "$mode" = vt-in-kernel ]; then
-  vpt='dtype=fp8_e4m3,v_pretranspose=1,target=sm_90a'
-  while read -r keys rest; do
-    echo "== check: $keys $rest"
-    # shellcheck disable=SC2086 # $rest is a list of flags
-    FMHAJIT_BOUNDED_WAITS=1 timeout 60 /tmp/fj/fmhajit run "family=fwd,$vpt,$keys" $rest \
-      --device cuda --check --iters 3 2>&1 | grep -E "^check|error|waited"
-  done <<'ROWS' | tee "$out/vt-check.log"
-d=128,bm=192,bn=96,warps=12,lse=1 --batch 2 --heads 16 --seqlen-q 4100
-d=128,bm=192,bn=96,warps=12,mask=causal --batch 2 --heads 8 --heads-kv 2 --seqlen-q 4100
-d=256,mask=window --heads 4 --seqlen-q 900 --window 200,30
-d=96,dv=64,mask=causal_br,lse=1 --batch 3 --heads 6 --heads-kv 3 --seqlen-q 300 --seqlen-k 1301
-ROWS
-  # A block per item (no walk): more blocks than SMs, so the first wave's
-  # writers claim every tile and later blocks' find none left.
-  echo "== check: a block per item, 176 of them" | tee -a "$out/vt-check.log"
-  FMHAJIT_PERSISTENT_MAX_KEYS=0 FMHAJIT_BOUNDED_WAITS=1 timeout 60 /tmp/fj/fmhajit run \
-    "family=fwd,$vpt,d=128,bm=192,bn=96,warps=12" --heads 16 --seqlen-q 2048 \
-    --device cuda --check --iters 3 2>&1 | grep -E "^check|error|waited" | tee -a "$out/vt-check.log"
-  PYTHONUNBUFFERED=1 timeout "${VT_TIMEOUT:-240}" python3 "$root/bench/gpu/bench.py" --fmhajit /tmp/fj/fmhajit \
-    --baseline /tmp/fj/fmhajit --baseline-env FMHAJIT_VT_IN_KERNEL=0 --repeats 2 --dispatch \
-    --peers CUDNN_ATTENTION --dtypes fp8_e4m3 --head-dims 128,256 --seqlens 2048,4096,8192,16384 \
-    --json "$out/vt-in-kernel.json" "$@" 2>&1 | tee "$out/vt-in-kernel.log"
 fi
 if [ "$mode" = fp8 ]; then
   # fp8 on sm_90a: every feature checked against the float64 reference on

@@ -47,10 +47,9 @@ Value *pickBytes(IRBuilderBase &b, Value *x, Value *y, ArrayRef<int> pick) {
 // stores. The loads hit 8 distinct 16-byte chunks per matrix (the swizzle
 // spreads 8 consecutive rows); the stores of even (or odd) rows, 2 ways.
 void fmhajit::emitFp8TransposeValues(IRBuilderBase &b,
-                                     const WgmmaLayout &layout,
-                                     const SharedTile &from, Value *src,
-                                     const SharedTile &to, Value *dst,
-                                     Value *thread) {
+                                     const WgmmaLayout &layout, Value *src,
+                                     Value *dst, Value *thread) {
+  const SharedTile &from = layout.stagedValues, &to = layout.values;
   unsigned groups = from.rows / 16, columnPairs = from.pitch / 32;
   assert(from.rows % 16 == 0 && from.pitch % 32 == 0 &&
          "WgmmaLayout::checkFp8");

@@ -24,13 +24,11 @@
 
 namespace fmhajit {
 
-/// Writes V^T (keys permuted as above) at \p dst, a tile shaped like \p to
-/// ([dv][bn]), from V at \p src, shaped like \p from ([bn][dv]), both
-/// swizzled as \p layout lays tiles out; \p thread (i32) is this thread's
-/// index among the kTransposerThreads.
+/// Writes V^T (keys permuted as above) at \p dst, a tile shaped like
+/// \p layout.values, from V at \p src, shaped like \p layout.stagedValues;
+/// \p thread (i32) is this thread's index among the kTransposerThreads.
 void emitFp8TransposeValues(llvm::IRBuilderBase &b, const WgmmaLayout &layout,
-                            const SharedTile &from, llvm::Value *src,
-                            const SharedTile &to, llvm::Value *dst,
+                            llvm::Value *src, llvm::Value *dst,
                             llvm::Value *thread);
 
 } // namespace fmhajit

@@ -23,7 +23,6 @@
 #include "ir/targets/NvptxTimeline.h"
 #include "ir/targets/NvptxTma.h"
 #include "ir/targets/NvptxValuePretranspose.h"
-#include "ir/targets/NvptxValuesTWriters.h"
 #include "specs/pipelines/BackwardMmaLayout.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "llvm/IR/InlineAsm.h"
@@ -118,11 +117,6 @@ public:
           if (split.producer)
             b.CreateIntrinsic(Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32,
                               {b.getInt32(split.producer)});
-          if (writesValuesTInKernel(spec, options))
-            return emitIfElse(
-                b, b.CreateICmpEQ(warp, b.getInt32(spec.warps)), "loads",
-                [&] { emitAs(WarpRole::Producer); },
-                [&] { emitValuesTWriters(b, *this, params); });
           if (!WgmmaLayout(spec, arch).transposesValues())
             return emitIf(b, b.CreateICmpEQ(warp, b.getInt32(spec.warps)),
                           "loads", [&] { emitAs(WarpRole::Producer); });
@@ -186,18 +180,17 @@ public:
   /// (ptxas' limit for nvvm.maxntid). What the consumers gain comes only
   /// from what the producer warpgroup gives up inside the block (an
   /// increase the released registers cannot cover blocks forever), so the
-  /// producer keeps at least 24 (32 with the fp8 transposers or V^T's
-  /// writers, or when it walks work items, which spill at 24), the consumers
-  /// share the rest in multiples of 8 up to 256, and the producer keeps what
-  /// that rounding leaves.
+  /// producer keeps at least 24 (32 with the fp8 transposers, or when it
+  /// walks work items, which spill at 24), the consumers share the rest in
+  /// multiples of 8 up to 256, and the producer keeps what that rounding
+  /// leaves.
   struct RegisterSplit {
     unsigned producer = 0, consumer = 0;
   };
   RegisterSplit registerSplit() const {
     const unsigned file = 65536, groupThreads = 128;
-    bool busyProducer = WgmmaLayout(spec, arch).transposesValues() ||
-                        walksWorkItems(spec) ||
-                        writesValuesTInKernel(spec, options);
+    bool busyProducer =
+        WgmmaLayout(spec, arch).transposesValues() || walksWorkItems(spec);
     unsigned producer = busyProducer ? 32 : 24;
     unsigned groups = numThreads() / groupThreads;
     unsigned launched = std::min(256u, file / numThreads() / 8 * 8);

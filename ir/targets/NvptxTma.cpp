@@ -48,45 +48,35 @@ void fmhajit::emitMbarrierExpectBytes(IRBuilderBase &b, Value *bar,
       "r,r", {sharedAddress(b, bar), b.getInt32(bytes)});
 }
 
-// One copy of each give-up message per module, shared by every wait:
-// "fmhajit: block B thread T waited N s for <what> and gave up (<why>);
-// trapping", with two more %u in <what>.
-static Constant *giveUpMessage(IRBuilderBase &b, StringRef name, StringRef what,
-                               StringRef why) {
-  Module &m = *b.GetInsertBlock()->getModule();
-  if (GlobalVariable *message = m.getNamedGlobal(name))
-    return message;
-  std::string text =
-      ("fmhajit: block %u thread %u waited " + Twine(kBoundedWaitSeconds) +
-       " s for " + what + " and gave up (" + why + "); trapping\n")
-          .str();
-  return b.CreateGlobalString(text, name);
-}
+// One copy of the give-up message per module, shared by every wait.
 static Constant *waitMessage(IRBuilderBase &b) {
-  return giveUpMessage(b, "fmhajit.wait.message",
-                       "phase parity %u of the mbarrier at shared address %u",
-                       "the TMA ring's phases disagree");
-}
-static Constant *flagWaitMessage(IRBuilderBase &b) {
-  return giveUpMessage(b, "fmhajit.flag.message",
-                       "the flag %u (low address bits %u) of a V^T tile",
-                       "its writer never finished it");
+  Module &m = *b.GetInsertBlock()->getModule();
+  if (GlobalVariable *message = m.getNamedGlobal("fmhajit.wait.message"))
+    return message;
+  return b.CreateGlobalString(
+      "fmhajit: block %u thread %u waited " +
+          std::to_string(kBoundedWaitSeconds) +
+          " s for phase parity %u of the mbarrier at shared address %u and "
+          "gave up (the TMA ring's "
+          "phases disagree); trapping\n",
+      "fmhajit.wait.message");
 }
 
-// printf(format, block, thread, a, z), then a trap: the launch fails with
-// the message on the process's stdout. For an mbarrier, a and z are the
-// phase and the barrier's shared address, which names which one
-// (WgmmaLayout::barrierOffset and the ring's order).
-static void emitGiveUp(IRBuilderBase &b, Value *a, Value *z, Constant *format) {
+// printf("...", block, thread, parity, barrier), then a trap: the launch
+// fails with the message on the process's stdout. The barrier's shared
+// address names which one (WgmmaLayout::barrierOffset and the ring's order).
+static void emitGiveUp(IRBuilderBase &b, Value *parity, Value *address) {
   Module &m = *b.GetInsertBlock()->getModule();
   FunctionCallee vprintf = m.getOrInsertFunction("vprintf", b.getInt32Ty(),
                                                  b.getPtrTy(), b.getPtrTy());
+  Constant *format = waitMessage(b);
   Type *argTypes = StructType::get(b.getInt32Ty(), b.getInt32Ty(),
                                    b.getInt32Ty(), b.getInt32Ty());
   Value *args = entryAlloca(b, argTypes, "wait.message.args", 4);
   Value *fields[] = {
       b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}),
-      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}), a, z};
+      b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_tid_x, {}), parity,
+      address};
   for (unsigned i = 0; i < 4; ++i)
     b.CreateStore(fields[i], b.CreateStructGEP(argTypes, args, i));
   b.CreateCall(vprintf, {format, args});
@@ -94,83 +84,43 @@ static void emitGiveUp(IRBuilderBase &b, Value *a, Value *z, Constant *format) {
   b.CreateUnreachable();
 }
 
-// Spins until \p ready (i1, emitted afresh each try) holds, running
-// \p backOff between tries; \p bounded: reads the global timer (ns) once
-// per failed try and gives up after kBoundedWaitSeconds through \p giveUp.
-static void emitSpin(IRBuilderBase &b, StringRef name, bool bounded,
-                     function_ref<Value *()> ready,
-                     function_ref<void()> backOff,
-                     function_ref<void()> giveUp) {
+// try_wait suspends for a while inside the instruction before it answers
+// false, so the loop around it spins slowly. The bounded wait reads the
+// global timer (ns) once per failed try.
+void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity,
+                               bool bounded) {
+  Value *address = sharedAddress(b, bar);
   Function *fn = b.GetInsertBlock()->getParent();
   auto timer = [&] {
     return b.CreateIntrinsic(Intrinsic::nvvm_read_ptx_sreg_globaltimer, {});
   };
   Value *start = bounded ? timer() : nullptr;
-  BasicBlock *spin = BasicBlock::Create(b.getContext(), name + ".wait", fn);
-  BasicBlock *retry = BasicBlock::Create(b.getContext(), name + ".check", fn);
-  BasicBlock *done = BasicBlock::Create(b.getContext(), name + ".done", fn);
+  BasicBlock *spin = BasicBlock::Create(b.getContext(), "mbar.wait", fn);
+  BasicBlock *done = BasicBlock::Create(b.getContext(), "mbar.done", fn);
   b.CreateBr(spin);
   b.SetInsertPoint(spin);
-  b.CreateCondBr(ready(), done, retry);
-  b.SetInsertPoint(retry);
-  backOff();
+  Value *ready = ptx(b, b.getInt32Ty(),
+                     "{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
+                     "selp.u32 $0, 1, 0, p;\n\t}",
+                     "=r,r,r", {address, parity});
+  Value *isReady = b.CreateICmpNE(ready, b.getInt32(0));
   if (!bounded) {
-    b.CreateBr(spin);
+    b.CreateCondBr(isReady, done, spin);
     b.SetInsertPoint(done);
     return;
   }
-  BasicBlock *stop = BasicBlock::Create(b.getContext(), name + ".give.up", fn);
+  BasicBlock *check = BasicBlock::Create(b.getContext(), "mbar.check", fn);
+  BasicBlock *giveUp = BasicBlock::Create(b.getContext(), "mbar.give.up", fn);
+  b.CreateCondBr(isReady, done, check);
+  b.SetInsertPoint(check);
   Value *waited = b.CreateSub(timer(), start);
   b.CreateCondBr(
       b.CreateICmpUGT(waited, b.getInt64(kBoundedWaitSeconds * 1000000000ull)),
-      stop, spin);
-  b.SetInsertPoint(stop);
-  giveUp();
+      giveUp, spin);
+  b.SetInsertPoint(giveUp);
+  emitGiveUp(b, parity, address);
   b.SetInsertPoint(done);
-}
-
-// try_wait suspends for a while inside the instruction before it answers
-// false, so the loop around it spins slowly with no back-off of its own.
-void fmhajit::emitMbarrierWait(IRBuilderBase &b, Value *bar, Value *parity,
-                               bool bounded) {
-  Value *address = sharedAddress(b, bar);
-  emitSpin(
-      b, "mbar", bounded,
-      [&] {
-        Value *ready =
-            ptx(b, b.getInt32Ty(),
-                "{\n\t.reg .pred p;\n\t"
-                "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
-                "selp.u32 $0, 1, 0, p;\n\t}",
-                "=r,r,r", {address, parity});
-        return b.CreateICmpNE(ready, b.getInt32(0));
-      },
-      [] {}, [&] { emitGiveUp(b, parity, address, waitMessage(b)); });
-}
-
-void fmhajit::emitGlobalFlagSet(IRBuilderBase &b, Value *flag) {
-  ptx(b, nullptr, "st.release.gpu.u32 [$0], 1;", "l,~{memory}", {flag});
-}
-
-// The flag is read once per try; a nanosleep between tries keeps the
-// spinning thread off the memory system while the writer works.
-void fmhajit::emitGlobalFlagWait(IRBuilderBase &b, Value *flag, Value *index,
-                                 bool bounded) {
-  emitSpin(
-      b, "flag", bounded,
-      [&] {
-        Value *value = ptx(b, b.getInt32Ty(), "ld.acquire.gpu.u32 $0, [$1];",
-                           "=r,l,~{memory}", {flag});
-        return b.CreateICmpNE(value, b.getInt32(0));
-      },
-      [&] { ptx(b, nullptr, "nanosleep.u32 64;", "", {}); },
-      [&] {
-        Value *low = b.CreateTrunc(b.CreatePtrToInt(flag, b.getInt64Ty()),
-                                   b.getInt32Ty());
-        emitGiveUp(b, index, low, flagWaitMessage(b));
-      });
-  // TMA reads through the async proxy: order them after the acquire.
-  ptx(b, nullptr, "fence.proxy.async.global;", "~{memory}", {});
 }
 
 void fmhajit::emitTmaLoad(IRBuilderBase &b, Value *dst, Value *map,

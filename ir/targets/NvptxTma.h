@@ -52,16 +52,6 @@ void emitMbarrierExpectBytes(llvm::IRBuilderBase &b, llvm::Value *bar,
 /// thread, phase and barrier gave up, and traps.
 void emitMbarrierWait(llvm::IRBuilderBase &b, llvm::Value *bar,
                       llvm::Value *parity, bool bounded);
-/// Sets the 32-bit global flag at \p flag (a generic pointer) to 1,
-/// releasing at the device's scope what this thread wrote, and what a block
-/// barrier before made it see of the others' writes.
-void emitGlobalFlagSet(llvm::IRBuilderBase &b, llvm::Value *flag);
-/// Spins until the flag at \p flag is set (an acquire at the device's
-/// scope), then fences the async proxy, so that TMA loads after it read what
-/// the flag released; \p bounded: gives up after kBoundedWaitSeconds with a
-/// message naming \p index (i32) and traps.
-void emitGlobalFlagWait(llvm::IRBuilderBase &b, llvm::Value *flag,
-                        llvm::Value *index, bool bounded);
 /// A TMA copy of one box of tensor map \p map (a generic pointer) at
 /// \p coords (four i32s, innermost first) to shared \p dst, completing
 /// its bytes on \p bar.

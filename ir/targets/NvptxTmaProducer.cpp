@@ -25,12 +25,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/KernelAbi.h"
-#include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "ir/targets/NvptxFp8Transpose.h"
 #include "ir/targets/NvptxPagedBoxes.h"
 #include "ir/targets/NvptxTma.h"
-#include "ir/targets/NvptxValuesTWriters.h"
 #include "specs/ArchTable.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 
@@ -95,9 +93,6 @@ private:
                       Value *page, Value *lane, Value *valid, bool staged);
   /// The kernel parameter's tensor map that \p box is a box of.
   Value *tensorMap(const TensorBox &box);
-  /// A kernel that writes its own V^T: waits for the flags of the key tiles
-  /// (of bn keys) that V^T box \p box covers (NvptxValuesTWriters.h).
-  void waitForValuesT(const TensorBox &box);
   /// The transposers' load: V^T into the ring slot from its staged tile.
   void transposeValues(Tile &tile, Value *valid);
   /// One TMA box per slab of a tile of \p shape, at \p dst, completing on
@@ -154,11 +149,8 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
     // of keys (TensorMapBoxes.h).
     bool keysAlongRows =
         tile.role == TileRole::Value && !staged && layout.valuesKMajor();
-    emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.issue", [&] {
-      if (keysAlongRows && writesValuesTInKernel(spec, target.options))
-        waitForValuesT(src.box);
-      issueBoxes(shape, src.box, dst, bar, keysAlongRows);
-    });
+    emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.issue",
+           [&] { issueBoxes(shape, src.box, dst, bar, keysAlongRows); });
   });
 }
 
@@ -187,28 +179,6 @@ void NvptxTmaProducerOps::issueBoxes(const SharedTile &shape,
                                              slab * rows * slabBytes),
                 map, {column, row, i32(box.head), i32(box.batch)}, bar);
   }
-}
-
-// The box starts at a key tile's first key wherever the recipe walks
-// whole tiles; the wait covers a box that straddles two all the same.
-void NvptxTmaProducerOps::waitForValuesT(const TensorBox &box) {
-  Value *params = b.GetInsertBlock()->getParent()->getArg(0);
-  ValuesTFlags flags = ValuesTFlags::read(b, spec, params);
-  auto i32 = [&](Value *v) { return b.CreateTrunc(v, b.getInt32Ty()); };
-  Value *headsKv = ArgsReader(b, params).get(kHeadsKv, "headsKv");
-  Value *pair =
-      b.CreateAdd(b.CreateMul(i32(box.batch), headsKv), i32(box.head));
-  Value *key0 = i32(box.row), *bn = b.getInt32(spec.bn);
-  Value *first = b.CreateUDiv(key0, bn);
-  Value *last = b.CreateBinaryIntrinsic(
-      Intrinsic::umin,
-      b.CreateUDiv(b.CreateAdd(key0, b.getInt32(spec.bn - 1)), bn),
-      b.CreateSub(flags.tilesPerPair, b.getInt32(1)));
-  emitFor(b, first, b.CreateAdd(last, b.getInt32(1)), b.getInt32(1), "vt.wait",
-          [&](Value *tile) {
-            emitGlobalFlagWait(b, flags.flag(b, pair, tile), tile,
-                               target.options.boundedWaits);
-          });
 }
 
 void NvptxTmaProducerOps::issuePagedTile(TileRole role, const SharedTile &shape,
@@ -260,8 +230,7 @@ void NvptxTmaProducerOps::transposeValues(Tile &tile, Value *valid) {
             Intrinsic::nvvm_barrier_cta_sync_aligned_count,
             {b.getInt32(kTransposeBarrier), b.getInt32(kTransposerThreads)});
       });
-    emitFp8TransposeValues(b, layout, layout.stagedValues,
-                           ring.stagedAddress(use.slot), layout.values,
+    emitFp8TransposeValues(b, layout, ring.stagedAddress(use.slot),
                            ring.slotAddress(tile, use.slot), thread);
     // The products read V^T through the async proxy.
     b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});

@@ -14,7 +14,6 @@
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Validate.h"
-#include "specs/pipelines/WgmmaLayout.h"
 
 using namespace fmhajit;
 using namespace fmhajit::cuda;
@@ -99,11 +98,7 @@ CudaDriver::configureKernel(GpuFunctionHandle handle, const KernelSpec &spec,
   // Split-KV's kernels, and v_pretranspose kernels behind their pass, wait
   // for the kernel before them in place (griddepcontrol.wait,
   // ir/targets/NvptxTarget.cpp), so they may launch before that one ends.
-  // A kernel that writes its own V^T stages it past the tiles.
-  unsigned tileBytes = writesValuesTInKernel(spec, compileOptions().emit)
-                           ? WgmmaLayout(spec, arch).bytesWithValuesTWriters()
-                           : tileFootprintBytes(spec, arch);
-  GpuLaunchShape shape{blockWarps(spec) * 32, tileBytes,
+  GpuLaunchShape shape{blockWarps(spec) * 32, tileFootprintBytes(spec, arch),
                        waitsForKernelBefore(spec) && arch.gridDependency};
   std::string name = encodeName(spec);
   if (int(shape.blockThreads) > res.maxThreadsPerBlock)

@@ -63,8 +63,6 @@ GpuKernel::load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache) {
   if (!fn)
     return fn.takeError();
   GpuKernel kernel(driver, spec, std::move(*module), *fn);
-  kernel.writesValuesT =
-      writesValuesTInKernel(spec, driver.compileOptions().emit);
   if (spec.v_pretranspose) {
     auto pass = kernel.module->function(pretransposeSymbol(encodeName(spec)));
     if (!pass)
@@ -121,6 +119,11 @@ bool fmhajit::runsPersistent(const KernelSpec &spec, const KernelArgs &params) {
 // head), before the kernel on the same stream.
 llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
                                           GpuStreamHandle stream) const {
+  if (!params.valuesT)
+    return makeError(ErrorKind::Usage,
+                     "kernel " + encodeName(kernelSpec) +
+                         " (v_pretranspose=1) writes V^T into its plan's "
+                         "workspace, but KernelArgs::valuesT is null");
   int64_t blocks = pretransposedKeys(params.seqlenK) / kPretransposeKeys *
                    params.headsKv * params.batch;
   if (blocks < 1 || blocks > std::numeric_limits<int32_t>::max())
@@ -131,21 +134,6 @@ llvm::Error GpuKernel::launchPretranspose(const KernelArgs &params,
                            pretransposeSharedBytes(kernelSpec.headDimV())};
   return gpu->launch(*pretranspose, unsigned(blocks), passShape, stream,
                      &params, sizeof(params));
-}
-
-llvm::Error GpuKernel::clearValuesTFlags(const KernelArgs &params,
-                                         GpuStreamHandle stream) const {
-  int64_t words = valuesTFlagWords(kernelSpec, params.batch, params.headsKv,
-                                   params.seqlenK);
-  if (words > std::numeric_limits<int32_t>::max())
-    return makeError(ErrorKind::Usage,
-                     "V^T's " + llvm::Twine(words - 1) +
-                         " key tiles do not fit the 32-bit count its writers "
-                         "claim them by; use fewer keys or a larger bn");
-  char *flags = static_cast<char *>(params.valuesT) +
-                valuesTFlagsOffset(kernelSpec, params.batch, params.headsKv,
-                                   params.seqlenK);
-  return gpu->clear32Async(flags, size_t(words), stream);
 }
 
 // A split tail (TailSplit.h) needs a kernel that splits its tail and the
@@ -217,18 +205,7 @@ llvm::Error GpuKernel::launch(const KernelArgs &params, GpuStreamHandle stream,
   // launches as the pass drains (shape.overlapsPrevious) unless
   // FMHAJIT_PASS_OVERLAP=0, for measurement.
   GpuLaunchShape kernelShape = shape;
-  if (pretranspose && !params.valuesT)
-    return makeError(ErrorKind::Usage,
-                     "kernel " + encodeName(kernelSpec) +
-                         " (v_pretranspose=1) reads V^T from its plan's "
-                         "workspace, but KernelArgs::valuesT is null");
-  if (writesValuesT) {
-    // The kernel writes V^T itself once its flags are clear: no pass, and
-    // nothing to overlap (a clear is no kernel the launch could follow).
-    if (llvm::Error err = clearValuesTFlags(params, stream))
-      return err;
-    kernelShape.overlapsPrevious = false;
-  } else if (pretranspose) {
+  if (pretranspose) {
     if (llvm::Error err = launchPretranspose(params, stream))
       return err;
     static const bool overlapPass =

@@ -96,9 +96,6 @@ private:
   llvm::Error launchPretranspose(const KernelArgs &params,
                                  GpuStreamHandle stream) const;
   llvm::Error checkTailSplit(const KernelArgs &params) const;
-  /// A kernel that writes its own V^T: zeroes its tiles' flags and counter.
-  llvm::Error clearValuesTFlags(const KernelArgs &params,
-                                GpuStreamHandle stream) const;
   llvm::Error clearTailCounters(const KernelArgs &params,
                                 GpuStreamHandle stream) const;
 
@@ -113,9 +110,6 @@ private:
   GpuFunctionHandle fn;
   /// v_pretranspose: the pass that writes V^T, launched before fn.
   std::optional<GpuFunctionHandle> pretranspose;
-  /// v_pretranspose under FMHAJIT_VT_IN_KERNEL=1: fn writes V^T itself
-  /// (ir/targets/NvptxValuesTWriters.h), and the pass does not run.
-  bool writesValuesT = false;
   GpuLoadStats stats;
   GpuKernelResources res;
   GpuLaunchShape shape;

@@ -68,11 +68,6 @@ WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
   values = {alignedTile(keys.end()), spec.headDimV(), spec.bn, size};
   if (transposesValues())
     stagedValues = {alignedTile(values.end()), spec.bn, spec.headDimV(), size};
-  if (spec.v_pretranspose && usesTensorMaps(spec)) {
-    writerStaged = {alignedTile(bytes()), spec.bn, spec.headDimV(), size};
-    writerValues = {alignedTile(writerStaged.end()), spec.headDimV(), spec.bn,
-                    size};
-  }
 }
 
 bool WgmmaLayout::valuesKMajor() const { return isFp8(spec.dtype); }

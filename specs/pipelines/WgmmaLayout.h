@@ -163,15 +163,6 @@ public:
   unsigned barrierOffset() const;
   unsigned barrierCount() const;
   unsigned bytes() const;
-
-  /// A v_pretranspose kernel that writes its own V^T
-  /// (ir/targets/NvptxValuesTWriters.h): past bytes(), the writers' V tile
-  /// as staged ([bn][dv], swizzled like stagedValues), its V^T ([dv][bn],
-  /// like values) and the index of the key tile they claimed (4 bytes).
-  /// Only such a kernel asks for bytesWithValuesTWriters().
-  SharedTile writerStaged, writerValues;
-  unsigned writerClaimOffset() const { return writerValues.end(); }
-  unsigned bytesWithValuesTWriters() const { return writerClaimOffset() + 16; }
   /// Stages 1 to kMaxStages; one computing warp per 16 query rows in whole
   /// warpgroups; d and dv rows of whole 32-byte chunks; bn and dv within
   /// wgmma's N; TMA's limits and families under stages>=2.

@@ -138,11 +138,7 @@ TEST_F(TensorMapsOnFake, PretransposedValuesMapViewsVTInTheWorkspace) {
   EXPECT_EQ(std::vector<uint64_t>(v + 8, v + 12),
             (std::vector<uint64_t>{32, 128, 1, 1}));
   EXPECT_EQ(v[12], 32u);
-  // V^T, then a flag for each of 2 x 2 x ceil(500 / 96) = 24 key tiles and
-  // the writers' counter (a kernel that writes its own V^T), 16-byte whole.
-  EXPECT_EQ(valuesTFlagsOffset(fp8, 2, 2, 500), 2 * 2 * 128 * 512);
-  EXPECT_EQ(valuesTFlagWords(fp8, 2, 2, 500), 25);
-  EXPECT_EQ(pretransposedValuesBytes(fp8, 2, 2, 500), 2 * 2 * 128 * 512 + 112);
+  EXPECT_EQ(pretransposedValuesBytes(fp8, 2, 2, 500), 2 * 2 * 128 * 512);
 
   KernelArgs plan = call;
   plan.q = plan.k = plan.v = plan.valuesT = nullptr;

@@ -400,35 +400,6 @@ TEST(TileRules, WgmmaRingAddsAProducerAndBarriers) {
       << problems[0];
 }
 
-// A v_pretranspose kernel that writes its own V^T (FMHAJIT_VT_IN_KERNEL=1)
-// stages a V tile and its V^T past the ring's barriers, then the claimed
-// tile's index; only such a kernel asks for those bytes. Both fp8 tiles the
-// dispatcher runs still fit the H100's 227 KiB.
-TEST(TileRules, ValuesTWritersStagePastTheRing) {
-  const ArchInfo &arch = *findArch("sm_90a");
-  for (const char *text :
-       {"dtype=fp8_e4m3,d=128,bm=192,bn=96,warps=12,v_pretranspose=1,"
-        "pipeline=wgmma,stages=2,target=sm_90a",
-        "dtype=fp8_e4m3,d=256,bm=128,bn=64,warps=8,v_pretranspose=1,"
-        "pipeline=wgmma,stages=2,target=sm_90a"}) {
-    KernelSpec spec = resolvedSpec(text);
-    WgmmaLayout layout(spec, arch);
-    EXPECT_GE(layout.writerStaged.offset, layout.bytes()) << text;
-    EXPECT_EQ(layout.writerStaged.offset % WgmmaLayout::kTileAlignment, 0u);
-    EXPECT_EQ(layout.writerStaged.bytes(), spec.bn * spec.headDimV());
-    EXPECT_GE(layout.writerValues.offset, layout.writerStaged.end());
-    EXPECT_EQ(layout.writerValues.rows, spec.headDimV());
-    EXPECT_EQ(layout.writerValues.pitch, spec.bn);
-    EXPECT_EQ(layout.bytesWithValuesTWriters(),
-              layout.writerClaimOffset() + 16);
-    EXPECT_LE(layout.bytesWithValuesTWriters(), 227u * 1024) << text;
-    EXPECT_EQ(tileFootprintBytes(spec, arch), layout.bytes()) << text;
-  }
-  KernelSpec transposers = resolvedSpec(
-      "dtype=fp8_e4m3,d=128,pipeline=wgmma,stages=2,target=sm_90a");
-  EXPECT_EQ(WgmmaLayout(transposers, arch).writerStaged.bytes(), 0u);
-}
-
 // The sm_90a table has a wgmma row for every combination of the rules that
 // narrow it: dropout (bn <= 64) with varlen (stages=1), at every head dim.
 TEST(TileRules, WgmmaDefaultsTakeDropoutWithVarlen) {
