@@ -184,6 +184,17 @@ TEST(SplitPlannerNotes, SayWhyTheTileNarrowed) {
   EXPECT_TRUE(saysSplitTiles);
 }
 
+// Paged rows on the narrowed tile run its ring twin, and the note says so.
+TEST(SplitPlannerNotes, SayThePagedNarrowedTileRunsItsRingTwin) {
+  Chosen chosen;
+  ASSERT_NO_FATAL_FAILURE(
+      choose({"", kPaged, 1, 32, 8, 1, 1024, kPagedNarrowRing, 16}, chosen));
+  EXPECT_NE(chosen.lastNote().find("its split tile m64n64w4s1); paged, its TMA "
+                                   "ring twin m64n64w4s2 in as many parts"),
+            std::string::npos)
+      << chosen.lastNote();
+}
+
 // Where the ring twin takes one part the plan is that one launch: the split
 // kernel writes O itself, with no combine step after it.
 TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
