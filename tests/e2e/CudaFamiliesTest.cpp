@@ -330,7 +330,9 @@ INSTANTIATE_TEST_SUITE_P(
 // bn) rows, 8 (16 boxes a tile) to bn; bn = 80 (boxes of 16 rows in pages of
 // 16 and 256); decode (2 and 8 queries, pack_gqa) and prefill (300 queries:
 // several query tiles); a window, whose tiles start on whole tiles; fp8,
-// whose V lands in the transposers' staging tile.
+// whose V lands in the transposers' staging tile; the narrowed decode tile's
+// ring twin (bn = 64), which the planner runs on paged rows (SplitPlanner.cpp),
+// in pages of 16 and 64.
 INSTANTIATE_TEST_SUITE_P(
     TmaRing, CudaPaged,
     ::testing::Values(
@@ -358,7 +360,13 @@ INSTANTIATE_TEST_SUITE_P(
                      32, 300},
         GpuPagedCase{"family=fwd_paged,dtype=fp8_e4m3,d=128,mask=causal_br,"
                      "lse=1,pipeline=wgmma,stages=2",
-                     64, 300}));
+                     64, 300},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,lse=1,pack_gqa=1,"
+                     "pipeline=wgmma,bm=64,bn=64,warps=4,stages=2",
+                     16, 1},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pack_gqa=1,pipeline=wgmma,bm=64,bn=64,warps=4,stages=2",
+                     64, 2}));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {
   SKIP_WITHOUT_GPU(runner);
