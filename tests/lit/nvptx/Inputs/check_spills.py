@@ -17,7 +17,8 @@ Two grids:
   - on sm_90a, pack_gqa on wgmma's TMA ring (Q copied by the consumers):
     fwd and fwd_splitkv x d = 64, 128, 256 x bm = 64 (w4) and 128 (w8) x
     masks none, causal and causal_br x lse, softcap and softcap with ALiBi;
-    the m64n128w4 decode tile with 3 slots; fp8 (e4m3) at d = 128;
+    the m64n128w4 decode tile with 3 slots; fp8 (e4m3) at d = 128; paged
+    decode on the m64n64w4 ring at d = 64 and 128;
   - on sm_90a, the backward's bwd_dq_dk_dv as validation resolves it (wgmma
     where its rules take the spec, else mma) at d = 32, 64, 96 and 128:
     every mask, softcap with ALiBi, varlen, and all of them at once.
@@ -102,6 +103,14 @@ def packed_ring_grid():
                    % (family, mask))
             yield ("family=%s,dtype=fp8_e4m3,d=128,mask=%s,lse=1,pack_gqa=1,"
                    "stages=2,target=sm_90a" % (family, mask))
+    # The narrowed decode tile's ring twin, which paged short-range decode
+    # runs (runtime/api/SplitPlanner.cpp).
+    for d in [64, 128]:
+        for mask in ["none", "causal_br"]:
+            for mods in ["lse=0", "lse=1", "softcap=1,bias=alibi,lse=1"]:
+                yield ("family=fwd_paged,dtype=bf16,d=%d,mask=%s,%s,pack_gqa=1,"
+                       "pipeline=wgmma,bm=64,bn=64,warps=4,stages=2,"
+                       "target=sm_90a" % (d, mask, mods))
 
 def backward_grid():
     for d in [32, 64, 96, 128]:
