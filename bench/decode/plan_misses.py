@@ -117,6 +117,10 @@ def plan_for(row, table, use_split_tiles, args):
         tile = narrow
         items = row["batch"] * heads * math.ceil(rows / tile["bm"])
         n = narrow_n
+        # Paged, the narrowed tile runs as its ring twin in as many parts.
+        if (packed and tile["stages"] == 1 and row["page_size"]
+                and row["page_size"] >= RING_MIN_PAGE):
+            tile = dict(tile, stages=2)
     elif has_ring_twin and n > 1:
         tile = dict(tile, stages=2)  # ringTwin
         n = ring_parts(items, rows, tile["bm"], row["page_size"] > 0, n,
