@@ -101,9 +101,11 @@ def plan_for(row, table, use_split_tiles, args):
     # narrowSplit: the parts would hold one key tile each.
     split_rows = table.get("split_tiles", {}).get(PIPELINE, [])
     narrow = serving_row(split_rows, rows, args.d, args.dtype, args.mask)
-    # ringTwin: the wide tile's TMA ring twin reads the problem.
-    has_ring_twin = packed and tile["stages"] == 1 and (
-        not row["page_size"] or row["page_size"] >= RING_MIN_PAGE)
+    # ringTwin: a tile's TMA ring twin reads the problem.
+    def has_ring_twin_of(t):
+        return packed and t["stages"] == 1 and (
+            not row["page_size"] or row["page_size"] >= RING_MIN_PAGE)
+    has_ring_twin = has_ring_twin_of(tile)
     narrow_n = None
     if (use_split_tiles and narrow and narrow["bn"] < tile["bn"]
             and n >= math.ceil(keys / tile["bn"])):
@@ -118,8 +120,7 @@ def plan_for(row, table, use_split_tiles, args):
         items = row["batch"] * heads * math.ceil(rows / tile["bm"])
         n = narrow_n
         # Paged, the narrowed tile runs as its ring twin in as many parts.
-        if (packed and tile["stages"] == 1 and row["page_size"]
-                and row["page_size"] >= RING_MIN_PAGE):
+        if row["page_size"] and has_ring_twin_of(tile):
             tile = dict(tile, stages=2)
     elif has_ring_twin and n > 1:
         tile = dict(tile, stages=2)  # ringTwin
