@@ -17,7 +17,8 @@ for b in fmhajit fmhajit_e2e_tests fmhajit-bench-decode fmhajit-bench-api; do
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 export FMHAJIT_CACHE_DIR=/tmp/fj/cache FMHAJIT_SOURCE_DIR="$root" # examples/variants for the e2e tests
-filter='*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*'
+# E2E_FILTER narrows the GPU tests to a GoogleTest filter (docs/bench.md).
+filter=${E2E_FILTER:-'*Cuda*:*Gpu*:*Hip*:ApiDecode*:ApiPinned*:*Capability*:*Driver*'}
 if [ "$mode" = dead-rows ]; then
   # FMHAJIT_DEAD_ROWS=1 (docs/bench.md): the e2e tables of packed and split
   # decode with the option on, then (below) four checks and timed rows.
