@@ -335,7 +335,9 @@ void Validator::checkTile(const PipelineInfo &info) {
            "tile edges run from 16 to 256 in multiples of " + Twine(multiple) +
                " for pipeline " + keyOf(s.pipeline) + " on " + arch.name);
   };
-  checkEdge("bm", s.bm, info.bmMultiple);
+  // Keys as rows take bm under 64 (WgmmaLayout::checkKeysAsRows).
+  if (!keysAsRows(s))
+    checkEdge("bm", s.bm, info.bmMultiple);
   checkEdge("bn", s.bn, info.bnMultiple);
   // wgmma runs whole warpgroups, any number of them (WgmmaLayout checks
   // the multiple of 4); the other pipelines divide tiles by powers of two.

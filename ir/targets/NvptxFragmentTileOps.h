@@ -188,7 +188,8 @@ protected:
   llvm::Value *f32(float v);
   /// Element \p i of a register array (an alloca SROA turns into registers).
   llvm::Value *slot(llvm::Value *base, unsigned i);
-  unsigned accCount(const Tile &tile) const {
+  /// A register tile's accumulators a thread (S, O).
+  virtual unsigned accCount(const Tile &tile) const {
     return mTiles * (tile.cols / 8) * 4;
   }
   /// Accumulator element (m-tile i, n-tile j, register e) -> flat index.

@@ -134,6 +134,9 @@ inline constexpr unsigned kTransposeBarrier = 8;
 /// 9 + w: where consumer warpgroup w's warps meet when a part of a split
 /// tail item arrives (arrivesLast).
 inline constexpr unsigned kTailBarrier = 9;
+/// Where the one consumer warpgroup of a tile with keys as rows meets over
+/// its row maxima and sums, and over P (NvptxWgmmaKeyRowsTileOps.cpp).
+inline constexpr unsigned kKeyRowsBarrier = 12;
 
 /// TileOps::arrivesLast for the calling consumer warpgroup: counts its
 /// arrival at counters[w] (i32) and answers whether it was the last of

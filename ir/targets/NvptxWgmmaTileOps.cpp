@@ -26,8 +26,8 @@
 //    each warpgroup copies its own rows of Q itself (copyQueryRows).
 //
 //===----------------------------------------------------------------------===//
+#include "ir/targets/NvptxWgmmaTileOps.h"
 #include "ir/Loops.h"
-#include "ir/targets/NvptxFragmentTileOps.h"
 #include "ir/targets/NvptxTimeline.h"
 #include "ir/targets/NvptxTma.h"
 #include "ir/targets/NvptxWgmma.h"
@@ -40,137 +40,25 @@
 using namespace fmhajit;
 using namespace llvm;
 
-namespace {
-class NvptxWgmmaTileOps : public NvptxFragmentTileOps {
-public:
-  NvptxWgmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target,
-                    const WgmmaLayout &layout)
-      : NvptxFragmentTileOps(b, target, /*mTiles=*/1, layout.bytes()),
-        layout(layout) {
-    tensorCoresReadShared = true;
-    reducesInTree = true;
-    storesWholeBlocks = true;
-    skipsUnitRescale = spec.headDimV() >= 128;
-    votesOnRowParts =
-        skipsUnitRescale && !(spec.dropout && spec.headDimV() > 128);
-    if (usesTensorMaps(spec))
-      ring.emplace(b, target, this->layout, smem);
-    if (ring && target.options.timeline)
-      stamps = timelineCounter(*b.GetInsertBlock()->getParent());
-    // Tiles sit on swizzle-atom boundaries of the shared window.
-    auto *global = cast<GlobalVariable>(smem);
-    global->setAlignment(std::max(global->getAlign().valueOrOne(),
-                                  Align(WgmmaLayout::kTileAlignment)));
-  }
-
-  void mma(Tile &acc, const Tile &a, const Tile &bt) override {
-    startProduct(acc, a, bt, /*accumulate=*/true);
-    finishProduct(acc);
-  }
-  void matmul(Tile &acc, const Tile &a, const Tile &bt) override {
-    startProduct(acc, a, bt, /*accumulate=*/false);
-    finishProduct(acc);
-  }
-  /// Under stages=2: the producer loads ahead, so products may overlap.
-  bool overlapsProducts() const override { return ring.has_value(); }
-  void startProduct(Tile &acc, const Tile &a, const Tile &bt,
-                    bool accumulate) override;
-  void beginProducts() override;
-  void endProducts() override;
-  void finishProduct(Tile &acc) override;
-  /// Under the ring, 16-bit inputs, dv >= 128: the wait on both sides of
-  /// an always-taken, warpgroup-uniform branch (ptxas otherwise hoists it
-  /// above the softmax, defeating the overlap with O's product), then the
-  /// rescale.
-  void finishProductScaled(Tile &acc, const RowVec &factor) override;
-  void load(Tile &tile, const GlobalRows &src, Value *valid,
-            Value *scale) override;
-  void sync(Tile &tile) override {
-    if (ring)
-      return acquire(tile);
-    waitFor(tile);
-  }
-  void drain() override {
-    if (!ring)
-      NvptxFragmentTileOps::drain();
-  }
-  /// Under the ring: hands Q's slot back to the producer (waiting for Q
-  /// first if no product read it, so no copy into it is still in flight).
-  void retire(Tile &tile) override;
-  /// Under the ring: a warpgroup's count of a split tail item's parts.
-  Value *arrivesLast(Value *counters, Value *parts) override;
-
-private:
-  const SharedTile &sharedTile(TileRole role) const override {
-    return sharedTileOf(layout, role);
-  }
-  /// Rows of a shared tile as stored (K^T is stored as K rows), and their
-  /// elements.
-  unsigned storedRows(const Tile &tile) const {
-    return tile.role == TileRole::KeyT ? tile.cols : tile.rows;
-  }
-  unsigned storedWidth(const Tile &tile) const {
-    return tile.role == TileRole::KeyT ? tile.rows : tile.cols;
-  }
-  /// The address of 16-byte chunk (key, col) in the swizzled slabs.
-  Value *chunkAddress(const Tile &tile, Value *key, Value *col) override;
-  /// wgmmaDescriptorBase of \p tile's latest load.
-  Value *descriptorBase(const Tile &tile, Value *extra, const WgmmaOperand &op);
-  /// Waits until \p tile's latest load has landed (once per load).
-  void acquire(const Tile &tile);
-  /// Hands \p tile's ring slot back to the producer (K and V under
-  /// stages=2).
-  void release(const Tile &tile);
-  /// Under the ring and pack_gqa: this warpgroup's rows of Q, copied,
-  /// waited for and published to its four warps before load() returns.
-  void copyQueryRows(Tile &tile, const GlobalRows &src, Value *valid);
-  /// Where \p tile's latest load sits: its ring slot under stages=2.
-  Value *tileAddress(const Tile &tile);
-  /// Consumer warpgroups that take turns issuing products: all of them
-  /// under stages=2, where each owns its own rows of every key tile.
-  unsigned turnTakers() const { return ring ? spec.warps / 4 : 1; }
-  /// EmitOptions::timeline: this thread's count of stamps, else null.
-  Value *stamps = nullptr;
-  void stamp(TimelineEvent event) {
-    if (stamps)
-      emitTimelineStamp(b, stamps, warpgroup(), event);
-  }
-  /// This thread's warpgroup (i32).
-  Value *warpgroup() { return b.CreateLShr(target.threadId(b), b.getInt32(7)); }
-  /// Named barrier 1 + w: warpgroup w's turn (0 is the block barrier).
-  Value *turnBarrier(Value *group) { return b.CreateAdd(group, b.getInt32(1)); }
-  /// Issue (fence, products, commit) without the wait: the accumulators
-  /// as the products define them.
-  SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
-                                           unsigned n);
-  SmallVector<Value *, 128> probabilitiesTimesValues(const Tile &s,
-                                                     const Tile &v,
-                                                     ArrayRef<Value *> acc,
-                                                     bool accumulate);
-
-  /// A product issued and committed, not yet waited for.
-  struct InFlight {
-    Tile acc, b;                    ///< b's ring slot is released once done
-    SmallVector<Value *, 128> sums; ///< its accumulators, until the wait
-    SmallVector<Value *, 128> old;  ///< S's previous values when accumulating
-    Value *scale;                   ///< S's deferred softmax scale, or null
-    unsigned younger; ///< products issued after it (set by takeProduct)
-  };
-  /// Removes acc's product from those in flight.
-  InFlight takeProduct(const Tile &acc);
-  /// Waits for \p product, releases its shared operand and stores its
-  /// accumulators; may be emitted on several paths.
-  void emitFinish(const InFlight &product);
-
-  WgmmaLayout layout;
-  /// stages=2: the ring the producer warp fills.
-  std::optional<TmaRing> ring;
-  /// Tiles acquired since their latest load.
-  SmallPtrSet<Value *, 4> acquired;
-  /// Committed products, oldest first: wgmma groups complete in order.
-  SmallVector<InFlight, 2> inFlight;
-};
-} // namespace
+NvptxWgmmaTileOps::NvptxWgmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target,
+                                     const WgmmaLayout &layout)
+    : NvptxFragmentTileOps(b, target, /*mTiles=*/1, layout.bytes()),
+      layout(layout) {
+  tensorCoresReadShared = true;
+  reducesInTree = true;
+  storesWholeBlocks = true;
+  skipsUnitRescale = spec.headDimV() >= 128;
+  votesOnRowParts =
+      skipsUnitRescale && !(spec.dropout && spec.headDimV() > 128);
+  if (usesTensorMaps(spec))
+    ring.emplace(b, target, this->layout, smem);
+  if (ring && target.options.timeline)
+    stamps = timelineCounter(*b.GetInsertBlock()->getParent());
+  // Tiles sit on swizzle-atom boundaries of the shared window.
+  auto *global = cast<GlobalVariable>(smem);
+  global->setAlignment(std::max(global->getAlign().valueOrOne(),
+                                Align(WgmmaLayout::kTileAlignment)));
+}
 
 void NvptxWgmmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
                              Value *scale) {
@@ -202,7 +90,9 @@ void NvptxWgmmaTileOps::load(Tile &tile, const GlobalRows &src, Value *valid,
 void NvptxWgmmaTileOps::copyQueryRows(Tile &tile, const GlobalRows &src,
                                       Value *valid) {
   unsigned threads = WgmmaLayout::kWarpsPerGroup * 32;
-  unsigned rows = WgmmaLayout::kWarpsPerGroup * WgmmaLayout::kRowsPerWarp;
+  // A warpgroup's 64 rows, or the whole tile where keys are the rows.
+  unsigned rows = std::min(spec.bm, WgmmaLayout::kWarpsPerGroup *
+                                        WgmmaLayout::kRowsPerWarp);
   Value *group = warpgroup();
   auto meet = [&] {
     b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
@@ -480,6 +370,8 @@ void NvptxWgmmaTileOps::emitFinish(const InFlight &product) {
 std::unique_ptr<TileOps>
 fmhajit::createNvptxWgmmaTileOps(IRBuilderBase &b, GpuTargetInfo &target) {
   const KernelSpec &spec = target.kernelSpec();
-  return std::make_unique<NvptxWgmmaTileOps>(
-      b, target, WgmmaLayout(spec, *findArch(spec.target)));
+  WgmmaLayout layout(spec, *findArch(spec.target));
+  if (keysAsRows(spec))
+    return createNvptxWgmmaKeyRowsTileOps(b, target, layout);
+  return std::make_unique<NvptxWgmmaTileOps>(b, target, layout);
 }

@@ -17,6 +17,12 @@ bool fmhajit::usesTensorMaps(const KernelSpec &spec) {
          hasKeyLoop(spec.family);
 }
 
+bool fmhajit::keysAsRows(const KernelSpec &spec) {
+  return spec.pipeline == Pipeline::Wgmma && hasKeyLoop(spec.family) &&
+         spec.bm > 0 &&
+         spec.bm < WgmmaLayout::kWarpsPerGroup * WgmmaLayout::kRowsPerWarp;
+}
+
 bool fmhajit::defaultTileServes(const KernelSpec &spec) {
   // fp8 has only the ring: its paged kernels are the ring's or none.
   bool pagedWithATwin = loadsPagedBoxes(spec) && !isFp8(spec.dtype);
@@ -60,7 +66,14 @@ WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
     : spec(spec), arch(arch) {
   unsigned size = dtypeBytes(spec.dtype);
   query = {0, spec.bm, spec.d, size};
-  keys = {alignedTile(query.end()), spec.bn, spec.d, size};
+  unsigned afterQuery = query.end();
+  if (keysAsRows(spec)) {
+    probabilities = {alignedTile(afterQuery), spec.bm, spec.bn, size};
+    exchange = {probabilities.end(), kExchangeBuffers * spec.bm, kWarpsPerGroup,
+                4};
+    afterQuery = exchange.end();
+  }
+  keys = {alignedTile(afterQuery), spec.bn, spec.d, size};
   if (!valuesKMajor()) {
     values = {alignedTile(keys.end()), spec.bn, spec.headDimV(), size};
     return;
@@ -122,7 +135,7 @@ bool fmhajit::walksWorkItems(const KernelSpec &spec) {
   bool packedTight = spec.pack_gqa && spec.warps > 4 &&
                      (spec.headDimV() > 128 || spec.bn > 128);
   return usesTensorMaps(spec) && spec.family == Family::Fwd && measured &&
-         !tight && !packedTight;
+         !tight && !packedTight && !keysAsRows(spec);
 }
 
 bool fmhajit::splitsTail(const KernelSpec &spec) {
@@ -161,12 +174,15 @@ void WgmmaLayout::check(ErrorList &errors) const {
                  "pipeline wgmma computes in whole warpgroups of 4 warps: use "
                  "a multiple of 4 up to " +
                      Twine(arch.maxWarps) + " on " + arch.name);
+  else if (keysAsRows(spec))
+    checkKeysAsRows(errors);
   else if (spec.bm != kRowsPerWarp * spec.warps)
     addTileError(errors, "bm", spec.bm,
                  "pipeline wgmma gives each warp 16 query rows: use bm=" +
                      Twine(kRowsPerWarp * spec.warps) +
                      " for warps=" + Twine(spec.warps) +
-                     ", or warps=" + Twine(spec.bm / kRowsPerWarp));
+                     ", or warps=" + Twine(spec.bm / kRowsPerWarp) +
+                     ", or bm under 64 (a multiple of 8) for keys as rows");
   if (spec.bn % stepElements() || spec.bn > kMaxN)
     addTileError(errors, "bn", spec.bn,
                  "pipeline wgmma multiplies " + Twine(stepElements()) +
@@ -223,6 +239,45 @@ void WgmmaLayout::checkFp8(ErrorList &errors) const {
     addTileError(errors, "dv", spec.headDimV(),
                  "fp8 on pipeline wgmma transposes V 32 columns at a time: use "
                  "a multiple of 32");
+}
+
+// Keys as rows (keysAsRows): one warpgroup computes S^T = K Q^T with its
+// 64-row products over the key tile and O^T = V^T P^T over dv, the bm query
+// rows as N. Its P goes through shared memory (wgmma's B operand), and V is
+// read MN-major as A, which only 16-bit types can be; the ring feeds it.
+void WgmmaLayout::checkKeysAsRows(ErrorList &errors) const {
+  unsigned rows = kWarpsPerGroup * kRowsPerWarp;
+  if (spec.bm % kAtomRows)
+    addTileError(errors, "bm", spec.bm,
+                 "pipeline wgmma with keys as rows (bm under 64) takes the "
+                 "query rows as the products' N, in swizzle atoms of 8: use "
+                 "a multiple of 8");
+  if (spec.warps != kWarpsPerGroup)
+    addTileError(errors, "warps", spec.warps,
+                 "pipeline wgmma with keys as rows (bm under 64) computes in "
+                 "one warpgroup: use warps=4");
+  if (spec.bn % rows)
+    addTileError(errors, "bn", spec.bn,
+                 "pipeline wgmma with keys as rows (bm under 64) multiplies "
+                 "64 keys a product: use a multiple of 64");
+  if (spec.headDimV() % rows)
+    addTileError(errors, "dv", spec.headDimV(),
+                 "pipeline wgmma with keys as rows (bm under 64) computes O^T "
+                 "64 columns a product: use dv=64, 128, 192 or 256");
+  if (spec.stages < 2)
+    addTileError(errors, "stages", spec.stages,
+                 "pipeline wgmma with keys as rows (bm under 64) reads K and "
+                 "V from the TMA ring: use stages=2 or more");
+  if (isFp8(spec.dtype))
+    errors.add(ErrorKind::Spec,
+               "pipeline wgmma with keys as rows (bm under 64) reads V as "
+               "the transposed A operand, which only 16-bit types have: "
+               "dtype=" +
+                   keyOf(spec.dtype).str() + " takes bm=64 or more");
+  if (spec.dropout)
+    errors.add(ErrorKind::Spec,
+               "pipeline wgmma with keys as rows (bm under 64) has no "
+               "dropout: use bm=64 or more");
 }
 
 // A tensor map describes a [batch, rows, heads, d] box grid of fixed

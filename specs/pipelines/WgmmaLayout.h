@@ -87,6 +87,12 @@ bool readsPagesOf(const KernelSpec &spec, unsigned log2PageSize);
 /// !readsPagesOf), and what to use instead.
 std::string pagesTooSmall(const KernelSpec &spec, unsigned log2PageSize);
 
+/// Whether \p spec's tile multiplies with keys as the products' rows
+/// (pipeline=wgmma, bm < 64): S^T = K Q^T and O^T = V^T P^T, the bm query
+/// rows as wgmma's N (8 to 56), so that a decode tile of one GQA group's few
+/// rows does not compute 64 (docs/design.md, "Keys as the products' rows").
+bool keysAsRows(const KernelSpec &spec);
+
 /// Whether \p spec's kernel is persistent: each block walks work items in
 /// rounds (ir/PersistentSchedule.h), so that with fewer blocks than items
 /// the producer loads the next item's Q and first keys while the consumers
@@ -136,6 +142,12 @@ public:
   /// stagedValues V as TMA lands it ([bn][dv]); otherwise stagedValues is
   /// empty.
   SharedTile query, keys, values, stagedValues;
+  /// Under keysAsRows: P, [bm][bn] in swizzled slabs (the K-major B operand
+  /// of O^T = V^T P^T), and after it the exchange, where the warps of the
+  /// warpgroup meet over their row maxima and sums: kExchangeBuffers
+  /// buffers of bm rows x kWarpsPerGroup floats. Empty otherwise.
+  SharedTile probabilities, exchange;
+  static constexpr unsigned kExchangeBuffers = 2;
 
   /// Whether the products read V^T ([dv][bn], keys contiguous): fp8, whose
   /// 8-bit wgmma has no transpose bit.
@@ -171,6 +183,7 @@ public:
 private:
   void checkTensorMapLoads(ErrorList &errors) const;
   void checkFp8(ErrorList &errors) const;
+  void checkKeysAsRows(ErrorList &errors) const;
 
   const KernelSpec &spec;
   const ArchInfo &arch;

@@ -217,6 +217,40 @@ std::vector<GpuSplitCase> gpuSplitCases() {
        "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,softcap=1,"
        "bias=alibi,lse=1,pack_gqa=1,pipeline=wgmma,bm=128,warps=8,stages=2",
        Shape::dense(1, 32, 2, 8, 1000),
+       {1, 3}},
+      // Keys as the products' rows (keysAsRows: bm under 64): one 8:1
+      // group's token in m8 tiles, parts past the key tiles, two tiles of
+      // an item's 32 rows at bm = 16, softcap at d = 64, d = 256 on three
+      // slots, and unpacked rows (Q by a TMA box of 8 rows).
+      {"keys_as_rows_decode_gqa8",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,bias=alibi,lse=1,"
+       "pack_gqa=1,pipeline=wgmma,bm=8,bn=128,warps=4,stages=2",
+       Shape::dense(2, 16, 2, 1, 1000),
+       {1, 3, 7}},
+      {"keys_as_rows_gqa2_parts_past_tiles",
+       "family=fwd_splitkv,dtype=bf16,d=128,lse=1,pack_gqa=1,pipeline=wgmma,"
+       "bm=8,bn=128,warps=4,stages=2",
+       Shape::dense(2, 8, 4, 2, 3000),
+       {1, 5, 24, 40}},
+      {"keys_as_rows_gqa8_sq4_two_tiles",
+       "family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,pack_gqa=1,"
+       "pipeline=wgmma,bm=16,bn=128,warps=4,stages=2",
+       Shape::dense(1, 16, 2, 4, 777),
+       {1, 5}},
+      {"keys_as_rows_gqa4_sq4_softcap_d64",
+       "family=fwd_splitkv,dtype=fp16,d=64,mask=causal_br,softcap=1,lse=1,"
+       "pack_gqa=1,pipeline=wgmma,bm=16,bn=64,warps=4,stages=2",
+       Shape::dense(1, 16, 4, 4, 1500).softcap(20),
+       {1, 4}},
+      {"keys_as_rows_gqa4_d256_three_slots",
+       "family=fwd_splitkv,dtype=bf16,d=256,mask=causal_br,lse=1,pack_gqa=1,"
+       "pipeline=wgmma,bm=8,bn=64,warps=4,stages=3",
+       Shape::dense(2, 8, 2, 1, 1200),
+       {1, 4}},
+      {"keys_as_rows_unpacked",
+       "family=fwd_splitkv,dtype=bf16,d=128,lse=1,pipeline=wgmma,bm=8,"
+       "bn=128,warps=4,stages=2",
+       Shape::dense(2, 4, 4, 3, 900),
        {1, 3}}};
 }
 INSTANTIATE_TEST_SUITE_P(
@@ -366,6 +400,20 @@ INSTANTIATE_TEST_SUITE_P(
                      16, 1},
         GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
                      "pack_gqa=1,pipeline=wgmma,bm=64,bn=64,warps=4,stages=2",
+                     64, 2}));
+
+// Keys as the products' rows on paged K/V: one 8:1 group's token in an m16
+// tile over pages of 16 (8 boxes a key tile), and two tokens in two m8
+// tiles over pages of 64.
+INSTANTIATE_TEST_SUITE_P(
+    KeysAsRows, CudaPaged,
+    ::testing::Values(
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,mask=causal_br,lse=1,"
+                     "pack_gqa=1,pipeline=wgmma,bm=16,bn=128,warps=4,stages=2",
+                     16, 1},
+        GpuPagedCase{"family=fwd_paged,dtype=bf16,d=128,softcap=1,"
+                     "bias=alibi,lse=1,pack_gqa=1,pipeline=wgmma,bm=8,bn=128,"
+                     "warps=4,stages=2",
                      64, 2}));
 
 TEST(CudaAppendKv, PagedHalfRotaryWithQ) {

@@ -1,0 +1,387 @@
+//===- NvptxWgmmaKeyRowsTileOps.cpp - wgmma with keys as the rows ---------===//
+//
+// A decode tile packs one GQA group's few query rows (8 of an 8:1 group's
+// token) into the 64 rows a wgmma computes, so its products do eight times
+// the work they need. With keys as the rows (keysAsRows: pipeline=wgmma,
+// bm under 64) one warpgroup computes the transposes instead, the bm query
+// rows as wgmma's N:
+//   S^T = K Q^T    A: 64 keys of the K slot a product, K-major; B: Q, K-major
+//   O^T = V^T P^T  A: 64 columns of the V slot a product, read MN-major (the
+//                  transpose bit); B: P from shared memory, K-major
+// Lane (g, t) of warp w then holds keys (or columns of O) 64i + 16w + g and
+// + 8 of each product i, and queries 8j + 2t and + 1: a query's values are
+// spread over the 8 lanes of its t and the 4 warps. So a row's max or sum
+// ends with three shuffles and an exchange through shared memory, where
+// each warp leaves its part and, after the warpgroup's barrier, every lane
+// reads the four parts of its queries (one 16-byte load each). The
+// exchange alternates between two buffers, chosen at run time: every
+// exchange passes a barrier, so a buffer is rewritten only after every
+// thread has read it. P is written as bf16/fp16 into its [bm][bn] slabs,
+// fenced into the async proxy and published by the same barrier before
+// the product that reads it. Elementwise words hand their callbacks
+// (query, key) as the other tiles do, so the recipe does not change.
+//
+// Everything else (the ring, the loads, Q's rows, the products' issue,
+// waits and releases) is NvptxWgmmaTileOps'.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/KernelAbiIR.h"
+#include "ir/Loops.h"
+#include "ir/targets/NvptxWgmma.h"
+#include "ir/targets/NvptxWgmmaTileOps.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
+#include <cmath>
+
+using namespace fmhajit;
+using namespace llvm;
+
+namespace {
+class NvptxWgmmaKeyRowsTileOps : public NvptxWgmmaTileOps {
+public:
+  NvptxWgmmaKeyRowsTileOps(IRBuilderBase &b, GpuTargetInfo &target,
+                           const WgmmaLayout &layout)
+      : NvptxWgmmaTileOps(b, target, layout) {
+    skipsUnitRescale = false;
+    votesOnRowParts = false;
+    Value *warp = b.CreateLShr(target.threadId(b), b.getInt32(5));
+    warpInGroup = b.CreateAnd(warp, b.getInt32(3), "warp.in.group");
+    keyRow0 = b.CreateMul(warpInGroup, b.getInt32(16), "key.row0");
+    buffer = entryAlloca(b, b.getInt32Ty(), "exchange.buffer");
+    b.CreateStore(b.getInt32(0), buffer);
+  }
+
+  Tile makeTile(TileRole role, unsigned rows, unsigned cols,
+                const Twine &name) override;
+  RowVec makeRowVec(unsigned rows, const Twine &name) override {
+    return {rows, entryAlloca(b, b.getFloatTy(), name, 4, rowSlots(rows))};
+  }
+  void fill(RowVec &r, float value) override {
+    for (unsigned s = 0; s < rowSlots(r.rows); ++s)
+      b.CreateStore(f32(value), slot(r.storage, s));
+  }
+  void map(Tile &tile, ElementFn fn) override;
+  void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
+  void scaleRows(Tile &tile, const RowVec &factor) override {
+    TileOps::scaleRows(tile, factor);
+  }
+  void finishProductScaled(Tile &acc, const RowVec &factor) override {
+    finishProduct(acc);
+    scaleRows(acc, factor);
+  }
+  void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
+  void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
+  /// No halves to skip: a query's values lie in every warp.
+  void limitQueryRows(Value *) override {}
+  void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
+                float fill) override;
+  void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
+  void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
+  /// P into its shared slabs, published to the products.
+  void copy(Tile &dst, const Tile &src) override;
+  void addScaledRows(Tile &, const GlobalRows &, Value *,
+                     const RowVec &) override {
+    llvm_unreachable("keys as rows do not split tails (splitsTail)");
+  }
+
+private:
+  unsigned accCount(const Tile &tile) const override {
+    return productsOf(tile) * tile.rows / 8 * 4;
+  }
+  /// 64-row products a register tile takes: over its keys (S) or its
+  /// columns (O).
+  static unsigned productsOf(const Tile &tile) {
+    return tile.cols / (WgmmaLayout::kWarpsPerGroup * 16);
+  }
+  /// A row vector's values a thread: queries 8j + 2t and + 1 of each j.
+  static unsigned rowSlots(unsigned rows) { return rows / 8 * 2; }
+  /// Accumulator (product i, query block j, register e).
+  static unsigned index(const Tile &tile, unsigned i, unsigned j, unsigned e) {
+    return (i * (tile.rows / 8) + j) * 4 + e;
+  }
+  /// The row vector slot of register e of query block j.
+  static unsigned rowSlot(unsigned j, unsigned e) { return 2 * j + (e & 1); }
+  /// The key (S) or column (O) of register e of product i.
+  Value *keyOf(unsigned i, unsigned e) {
+    return b.CreateAdd(keyRow0,
+                       b.CreateAdd(g, b.getInt32(64 * i + 8 * (e >> 1))));
+  }
+  /// The query row of register e of query block j.
+  Value *queryOf(unsigned j, unsigned e) {
+    return b.CreateAdd(b.CreateShl(t, 1), b.getInt32(8 * j + (e & 1)));
+  }
+  Value *at(const Tile &tile, unsigned i, unsigned j, unsigned e) {
+    return slot(tile.storage, index(tile, i, j, e));
+  }
+  /// bar.sync kKeyRowsBarrier, 128: the warpgroup's warps meet.
+  void meet() {
+    b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
+                      {b.getInt32(kKeyRowsBarrier),
+                       b.getInt32(WgmmaLayout::kWarpsPerGroup * 32)});
+  }
+  Value *sharedAt(unsigned offset, Value *bytes) {
+    return b.CreateInBoundsGEP(
+        b.getInt8Ty(),
+        b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem, offset), bytes);
+  }
+
+  SmallVector<Value *, 128> queryTimesKeys(const Tile &q, const Tile &kT,
+                                           unsigned n) override;
+  SmallVector<Value *, 128> probabilitiesTimesValues(const Tile &p,
+                                                     const Tile &v,
+                                                     ArrayRef<Value *> acc,
+                                                     bool accumulate) override;
+
+  Value *warpInGroup, *keyRow0;
+  /// The exchange buffer the next reduction writes (0 or 1).
+  Value *buffer;
+};
+} // namespace
+
+Tile NvptxWgmmaKeyRowsTileOps::makeTile(TileRole role, unsigned rows,
+                                        unsigned cols, const Twine &name) {
+  switch (role) {
+  case TileRole::Scores:
+  case TileRole::Output: {
+    Tile tile{role, rows, cols, nullptr};
+    tile.storage = entryAlloca(b, b.getFloatTy(), name, 4, accCount(tile));
+    return tile;
+  }
+  case TileRole::Probabilities:
+    return {role, rows, cols,
+            b.CreateConstInBoundsGEP1_32(b.getInt8Ty(), smem,
+                                         layout.probabilities.offset)};
+  default:
+    return NvptxWgmmaTileOps::makeTile(role, rows, cols, name);
+  }
+}
+
+void NvptxWgmmaKeyRowsTileOps::map(Tile &tile, ElementFn fn) {
+  for (unsigned i = 0; i < productsOf(tile); ++i)
+    for (unsigned j = 0; j < tile.rows / 8; ++j)
+      for (unsigned e = 0; e < 4; ++e) {
+        Value *p = at(tile, i, j, e);
+        b.CreateStore(
+            fn(b, queryOf(j, e), keyOf(i, e), b.CreateLoad(b.getFloatTy(), p)),
+            p);
+      }
+}
+
+void NvptxWgmmaKeyRowsTileOps::mapWithRow(Tile &tile, const RowVec &row,
+                                          WithRowFn fn) {
+  for (unsigned j = 0; j < tile.rows / 8; ++j)
+    for (unsigned c = 0; c < 2; ++c) {
+      Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, rowSlot(j, c)));
+      for (unsigned i = 0; i < productsOf(tile); ++i)
+        for (unsigned e = c; e < 4; e += 2) {
+          Value *p = at(tile, i, j, e);
+          b.CreateStore(fn(b, b.CreateLoad(b.getFloatTy(), p), r), p);
+        }
+    }
+}
+
+void NvptxWgmmaKeyRowsTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
+                                       RowFn fn) {
+  for (unsigned s = 0; s < rowSlots(out.rows); ++s) {
+    SmallVector<Value *, 4> values;
+    for (const RowVec *r : in)
+      values.push_back(b.CreateLoad(b.getFloatTy(), slot(r->storage, s)));
+    b.CreateStore(fn(b, values), slot(out.storage, s));
+  }
+}
+
+// A query's values: this lane's (two a product), then the 8 lanes of its t
+// (shuffles across g), then the 4 warps (the exchange): lanes with g = 0
+// leave their warp's part at [buffer][query][warp], and after the barrier
+// every lane reads the four parts of each of its queries at once.
+void NvptxWgmmaKeyRowsTileOps::reduceRows(const Tile &tile, RowVec &out,
+                                          bool isMax) {
+  unsigned slots = rowSlots(tile.rows);
+  SmallVector<Value *, 16> parts;
+  for (unsigned j = 0; j < tile.rows / 8; ++j)
+    for (unsigned c = 0; c < 2; ++c) {
+      SmallVector<Value *, 16> mine;
+      for (unsigned i = 0; i < productsOf(tile); ++i)
+        for (unsigned e = c; e < 4; e += 2)
+          mine.push_back(b.CreateLoad(b.getFloatTy(), at(tile, i, j, e)));
+      while (mine.size() > 1) { // a tree: the chain's latency would show
+        SmallVector<Value *, 16> next;
+        for (unsigned k = 0; k + 1 < mine.size(); k += 2)
+          next.push_back(combineRows(mine[k], mine[k + 1], isMax));
+        if (mine.size() % 2)
+          next.push_back(mine.back());
+        mine = std::move(next);
+      }
+      Value *v = mine.front();
+      for (unsigned mask : {4u, 8u, 16u}) { // the lanes of this t
+        Value *other = b.CreateIntrinsic(
+            Intrinsic::nvvm_shfl_sync_bfly_f32, {},
+            {b.getInt32(~0u), v, b.getInt32(mask), b.getInt32(31)});
+        v = combineRows(v, other, isMax);
+      }
+      parts.push_back(v);
+    }
+  const SharedTile &exchange = layout.exchange;
+  Value *current = b.CreateLoad(b.getInt32Ty(), buffer);
+  b.CreateStore(b.CreateXor(current, b.getInt32(1)), buffer);
+  Value *bufferRow0 = b.CreateMul(current, b.getInt32(tile.rows));
+  auto rowBytes = [&](Value *query) { // [buffer][query][warp]
+    return b.CreateMul(b.CreateAdd(bufferRow0, query),
+                       b.getInt32(WgmmaLayout::kWarpsPerGroup * 4));
+  };
+  emitIf(b, b.CreateICmpEQ(g, b.getInt32(0)), "leave.part", [&] {
+    for (unsigned s = 0; s < slots; ++s) {
+      Value *bytes =
+          b.CreateAdd(rowBytes(queryOf(s / 2, s)), b.CreateShl(warpInGroup, 2));
+      b.CreateStore(parts[s], sharedAt(exchange.offset, bytes));
+    }
+  });
+  meet();
+  auto *four = FixedVectorType::get(b.getFloatTy(), 4);
+  for (unsigned s = 0; s < slots; ++s) {
+    Value *all = b.CreateAlignedLoad(
+        four, sharedAt(exchange.offset, rowBytes(queryOf(s / 2, s))),
+        Align(16));
+    Value *v = combineRows(
+        combineRows(b.CreateExtractElement(all, uint64_t(0)),
+                    b.CreateExtractElement(all, uint64_t(1)), isMax),
+        combineRows(b.CreateExtractElement(all, uint64_t(2)),
+                    b.CreateExtractElement(all, uint64_t(3)), isMax),
+        isMax);
+    b.CreateStore(v, slot(out.storage, s));
+  }
+}
+
+void NvptxWgmmaKeyRowsTileOps::loadRows(RowVec &r, const GlobalRows &src,
+                                        Value *valid, float fill) {
+  for (unsigned s = 0; s < rowSlots(r.rows); ++s) {
+    Value *row = queryOf(s / 2, s);
+    Value *inside = b.CreateICmpSLT(row, valid);
+    Value *at = src.rowPointerOrFirst(b, row, inside);
+    Value *v = b.CreateLoad(b.getFloatTy(), at);
+    b.CreateStore(b.CreateSelect(inside, v, f32(fill)), slot(r.storage, s));
+  }
+}
+
+// Lane (g, t) holds columns 64i + 16w + g (+ 8) of queries 8j + 2t (+ 1):
+// element stores, a query's row looked up once. O is a few kilobytes.
+void NvptxWgmmaKeyRowsTileOps::store(const Tile &tile, const GlobalRows &dst,
+                                     Value *valid) {
+  Type *outElem = elementType(b.getContext(), dst.dtype);
+  for (unsigned j = 0; j < tile.rows / 8; ++j)
+    for (unsigned c = 0; c < 2; ++c) {
+      Value *row = queryOf(j, c);
+      emitIf(b, b.CreateICmpSLT(row, valid), "store", [&] {
+        Value *rowPtr = dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty()));
+        for (unsigned i = 0; i < productsOf(tile); ++i)
+          for (unsigned e = c; e < 4; e += 2) {
+            Value *x = b.CreateLoad(b.getFloatTy(), at(tile, i, j, e));
+            if (!outElem->isFloatTy())
+              x = b.CreateFPTrunc(x, outElem);
+            Value *col = b.CreateZExt(keyOf(i, e), b.getInt64Ty());
+            b.CreateStore(x, b.CreateInBoundsGEP(outElem, rowPtr, col));
+          }
+      });
+    }
+}
+
+// Every lane holds its queries' values whole; warp 0's lanes with g = 0
+// store them.
+void NvptxWgmmaKeyRowsTileOps::store(const RowVec &r, const GlobalRows &dst,
+                                     Value *valid) {
+  Value *storer = b.CreateAnd(b.CreateICmpEQ(warpInGroup, b.getInt32(0)),
+                              b.CreateICmpEQ(g, b.getInt32(0)));
+  for (unsigned s = 0; s < rowSlots(r.rows); ++s) {
+    Value *row = queryOf(s / 2, s);
+    emitIf(
+        b, b.CreateAnd(storer, b.CreateICmpSLT(row, valid)), "store.row", [&] {
+          b.CreateStore(b.CreateLoad(b.getFloatTy(), slot(r.storage, s)),
+                        dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
+        });
+  }
+}
+
+// P (query, key) in [bm][bn] slabs. The product that read the last P has
+// completed: its wait came before the softmax that made this one.
+void NvptxWgmmaKeyRowsTileOps::copy(Tile &dst, const Tile &src) {
+  assert(dst.role == TileRole::Probabilities && src.role == TileRole::Scores);
+  unsigned slabBytes = layout.slabBytes(dst.cols);
+  for (unsigned i = 0; i < productsOf(src); ++i)
+    for (unsigned j = 0; j < src.rows / 8; ++j)
+      for (unsigned e = 0; e < 4; ++e) {
+        Value *offset = swizzledOffset(b, queryOf(j, e), keyOf(i, e), dst.rows,
+                                       slabBytes, dtypeBytes(spec.dtype));
+        Value *x = b.CreateFPTrunc(
+            b.CreateLoad(b.getFloatTy(), at(src, i, j, e)), elem);
+        b.CreateStore(x,
+                      b.CreateInBoundsGEP(b.getInt8Ty(), dst.storage, offset));
+      }
+  b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
+  meet();
+}
+
+// S^T for product i: keys 64i.. of the K slot; step kk covers 32 bytes of d
+// in both operands.
+SmallVector<Value *, 128>
+NvptxWgmmaKeyRowsTileOps::queryTimesKeys(const Tile &q, const Tile &kT,
+                                         unsigned) {
+  WgmmaOperand kMajor;
+  kMajor.swizzleBytes = layout.slabBytes(q.cols);
+  Value *qBase = descriptorBase(q, nullptr, kMajor);
+  Value *kBase = descriptorBase(kT, nullptr, kMajor);
+  unsigned keys = kT.cols, outs = q.rows / 2;
+  SmallVector<Value *, 128> sums;
+  emitWgmmaFence(b);
+  for (unsigned i = 0; i < keys / 64; ++i) {
+    SmallVector<Value *, 128> part(outs, PoisonValue::get(b.getFloatTy()));
+    for (unsigned kk = 0; kk < q.cols / layout.stepElements(); ++kk)
+      part = emitWgmmaShared(
+          b, spec.dtype, part, /*accumulate=*/kk > 0,
+          wgmmaDescriptorAt(b, kBase,
+                            64 * i * kMajor.swizzleBytes +
+                                kMajorStepOffset(kMajor, keys, kk),
+                            kMajor),
+          wgmmaDescriptorAt(b, qBase, kMajorStepOffset(kMajor, q.rows, kk),
+                            kMajor),
+          /*transposeB=*/false);
+    sums.append(part.begin(), part.end());
+  }
+  emitWgmmaCommit(b);
+  return sums;
+}
+
+// O^T for product i: columns 64i.. of V, one 128-byte slab of its rows,
+// read MN-major; step kk covers keys 16kk.., two swizzle atoms of V and
+// 32 bytes of P's rows.
+SmallVector<Value *, 128> NvptxWgmmaKeyRowsTileOps::probabilitiesTimesValues(
+    const Tile &p, const Tile &v, ArrayRef<Value *> acc, bool accumulate) {
+  WgmmaOperand values, probs;
+  values.swizzleBytes = layout.slabBytes(v.cols);
+  values.leadingBytes = v.rows * values.swizzleBytes;
+  probs.swizzleBytes = layout.slabBytes(p.cols);
+  Value *vBase = descriptorBase(v, nullptr, values);
+  Value *pBase = wgmmaDescriptorBase(b, p.storage, nullptr, probs);
+  unsigned outs = p.rows / 2, columnsPerSlab = values.swizzleBytes / 2;
+  SmallVector<Value *, 128> sums;
+  emitWgmmaFence(b);
+  for (unsigned i = 0; i < v.cols / 64; ++i) {
+    SmallVector<Value *, 128> part(acc.slice(i * outs, outs));
+    unsigned slab = 64 * i / columnsPerSlab * values.leadingBytes;
+    for (unsigned kk = 0; kk < p.cols / 16; ++kk)
+      part = emitWgmmaShared(
+          b, spec.dtype, part, accumulate || kk > 0,
+          wgmmaDescriptorAt(b, vBase, slab + kk * 16 * values.swizzleBytes,
+                            values),
+          wgmmaDescriptorAt(b, pBase, kMajorStepOffset(probs, p.rows, kk),
+                            probs),
+          /*transposeB=*/false, /*transposeA=*/true);
+    sums.append(part.begin(), part.end());
+  }
+  emitWgmmaCommit(b);
+  return sums;
+}
+
+std::unique_ptr<TileOps>
+fmhajit::createNvptxWgmmaKeyRowsTileOps(IRBuilderBase &b, GpuTargetInfo &target,
+                                        const WgmmaLayout &layout) {
+  return std::make_unique<NvptxWgmmaKeyRowsTileOps>(b, target, layout);
+}
