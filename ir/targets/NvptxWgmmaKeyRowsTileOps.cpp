@@ -48,6 +48,10 @@ public:
     keyRow0 = b.CreateMul(warpInGroup, b.getInt32(16), "key.row0");
     buffer = entryAlloca(b, b.getInt32Ty(), "exchange.buffer");
     b.CreateStore(b.getInt32(0), buffer);
+    nextProbabilities = entryAlloca(b, b.getInt32Ty(), "p.next");
+    b.CreateStore(b.getInt32(0), nextProbabilities);
+    probabilities = entryAlloca(b, b.getInt32Ty(), "p.current");
+    b.CreateStore(b.getInt32(0), probabilities);
   }
 
   Tile makeTile(TileRole role, unsigned rows, unsigned cols,
@@ -61,6 +65,10 @@ public:
   }
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
+  /// The softmax's P, then its row sums: P goes into the next buffer
+  /// before the sums' exchange, whose barrier publishes both.
+  void mapWithRowThenSum(Tile &tile, const RowVec &row, WithRowFn fn,
+                         RowVec &sum) override;
   void scaleRows(Tile &tile, const RowVec &factor) override {
     TileOps::scaleRows(tile, factor);
   }
@@ -76,7 +84,8 @@ public:
                 float fill) override;
   void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
   void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
-  /// P into its shared slabs, published to the products.
+  /// P for the products: the buffer mapWithRowThenSum wrote it into, or
+  /// written and published here if S changed since.
   void copy(Tile &dst, const Tile &src) override;
   void addScaledRows(Tile &, const GlobalRows &, Value *,
                      const RowVec &) override {
@@ -131,9 +140,20 @@ private:
                                                      ArrayRef<Value *> acc,
                                                      bool accumulate) override;
 
+  /// Writes S's values as P into the next P buffer and fences them into the
+  /// async proxy (a barrier must publish them).
+  void writeProbabilities(const Tile &scores);
+  /// The shared address of P buffer \p index (i32).
+  Value *probabilitiesAt(const Tile &p, Value *index);
+
   Value *warpInGroup, *keyRow0;
   /// The exchange buffer the next reduction writes (0 or 1).
   Value *buffer;
+  /// The P buffer the next write takes, and the one the products read.
+  Value *nextProbabilities, *probabilities;
+  /// The Scores tile whose P the next buffer holds, published, as emitted:
+  /// cleared by any word that changes it.
+  Value *writtenScores = nullptr;
 };
 } // namespace
 
@@ -156,6 +176,8 @@ Tile NvptxWgmmaKeyRowsTileOps::makeTile(TileRole role, unsigned rows,
 }
 
 void NvptxWgmmaKeyRowsTileOps::map(Tile &tile, ElementFn fn) {
+  if (tile.storage == writtenScores)
+    writtenScores = nullptr;
   for (unsigned i = 0; i < productsOf(tile); ++i)
     for (unsigned j = 0; j < tile.rows / 8; ++j)
       for (unsigned e = 0; e < 4; ++e) {
@@ -168,6 +190,8 @@ void NvptxWgmmaKeyRowsTileOps::map(Tile &tile, ElementFn fn) {
 
 void NvptxWgmmaKeyRowsTileOps::mapWithRow(Tile &tile, const RowVec &row,
                                           WithRowFn fn) {
+  if (tile.storage == writtenScores)
+    writtenScores = nullptr;
   for (unsigned j = 0; j < tile.rows / 8; ++j)
     for (unsigned c = 0; c < 2; ++c) {
       Value *r = b.CreateLoad(b.getFloatTy(), slot(row.storage, rowSlot(j, c)));
@@ -300,23 +324,50 @@ void NvptxWgmmaKeyRowsTileOps::store(const RowVec &r, const GlobalRows &dst,
   }
 }
 
-// P (query, key) in [bm][bn] slabs. The product that read the last P has
-// completed: its wait came before the softmax that made this one.
-void NvptxWgmmaKeyRowsTileOps::copy(Tile &dst, const Tile &src) {
-  assert(dst.role == TileRole::Probabilities && src.role == TileRole::Scores);
-  unsigned slabBytes = layout.slabBytes(dst.cols);
-  for (unsigned i = 0; i < productsOf(src); ++i)
-    for (unsigned j = 0; j < src.rows / 8; ++j)
+// P (query, key) in [bm][bn] slabs of the next buffer. The product that
+// read that buffer (two key tiles ago) has completed: the last tile's
+// finishProductScaled waited for it.
+void NvptxWgmmaKeyRowsTileOps::writeProbabilities(const Tile &scores) {
+  Tile p = makeTile(TileRole::Probabilities, scores.rows, scores.cols, "p");
+  Value *base =
+      probabilitiesAt(p, b.CreateLoad(b.getInt32Ty(), nextProbabilities));
+  unsigned slabBytes = layout.slabBytes(p.cols);
+  for (unsigned i = 0; i < productsOf(scores); ++i)
+    for (unsigned j = 0; j < scores.rows / 8; ++j)
       for (unsigned e = 0; e < 4; ++e) {
-        Value *offset = swizzledOffset(b, queryOf(j, e), keyOf(i, e), dst.rows,
+        Value *offset = swizzledOffset(b, queryOf(j, e), keyOf(i, e), p.rows,
                                        slabBytes, dtypeBytes(spec.dtype));
         Value *x = b.CreateFPTrunc(
-            b.CreateLoad(b.getFloatTy(), at(src, i, j, e)), elem);
-        b.CreateStore(x,
-                      b.CreateInBoundsGEP(b.getInt8Ty(), dst.storage, offset));
+            b.CreateLoad(b.getFloatTy(), at(scores, i, j, e)), elem);
+        b.CreateStore(x, b.CreateInBoundsGEP(b.getInt8Ty(), base, offset));
       }
   b.CreateIntrinsic(Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
-  meet();
+}
+
+Value *NvptxWgmmaKeyRowsTileOps::probabilitiesAt(const Tile &p, Value *index) {
+  return b.CreateInBoundsGEP(
+      b.getInt8Ty(), p.storage,
+      b.CreateMul(index, b.getInt32(layout.probabilities.bytes())));
+}
+
+void NvptxWgmmaKeyRowsTileOps::mapWithRowThenSum(Tile &tile, const RowVec &row,
+                                                 WithRowFn fn, RowVec &sum) {
+  mapWithRow(tile, row, fn);
+  writeProbabilities(tile);
+  reduceRows(tile, sum, /*isMax=*/false);
+  writtenScores = tile.storage;
+}
+
+void NvptxWgmmaKeyRowsTileOps::copy(Tile &dst, const Tile &src) {
+  assert(dst.role == TileRole::Probabilities && src.role == TileRole::Scores);
+  if (src.storage != writtenScores) {
+    writeProbabilities(src);
+    meet();
+  }
+  writtenScores = nullptr;
+  Value *next = b.CreateLoad(b.getInt32Ty(), nextProbabilities);
+  b.CreateStore(next, probabilities);
+  b.CreateStore(b.CreateXor(next, b.getInt32(1)), nextProbabilities);
 }
 
 // S^T for product i: keys 64i.. of the K slot; step kk covers 32 bytes of d
@@ -359,7 +410,9 @@ SmallVector<Value *, 128> NvptxWgmmaKeyRowsTileOps::probabilitiesTimesValues(
   values.leadingBytes = v.rows * values.swizzleBytes;
   probs.swizzleBytes = layout.slabBytes(p.cols);
   Value *vBase = descriptorBase(v, nullptr, values);
-  Value *pBase = wgmmaDescriptorBase(b, p.storage, nullptr, probs);
+  Value *pBase = wgmmaDescriptorBase(
+      b, probabilitiesAt(p, b.CreateLoad(b.getInt32Ty(), probabilities)),
+      nullptr, probs);
   unsigned outs = p.rows / 2, columnsPerSlab = values.swizzleBytes / 2;
   SmallVector<Value *, 128> sums;
   emitWgmmaFence(b);

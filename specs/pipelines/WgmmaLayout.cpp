@@ -69,7 +69,9 @@ WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
   unsigned afterQuery = query.end();
   if (keysAsRows(spec)) {
     probabilities = {alignedTile(afterQuery), spec.bm, spec.bn, size};
-    exchange = {probabilities.end(), kExchangeBuffers * spec.bm, kWarpsPerGroup,
+    exchange = {probabilities.offset +
+                    kProbabilityBuffers * probabilities.bytes(),
+                kExchangeBuffers * spec.bm, kWarpsPerGroup,
                 4};
     afterQuery = exchange.end();
   }

@@ -143,10 +143,14 @@ public:
   /// empty.
   SharedTile query, keys, values, stagedValues;
   /// Under keysAsRows: P, [bm][bn] in swizzled slabs (the K-major B operand
-  /// of O^T = V^T P^T), and after it the exchange, where the warps of the
-  /// warpgroup meet over their row maxima and sums: kExchangeBuffers
+  /// of O^T = V^T P^T), kProbabilityBuffers of them one after the other
+  /// (each a whole number of atoms), then the exchange, where the warps of
+  /// the warpgroup meet over their row maxima and sums: kExchangeBuffers
   /// buffers of bm rows x kWarpsPerGroup floats. Empty otherwise.
   SharedTile probabilities, exchange;
+  /// Two: a key tile's P is written while the last tile's P V still reads
+  /// the other.
+  static constexpr unsigned kProbabilityBuffers = 2;
   static constexpr unsigned kExchangeBuffers = 2;
 
   /// Whether the products read V^T ([dv][bn], keys contiguous): fp8, whose

@@ -85,7 +85,7 @@ TEST(KeysAsRows, RefusesWhatOneWarpgroupCannotTake) {
                                 "bm=8,warps=1,target=sm_90a")));
 }
 
-// Q, then P's [bm][bn] slabs on the next atom, then the exchange's two
+// Q, then P's two [bm][bn] buffers on the next atom, then the exchange's two
 // buffers of bm rows of four floats, then the ring on the next atom. No
 // persistent walk: its items are decode's.
 TEST(KeysAsRows, PAndTheExchangeSitBetweenQAndTheRing) {
@@ -95,9 +95,9 @@ TEST(KeysAsRows, PAndTheExchangeSitBetweenQAndTheRing) {
   EXPECT_EQ(layout.query.bytes(), 8u * 128 * 2);
   EXPECT_EQ(layout.probabilities.offset, 2048u);
   EXPECT_EQ(layout.probabilities.bytes(), 8u * 128 * 2);
-  EXPECT_EQ(layout.exchange.offset, layout.probabilities.end());
+  EXPECT_EQ(layout.exchange.offset, layout.probabilities.end() + 2048);
   EXPECT_EQ(layout.exchange.bytes(), 2u * 8 * 4 * 4);
-  EXPECT_EQ(layout.keys.offset, 5120u); // 4352 to the next atom
+  EXPECT_EQ(layout.keys.offset, 7168u); // 6400 to the next atom
   EXPECT_EQ(layout.stageBytes(), 2u * 128 * 128 * 2);
   EXPECT_EQ(tileFootprintBytes(spec, arch), layout.bytes());
   KernelSpec wide = resolvedSpec(std::string(kDecode) + "bm=64");

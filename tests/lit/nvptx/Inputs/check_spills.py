@@ -111,6 +111,16 @@ def packed_ring_grid():
                 yield ("family=fwd_paged,dtype=bf16,d=%d,mask=%s,%s,pack_gqa=1,"
                        "pipeline=wgmma,bm=64,bn=64,warps=4,stages=2,"
                        "target=sm_90a" % (d, mask, mods))
+    # Keys as the products' rows (bm under 64): the three families, d = 64
+    # to 256, masks, soft-capping with ALiBi, a sink.
+    for family in ["fwd", "fwd_splitkv", "fwd_paged"]:
+        for d, tile in [(64, "bm=16,bn=128"), (128, "bm=8,bn=128"),
+                        (256, "bm=8,bn=64")]:
+            for mods in ["mask=causal_br,lse=1", "softcap=1,bias=alibi,lse=1",
+                         "sink=1,lse=1"]:
+                yield ("family=%s,dtype=bf16,d=%d,%s,pack_gqa=1,"
+                       "pipeline=wgmma,%s,warps=4,stages=2,target=sm_90a"
+                       % (family, d, mods, tile))
 
 def backward_grid():
     for d in [32, 64, 96, 128]:
