@@ -154,6 +154,35 @@ static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
   return unsigned(std::clamp<uint64_t>(n, least, parts));
 }
 
+// The most packed rows an item may have for the ring twin to run with keys
+// as the products' rows (keysAsRows, specs/pipelines/WgmmaLayout.h): an m8
+// tile, the same bn and ring. Issue 13's grid on an H100 (session 37,
+// docs/results.md), at the plan's own part counts against the m64n128 ring:
+// -8% to +1.6% on the 16 rows of 8:1 and 32/8 groups at one token with
+// 8k-128k keys, or 1k keys at batch 8 (one part each), contiguous and paged
+// (32/8 batch 8 at 1k keys 17.1 -> 15.7 µs, 8:1 batch 1 at 128k 28.8 ->
+// 28.2). Items of more rows were not timed on it.
+static constexpr int64_t kKeyRowsTileRows = 8;
+
+// \p ring with keys as the rows (bm = kKeyRowsTileRows), where its items
+// have that few packed rows and the tile takes the spec; else none.
+static std::optional<KernelSpec> keyRowsTwin(const KernelSpec &ring,
+                                             const LoweredProblem &l) {
+  const AttentionProblem &a = l.problem;
+  if (itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv) >
+      kKeyRowsTileRows)
+    return std::nullopt;
+  KernelSpec rows = ring;
+  rows.bm = unsigned(kKeyRowsTileRows);
+  rows.warps = WgmmaLayout::kWarpsPerGroup;
+  llvm::Expected<KernelSpec> valid = validateSpec(rows);
+  if (!valid) {
+    llvm::consumeError(valid.takeError());
+    return std::nullopt;
+  }
+  return *valid;
+}
+
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
   std::vector<int64_t> keys;
   if (l.pagedCache)
@@ -263,6 +292,12 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
                 " (about half a block an SM: a ring block keeps two K/V "
                 "tiles in flight)";
       split->chosen = *ring;
+      if (std::optional<KernelSpec> rows = keyRowsTwin(*ring, l)) {
+        counts += ", with keys as the products' rows (" + tileOf(*rows).str() +
+                  ": at most " + std::to_string(kKeyRowsTileRows) +
+                  " packed rows an item)";
+        split->chosen = *rows;
+      }
       if (n == 1) {
         notes.push_back("decode-shaped: split-KV kernel, " + counts +
                         ": one part, which writes O itself");

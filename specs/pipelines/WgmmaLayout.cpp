@@ -71,8 +71,7 @@ WgmmaLayout::WgmmaLayout(const KernelSpec &spec, const ArchInfo &arch)
     probabilities = {alignedTile(afterQuery), spec.bm, spec.bn, size};
     exchange = {probabilities.offset +
                     kProbabilityBuffers * probabilities.bytes(),
-                kExchangeBuffers * spec.bm, kWarpsPerGroup,
-                4};
+                kExchangeBuffers * spec.bm, kWarpsPerGroup, 4};
     afterQuery = exchange.end();
   }
   keys = {alignedTile(afterQuery), spec.bn, spec.d, size};

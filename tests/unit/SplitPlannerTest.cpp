@@ -11,7 +11,8 @@
 // (stages=2) in parts for about half a block an SM: a power of two rounded
 // down, or up for paged rows of thin packed tiles. Other targets have no
 // split tile. Paged rows on the narrowed tile run its ring twin in as
-// many parts.
+// many parts. Where an item has at most 8 packed rows, the m64n128 ring
+// twin runs with keys as the products' rows (m8n128w4s2).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
@@ -46,6 +47,12 @@ const char *const kWideRing =
     "fmha_fwdsplitkv_bf16_d128_pgqa_m64n128w4s2_wgmma_sm90a";
 const char *const kPagedWideRing =
     "fmha_fwdpaged_bf16_d128_pgqa_m64n128w4s2_wgmma_sm90a";
+// The ring twin with keys as the products' rows: items of at most 8 packed
+// rows (one token of a 32/8, 64/8 or 8:1 group).
+const char *const kKeyRows =
+    "fmha_fwdsplitkv_bf16_d128_pgqa_m8n128w4s2_wgmma_sm90a";
+const char *const kPagedKeyRows =
+    "fmha_fwdpaged_bf16_d128_pgqa_m8n128w4s2_wgmma_sm90a";
 
 LoweredProblem lower(const SplitCase &c, const KernelSpec &features) {
   LoweredProblem l;
@@ -112,22 +119,22 @@ const SplitCase kCases[] = {
     // One packed item wants 256 parts: the key tiles of 64 would allow 128,
     // more than the narrowed tile takes (kMostNarrowedParts), so the wide
     // tile's ring twin runs at 64, contiguous and paged.
-    {"Gqa8x1Keys8k", kFwd, 1, 8, 1, 1, 8192, kWideRing, 64},
-    {"PagedGqa8x1Keys8k", kPaged, 1, 8, 1, 1, 8192, kPagedWideRing, 64},
+    {"Gqa8x1Keys8k", kFwd, 1, 8, 1, 1, 8192, kKeyRows, 64},
+    {"PagedGqa8x1Keys8k", kPaged, 1, 8, 1, 1, 8192, kPagedKeyRows, 64},
     {"Gqa32x8TwoTokensKeys4k", kFwd, 1, 32, 8, 2, 4096, kNarrow, 32},
     // 32 parts of 256 keys hold two m64n128 tiles: no narrowing. Its ring
     // twin takes 8 (66 blocks wanted for 8 items, rounded down).
-    {"Gqa32x8Keys8k", kFwd, 1, 32, 8, 1, 8192, kWideRing, 8},
-    {"Gqa32x8Keys128k", kFwd, 1, 32, 8, 1, 131072, kWideRing, 8},
+    {"Gqa32x8Keys8k", kFwd, 1, 32, 8, 1, 8192, kKeyRows, 8},
+    {"Gqa32x8Keys128k", kFwd, 1, 32, 8, 1, 131072, kKeyRows, 8},
     // Paged, thin packed tiles round up: 16.
-    {"PagedGqa32x8Keys32k", kPaged, 1, 32, 8, 1, 32768, kPagedWideRing, 16},
+    {"PagedGqa32x8Keys32k", kPaged, 1, 32, 8, 1, 32768, kPagedKeyRows, 16},
     // One packed item: 64 parts contiguous, 128 paged.
-    {"Gqa8x1Keys32k", kFwd, 1, 8, 1, 1, 32768, kWideRing, 64},
-    {"PagedGqa8x1Keys128k", kPaged, 1, 8, 1, 1, 131072, kPagedWideRing, 128},
+    {"Gqa8x1Keys32k", kFwd, 1, 8, 1, 1, 32768, kKeyRows, 64},
+    {"PagedGqa8x1Keys128k", kPaged, 1, 8, 1, 1, 131072, kPagedKeyRows, 128},
     // 64 packed items would take 4 parts of the cp.async tile; on the ring
     // they fill half the SMs in one part each (no combine), two paged.
-    {"Gqa32x8Batch8Keys4k", kFwd, 8, 32, 8, 1, 4096, kWideRing, 1},
-    {"Gqa32x8Batch8Keys1k", kFwd, 8, 32, 8, 1, 1024, kWideRing, 1},
+    {"Gqa32x8Batch8Keys4k", kFwd, 8, 32, 8, 1, 4096, kKeyRows, 1},
+    {"Gqa32x8Batch8Keys1k", kFwd, 8, 32, 8, 1, 1024, kKeyRows, 1},
     // 64 packed rows (8 tokens x 8 heads): the split tile serves up to 32;
     // the key tiles cap the ring's 64 parts at 32.
     {"Gqa8x1EightTokensKeys4k", kFwd, 1, 8, 1, 8, 4096, kWideRing, 32},
@@ -149,12 +156,12 @@ const SplitCase kCases[] = {
      128},
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedNarrowRing, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedNarrowRing, 64},
-    {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedWideRing, 2},
+    {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedKeyRows, 2},
     // 64 packed items at 1k keys (8 ring tiles, under
     // kLeastKeyTilesForTwoPagedParts): one paged part, not two of 4 tiles.
-    {"PagedGqa64x8Batch8Keys1k", kPaged, 8, 64, 8, 1, 1024, kPagedWideRing, 1},
-    {"PagedGqa8x1Batch64Keys1k", kPaged, 64, 8, 1, 1, 1024, kPagedWideRing, 1},
-    {"PagedGqa8x1Batch64Keys4k", kPaged, 64, 8, 1, 1, 4096, kPagedWideRing, 2},
+    {"PagedGqa64x8Batch8Keys1k", kPaged, 8, 64, 8, 1, 1024, kPagedKeyRows, 1},
+    {"PagedGqa8x1Batch64Keys1k", kPaged, 64, 8, 1, 1, 1024, kPagedKeyRows, 1},
+    {"PagedGqa8x1Batch64Keys4k", kPaged, 64, 8, 1, 1, 4096, kPagedKeyRows, 2},
     // sm_80's mma tile is bn = 64 already, and its table has no split tile.
     {"Sm80Gqa32x8Keys4k", "family=fwd,dtype=bf16,d=128,target=sm_80", 1, 32, 8,
      1, 4096, "fmha_fwdsplitkv_bf16_d128_pgqa_m64n64w4s1_mma_sm80", 32},
@@ -200,14 +207,19 @@ TEST(SplitPlannerNotes, SayThePagedNarrowedTileRunsItsRingTwin) {
 TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
   Chosen chosen;
   ASSERT_NO_FATAL_FAILURE(
-      choose({"", kFwd, 8, 32, 8, 1, 4096, kWideRing, 1}, chosen));
+      choose({"", kFwd, 8, 32, 8, 1, 4096, kKeyRows, 1}, chosen));
   EXPECT_NE(chosen.lastNote().find("its TMA ring twin m64n128w4s2 in 1 part "),
+            std::string::npos)
+      << chosen.lastNote();
+  EXPECT_NE(chosen.lastNote().find("with keys as the products' rows "
+                                   "(m8n128w4s2: at most 8 packed rows an "
+                                   "item)"),
             std::string::npos)
       << chosen.lastNote();
   PlanLayout layout =
       layoutPlan(chosen.lowered, *chosen.single, std::move(chosen.split));
   ASSERT_EQ(layout.steps.size(), 1u);
-  EXPECT_EQ(encodeName(layout.steps[0].spec), kWideRing);
+  EXPECT_EQ(encodeName(layout.steps[0].spec), kKeyRows);
   EXPECT_EQ(layout.steps[0].keySplits, 1);
 }
 
@@ -216,11 +228,11 @@ TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
 TEST(SplitPlannerNotes, OnePagedPartIsOneLaunch) {
   Chosen chosen;
   ASSERT_NO_FATAL_FAILURE(
-      choose({"", kPaged, 64, 8, 1, 1, 1024, kPagedWideRing, 1}, chosen));
+      choose({"", kPaged, 64, 8, 1, 1, 1024, kPagedKeyRows, 1}, chosen));
   PlanLayout layout =
       layoutPlan(chosen.lowered, *chosen.single, std::move(chosen.split));
   ASSERT_EQ(layout.steps.size(), 1u);
-  EXPECT_EQ(encodeName(layout.steps[0].spec), kPagedWideRing);
+  EXPECT_EQ(encodeName(layout.steps[0].spec), kPagedKeyRows);
   EXPECT_EQ(layout.steps[0].keySplits, 1);
   EXPECT_EQ(layout.workspaceBytes, 0);
 }
