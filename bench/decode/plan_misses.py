@@ -38,6 +38,7 @@ RING_MIN_PAGE = 8  # the TMA ring reads pages of 8 rows or more (readsPagesOf)
 MOST_NARROWED_PARTS = 64  # kMostNarrowedParts (SplitPlanner.cpp)
 MOST_ROUNDED_UP_PARTS = 16  # kMostRoundedUpParts (SplitPlanner.cpp)
 LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS = 16  # kLeastKeyTilesForTwoPagedParts
+KEY_ROWS_TILE_ROWS = 8  # kKeyRowsTileRows (SplitPlanner.cpp)
 
 
 def pow2_ceil(x):
@@ -126,6 +127,9 @@ def plan_for(row, table, use_split_tiles, args):
         tile = dict(tile, stages=2)  # ringTwin
         n = ring_parts(items, rows, tile["bm"], row["page_size"] > 0, n,
                        args.sms, math.ceil(keys / tile["bn"]))
+        # keyRowsTwin: few packed rows run with keys as the products' rows.
+        if rows <= KEY_ROWS_TILE_ROWS:
+            tile = dict(tile, bm=KEY_ROWS_TILE_ROWS, warps=4)
     return tile, n, packed
 
 
