@@ -113,8 +113,12 @@ def plan_for(row, table, use_split_tiles, args):
         narrow_items = row["batch"] * heads * math.ceil(rows / narrow["bm"])
         narrow_n = choose_num_splits(narrow_items,
                                      math.ceil(keys / narrow["bn"]), args.sms)
-        # kMostNarrowedParts: past 64 the wide tile's ring twin stays.
+        # kMostNarrowedParts: past 64 the wide tile's ring twin stays, and
+        # paged rows of few packed rows keep it with keys as rows.
         if narrow_n > MOST_NARROWED_PARTS and has_ring_twin:
+            narrow_n = None
+        elif (row["page_size"] and has_ring_twin
+              and rows <= KEY_ROWS_TILE_ROWS):
             narrow_n = None
     if narrow_n is not None:
         tile = narrow

@@ -256,12 +256,24 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   if (*narrow) {
     unsigned narrowParts =
         chooseNumSplits((*narrow)->chosen, l.problem, workers);
-    if (!host && narrowParts > kMostNarrowedParts &&
-        ringTwin(split->chosen, query)) {
+    std::optional<KernelSpec> wideRing =
+        host ? std::nullopt : ringTwin(split->chosen, query);
+    if (wideRing && narrowParts > kMostNarrowedParts) {
       narrowed = " (its split tile " + tileOf((*narrow)->chosen).str() +
                  " would take " + std::to_string(narrowParts) +
                  " parts, more than " + std::to_string(kMostNarrowedParts) +
                  ": the wide tile stays)";
+      narrow->reset();
+    } else if (wideRing && l.pagedCache && keyRowsTwin(*wideRing, l)) {
+      // Paged, few packed rows: the wide tile's ring twin with keys as rows
+      // reads the pages faster than the narrowed tile's twin. Issue 13's
+      // grid on an H100 (session 37, docs/results.md), 16-token pages:
+      // 32/8 and 64/8 at batch 1 and 8:1 at batch 8 with 4k keys 15.6-15.9
+      // -> 12.5-12.9 µs (16 parts against 32); at 1k keys within 4%.
+      narrowed = " (paged with at most " + std::to_string(kKeyRowsTileRows) +
+                 " packed rows an item: the wide tile stays, not its split "
+                 "tile " +
+                 tileOf((*narrow)->chosen).str() + ")";
       narrow->reset();
     } else {
       narrowed =
