@@ -236,9 +236,25 @@ if [ "$mode" = sanitize ]; then
   # v_pretranspose's pass) and on split tails, then the stages=2 kernels
   # with bounded waits.
   # Each line of sanitize.log that starts "== ERROR SUMMARY" must say 0.
-  # SANITIZE=tails runs only the split tails' cases.
+  # SANITIZE=tails runs only the split tails' cases, SANITIZE=keys-as-rows
+  # only the tiles with keys as the products' rows.
   cs=/usr/local/cuda/bin/compute-sanitizer
-  [ "${SANITIZE:-all}" = tails ] || for case in "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a" \
+  only=${SANITIZE:-all}
+  # Keys as rows (bm under 64): the warps' exchange and P's two buffers in
+  # shared memory, split-KV in three parts and paged in two.
+  [ "$only" = all ] || [ "$only" = keys-as-rows ] && while read -r case; do
+    for tool in memcheck racecheck synccheck; do
+      echo "== $tool $case" | tee -a "$out/sanitize.log"
+      # shellcheck disable=SC2086 # $case is a spec and its flags
+      timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run $case --device cuda \
+        --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
+    done
+  done <<'CASES'
+family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,pack_gqa=1,pipeline=wgmma,bm=8,bn=128,warps=4,stages=2,target=sm_90a --heads 16 --heads-kv 2 --seqlen-q 1 --seqlen-k 1000 --num-splits 3
+family=fwd_paged,dtype=bf16,d=128,softcap=1,bias=alibi,lse=1,pack_gqa=1,pipeline=wgmma,bm=16,bn=128,warps=4,stages=2,target=sm_90a --heads 8 --heads-kv 2 --seqlen-q 2 --cache-len 1,40,3000 --page-size 16 --num-splits 2
+CASES
+  [ "$only" = keys-as-rows ] && exit 0
+  [ "$only" = tails ] || for case in "family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a" \
               "family=fwd,dtype=bf16,d=64,lse=1,target=sm_90a" \
               "family=fwd,dtype=fp16,d=256,mask=window,target=sm_90a --window 64,16" \
               "family=fwd,dtype=bf16,d=128,pipeline=wgmma,stages=1,target=sm_90a" \
@@ -263,7 +279,7 @@ if [ "$mode" = sanitize ]; then
         --heads 2 --seqlen-q 500 --seqlen-k 700 --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
     done
   done
-  [ "${SANITIZE:-all}" = tails ] ||
+  [ "$only" = tails ] ||
   for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a family=fwd,dtype=bf16,d=64,target=sm_90a \
               family=fwd,dtype=bf16,d=256,softcap=1,target=sm_90a; do
     echo "== bounded waits $spec" | tee -a "$out/sanitize.log"
