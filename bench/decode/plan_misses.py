@@ -38,7 +38,8 @@ RING_MIN_PAGE = 8  # the TMA ring reads pages of 8 rows or more (readsPagesOf)
 MOST_NARROWED_PARTS = 64  # kMostNarrowedParts (SplitPlanner.cpp)
 MOST_ROUNDED_UP_PARTS = 16  # kMostRoundedUpParts (SplitPlanner.cpp)
 LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS = 16  # kLeastKeyTilesForTwoPagedParts
-KEY_ROWS_TILE_ROWS = 8  # kKeyRowsTileRows (SplitPlanner.cpp)
+MOST_KEY_ROWS_TILE_ROWS = 16  # kMostKeyRowsTileRows (SplitPlanner.cpp)
+PAGED_WIDE_TILE_ROWS = 8  # kPagedWideTileRows
 
 
 def pow2_ceil(x):
@@ -118,7 +119,7 @@ def plan_for(row, table, use_split_tiles, args):
         if narrow_n > MOST_NARROWED_PARTS and has_ring_twin:
             narrow_n = None
         elif (row["page_size"] and has_ring_twin
-              and rows <= KEY_ROWS_TILE_ROWS):
+              and rows <= PAGED_WIDE_TILE_ROWS):
             narrow_n = None
     if narrow_n is not None:
         tile = narrow
@@ -132,8 +133,8 @@ def plan_for(row, table, use_split_tiles, args):
         n = ring_parts(items, rows, tile["bm"], row["page_size"] > 0, n,
                        args.sms, math.ceil(keys / tile["bn"]))
         # keyRowsTwin: few packed rows run with keys as the products' rows.
-        if rows <= KEY_ROWS_TILE_ROWS:
-            tile = dict(tile, bm=KEY_ROWS_TILE_ROWS, warps=4)
+        if rows <= MOST_KEY_ROWS_TILE_ROWS:
+            tile = dict(tile, bm=8 if rows <= 8 else 16, warps=4)
     return tile, n, packed
 
 

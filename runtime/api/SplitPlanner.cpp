@@ -156,26 +156,36 @@ static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
 
 // The most packed rows an item may have for the ring twin to run with keys
 // as the products' rows (keysAsRows, specs/pipelines/WgmmaLayout.h): an m8
-// tile, the same bn and ring. Issue 13's grid on an H100 (session 37,
-// docs/results.md), at the plan's own part counts against the m64n128 ring:
-// -8% to +1.6% on the 16 rows of 8:1 and 32/8 groups at one token with
-// 8k-128k keys, or 1k keys at batch 8 (one part each), contiguous and paged
-// (32/8 batch 8 at 1k keys 17.1 -> 15.7 µs, 8:1 batch 1 at 128k 28.8 ->
-// 28.2). Items of more rows were not timed on it.
-static constexpr int64_t kKeyRowsTileRows = 8;
+// tile up to 8 rows, m16 up to 16, the same bn and ring. Issue 13's grids on
+// an H100 (session 37, docs/results.md), at the plan's own part counts
+// against the m64n128 ring: -8% to +1.6% on the 16 rows of 8:1 and 32/8
+// groups at one token with 8k-128k keys, or 1k keys at batch 8 (one part
+// each), contiguous and paged (32/8 batch 8 at 1k keys 17.1 -> 15.7 µs, 8:1
+// batch 1 at 128k 28.8 -> 28.2); -6% to +0.5% on the 10 speculative-decode
+// rows of 16 (32/8 at 4 tokens, 8:1 at 2; 32/8 batch 8 at 4k keys 51.1 ->
+// 48.1). At 32 rows the m32 tile was 0-3% slower than m64, and two m16 tiles
+// read K and V twice.
+static constexpr int64_t kMostKeyRowsTileRows = 16;
+// Paged rows of at most this many packed rows keep the wide tile rather
+// than narrowing (chooseSplit).
+static constexpr int64_t kPagedWideTileRows = 8;
 
-// \p ring with keys as the rows (bm = kKeyRowsTileRows), where its items
-// have that few packed rows and the tile takes the spec; else none.
+static int64_t packedRows(const KernelSpec &spec, const LoweredProblem &l) {
+  const AttentionProblem &a = l.problem;
+  return itemQueryRows(spec, a.maxSeqlenQ(), a.headsQ, a.headsKv);
+}
+
+// \p ring with keys as the rows (bm: the rows rounded up to 8 or 16), where
+// its items have that few packed rows and the tile takes the spec; else none.
 static std::optional<KernelSpec> keyRowsTwin(const KernelSpec &ring,
                                              const LoweredProblem &l) {
-  const AttentionProblem &a = l.problem;
-  if (itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv) >
-      kKeyRowsTileRows)
+  int64_t rows = packedRows(ring, l);
+  if (rows > kMostKeyRowsTileRows)
     return std::nullopt;
-  KernelSpec rows = ring;
-  rows.bm = unsigned(kKeyRowsTileRows);
-  rows.warps = WgmmaLayout::kWarpsPerGroup;
-  llvm::Expected<KernelSpec> valid = validateSpec(rows);
+  KernelSpec twin = ring;
+  twin.bm = rows <= 8 ? 8 : 16;
+  twin.warps = WgmmaLayout::kWarpsPerGroup;
+  llvm::Expected<KernelSpec> valid = validateSpec(twin);
   if (!valid) {
     llvm::consumeError(valid.takeError());
     return std::nullopt;
@@ -264,13 +274,15 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
                  " parts, more than " + std::to_string(kMostNarrowedParts) +
                  ": the wide tile stays)";
       narrow->reset();
-    } else if (wideRing && l.pagedCache && keyRowsTwin(*wideRing, l)) {
+    } else if (wideRing && l.pagedCache &&
+               packedRows(*wideRing, l) <= kPagedWideTileRows &&
+               keyRowsTwin(*wideRing, l)) {
       // Paged, few packed rows: the wide tile's ring twin with keys as rows
       // reads the pages faster than the narrowed tile's twin. Issue 13's
       // grid on an H100 (session 37, docs/results.md), 16-token pages:
       // 32/8 and 64/8 at batch 1 and 8:1 at batch 8 with 4k keys 15.6-15.9
       // -> 12.5-12.9 µs (16 parts against 32); at 1k keys within 4%.
-      narrowed = " (paged with at most " + std::to_string(kKeyRowsTileRows) +
+      narrowed = " (paged with at most " + std::to_string(kPagedWideTileRows) +
                  " packed rows an item: the wide tile stays, not its split "
                  "tile " +
                  tileOf((*narrow)->chosen).str() + ")";
@@ -306,7 +318,7 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
       split->chosen = *ring;
       if (std::optional<KernelSpec> rows = keyRowsTwin(*ring, l)) {
         counts += ", with keys as the products' rows (" + tileOf(*rows).str() +
-                  ": at most " + std::to_string(kKeyRowsTileRows) +
+                  ": " + std::to_string(packedRows(*ring, l)) +
                   " packed rows an item)";
         split->chosen = *rows;
       }

@@ -49,11 +49,15 @@ const char *const kWideRing =
 const char *const kPagedWideRing =
     "fmha_fwdpaged_bf16_d128_pgqa_m64n128w4s2_wgmma_sm90a";
 // The ring twin with keys as the products' rows: items of at most 8 packed
-// rows (one token of a 32/8, 64/8 or 8:1 group).
+// rows (one token of a 32/8, 64/8 or 8:1 group), and of 9 to 16 on m16.
 const char *const kKeyRows =
     "fmha_fwdsplitkv_bf16_d128_pgqa_m8n128w4s2_wgmma_sm90a";
 const char *const kPagedKeyRows =
     "fmha_fwdpaged_bf16_d128_pgqa_m8n128w4s2_wgmma_sm90a";
+const char *const kKeyRows16 =
+    "fmha_fwdsplitkv_bf16_d128_pgqa_m16n128w4s2_wgmma_sm90a";
+const char *const kPagedKeyRows16 =
+    "fmha_fwdpaged_bf16_d128_pgqa_m16n128w4s2_wgmma_sm90a";
 
 LoweredProblem lower(const SplitCase &c, const KernelSpec &features) {
   LoweredProblem l;
@@ -142,7 +146,7 @@ const SplitCase kCases[] = {
     // At 32k keys: 64, with any number of tokens contiguous.
     {"Gqa8x1EightTokensKeys32k", kFwd, 1, 8, 1, 8, 32768, kWideRing, 64},
     {"Gqa8x1FourTokensKeys32k", kFwd, 1, 8, 1, 4, 32768, kWideRing, 64},
-    {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kWideRing, 64},
+    {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kKeyRows16, 64},
     // Paged: 4 tokens of one 8:1 group fill half the tile and round down
     // (128 parts would be past kMostRoundedUpParts); 2 round up. 8 tokens
     // of a 32/8 sequence (32 rows) or of 8 sequences round up to 16.
@@ -153,8 +157,8 @@ const SplitCase kCases[] = {
     {"Gqa32x8EightTokensKeys32k", kFwd, 1, 32, 8, 8, 32768, kWideRing, 8},
     {"PagedGqa8x1FourTokensKeys128k", kPaged, 1, 8, 1, 4, 131072,
      kPagedWideRing, 64},
-    {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072, kPagedWideRing,
-     128},
+    {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072,
+     kPagedKeyRows16, 128},
     // Paged with at most 8 packed rows, the wide tile stays (its ring twin
     // with keys as rows, parts rounded up for thin tiles); with more rows
     // the narrowed tile runs as its own ring twin.
@@ -231,8 +235,7 @@ TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
             std::string::npos)
       << chosen.lastNote();
   EXPECT_NE(chosen.lastNote().find("with keys as the products' rows "
-                                   "(m8n128w4s2: at most 8 packed rows an "
-                                   "item)"),
+                                   "(m8n128w4s2: 4 packed rows an item)"),
             std::string::npos)
       << chosen.lastNote();
   PlanLayout layout =
