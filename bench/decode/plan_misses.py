@@ -39,7 +39,6 @@ MOST_NARROWED_PARTS = 64  # kMostNarrowedParts (SplitPlanner.cpp)
 MOST_ROUNDED_UP_PARTS = 16  # kMostRoundedUpParts (SplitPlanner.cpp)
 LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS = 16  # kLeastKeyTilesForTwoPagedParts
 MOST_KEY_ROWS_TILE_ROWS = 16  # kMostKeyRowsTileRows (SplitPlanner.cpp)
-PAGED_WIDE_TILE_ROWS = 8  # kPagedWideTileRows
 
 
 def pow2_ceil(x):
@@ -119,7 +118,7 @@ def plan_for(row, table, use_split_tiles, args):
         if narrow_n > MOST_NARROWED_PARTS and has_ring_twin:
             narrow_n = None
         elif (row["page_size"] and has_ring_twin
-              and rows <= PAGED_WIDE_TILE_ROWS):
+              and rows <= MOST_KEY_ROWS_TILE_ROWS):
             narrow_n = None
     if narrow_n is not None:
         tile = narrow

@@ -11,9 +11,9 @@
 // (stages=2) in parts for about half a block an SM: a power of two rounded
 // down, or up for paged rows of thin packed tiles. Other targets have no
 // split tile. Paged rows on the narrowed tile run its ring twin in as
-// many parts, unless an item has at most 8 packed rows. Then, contiguous
+// many parts, unless an item has at most 16 packed rows. Then, contiguous
 // or paged, the m64n128 ring twin runs with keys as the products' rows
-// (m8n128w4s2).
+// (m8n128w4s2, or m16n128w4s2 past 8 rows).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
@@ -159,13 +159,15 @@ const SplitCase kCases[] = {
      kPagedWideRing, 64},
     {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072,
      kPagedKeyRows16, 128},
-    // Paged with at most 8 packed rows, the wide tile stays (its ring twin
+    // Paged with at most 16 packed rows, the wide tile stays (its ring twin
     // with keys as rows, parts rounded up for thin tiles); with more rows
     // the narrowed tile runs as its own ring twin.
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedKeyRows, 8},
     {"PagedGqa32x8Keys4k", kPaged, 1, 32, 8, 1, 4096, kPagedKeyRows, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedKeyRows, 32},
-    {"PagedGqa8x1TwoTokensKeys4k", kPaged, 1, 8, 1, 2, 4096, kPagedNarrowRing,
+    {"PagedGqa8x1TwoTokensKeys4k", kPaged, 1, 8, 1, 2, 4096, kPagedKeyRows16,
+     32},
+    {"PagedGqa8x1FourTokensKeys4k", kPaged, 1, 8, 1, 4, 4096, kPagedNarrowRing,
      64},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedKeyRows, 2},
     // 64 packed items at 1k keys (8 ring tiles, under
@@ -206,7 +208,7 @@ TEST(SplitPlannerNotes, SayWhyTheTileNarrowed) {
 TEST(SplitPlannerNotes, SayThePagedNarrowedTileRunsItsRingTwin) {
   Chosen chosen;
   ASSERT_NO_FATAL_FAILURE(
-      choose({"", kPaged, 1, 8, 1, 2, 4096, kPagedNarrowRing, 64}, chosen));
+      choose({"", kPaged, 1, 8, 1, 4, 4096, kPagedNarrowRing, 64}, chosen));
   EXPECT_NE(chosen.lastNote().find("its split tile m64n64w4s1); paged, its TMA "
                                    "ring twin m64n64w4s2 in as many parts"),
             std::string::npos)
@@ -219,8 +221,8 @@ TEST(SplitPlannerNotes, SayPagedFewRowsKeepTheWideTile) {
   ASSERT_NO_FATAL_FAILURE(
       choose({"", kPaged, 1, 32, 8, 1, 4096, kPagedKeyRows, 16}, chosen));
   EXPECT_NE(chosen.lastNote().find(
-                "(paged with at most 8 packed rows an item: the wide tile "
-                "stays, not its split tile m64n64w4s1)"),
+                "(paged with 4 packed rows an item: the wide tile stays, not "
+                "its split tile m64n64w4s1)"),
             std::string::npos)
       << chosen.lastNote();
 }
