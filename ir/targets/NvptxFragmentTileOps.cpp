@@ -242,6 +242,19 @@ Value *NvptxFragmentTileOps::combineRows(Value *x, Value *y, bool isMax) {
   return isMax ? b.CreateMaxNum(x, y) : b.CreateFAdd(x, y);
 }
 
+Value *NvptxFragmentTileOps::combineTree(ArrayRef<Value *> values, bool isMax) {
+  SmallVector<Value *, 64> level(values);
+  while (level.size() > 1) {
+    SmallVector<Value *, 64> next;
+    for (unsigned k = 0; k + 1 < level.size(); k += 2)
+      next.push_back(combineRows(level[k], level[k + 1], isMax));
+    if (level.size() % 2)
+      next.push_back(level.back());
+    level = std::move(next);
+  }
+  return level.front();
+}
+
 Value *NvptxFragmentTileOps::reduceLaneRow(const Tile &tile, unsigned i,
                                            unsigned half, bool isMax) {
   SmallVector<Value *, 64> row;
@@ -249,14 +262,8 @@ Value *NvptxFragmentTileOps::reduceLaneRow(const Tile &tile, unsigned i,
     for (unsigned e = 2 * half; e < 2 * half + 2; ++e)
       row.push_back(b.CreateLoad(b.getFloatTy(),
                                  slot(tile.storage, accIndex(tile, i, j, e))));
-  while (reducesInTree && row.size() > 1) {
-    SmallVector<Value *, 64> next;
-    for (unsigned k = 0; k + 1 < row.size(); k += 2)
-      next.push_back(combineRows(row[k], row[k + 1], isMax));
-    if (row.size() % 2)
-      next.push_back(row.back());
-    row = std::move(next);
-  }
+  if (reducesInTree && !row.empty())
+    row = {combineTree(row, isMax)};
   for (unsigned k = 1; k < row.size(); ++k) // the chain
     row[0] = combineRows(row[0], row[k], isMax);
   return row.empty() ? f32(isMax ? -INFINITY : 0.0f) : row.front();

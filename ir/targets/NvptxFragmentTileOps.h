@@ -181,6 +181,9 @@ protected:
   llvm::Value *anyFactorOtherThanOne(const RowVec &factor);
   /// max(x, y) (isMax) or x + y: one step of a row reduction.
   llvm::Value *combineRows(llvm::Value *x, llvm::Value *y, bool isMax);
+  /// \p values (not empty) combined pairwise, level by level: a tree, whose
+  /// depth is the log of a chain's.
+  llvm::Value *combineTree(llvm::ArrayRef<llvm::Value *> values, bool isMax);
   /// The max (isMax) or sum of the columns of fragment row (i, half) that
   /// this lane holds: a quad's four lanes hold a row.
   llvm::Value *reduceLaneRow(const Tile &tile, unsigned i, unsigned half,

@@ -227,15 +227,7 @@ void NvptxWgmmaKeyRowsTileOps::reduceRows(const Tile &tile, RowVec &out,
       for (unsigned i = 0; i < productsOf(tile); ++i)
         for (unsigned e = c; e < 4; e += 2)
           mine.push_back(b.CreateLoad(b.getFloatTy(), at(tile, i, j, e)));
-      while (mine.size() > 1) { // a tree: the chain's latency would show
-        SmallVector<Value *, 16> next;
-        for (unsigned k = 0; k + 1 < mine.size(); k += 2)
-          next.push_back(combineRows(mine[k], mine[k + 1], isMax));
-        if (mine.size() % 2)
-          next.push_back(mine.back());
-        mine = std::move(next);
-      }
-      Value *v = mine.front();
+      Value *v = combineTree(mine, isMax);
       for (unsigned mask : {4u, 8u, 16u}) { // the lanes of this t
         Value *other = b.CreateIntrinsic(
             Intrinsic::nvvm_shfl_sync_bfly_f32, {},
