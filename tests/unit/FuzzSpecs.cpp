@@ -93,7 +93,9 @@ void drawFeatures(Draw &r, KernelSpec &s) {
 
 void drawTile(Draw &r, const ArchInfo &arch, const PipelineInfo *info,
               KernelSpec &s) {
-  s.bm = r.edge(info ? info->bmMultiple : 16);
+  // Now and then a short tile: on wgmma, bm under 64 has keys as the rows.
+  s.bm =
+      r.chance(8) ? 8 * (1 + r.below(8)) : r.edge(info ? info->bmMultiple : 16);
   s.bn = r.edge(info ? info->bnMultiple : 16);
   if (r.chance(30))
     s.warps = 0;
