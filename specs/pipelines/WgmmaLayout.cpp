@@ -270,15 +270,15 @@ void WgmmaLayout::checkKeysAsRows(ErrorList &errors) const {
                  "pipeline wgmma with keys as rows (bm under 64) reads K and "
                  "V from the TMA ring: use stages=2 or more");
   if (isFp8(spec.dtype))
-    errors.add(ErrorKind::Spec,
-               "pipeline wgmma with keys as rows (bm under 64) reads V as "
-               "the transposed A operand, which only 16-bit types have: "
-               "dtype=" +
-                   keyOf(spec.dtype).str() + " takes bm=64 or more");
+    addTileError(errors, "bm", spec.bm,
+                 "pipeline wgmma with keys as rows (bm under 64) reads V as "
+                 "the transposed A operand, which only 16-bit types have: "
+                 "dtype=" +
+                     keyOf(spec.dtype).str() + " takes bm=64 or more");
   if (spec.dropout)
-    errors.add(ErrorKind::Spec,
-               "pipeline wgmma with keys as rows (bm under 64) has no "
-               "dropout: use bm=64 or more");
+    addTileError(errors, "bm", spec.bm,
+                 "pipeline wgmma with keys as rows (bm under 64) has no "
+                 "dropout: use bm=64 or more");
 }
 
 // A tensor map describes a [batch, rows, heads, d] box grid of fixed
