@@ -16,10 +16,12 @@
 // reads the four parts of its queries (one 16-byte load each). The
 // exchange alternates between two buffers, chosen at run time: every
 // exchange passes a barrier, so a buffer is rewritten only after every
-// thread has read it. P is written as bf16/fp16 into its [bm][bn] slabs,
-// fenced into the async proxy and published by the same barrier before
-// the product that reads it. Elementwise words hand their callbacks
-// (query, key) as the other tiles do, so the recipe does not change.
+// thread has read it. P is written as bf16/fp16 into [bm][bn] slabs, in
+// the one of two buffers the last tile's P V does not read, right after
+// its exp2s; fenced into the async proxy, it is published by the row sum's
+// barrier, so a key tile takes two barriers. Elementwise words hand their
+// callbacks (query, key) as the other tiles do, so the recipe does not
+// change.
 //
 // Everything else (the ring, the loads, Q's rows, the products' issue,
 // waits and releases) is NvptxWgmmaTileOps'.
@@ -30,7 +32,6 @@
 #include "ir/targets/NvptxWgmma.h"
 #include "ir/targets/NvptxWgmmaTileOps.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
-#include <cmath>
 
 using namespace fmhajit;
 using namespace llvm;
