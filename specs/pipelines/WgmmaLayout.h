@@ -27,6 +27,12 @@
 //    own 64 rows of Q with cp.async into the same swizzled slabs
 //    (copiesQueryRows; ir/targets/NvptxWgmmaTileOps.cpp).
 //
+// bm under 64 (keysAsRows): one consumer warpgroup multiplies with the keys
+// as the rows and the bm query rows as N (S^T = K Q^T, O^T = V^T P^T). Q,
+// the ring's K and V are as above; P sits in two [bm][bn] buffers between Q
+// and the ring, followed by the exchange where the four warps combine their
+// parts of each query's max and sum (ir/targets/NvptxWgmmaKeyRowsTileOps.cpp).
+//
 // fp8 (e4m3, e5m2): wgmma's 8-bit products take both operands K-major, so
 // O += P V needs V^T, [dv][bn] with keys contiguous, and TMA cannot
 // transpose. Each ring slot then also holds a staging tile where TMA lands V
