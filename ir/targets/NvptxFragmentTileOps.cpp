@@ -53,7 +53,7 @@ Tile NvptxFragmentTileOps::makeTile(TileRole role, unsigned rows, unsigned cols,
 }
 
 RowVec NvptxFragmentTileOps::makeRowVec(unsigned rows, const Twine &name) {
-  RowVec r{rows, entryAlloca(b, b.getFloatTy(), name, 4, mTiles * 2)};
+  RowVec r{rows, entryAlloca(b, b.getFloatTy(), name, 4, rowSlots(rows))};
   // Where the softmax may skip rows, a skipped row's values stay defined
   // (branches on them, the rescale's vote, are then not on poison).
   if (skipsDeadRows())
@@ -69,7 +69,7 @@ void NvptxFragmentTileOps::fill(Tile &tile, float value) {
 }
 
 void NvptxFragmentTileOps::fill(RowVec &r, float value) {
-  for (unsigned s = 0; s < mTiles * 2; ++s)
+  for (unsigned s = 0; s < rowSlots(r.rows); ++s)
     b.CreateStore(f32(value), slot(r.storage, s));
 }
 
@@ -230,7 +230,7 @@ void NvptxFragmentTileOps::scaleRows(Tile &tile, const RowVec &factor) {
 
 Value *NvptxFragmentTileOps::anyFactorOtherThanOne(const RowVec &factor) {
   Value *any = b.getFalse();
-  for (unsigned s = 0; s < mTiles * 2; ++s)
+  for (unsigned s = 0; s < rowSlots(factor.rows); ++s)
     any = b.CreateOr(any, b.CreateFCmpUNE(b.CreateLoad(b.getFloatTy(),
                                                        slot(factor.storage, s)),
                                           f32(1.0f)));
@@ -306,7 +306,7 @@ Value *NvptxFragmentTileOps::anyRowPartMax(const Tile &tile, const RowVec &row,
 
 void NvptxFragmentTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
                                    RowFn fn) {
-  for (unsigned s = 0; s < mTiles * 2; ++s) {
+  for (unsigned s = 0; s < rowSlots(out.rows); ++s) {
     SmallVector<Value *, 4> values;
     for (const RowVec *r : in)
       values.push_back(b.CreateLoad(b.getFloatTy(), slot(r->storage, s)));

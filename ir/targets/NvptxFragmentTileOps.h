@@ -191,6 +191,9 @@ protected:
   llvm::Value *f32(float v);
   /// Element \p i of a register array (an alloca SROA turns into registers).
   llvm::Value *slot(llvm::Value *base, unsigned i);
+  /// A row vector's values a thread, for \p rows rows: rows g and g + 8 of
+  /// each m-tile.
+  virtual unsigned rowSlots(unsigned rows) const { return mTiles * 2; }
   /// A register tile's accumulators a thread (S, O).
   virtual unsigned accCount(const Tile &tile) const {
     return mTiles * (tile.cols / 8) * 4;

@@ -60,10 +60,6 @@ public:
   RowVec makeRowVec(unsigned rows, const Twine &name) override {
     return {rows, entryAlloca(b, b.getFloatTy(), name, 4, rowSlots(rows))};
   }
-  void fill(RowVec &r, float value) override {
-    for (unsigned s = 0; s < rowSlots(r.rows); ++s)
-      b.CreateStore(f32(value), slot(r.storage, s));
-  }
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
   /// The softmax's P, then its row sums: P goes into the next buffer
@@ -78,7 +74,6 @@ public:
     scaleRows(acc, factor);
   }
   void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
-  void mapRows(RowVec &out, ArrayRef<const RowVec *> in, RowFn fn) override;
   /// No halves to skip: a query's values lie in every warp.
   void limitQueryRows(Value *) override {}
   void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
@@ -102,8 +97,8 @@ private:
   static unsigned productsOf(const Tile &tile) {
     return tile.cols / (WgmmaLayout::kWarpsPerGroup * 16);
   }
-  /// A row vector's values a thread: queries 8j + 2t and + 1 of each j.
-  static unsigned rowSlots(unsigned rows) { return rows / 8 * 2; }
+  /// Queries 8j + 2t and + 1 of each j.
+  unsigned rowSlots(unsigned rows) const override { return rows / 8 * 2; }
   /// Accumulator (product i, query block j, register e).
   static unsigned index(const Tile &tile, unsigned i, unsigned j, unsigned e) {
     return (i * (tile.rows / 8) + j) * 4 + e;
@@ -204,16 +199,6 @@ void NvptxWgmmaKeyRowsTileOps::mapWithRow(Tile &tile, const RowVec &row,
     }
 }
 
-void NvptxWgmmaKeyRowsTileOps::mapRows(RowVec &out, ArrayRef<const RowVec *> in,
-                                       RowFn fn) {
-  for (unsigned s = 0; s < rowSlots(out.rows); ++s) {
-    SmallVector<Value *, 4> values;
-    for (const RowVec *r : in)
-      values.push_back(b.CreateLoad(b.getFloatTy(), slot(r->storage, s)));
-    b.CreateStore(fn(b, values), slot(out.storage, s));
-  }
-}
-
 // A query's values: this lane's (two a product), then the 8 lanes of its t
 // (shuffles across g), then the 4 warps (the exchange): lanes with g = 0
 // leave their warp's part at [buffer][query][warp], and after the barrier
@@ -258,13 +243,10 @@ void NvptxWgmmaKeyRowsTileOps::reduceRows(const Tile &tile, RowVec &out,
     Value *all = b.CreateAlignedLoad(
         four, sharedAt(exchange.offset, rowBytes(queryOf(s / 2, s))),
         Align(16));
-    Value *v = combineRows(
-        combineRows(b.CreateExtractElement(all, uint64_t(0)),
-                    b.CreateExtractElement(all, uint64_t(1)), isMax),
-        combineRows(b.CreateExtractElement(all, uint64_t(2)),
-                    b.CreateExtractElement(all, uint64_t(3)), isMax),
-        isMax);
-    b.CreateStore(v, slot(out.storage, s));
+    SmallVector<Value *, 4> warps;
+    for (unsigned w = 0; w < WgmmaLayout::kWarpsPerGroup; ++w)
+      warps.push_back(b.CreateExtractElement(all, uint64_t(w)));
+    b.CreateStore(combineTree(warps, isMax), slot(out.storage, s));
   }
 }
 
