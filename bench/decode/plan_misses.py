@@ -39,6 +39,8 @@ MOST_NARROWED_PARTS = 64  # kMostNarrowedParts (SplitPlanner.cpp)
 MOST_ROUNDED_UP_PARTS = 16  # kMostRoundedUpParts (SplitPlanner.cpp)
 LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS = 16  # kLeastKeyTilesForTwoPagedParts
 MOST_KEY_ROWS_TILE_ROWS = 16  # kMostKeyRowsTileRows (SplitPlanner.cpp)
+MOST_THIN_PACKED_ROWS = 8  # kMostThinPackedRows
+LEAST_KEY_TILES_A_ROUNDED_UP_PART = 4  # kLeastKeyTilesARoundedUpPart
 
 
 def pow2_ceil(x):
@@ -55,16 +57,19 @@ def choose_num_splits(items, key_tiles, workers):
     return max(1, min(pow2_ceil(wanted), GPU_MAX_SPLITS, key_tiles))
 
 
-def ring_parts(items, rows, bm, paged, parts, workers, key_tiles):
+def ring_parts(items, rows, paged, parts, workers, key_tiles):
     """ringParts (runtime/api/SplitPlanner.cpp): about half a block an SM;
     parts (the cp.async tile's count) is 2 or more."""
     short_paged = paged and key_tiles < LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS
     least = 2 if paged and not short_paged else 1
     wanted = workers / (2.0 * items)
     up = pow2_ceil(math.ceil(wanted)) if wanted > 1 else 1
-    # Paged rows round up: thin ones always, wider ones to kMostRoundedUpParts;
-    # a short range not from about one part to two.
-    round_up = (paged and (2 * rows < bm or up <= MOST_ROUNDED_UP_PARTS)
+    # Paged rows round up: thin ones always, wider ones to kMostRoundedUpParts
+    # where each part keeps enough key tiles; a short range not from about
+    # one part to two.
+    thin = rows <= MOST_THIN_PACKED_ROWS
+    long_parts = key_tiles >= LEAST_KEY_TILES_A_ROUNDED_UP_PART * up
+    round_up = (paged and (thin or (up <= MOST_ROUNDED_UP_PARTS and long_parts))
                 and not (short_paged and up <= 2))
     if wanted <= 1:
         n = 1
@@ -114,11 +119,13 @@ def plan_for(row, table, use_split_tiles, args):
         narrow_n = choose_num_splits(narrow_items,
                                      math.ceil(keys / narrow["bn"]), args.sms)
         # kMostNarrowedParts: past 64 the wide tile's ring twin stays, and
-        # paged rows of few packed rows keep it with keys as rows.
+        # paged rows keep it where an item has few packed rows (keys as rows)
+        # or the narrowed blocks would outnumber the SMs.
         if narrow_n > MOST_NARROWED_PARTS and has_ring_twin:
             narrow_n = None
         elif (row["page_size"] and has_ring_twin
-              and rows <= MOST_KEY_ROWS_TILE_ROWS):
+              and (rows <= MOST_KEY_ROWS_TILE_ROWS
+                   or narrow_items * narrow_n > args.sms)):
             narrow_n = None
     if narrow_n is not None:
         tile = narrow
@@ -129,11 +136,13 @@ def plan_for(row, table, use_split_tiles, args):
             tile = dict(tile, stages=2)
     elif has_ring_twin and n > 1:
         tile = dict(tile, stages=2)  # ringTwin
-        n = ring_parts(items, rows, tile["bm"], row["page_size"] > 0, n,
-                       args.sms, math.ceil(keys / tile["bn"]))
-        # keyRowsTwin: few packed rows run with keys as the products' rows.
+        n = ring_parts(items, rows, row["page_size"] > 0, n, args.sms,
+                       math.ceil(keys / tile["bn"]))
+        # keyRowsTwin: few packed rows run with keys as the products' rows,
+        # on m8 up to 8 rows or where m16 blocks leave half the SMs idle.
         if rows <= MOST_KEY_ROWS_TILE_ROWS:
-            tile = dict(tile, bm=8 if rows <= 8 else 16, warps=4)
+            few_blocks = 2 * items * n <= args.sms
+            tile = dict(tile, bm=8 if rows <= 8 or few_blocks else 16, warps=4)
     return tile, n, packed
 
 

@@ -126,6 +126,21 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // 8 K/V heads, took 16 parts 14-27% faster than 8 from 32k keys (session 26).
 static constexpr uint64_t kMostRoundedUpParts = 16;
 
+// Packed rows an item may have and still round its paged parts up past
+// kMostRoundedUpParts: each part hands the combine that many rows, and one
+// 8:1 group took 128 parts 10% faster than 64 at one token (8 rows) and 128k
+// keys, but 64 parts 10-16% faster than 128 at two tokens (16 rows) and 32k
+// (session 37's grids, docs/results.md).
+static constexpr int64_t kMostThinPackedRows = 8;
+
+// The fewest key tiles a part keeps where a paged count of fatter rows
+// rounds up: at 4k keys (32 ring tiles), 8 sequences of 4 or 8 tokens of an
+// 8:1 group, or 8 tokens of a 32/8 sequence, took 8 parts 7-17% faster than
+// 16 of two tiles each (session 37,
+// bench/results-decode-gpu-h100-s37d-spec.txt), where from 32k keys 16 parts
+// won (session 26).
+static constexpr int64_t kLeastKeyTilesARoundedUpPart = 4;
+
 // A paged range shorter than this many of the ring's key tiles stays in one
 // part where two were rounded up from about one: at 1k keys (8 tiles) and 64
 // packed items one part ran 3-8% faster than two of 4 tiles, whose combine
@@ -145,8 +160,10 @@ static unsigned ringParts(const KernelSpec &ring, const LoweredProblem &l,
   double wanted = double(sms) / (2.0 * double(splitBlocks(ring, a, 1)));
   int64_t rows = itemQueryRows(ring, a.maxSeqlenQ(), a.headsQ, a.headsKv);
   uint64_t up = llvm::bit_ceil(uint64_t(std::ceil(wanted)));
-  bool thin = 2 * rows < int64_t(ring.bm);
-  bool roundUp = l.pagedCache && (thin || up <= kMostRoundedUpParts) &&
+  bool thin = rows <= kMostThinPackedRows;
+  bool longParts = keyTiles >= kLeastKeyTilesARoundedUpPart * int64_t(up);
+  bool roundUp = l.pagedCache &&
+                 (thin || (up <= kMostRoundedUpParts && longParts)) &&
                  !(shortPaged && up <= 2);
   uint64_t n = wanted <= 1 ? 1
                : roundUp   ? up
@@ -172,15 +189,27 @@ static int64_t packedRows(const KernelSpec &spec, const LoweredProblem &l) {
   return itemQueryRows(spec, a.maxSeqlenQ(), a.headsQ, a.headsKv);
 }
 
-// \p ring with keys as the rows (bm: the rows rounded up to 8 or 16), where
-// its items have that few packed rows and the tile takes the spec; else none.
+// \p ring with keys as the rows, where its items have that few packed rows
+// and the tile takes the spec; else none. bm is 8 up to 8 rows, and 16 past
+// them unless \p parts parts of m16 items would leave more than half of
+// \p sms SMs without a block: then m8, two items a group, twice the blocks
+// (the second read of K and V mostly from L2). One 8:1 group of two tokens
+// (16 rows) on m8 against m16 at the same parts, session 37's speculative grid
+// (bench/results-decode-gpu-h100-s37d-spec.txt): 4k keys 7.4 against 8.0 µs
+// (paged 7.7, 8.4), 32k 13.0 against 13.5 (14.3, 15.0); 32/8 at four tokens,
+// 4k keys, 14.3 against 15.0 (15.8, 16.5). Where m16 blocks fill the SMs it
+// was as fast or faster (to 1.19x, paged at 32k keys).
 static std::optional<KernelSpec> keyRowsTwin(const KernelSpec &ring,
-                                             const LoweredProblem &l) {
+                                             const LoweredProblem &l,
+                                             unsigned parts, unsigned sms) {
   int64_t rows = packedRows(ring, l);
   if (rows > kMostKeyRowsTileRows)
     return std::nullopt;
   KernelSpec twin = ring;
-  twin.bm = rows <= 8 ? 8 : 16;
+  twin.bm = 16;
+  bool fewBlocks = 2 * splitBlocks(twin, l.problem, parts) <= int64_t(sms);
+  if (rows <= 8 || fewBlocks)
+    twin.bm = 8;
   twin.warps = WgmmaLayout::kWarpsPerGroup;
   llvm::Expected<KernelSpec> valid = validateSpec(twin);
   if (!valid) {
@@ -271,15 +300,21 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
                  " parts, more than " + std::to_string(kMostNarrowedParts) +
                  ": the wide tile stays)";
       narrow->reset();
-    } else if (wideRing && l.pagedCache && keyRowsTwin(*wideRing, l)) {
-      // Paged, few packed rows: the wide tile's ring twin with keys as rows
-      // reads the pages faster than the narrowed tile's twin. Issue 13's
-      // grids on an H100 (session 37, docs/results.md), 16-token pages at
-      // 4k keys: one token of 32/8 and 64/8 at batch 1 and 8:1 at batch 8
-      // 15.6-15.9 -> 12.5-12.9 µs (16 parts against 32), at 1k keys within
-      // 4%; 16 packed rows (2-4 tokens) 18.0-20.6 on the narrowed twin, 1.21
-      // to 1.28 times the best, and on the speculative grids the rule's
-      // plans are within 5% on 69 of 80 rows (68 narrowing).
+    } else if (wideRing && l.pagedCache &&
+               (keyRowsTwin(*wideRing, l, n, workers) ||
+                splitBlocks((*narrow)->chosen, l.problem, narrowParts) >
+                    int64_t(workers))) {
+      // Paged: the wide tile's ring twin reads the pages faster than the
+      // narrowed tile's twin where an item has few packed rows (keys as
+      // rows), or where the narrowed count, made for the cp.async tile's 1.5
+      // blocks an SM, gives the ring more blocks than SMs. Issue 13's grids
+      // on an H100 (session 37, docs/results.md), 16-token pages at 4k keys:
+      // one token of 32/8 and 64/8 at batch 1 and 8:1 at batch 8 15.6-15.9 ->
+      // 12.5-12.9 µs (16 parts against 32), at 1k keys within 4%; 16 packed
+      // rows (2-4 tokens) 18.0-20.6 on the narrowed twin, 1.21 to 1.28 times
+      // the best; 32 and 64 rows of 8 items (256 narrowed blocks) 20.6-24.9
+      // against 16.9-20.4 on the wide ring in 8 parts. One item of 32 rows
+      // keeps the narrowed twin (64 blocks: 9.6 against 10.3 µs).
       narrowed = " (paged with " + std::to_string(packedRows(*wideRing, l)) +
                  " packed rows an item: the wide tile stays, not its split "
                  "tile " +
@@ -314,7 +349,7 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
                 " (about half a block an SM: a ring block keeps two K/V "
                 "tiles in flight)";
       split->chosen = *ring;
-      if (std::optional<KernelSpec> rows = keyRowsTwin(*ring, l)) {
+      if (std::optional<KernelSpec> rows = keyRowsTwin(*ring, l, n, workers)) {
         counts += ", with keys as the products' rows (" + tileOf(*rows).str() +
                   ": " + std::to_string(packedRows(*ring, l)) +
                   " packed rows an item)";

@@ -11,9 +11,11 @@
 // (stages=2) in parts for about half a block an SM: a power of two rounded
 // down, or up for paged rows of thin packed tiles. Other targets have no
 // split tile. Paged rows on the narrowed tile run its ring twin in as
-// many parts, unless an item has at most 16 packed rows. Then, contiguous
-// or paged, the m64n128 ring twin runs with keys as the products' rows
-// (m8n128w4s2, or m16n128w4s2 past 8 rows).
+// many parts, unless an item has at most 16 packed rows or the narrowed
+// blocks outnumber the SMs. Items of at most 16 packed rows, contiguous or
+// paged, run the m64n128 ring twin with keys as the products' rows
+// (m8n128w4s2, or m16n128w4s2 past 8 rows where its blocks fill half the
+// SMs).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
@@ -146,10 +148,14 @@ const SplitCase kCases[] = {
     // At 32k keys: 64, with any number of tokens contiguous.
     {"Gqa8x1EightTokensKeys32k", kFwd, 1, 8, 1, 8, 32768, kWideRing, 64},
     {"Gqa8x1FourTokensKeys32k", kFwd, 1, 8, 1, 4, 32768, kWideRing, 64},
-    {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kKeyRows16, 64},
-    // Paged: 4 tokens of one 8:1 group fill half the tile and round down
-    // (128 parts would be past kMostRoundedUpParts); 2 round up. 8 tokens
-    // of a 32/8 sequence (32 rows) or of 8 sequences round up to 16.
+    // Two tokens of one group (16 rows) in 64 m16 blocks would leave half
+    // the SMs idle: m8, two items of 8 rows.
+    {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kKeyRows, 64},
+    // Paged: more than 8 packed rows (2 or 4 tokens of one 8:1 group) round
+    // down (128 parts would be past kMostRoundedUpParts). 8 tokens of a 32/8
+    // sequence (32 rows) or of 8 sequences round up to 16 at 32k keys, where
+    // each part keeps 16 key tiles; 4 tokens of a 32/8 sequence too, on m16
+    // (its 128 blocks fill the SMs).
     {"PagedGqa32x8EightTokensKeys32k", kPaged, 1, 32, 8, 8, 32768,
      kPagedWideRing, 16},
     {"PagedGqa8x1EightTokensBatch8Keys32k", kPaged, 8, 8, 1, 8, 32768,
@@ -157,18 +163,25 @@ const SplitCase kCases[] = {
     {"Gqa32x8EightTokensKeys32k", kFwd, 1, 32, 8, 8, 32768, kWideRing, 8},
     {"PagedGqa8x1FourTokensKeys128k", kPaged, 1, 8, 1, 4, 131072,
      kPagedWideRing, 64},
-    {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072,
-     kPagedKeyRows16, 128},
+    {"PagedGqa8x1TwoTokensKeys128k", kPaged, 1, 8, 1, 2, 131072, kPagedKeyRows,
+     64},
+    {"PagedGqa32x8FourTokensKeys32k", kPaged, 1, 32, 8, 4, 32768,
+     kPagedKeyRows16, 16},
     // Paged with at most 16 packed rows, the wide tile stays (its ring twin
     // with keys as rows, parts rounded up for thin tiles); with more rows
-    // the narrowed tile runs as its own ring twin.
+    // the narrowed tile runs as its own ring twin, unless its blocks would
+    // outnumber the SMs: then the wide ring, at 4k keys in 8 parts (16 would
+    // hold two key tiles each).
     {"PagedGqa32x8Keys1k", kPaged, 1, 32, 8, 1, 1024, kPagedKeyRows, 8},
     {"PagedGqa32x8Keys4k", kPaged, 1, 32, 8, 1, 4096, kPagedKeyRows, 16},
     {"PagedGqa8x1Keys4k", kPaged, 1, 8, 1, 1, 4096, kPagedKeyRows, 32},
-    {"PagedGqa8x1TwoTokensKeys4k", kPaged, 1, 8, 1, 2, 4096, kPagedKeyRows16,
-     32},
+    {"PagedGqa8x1TwoTokensKeys4k", kPaged, 1, 8, 1, 2, 4096, kPagedKeyRows, 32},
     {"PagedGqa8x1FourTokensKeys4k", kPaged, 1, 8, 1, 4, 4096, kPagedNarrowRing,
      64},
+    {"PagedGqa32x8EightTokensKeys4k", kPaged, 1, 32, 8, 8, 4096, kPagedWideRing,
+     8},
+    {"PagedGqa8x1FourTokensBatch8Keys4k", kPaged, 8, 8, 1, 4, 4096,
+     kPagedWideRing, 8},
     {"PagedGqa32x8Batch8Keys4k", kPaged, 8, 32, 8, 1, 4096, kPagedKeyRows, 2},
     // 64 packed items at 1k keys (8 ring tiles, under
     // kLeastKeyTilesForTwoPagedParts): one paged part, not two of 4 tiles.
