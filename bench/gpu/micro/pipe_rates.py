@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue rates of the instructions the softmax leans on, on the GPU at hand:
-ex2 on f32, f16x2 and bf16x2, the f32 -> bf16x2 and f32 -> e4m3x2 packs, and
-FFMA for scale. Each kernel runs 16 independent chains of one instruction per
+ex2 on f32, f16x2 and bf16x2, the f32 -> bf16x2 and f32 -> e4m3x2 packs, an
+ex2 and a pack together, and FFMA for scale. Each kernel runs 16 independent chains of one instruction per
 thread (no memory traffic in the loop), so its time is the pipe's rate.
 Prints warp instructions per SM per clock at the reported maximum clock.
 
@@ -25,6 +25,11 @@ KERNELS = {
     "cvt_bf16x2": ("cvt.rn.bf16x2.f32 r{i}, r{i}, r{i};", "mov.b32 r{i}, f;"),
     "cvt_e4m3x2": ("{{ .reg .b16 h; cvt.rn.satfinite.e4m3x2.f32 h, r{i}, r{i}; "
                    "cvt.u32.u16 r{i}, h; }}", "mov.b32 r{i}, f;"),
+    # An ex2 and a pack each (fp8's P): as fast as ex2_f32 if they do not
+    # share a pipe; rates count the pairs.
+    "ex2_e4m3x2": ("{{ .reg .b16 h; ex2.approx.ftz.f32 r{i}, r{i}; "
+                   "cvt.rn.satfinite.e4m3x2.f32 h, r{i}, r{i}; cvt.u32.u16 r{i}, h; }}",
+                   "mov.b32 r{i}, f;"),
 }
 
 
