@@ -151,6 +151,8 @@ const SplitCase kCases[] = {
     // Two tokens of one group (16 rows) in 64 m16 blocks would leave half
     // the SMs idle: m8, two items of 8 rows.
     {"Gqa8x1TwoTokensKeys32k", kFwd, 1, 8, 1, 2, 32768, kKeyRows, 64},
+    // 128 items of 16 rows fill the SMs in one part: m16.
+    {"Gqa32x8FourTokensBatch16Keys4k", kFwd, 16, 32, 8, 4, 4096, kKeyRows16, 1},
     // Paged: more than 8 packed rows (2 or 4 tokens of one 8:1 group) round
     // down (128 parts would be past kMostRoundedUpParts). 8 tokens of a 32/8
     // sequence (32 rows) or of 8 sequences round up to 16 at 32k keys, where
