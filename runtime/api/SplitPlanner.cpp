@@ -219,6 +219,46 @@ static std::optional<KernelSpec> keyRowsTwin(const KernelSpec &ring,
   return *valid;
 }
 
+// Why a GPU plan keeps \p wide (its TMA ring twin) rather than narrowing to
+// \p narrow in \p narrowParts parts, for the plan's note; none where it
+// narrows. \p n is the wide tile's count.
+static std::optional<std::string>
+whyTheWideTileStays(const LoweredProblem &l, const KernelSpec &wide,
+                    const KernelSpec &narrow, unsigned n, unsigned narrowParts,
+                    const DispatchQuery &query, unsigned sms) {
+  std::optional<KernelSpec> ring = ringTwin(wide, query);
+  if (!ring)
+    return std::nullopt;
+  std::string tile = tileOf(narrow).str();
+  if (narrowParts > kMostNarrowedParts)
+    return " (its split tile " + tile + " would take " +
+           std::to_string(narrowParts) + " parts, more than " +
+           std::to_string(kMostNarrowedParts) + ": the wide tile stays)";
+  if (!l.pagedCache)
+    return std::nullopt;
+  // Paged, the wide tile's ring twin reads the pages faster than the
+  // narrowed tile's twin where an item has few packed rows (keys as rows),
+  // or where the narrowed count, made for the cp.async tile's 1.5 blocks an
+  // SM, gives the ring more blocks than SMs. Issue 13's grids on an H100
+  // (session 37, docs/results.md), 16-token pages at 4k keys: one token of
+  // 32/8 and 64/8 at batch 1 and 8:1 at batch 8 15.6-15.9 -> 12.5-12.9 µs
+  // (16 parts against 32), at 1k keys within 4%; 16 packed rows (2-4 tokens)
+  // 18.0-20.6 on the narrowed twin, 1.21 to 1.28 times the best; 32 and 64
+  // rows of 8 items (256 narrowed blocks) 20.6-24.9 against 16.9-20.4 on the
+  // wide ring in 8 parts. One item of 32 rows keeps the narrowed twin (64
+  // blocks: 9.6 against 10.3 µs).
+  if (keyRowsTwin(*ring, l, n, sms))
+    return " (paged with " + std::to_string(packedRows(*ring, l)) +
+           " packed rows an item: the wide tile stays, not its split tile " +
+           tile + ")";
+  int64_t blocks = splitBlocks(narrow, l.problem, narrowParts);
+  if (blocks > int64_t(sms))
+    return " (paged: its split tile " + tile + " would run " +
+           std::to_string(blocks) + " blocks on " + std::to_string(sms) +
+           " SMs: the wide tile stays)";
+  return std::nullopt;
+}
+
 std::vector<int64_t> fmhajit::sequenceKeys(const LoweredProblem &l) {
   std::vector<int64_t> keys;
   if (l.pagedCache)
@@ -292,33 +332,12 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   if (*narrow) {
     unsigned narrowParts =
         chooseNumSplits((*narrow)->chosen, l.problem, workers);
-    std::optional<KernelSpec> wideRing =
-        host ? std::nullopt : ringTwin(split->chosen, query);
-    if (wideRing && narrowParts > kMostNarrowedParts) {
-      narrowed = " (its split tile " + tileOf((*narrow)->chosen).str() +
-                 " would take " + std::to_string(narrowParts) +
-                 " parts, more than " + std::to_string(kMostNarrowedParts) +
-                 ": the wide tile stays)";
-      narrow->reset();
-    } else if (wideRing && l.pagedCache &&
-               (keyRowsTwin(*wideRing, l, n, workers) ||
-                splitBlocks((*narrow)->chosen, l.problem, narrowParts) >
-                    int64_t(workers))) {
-      // Paged: the wide tile's ring twin reads the pages faster than the
-      // narrowed tile's twin where an item has few packed rows (keys as
-      // rows), or where the narrowed count, made for the cp.async tile's 1.5
-      // blocks an SM, gives the ring more blocks than SMs. Issue 13's grids
-      // on an H100 (session 37, docs/results.md), 16-token pages at 4k keys:
-      // one token of 32/8 and 64/8 at batch 1 and 8:1 at batch 8 15.6-15.9 ->
-      // 12.5-12.9 µs (16 parts against 32), at 1k keys within 4%; 16 packed
-      // rows (2-4 tokens) 18.0-20.6 on the narrowed twin, 1.21 to 1.28 times
-      // the best; 32 and 64 rows of 8 items (256 narrowed blocks) 20.6-24.9
-      // against 16.9-20.4 on the wide ring in 8 parts. One item of 32 rows
-      // keeps the narrowed twin (64 blocks: 9.6 against 10.3 µs).
-      narrowed = " (paged with " + std::to_string(packedRows(*wideRing, l)) +
-                 " packed rows an item: the wide tile stays, not its split "
-                 "tile " +
-                 tileOf((*narrow)->chosen).str() + ")";
+    std::optional<std::string> wideStays =
+        host ? std::nullopt
+             : whyTheWideTileStays(l, split->chosen, (*narrow)->chosen, n,
+                                   narrowParts, query, workers);
+    if (wideStays) {
+      narrowed = *wideStays;
       narrow->reset();
     } else {
       narrowed =

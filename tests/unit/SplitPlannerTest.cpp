@@ -242,6 +242,19 @@ TEST(SplitPlannerNotes, SayPagedFewRowsKeepTheWideTile) {
       << chosen.lastNote();
 }
 
+// Paged with more packed rows, the wide tile stays where the narrowed
+// tile's count would give its ring more blocks than SMs.
+TEST(SplitPlannerNotes, SayPagedNarrowBlocksPastTheSMsKeepTheWideTile) {
+  Chosen chosen;
+  ASSERT_NO_FATAL_FAILURE(
+      choose({"", kPaged, 1, 32, 8, 8, 4096, kPagedWideRing, 8}, chosen));
+  EXPECT_NE(chosen.lastNote().find("(paged: its split tile m64n64w4s1 would "
+                                   "run 256 blocks on 132 SMs: the wide tile "
+                                   "stays)"),
+            std::string::npos)
+      << chosen.lastNote();
+}
+
 // Where the ring twin takes one part the plan is that one launch: the split
 // kernel writes O itself, with no combine step after it.
 TEST(SplitPlannerNotes, OneRingPartIsOneLaunch) {
