@@ -117,10 +117,11 @@ static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
 // session 25), against the cp.async tile at its own count: 4-22% faster
 // where 64 packed items (8 sequences of 8 K/V heads, 64 of one) have 1k-8k
 // keys (one part each, no combine), -0.3% to 5% on the other rows. Paged rows
-// of thin packed tiles round up instead of down (16-row pages are 8 TMA boxes a
-// tile): rounded down they lost 10-19% on 4k-128k keys. Rows of half a tile of
-// packed rows or more (4 or 8 tokens of an 8:1 group, whose parts each hand the
-// combine that many rows) round up paged only to kMostRoundedUpParts: one
+// of thin items (kMostThinPackedRows) round up instead of down (16-row pages
+// are 8 TMA boxes a tile): rounded down they lost 10-19% on 4k-128k keys.
+// Fatter items (2-8 tokens of an 8:1 group, whose parts each hand the
+// combine that many rows) round up paged only to kMostRoundedUpParts, and
+// only where each part keeps kLeastKeyTilesARoundedUpPart key tiles: one
 // 8:1 group of 4 or 8 tokens took 64 parts 9-30% faster than 128 (session
 // 24), while 8 tokens of 8 sequences of one K/V head, or of one sequence of
 // 8 K/V heads, took 16 parts 14-27% faster than 8 from 32k keys (session 26).
