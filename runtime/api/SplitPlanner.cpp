@@ -378,7 +378,8 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
       if (n == 1) {
         notes.push_back("decode-shaped: split-KV kernel, " + counts +
                         ": one part, which writes O itself");
-        return SplitChoice{std::move(*split), *combine, 1};
+        return SplitChoice{std::move(*split), *combine, 1,
+                           /*schedule=*/nullptr};
       }
     }
   if (n <= 1) {
@@ -390,5 +391,5 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   }
   notes.push_back("decode-shaped: split-KV, " + counts + ", combined by " +
                   encodeName(*combine));
-  return SplitChoice{std::move(*split), *combine, n};
+  return SplitChoice{std::move(*split), *combine, n, /*schedule=*/nullptr};
 }
