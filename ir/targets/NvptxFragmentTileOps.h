@@ -151,7 +151,7 @@ protected:
   forEachLiveHalf(llvm::function_ref<void(unsigned i, unsigned half)> body);
   /// Whether limitQueryRows takes the item's rows (EmitOptions::skipDeadRows,
   /// pack_gqa, dv <= 128).
-  bool skipsDeadRows() const;
+  virtual bool skipsDeadRows() const;
   /// The item's query rows where the softmax skips the rest, else null.
   llvm::Value *liveRows = nullptr;
   /// The most lookups a thread holds at once in copyLookedUpRows (one row

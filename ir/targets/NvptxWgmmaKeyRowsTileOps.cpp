@@ -57,9 +57,6 @@ public:
 
   Tile makeTile(TileRole role, unsigned rows, unsigned cols,
                 const Twine &name) override;
-  RowVec makeRowVec(unsigned rows, const Twine &name) override {
-    return {rows, entryAlloca(b, b.getFloatTy(), name, 4, rowSlots(rows))};
-  }
   void map(Tile &tile, ElementFn fn) override;
   void mapWithRow(Tile &tile, const RowVec &row, WithRowFn fn) override;
   /// The softmax's P, then its row sums: P goes into the next buffer
@@ -74,8 +71,6 @@ public:
     scaleRows(acc, factor);
   }
   void reduceRows(const Tile &tile, RowVec &out, bool isMax) override;
-  /// No halves to skip: a query's values lie in every warp.
-  void limitQueryRows(Value *) override {}
   void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
                 float fill) override;
   void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
@@ -89,6 +84,8 @@ public:
   }
 
 private:
+  /// No halves of a warp's rows to skip: a query's values lie in every warp.
+  bool skipsDeadRows() const override { return false; }
   unsigned accCount(const Tile &tile) const override {
     return productsOf(tile) * tile.rows / 8 * 4;
   }
