@@ -240,15 +240,22 @@ if [ "$mode" = sanitize ]; then
   # only the tiles with keys as the products' rows.
   cs=/usr/local/cuda/bin/compute-sanitizer
   only=${SANITIZE:-all}
+  # `fmhajit run --check` of case $1 (a spec and its flags, one word) and
+  # the problem's flags after it, under each of the tools.
+  sanitized() {
+    local case=$1; shift
+    for tool in memcheck racecheck synccheck; do
+      echo "== $tool $case${FMHAJIT_TAIL_PARTS:+ (FMHAJIT_TAIL_PARTS=$FMHAJIT_TAIL_PARTS)}" |
+        tee -a "$out/sanitize.log"
+      # shellcheck disable=SC2086 # $case is a spec and its flags
+      timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run $case --device cuda \
+        "$@" --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
+    done
+  }
   # Keys as rows (bm under 64): the warps' exchange and P's two buffers in
   # shared memory, split-KV in three parts and paged in two.
   [ "$only" = all ] || [ "$only" = keys-as-rows ] && while read -r case; do
-    for tool in memcheck racecheck synccheck; do
-      echo "== $tool $case" | tee -a "$out/sanitize.log"
-      # shellcheck disable=SC2086 # $case is a spec and its flags
-      timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run $case --device cuda \
-        --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
-    done
+    sanitized "$case"
   done <<'CASES'
 family=fwd_splitkv,dtype=bf16,d=128,mask=causal_br,lse=1,pack_gqa=1,pipeline=wgmma,bm=8,bn=128,warps=4,stages=2,target=sm_90a --heads 16 --heads-kv 2 --seqlen-q 1 --seqlen-k 1000 --num-splits 3
 family=fwd_paged,dtype=bf16,d=128,softcap=1,bias=alibi,lse=1,pack_gqa=1,pipeline=wgmma,bm=16,bn=128,warps=4,stages=2,target=sm_90a --heads 8 --heads-kv 2 --seqlen-q 2 --cache-len 1,40,3000 --page-size 16 --num-splits 2
@@ -262,22 +269,13 @@ CASES
               "family=fwd,dtype=fp8_e4m3,d=128,mask=causal,target=sm_90a" \
               "family=fwd,dtype=fp8_e4m3,d=128,v_pretranspose=1,target=sm_90a" \
               "family=fwd,dtype=fp8_e4m3,d=96,dv=64,mask=window,v_pretranspose=1,target=sm_90a --window 40,8"; do
-    for tool in memcheck racecheck synccheck; do
-      echo "== $tool $case" | tee -a "$out/sanitize.log"
-      # shellcheck disable=SC2086 # $case is a spec and its flags
-      timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run $case --device cuda \
-        --heads 2 --seqlen-q 300 --seqlen-k 333 --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
-    done
+    sanitized "$case" --heads 2 --seqlen-q 300 --seqlen-k 333
   done
   # Split tails (TailSplit.h): three forced parts, so that every item of the
   # small problem is split and the last part of each folds the others in.
   for case in "family=fwd,dtype=fp8_e4m3,d=128,bm=192,bn=96,warps=12,stages=2,v_pretranspose=1,lse=1,target=sm_90a" \
               "family=fwd,dtype=bf16,d=128,bm=128,bn=160,warps=8,stages=2,pipeline=wgmma,lse=1,target=sm_90a"; do
-    for tool in memcheck racecheck synccheck; do
-      echo "== $tool $case (FMHAJIT_TAIL_PARTS=3)" | tee -a "$out/sanitize.log"
-      FMHAJIT_TAIL_PARTS=3 timeout 120 $cs --tool $tool --error-exitcode 9 /tmp/fj/fmhajit run "$case" --device cuda \
-        --heads 2 --seqlen-q 500 --seqlen-k 700 --check --iters 1 2>&1 | grep -E "^check|^=========|error" | tee -a "$out/sanitize.log"
-    done
+    FMHAJIT_TAIL_PARTS=3 sanitized "$case" --heads 2 --seqlen-q 500 --seqlen-k 700
   done
   [ "$only" = tails ] ||
   for spec in family=fwd,dtype=bf16,d=128,mask=causal,target=sm_90a family=fwd,dtype=bf16,d=64,target=sm_90a \
