@@ -165,13 +165,16 @@ struct DriverApi {
 /// CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion
 /// enumerators.
 enum CUtensorMapEnums : int {
-  kTensorMapUint8 = 0,        ///< CU_TENSOR_MAP_DATA_TYPE_UINT8 (fp8)
-  kTensorMapFloat16 = 6,      ///< CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-  kTensorMapBfloat16 = 9,     ///< CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-  kTensorMapSwizzle32 = 1,    ///< CU_TENSOR_MAP_SWIZZLE_32B
-  kTensorMapSwizzle64 = 2,    ///< CU_TENSOR_MAP_SWIZZLE_64B
-  kTensorMapSwizzle128 = 3,   ///< CU_TENSOR_MAP_SWIZZLE_128B
-  kTensorMapL2Promote128 = 2, ///< CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+  kTensorMapUint8 = 0,         ///< CU_TENSOR_MAP_DATA_TYPE_UINT8 (fp8)
+  kTensorMapFloat16 = 6,       ///< CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+  kTensorMapBfloat16 = 9,      ///< CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+  kTensorMapSwizzle32 = 1,     ///< CU_TENSOR_MAP_SWIZZLE_32B
+  kTensorMapSwizzle64 = 2,     ///< CU_TENSOR_MAP_SWIZZLE_64B
+  kTensorMapSwizzle128 = 3,    ///< CU_TENSOR_MAP_SWIZZLE_128B
+  kTensorMapL2PromoteNone = 0, ///< CU_TENSOR_MAP_L2_PROMOTION_NONE
+  kTensorMapL2Promote64 = 1,   ///< CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+  kTensorMapL2Promote128 = 2,  ///< CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+  kTensorMapL2Promote256 = 3,  ///< CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 };
 
 } // namespace fmhajit::cuda

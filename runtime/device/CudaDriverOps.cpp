@@ -150,12 +150,15 @@ llvm::Error CudaDriver::replaceTensorMapAddress(void *map, const void *base) {
                "cuTensorMapReplaceAddress");
 }
 
-// Zero fill past the view's edges, and no interleave; L2 lines of 128 bytes
-// (each box row is a whole 128-byte line or less).
+// Zero fill past the view's edges, and no interleave.
 llvm::Error CudaDriver::encodeTensorMap(const TensorMapRequest &r, void *map) {
   int swizzle = r.swizzleBytes == 128  ? kTensorMapSwizzle128
                 : r.swizzleBytes == 64 ? kTensorMapSwizzle64
                                        : kTensorMapSwizzle32;
+  int promotion = r.l2PromotionBytes == 256   ? kTensorMapL2Promote256
+                  : r.l2PromotionBytes == 128 ? kTensorMapL2Promote128
+                  : r.l2PromotionBytes == 64  ? kTensorMapL2Promote64
+                                              : kTensorMapL2PromoteNone;
   int type = isFp8(r.dtype)          ? kTensorMapUint8
              : r.dtype == DType::F16 ? kTensorMapFloat16
                                      : kTensorMapBfloat16;
@@ -164,7 +167,7 @@ llvm::Error CudaDriver::encodeTensorMap(const TensorMapRequest &r, void *map) {
           check(fns.tensorMapEncodeTiled(
                     map, type, 4, const_cast<void *>(r.base), r.dims,
                     r.strideBytes, r.box, elementStrides, /*interleave=*/0,
-                    swizzle, kTensorMapL2Promote128, /*oobFill=*/0),
+                    swizzle, promotion, /*oobFill=*/0),
                 "cuTensorMapEncodeTiled"))
     return makeError(ErrorKind::Driver, llvm::Twine("the tensor map of ") +
                                             r.tensor + ": " +

@@ -2,6 +2,7 @@
 #include "runtime/device/GpuTensorMaps.h"
 #include "runtime/device/GpuDriver.h"
 #include "runtime/device/TensorMapBoxes.h"
+#include "runtime/device/TuningKnobs.h"
 #include "specs/Errors.h"
 #include "specs/pipelines/WgmmaLayout.h"
 
@@ -21,15 +22,25 @@ static llvm::Error aboutMap(const char *tensor, llvm::Error err) {
                                           llvm::toString(std::move(err)));
 }
 
+// FMHAJIT_TMA_L2_PROMOTION=0, 64, 128 or 256 (read when maps are encoded)
+// replaces every map's L2 promotion, for measurement (docs/bench.md).
+static void applyL2PromotionKnob(TensorMapRequest &r) {
+  int64_t bytes = knobFromEnvironment("FMHAJIT_TMA_L2_PROMOTION");
+  if (bytes == 0 || bytes == 64 || bytes == 128 || bytes == 256)
+    r.l2PromotionBytes = unsigned(bytes);
+}
+
 llvm::Error fmhajit::encodeTensorMaps(GpuDriver &driver, const KernelSpec &spec,
                                       const KernelArgs &args,
                                       TensorMaps &maps) {
   auto requests = tensorMapRequests(spec, args);
   if (!requests)
     return requests.takeError();
-  for (unsigned i = 0; i < kNumTensorMaps; ++i)
+  for (unsigned i = 0; i < kNumTensorMaps; ++i) {
+    applyL2PromotionKnob((*requests)[i]);
     if (llvm::Error err = driver.encodeTensorMap((*requests)[i], maps.map[i]))
       return err;
+  }
   return llvm::Error::success();
 }
 

@@ -41,6 +41,9 @@ struct TensorMapRequest {
   uint64_t strideBytes[3] = {}; ///< of dims 1..3
   uint32_t box[4] = {};
   unsigned swizzleBytes = 128; ///< 128, 64 or 32
+  /// How much L2 fetches around each line a box reads: 0 (none), 64, 128
+  /// or 256 bytes.
+  unsigned l2PromotionBytes = 128;
 };
 
 /// The Q, K and V maps of a usesTensorMaps kernel (TensorMapIndex order),

@@ -126,6 +126,7 @@ public:
     std::copy_n(r.box, 4, words + 8);
     words[12] = r.swizzleBytes;
     words[13] = uint64_t(r.dtype);
+    words[14] = r.l2PromotionBytes;
     return llvm::Error::success();
   }
   llvm::Error replaceTensorMapAddress(void *map, const void *base) override {

@@ -13,6 +13,7 @@
 #include "runtime/device/PagedKv.h"
 #include "specs/pipelines/WgmmaLayout.h"
 #include "tests/unit/FakeGpuDriver.h"
+#include "tests/unit/ScopedEnv.h"
 #include "tests/unit/SpecTesting.h"
 #include "gtest/gtest.h"
 #include <cstring>
@@ -50,6 +51,27 @@ protected:
     return p;
   }
 };
+
+// FMHAJIT_TMA_L2_PROMOTION replaces every map's promotion where it names
+// one the driver has, and leaves the default otherwise.
+TEST_F(TensorMapsOnFake, L2PromotionKnobSetsEveryMap) {
+  auto promotions = [&](const char *knob) {
+    ScopedEnv env;
+    env.set("FMHAJIT_TMA_L2_PROMOTION", knob);
+    TensorMaps maps;
+    EXPECT_FALSE(bool(encodeTensorMaps(driver, spec, args, maps)));
+    std::vector<uint64_t> bytes;
+    for (unsigned i = 0; i < kNumTensorMaps; ++i)
+      bytes.push_back(maps.map[i][14]);
+    return bytes;
+  };
+  using Bytes = std::vector<uint64_t>;
+  EXPECT_EQ(promotions(nullptr), Bytes(kNumTensorMaps, 128));
+  EXPECT_EQ(promotions("256"), Bytes(kNumTensorMaps, 256));
+  EXPECT_EQ(promotions("0"), Bytes(kNumTensorMaps, 0));
+  EXPECT_EQ(promotions("100"), Bytes(kNumTensorMaps, 128));
+  EXPECT_EQ(promotions("big"), Bytes(kNumTensorMaps, 128));
+}
 
 TEST_F(TensorMapsOnFake, BoundMapsAreTheMapsEncodedForTheCall) {
   ASSERT_TRUE(usesTensorMaps(spec));
