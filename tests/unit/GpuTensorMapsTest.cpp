@@ -66,11 +66,11 @@ TEST_F(TensorMapsOnFake, L2PromotionKnobSetsEveryMap) {
     return bytes;
   };
   using Bytes = std::vector<uint64_t>;
-  EXPECT_EQ(promotions(nullptr), Bytes(kNumTensorMaps, 128));
-  EXPECT_EQ(promotions("256"), Bytes(kNumTensorMaps, 256));
+  EXPECT_EQ(promotions(nullptr), Bytes(kNumTensorMaps, 256));
+  EXPECT_EQ(promotions("128"), Bytes(kNumTensorMaps, 128));
   EXPECT_EQ(promotions("0"), Bytes(kNumTensorMaps, 0));
-  EXPECT_EQ(promotions("100"), Bytes(kNumTensorMaps, 128));
-  EXPECT_EQ(promotions("big"), Bytes(kNumTensorMaps, 128));
+  EXPECT_EQ(promotions("100"), Bytes(kNumTensorMaps, 256));
+  EXPECT_EQ(promotions("big"), Bytes(kNumTensorMaps, 256));
 }
 
 TEST_F(TensorMapsOnFake, BoundMapsAreTheMapsEncodedForTheCall) {
