@@ -44,7 +44,7 @@ struct TensorMapRequest {
   /// How much L2 fetches around each line a box reads: 0 (none), 64, 128
   /// or 256 bytes. 256: a box reads one 128-byte slab of each row, and the
   /// row's next slab, its neighbour in memory, is the next box's; fetched
-  /// together, decode ran 0-3% faster and the forward the same
+  /// together, decode ran 0-2% faster and the forward the same
   /// (docs/design.md, "Paged rows and the page order").
   unsigned l2PromotionBytes = 256;
 };
