@@ -5,6 +5,7 @@
 #include "runtime/device/TuningKnobs.h"
 #include "specs/Errors.h"
 #include "specs/pipelines/WgmmaLayout.h"
+#include <optional>
 
 using namespace fmhajit;
 
@@ -24,10 +25,11 @@ static llvm::Error aboutMap(const char *tensor, llvm::Error err) {
 
 // FMHAJIT_TMA_L2_PROMOTION=0, 64, 128 or 256 (read when maps are encoded)
 // replaces every map's L2 promotion, for measurement (docs/bench.md).
-static void applyL2PromotionKnob(TensorMapRequest &r) {
+static std::optional<unsigned> l2PromotionKnob() {
   int64_t bytes = knobFromEnvironment("FMHAJIT_TMA_L2_PROMOTION");
   if (bytes == 0 || bytes == 64 || bytes == 128 || bytes == 256)
-    r.l2PromotionBytes = unsigned(bytes);
+    return unsigned(bytes);
+  return std::nullopt;
 }
 
 llvm::Error fmhajit::encodeTensorMaps(GpuDriver &driver, const KernelSpec &spec,
@@ -36,8 +38,10 @@ llvm::Error fmhajit::encodeTensorMaps(GpuDriver &driver, const KernelSpec &spec,
   auto requests = tensorMapRequests(spec, args);
   if (!requests)
     return requests.takeError();
+  std::optional<unsigned> promotion = l2PromotionKnob();
   for (unsigned i = 0; i < kNumTensorMaps; ++i) {
-    applyL2PromotionKnob((*requests)[i]);
+    if (promotion)
+      (*requests)[i].l2PromotionBytes = *promotion;
     if (llvm::Error err = driver.encodeTensorMap((*requests)[i], maps.map[i]))
       return err;
   }

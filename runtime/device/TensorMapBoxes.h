@@ -42,10 +42,10 @@ struct TensorMapRequest {
   uint32_t box[4] = {};
   unsigned swizzleBytes = 128; ///< 128, 64 or 32
   /// How much L2 fetches around each line a box reads: 0 (none), 64, 128
-  /// or 256 bytes. 256: a box reads one 128-byte slab of each row, and the
-  /// row's next slab, its neighbour in memory, is the next box's; fetched
-  /// together, decode ran 0-2% faster and the forward the same
-  /// (docs/design.md, "Paged rows and the page order").
+  /// or 256 bytes. 256: a box reads one 128-byte slab of each row, and at
+  /// d = 128 in 16 bits the row's other slab, its neighbour in memory, is
+  /// the next box's; fetched together, decode ran 0-2% faster and the
+  /// forward the same (docs/design.md, "Paged rows and the page order").
   unsigned l2PromotionBytes = 256;
 };
 
