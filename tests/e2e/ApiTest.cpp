@@ -172,7 +172,8 @@ TEST(ApiDecode, GpuPlanWithoutDriverStaysSinglePass) {
 // fp8 on sm_90a from 4096 queries: the plan's kernel reads V^T, which its
 // pass writes into the workspace, so the plan asks for one (V^T's bytes:
 // batch x K/V heads x dv x keys rounded up to 64), and shorter rows do not.
-// Planned without loading, so no GPU is needed.
+// Planned without loading, so no GPU is needed (with one, a split tail's
+// partials may follow V^T).
 TEST(ApiPlan, Fp8PrefillKeepsVTransposedInTheWorkspace) {
   api::Options options;
   options.load = false;
@@ -184,15 +185,24 @@ TEST(ApiPlan, Fp8PrefillKeepsVTransposedInTheWorkspace) {
   ASSERT_EQ(plan->steps().size(), 1u) << plan->describe();
   EXPECT_NE(plan->steps().front().kernel.find("_vpt_"), std::string::npos)
       << plan->describe();
-  EXPECT_EQ(plan->workspaceBytes(),
-            int64_t(2) * 4 * 128 * 8128); // 8100 -> 8128
+  // Where a driver reports the SMs, the plan may also split its last round
+  // of items by keys, and their partials follow V^T in the workspace.
+  auto splitsTail = [](const api::Plan &plan) {
+    return plan.steps().front().grid.find("parts by keys") != std::string::npos;
+  };
+  int64_t valuesT = int64_t(2) * 4 * 128 * 8128; // 8100 -> 8128
+  if (splitsTail(*plan))
+    EXPECT_GT(plan->workspaceBytes(), valuesT) << plan->describe();
+  else
+    EXPECT_EQ(plan->workspaceBytes(), valuesT) << plan->describe();
   Problem shortRows = denseProblem(2, 16, 4, 2048, 2048, 128, DType::F8E4M3);
   shortRows.device = api::Device::Cuda;
   api::Result<api::Plan> short_ = api::plan(shortRows, options);
   ASSERT_TRUE(short_.ok()) << short_.status().toString();
   EXPECT_EQ(short_->steps().front().kernel.find("_vpt_"), std::string::npos)
       << short_->describe();
-  EXPECT_EQ(short_->workspaceBytes(), 0);
+  if (!splitsTail(*short_))
+    EXPECT_EQ(short_->workspaceBytes(), 0) << short_->describe();
 }
 
 //===-- Errors: a Status that says what to change -------------------------===//
