@@ -148,9 +148,6 @@ void ForwardEmitter::emitKeyLoop(KeyWalk &w) {
 // P is a tile of its own, so S_j can land while P_j-1 is still being read.
 // Each K and V tile is requested just before the one use that first needs
 // it: a target that overlaps products loads ahead on its own (a producer).
-// Under fwd_paged each K load is followed by the next K tile's prefetch
-// (TileOps::prefetch): the producer looks that tile's pages up a tile
-// before it loads it.
 // beginProducts/endProducts mark each group of products issued together,
 // where warpgroups take turns on the tensor cores; the waits for results
 // come after the turn is passed on.
@@ -159,20 +156,9 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
   Tile probs = ops->makeTile(TileRole::Probabilities, spec.bm, spec.bn, "p");
   const KeyTiles &keys = w.keys;
   Value *any = b.CreateICmpSLT(keys.begin, keys.end);
-  // The K tile at position pos + step, or no rows past the last.
-  auto prefetchNextKeys = [&](Value *pos) {
-    if (!paged)
-      return;
-    Value *nextPos = b.CreateAdd(pos, i32(keys.step));
-    Value *more = b.CreateICmpSLT(nextPos, keys.end);
-    Value *next = keys.at(b.CreateSelect(more, nextPos, pos)).j0;
-    ops->prefetch(w.kT, kvRows(w, kK, next),
-                  b.CreateSelect(more, keysAt(s, next), i32(0)));
-  };
   emitIf(b, any, "first.keys", [&] {
     KeyTile first = keys.at(keys.begin);
     ops->load(w.kT, kvRows(w, kK, first.j0), keysAt(s, first.j0), nullptr);
-    prefetchNextKeys(keys.begin);
     ops->load(w.v, kvRows(w, kV, first.j0), keysAt(s, first.j0), nullptr);
     ops->beginProducts();
     ops->startProduct(w.scores, w.q, w.kT, /*accumulate=*/false);
@@ -189,7 +175,6 @@ void ForwardEmitter::emitOverlappedKeyLoop(KeyWalk &w) {
     KeyTile tile = keys.at(pos);
     Value *j0 = tile.j0;
     ops->load(w.kT, kvRows(w, kK, j0), keysAt(s, j0), nullptr);
-    prefetchNextKeys(pos);
     ops->beginProducts();
     ops->startProduct(w.scores, w.q, w.kT, /*accumulate=*/false);
     ops->startProduct(w.out, probs, w.v, /*accumulate=*/true);

@@ -10,11 +10,7 @@
 // Q's rows are no box, and the consumers copy them (NvptxWgmmaTileOps.cpp):
 // its load is nothing here. Under fwd_paged a K/V tile is boxes of pages,
 // which the warp's lanes look up and issue side by side
-// (NvptxPagedBoxes.h). K and V share the block table and V_j follows K_j
-// (ForwardKeyLoops.cpp), so V's boxes take the pages K's lanes looked up:
-// one table read a tile, not two. A prefetch of the next K tile reads its
-// pages then, and that tile's load takes them, so the read's latency passes
-// during this tile's V wait rather than before the next K's. Every other
+// (NvptxPagedBoxes.h). Every other
 // word does nothing, and the recipe's arithmetic around them is dead code.
 //
 // v_pretranspose (fp8) loads V^T, which a pass wrote before the kernel, by
@@ -30,7 +26,6 @@
 //===----------------------------------------------------------------------===//
 #include "ir/KernelAbi.h"
 #include "ir/Loops.h"
-#include "ir/PagedRows.h"
 #include "ir/targets/NvptxFp8Transpose.h"
 #include "ir/targets/NvptxPagedBoxes.h"
 #include "ir/targets/NvptxTma.h"
@@ -65,7 +60,6 @@ public:
   void fill(Tile &, float) override {}
   void fill(RowVec &, float) override {}
   void load(Tile &tile, const GlobalRows &src, Value *valid, Value *) override;
-  void prefetch(Tile &tile, const GlobalRows &src, Value *valid) override;
   void mma(Tile &, const Tile &, const Tile &) override {}
   void matmul(Tile &, const Tile &, const Tile &) override {}
   void mmaRescaled(Tile &, const RowVec &, const Tile &,
@@ -101,11 +95,6 @@ private:
   Value *tensorMap(const TensorBox &box);
   /// The transposers' load: V^T into the ring slot from its staged tile.
   void transposeValues(Tile &tile, Value *valid);
-  /// Lane \p lane's page of a paged tile: for K the one prefetch() looked
-  /// up for this tile, else looked up now; for V the one the same lane took
-  /// for K_j (the recipe loads V_j after K_j).
-  Value *boxPage(TileRole role, const TensorBox &box, Value *valid,
-                 Value *lane);
   /// One TMA box per slab of a tile of \p shape, at \p dst, completing on
   /// \p bar. \p keysAlongRows: the tile is V^T, whose box.row (the tile's
   /// first key) is the map's innermost coordinate.
@@ -119,14 +108,6 @@ private:
   Value *smem;
   TmaRing ring;
   bool transposer;
-  /// Creates keyPages and ahead at the kernel's entry, once.
-  void makeSlots();
-  /// i32 alloca: this lane's page of the last K tile.
-  Value *keyPages = nullptr;
-  /// Allocas of the page a lane looked up ahead and what it is the page of.
-  struct {
-    Value *page, *row, *valid, *table;
-  } ahead = {};
 };
 } // namespace
 
@@ -147,8 +128,9 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
   emitIf(b, b.CreateICmpSGT(valid, b.getInt32(0)), "tma", [&] {
     // A paged tile's lookups go before the wait, which their latency then
     // overlaps.
-    Value *page =
-        src.box.pages ? boxPage(tile.role, src.box, valid, lane) : nullptr;
+    Value *page = src.box.pages
+                      ? lookUpBoxPage(b, src.box, spec.bn, valid, lane)
+                      : nullptr;
     // The release of this slot's previous tile.
     Value *released =
         staged ? ring.stagedEmpty(use.slot) : ring.empty(tile.role, use.slot);
@@ -170,60 +152,6 @@ void NvptxTmaProducerOps::load(Tile &tile, const GlobalRows &src, Value *valid,
     emitIf(b, b.CreateICmpEQ(lane, b.getInt32(0)), "tma.issue",
            [&] { issueBoxes(shape, src.box, dst, bar, keysAlongRows); });
   });
-}
-
-// The look-ahead: each lane reads its entry of the next K tile now, and
-// that tile's load takes the page where its inputs (table row, first key,
-// valid keys) are the ones looked up; any other load looks up its own.
-void NvptxTmaProducerOps::prefetch(Tile &, const GlobalRows &src,
-                                   Value *valid) {
-  if (!src.box.pages || transposer)
-    return;
-  Value *lane =
-      b.CreateAnd(target.threadId(b), b.getInt32(target.waveSize() - 1));
-  makeSlots();
-  // Past the walk's last tile (valid = 0) the lanes read the row's first
-  // entry, which every sequence has.
-  b.CreateStore(lookUpBoxPage(b, src.box, spec.bn, valid, lane), ahead.page);
-  b.CreateStore(b.CreateTrunc(src.box.row, b.getInt32Ty()), ahead.row);
-  b.CreateStore(valid, ahead.valid);
-  b.CreateStore(src.box.pages->table, ahead.table);
-}
-
-void NvptxTmaProducerOps::makeSlots() {
-  if (keyPages)
-    return;
-  IRBuilderBase::InsertPointGuard guard(b);
-  BasicBlock &entry = b.GetInsertBlock()->getParent()->getEntryBlock();
-  b.SetInsertPoint(&entry, entry.getFirstInsertionPt());
-  Type *i32 = b.getInt32Ty();
-  keyPages = b.CreateAlloca(i32, nullptr, "key.pages");
-  ahead = {b.CreateAlloca(i32, nullptr, "ahead.page"),
-           b.CreateAlloca(i32, nullptr, "ahead.row"),
-           b.CreateAlloca(i32, nullptr, "ahead.valid"),
-           b.CreateAlloca(b.getPtrTy(), nullptr, "ahead.table")};
-  b.CreateStore(b.getInt32(-1), ahead.row); // nothing looked up yet
-  b.CreateStore(b.getInt32(0), ahead.valid);
-  b.CreateStore(ConstantPointerNull::get(b.getPtrTy()), ahead.table);
-}
-
-Value *NvptxTmaProducerOps::boxPage(TileRole role, const TensorBox &box,
-                                    Value *valid, Value *lane) {
-  makeSlots();
-  Type *i32 = b.getInt32Ty();
-  if (role == TileRole::Value)
-    return b.CreateLoad(i32, keyPages, "box.page");
-  Value *row = b.CreateTrunc(box.row, i32);
-  Value *same = b.CreateAnd(
-      b.CreateAnd(b.CreateICmpEQ(b.CreateLoad(i32, ahead.row), row),
-                  b.CreateICmpEQ(b.CreateLoad(i32, ahead.valid), valid)),
-      b.CreateICmpEQ(b.CreateLoad(b.getPtrTy(), ahead.table), box.pages->table),
-      "looked.ahead");
-  b.CreateStore(b.CreateLoad(i32, ahead.page), keyPages);
-  emitIf(b, b.CreateNot(same), "table.lookup", [&] {
-    b.CreateStore(lookUpBoxPage(b, box, spec.bn, valid, lane), keyPages);
-  });
-  return b.CreateLoad(i32, keyPages, "box.page");
 }
 
 Value *NvptxTmaProducerOps::tensorMap(const TensorBox &box) {
