@@ -41,6 +41,8 @@ LEAST_KEY_TILES_FOR_TWO_PAGED_PARTS = 16  # kLeastKeyTilesForTwoPagedParts
 MOST_KEY_ROWS_TILE_ROWS = 16  # kMostKeyRowsTileRows (SplitPlanner.cpp)
 MOST_THIN_PACKED_ROWS = 8  # kMostThinPackedRows
 LEAST_KEY_TILES_A_ROUNDED_UP_PART = 4  # kLeastKeyTilesARoundedUpPart
+LEAST_KEY_TILES_FOR_ONE_THIN_RING_PART = 8  # kLeastKeyTilesForOneThinRingPart
+LEAST_PAGED_KEY_TILES_FOR_ONE_THIN_RING_PART = 32  # kLeastPaged...
 
 
 def pow2_ceil(x):
@@ -143,6 +145,13 @@ def plan_for(row, table, use_split_tiles, args):
         if rows <= MOST_KEY_ROWS_TILE_ROWS:
             few_blocks = 2 * items * n <= args.sms
             tile = dict(tile, bm=8 if rows <= 8 or few_blocks else 16, warps=4)
+    elif has_ring_twin and n == 1 and rows <= MOST_THIN_PACKED_ROWS:
+        # oneThinRingPart: the cp.async tile fills the SMs in one part; thin
+        # items with enough key tiles take the ring with keys as rows in one.
+        least = (LEAST_PAGED_KEY_TILES_FOR_ONE_THIN_RING_PART
+                 if row["page_size"] else LEAST_KEY_TILES_FOR_ONE_THIN_RING_PART)
+        if math.ceil(keys / tile["bn"]) >= least:
+            tile = dict(tile, stages=2, bm=8, warps=4)
     return tile, n, packed
 
 

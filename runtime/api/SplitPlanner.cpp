@@ -220,6 +220,35 @@ static std::optional<KernelSpec> keyRowsTwin(const KernelSpec &ring,
   return *valid;
 }
 
+// The fewest key tiles (of the ring's 128 keys) an item needs before a
+// decode the cp.async tile runs in one part takes the ring with keys as
+// rows instead, contiguous and paged. Issue 13's grids on an H100 (sessions
+// 37, 38 and 40, docs/results.md), 32/8 and 64/8 at batch 64 (512 items of
+// 4 or 8 packed rows), m8n128w4s2 against the plan's m64n128w4s1, both in
+// one part: contiguous 1k keys 90.3-91.3 against 93.2-93.8 µs, 4k a tie
+// (341.7-343.2 against 342.1-343.2); 16-token pages at 4k keys 343.2-345.7
+// against 349.5-350.5, but at 1k 96.1-96.8 against 95.1-95.6.
+static constexpr int64_t kLeastKeyTilesForOneThinRingPart = 8;
+static constexpr int64_t kLeastPagedKeyTilesForOneThinRingPart = 32;
+
+// The ring twin of \p split with keys as the products' rows, in one part,
+// for a decode whose cp.async tile already fills the SMs in one part: where
+// its items have at most kMostThinPackedRows packed rows and enough key
+// tiles; else none.
+static std::optional<KernelSpec> oneThinRingPart(const KernelSpec &split,
+                                                 const LoweredProblem &l,
+                                                 const DispatchQuery &query,
+                                                 unsigned sms) {
+  std::optional<KernelSpec> ring = ringTwin(split, query);
+  if (!ring || packedRows(*ring, l) > kMostThinPackedRows)
+    return std::nullopt;
+  int64_t keyTiles = (l.problem.maxSeqlenK() + ring->bn - 1) / ring->bn;
+  if (keyTiles < (l.pagedCache ? kLeastPagedKeyTilesForOneThinRingPart
+                               : kLeastKeyTilesForOneThinRingPart))
+    return std::nullopt;
+  return keyRowsTwin(*ring, l, 1, sms);
+}
+
 // Why a GPU plan keeps \p wide (its TMA ring twin) rather than narrowing to
 // \p narrow in \p narrowParts parts, for the plan's note; none where it
 // narrows. \p n is the wide tile's count.
@@ -381,6 +410,17 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
         return SplitChoice{std::move(*split), *combine, 1,
                            /*schedule=*/nullptr};
       }
+    }
+  if (!host && !*narrow && n == 1)
+    if (std::optional<KernelSpec> rows =
+            oneThinRingPart(split->chosen, l, query, workers)) {
+      notes.push_back("decode-shaped: split-KV kernel, " + counts +
+                      "; its TMA ring twin with keys as the products' rows (" +
+                      tileOf(*rows).str() + ": " +
+                      std::to_string(packedRows(*rows, l)) +
+                      " packed rows an item) in 1 part, which writes O itself");
+      split->chosen = *rows;
+      return SplitChoice{std::move(*split), *combine, 1, /*schedule=*/nullptr};
     }
   if (n <= 1) {
     notes.push_back(
