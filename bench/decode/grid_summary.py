@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How a GPU decode grid's plan reads against issue 13's four goals.
+"""How a GPU decode grid's plan reads against issue 13's goals.
 
 Reads the JSON of fmhajit-bench-decode --device cuda --peers ... (bash
 bench/gpu/run.sh decode writes it as bench-decode-gpu.json; .json.xz too)
@@ -20,6 +20,8 @@ import json
 import lzma
 import sys
 
+from plan_misses import label  # the rows' names, as plan_misses prints them
+
 LEAST_MIB = 64
 GOALS = (
     ("copy", "plan at >= 80% of the copy (rows of >= 64 MiB)"),
@@ -28,14 +30,6 @@ GOALS = (
     ("plan", "plan within 5% of the best configuration"),
     ("agree", "every contender matched the reference"),
 )
-
-
-def label(row):
-    paged = "pg%d" % row["page_size"] if row["page_size"] else "contig"
-    sq = row.get("seqlen_q", 1)
-    return "%d/%d b%d %dk%s %s" % (row["heads_q"], row["heads_kv"],
-                                   row["batch"], row["seqlen_k"] // 1024,
-                                   " q%d" % sq if sq > 1 else "", paged)
 
 
 def judge(rows):
@@ -70,8 +64,9 @@ def main():
         sys.exit("%s: no rows" % args.grid)
     print("%s: %d rows, copy %.0f GB/s" % (grid.get("device", "?"), len(rows),
                                           grid.get("copy_gbps", 0)))
+    judged = judge(rows)
     for goal, text in GOALS:
-        scope, misses = judge(rows)[goal]
+        scope, misses = judged[goal]
         line = "%s: %d of %d" % (text, len(scope) - len(misses), len(scope))
         if misses:
             line += " (short: %s)" % ", ".join(

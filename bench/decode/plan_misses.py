@@ -42,7 +42,7 @@ MOST_KEY_ROWS_TILE_ROWS = 16  # kMostKeyRowsTileRows (SplitPlanner.cpp)
 MOST_THIN_PACKED_ROWS = 8  # kMostThinPackedRows
 LEAST_KEY_TILES_A_ROUNDED_UP_PART = 4  # kLeastKeyTilesARoundedUpPart
 LEAST_KEY_TILES_FOR_ONE_THIN_RING_PART = 8  # kLeastKeyTilesForOneThinRingPart
-LEAST_PAGED_KEY_TILES_FOR_ONE_THIN_RING_PART = 32  # kLeastPaged...
+LEAST_PAGED_KEY_TILES_FOR_ONE_THIN_RING_PART = 32  # kLeastPagedKeyTilesForOneThinRingPart
 
 
 def pow2_ceil(x):

@@ -220,12 +220,12 @@ static std::optional<KernelSpec> keyRowsTwin(const KernelSpec &ring,
   return *valid;
 }
 
-// The fewest key tiles (of the ring's 128 keys) an item needs before a
-// decode the cp.async tile runs in one part takes the ring with keys as
-// rows instead, contiguous and paged. Issue 13's grids on an H100 (sessions
-// 37, 38 and 40, docs/results.md), 32/8 and 64/8 at batch 64 (512 items of
-// 4 or 8 packed rows), m8n128w4s2 against the plan's m64n128w4s1, both in
-// one part: contiguous 1k keys 90.3-91.3 against 93.2-93.8 µs, 4k a tie
+// The fewest key tiles (of the ring's bn keys, 128 at d = 128) an item
+// needs before a decode the cp.async tile runs in one part takes the ring
+// with keys as rows instead, contiguous and paged. Issue 13's grids on an H100
+// (sessions 37, 38 and 40, docs/results.md), 32/8 and 64/8 at batch 64 (512
+// items of 4 or 8 packed rows), m8n128w4s2 against the plan's m64n128w4s1, both
+// in one part: contiguous 1k keys 90.3-91.3 against 93.2-93.8 µs, 4k a tie
 // (341.7-343.2 against 342.1-343.2); 16-token pages at 4k keys 343.2-345.7
 // against 349.5-350.5, but at 1k 96.1-96.8 against 95.1-95.6.
 static constexpr int64_t kLeastKeyTilesForOneThinRingPart = 8;
