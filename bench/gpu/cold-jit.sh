@@ -6,16 +6,22 @@
 # second process would. Prints the `load` line of `fmhajit run` (codegen +
 # driver) for each. The driver's step varies by up to half from process to
 # process, so each kernel is compiled cold COLD_JIT_REPEATS times (default
-# 3; report the median). An entry KEYS@S runs S queries (default 300): the
-# plan's tile, and whether the kernel walks items and splits its last round,
-# follow the length, so bf16 d = 128 at 4096 queries is the bn = 160 kernel
-# with the split tail's fold, the largest default kernel. Usage:
+# 3; report the median). An entry KEYS@S runs S queries (default 300). A
+# spec that leaves the tile open runs its family's default tile, not the
+# dispatcher's pick, so the entries pin the tiles the plan takes at 4096
+# queries (`fmhajit plan --device cuda --target sm_90a`) where they differ:
+# bf16 d = 128's bn = 160 (the largest default kernel, with the split tail's
+# fold), and fp8's V^T tiles. COLD_JIT_ENTRIES replaces the list. Usage:
 #   bash bench/gpu/cold-jit.sh FMHAJIT_BINARY
 set -uo pipefail
 fj=${1:?usage: cold-jit.sh FMHAJIT_BINARY}
-for entry in bf16,d=64 bf16,d=128 bf16,d=128@4096 bf16,d=256 bf16,d=256@4096 bf16,d=64,mask=causal \
-    bf16,d=128,mask=causal bf16,d=256,mask=causal bf16,d=256,mask=causal,softcap=1,bias=alibi,lse=1 \
-    fp8_e4m3,d=128 fp8_e4m3,d=128@4096 fp8_e4m3,d=256,mask=causal; do
+tile128='bm=128,bn=160,warps=8,stages=2,pipeline=wgmma'
+fp8d128='bm=192,bn=96,warps=12,stages=2,v_pretranspose=1,pipeline=wgmma'
+fp8d256='bm=128,bn=96,warps=8,stages=2,v_pretranspose=1,pipeline=wgmma'
+default_entries="bf16,d=64 bf16,d=128 bf16,d=128,$tile128@4096 bf16,d=256 bf16,d=64,mask=causal \
+  bf16,d=128,mask=causal bf16,d=256,mask=causal bf16,d=256,mask=causal,softcap=1,bias=alibi,lse=1 \
+  fp8_e4m3,d=128,$fp8d128@4096 fp8_e4m3,d=256,mask=causal,$fp8d256@4096"
+for entry in ${COLD_JIT_ENTRIES:-$default_entries}; do
   keys=${entry%@*} seqlen=300
   [ "$entry" != "$keys" ] && seqlen=${entry#*@}
   spec="family=fwd,dtype=$keys,target=sm_90a"

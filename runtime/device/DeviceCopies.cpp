@@ -26,6 +26,15 @@ void *DeviceCopies::make(const void *data, size_t bytes, const char *what) {
   return buffers.back().pointer();
 }
 
+// Whole words of 0xffffffff: a trailing 1-3 bytes keep what they held.
+void DeviceCopies::fill(void *device, size_t bytes) {
+  if (llvm::Error err = driver->fill32(device, 0xffffffffu, bytes / 4);
+      err && firstError.empty())
+    firstError = llvm::toString(std::move(err));
+  else
+    llvm::consumeError(std::move(err));
+}
+
 void DeviceCopies::refill(void *device, const void *host, size_t bytes) {
   for (GpuBuffer &b : buffers)
     if (b.pointer() == device) {

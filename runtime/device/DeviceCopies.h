@@ -32,6 +32,14 @@ public:
   template <typename T = void> T *allocate(size_t bytes, const char *what) {
     return static_cast<T *>(make(nullptr, bytes, what));
   }
+  /// \p bytes of device memory whose every byte is 0xff (a float NaN, an
+  /// int64 -1): what a kernel reads before anything wrote it shows.
+  template <typename T = void> T *poisoned(size_t bytes, const char *what) {
+    void *p = make(nullptr, bytes, what);
+    if (p && driver)
+      fill(p, bytes);
+    return static_cast<T *>(p);
+  }
   /// Copies \p bytes from \p device (one of ours) into \p host; a failure
   /// joins error().
   void download(const void *device, void *host, size_t bytes);
@@ -44,6 +52,7 @@ public:
 
 private:
   void *make(const void *data, size_t bytes, const char *what);
+  void fill(void *device, size_t bytes);
 
   GpuDriver *driver = nullptr;
   std::vector<GpuBuffer> buffers;
