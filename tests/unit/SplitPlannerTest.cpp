@@ -319,3 +319,42 @@ TEST(SplitPlannerNotes, OnePassStaysWhereTheRingWasNotFaster) {
 }
 
 } // namespace
+
+// A split kernel on pipeline wgmma marks each partial row it writes, so the
+// combine can wait for each part (KernelArgs::partialTags): the workspace
+// holds an i64 mark per partial LSE after the LSEs. sm_80's split kernel
+// marks nothing, and its workspace ends with the LSEs.
+TEST(SplitPlannerLayout, MarksFollowTheLsesWhereTheSplitKernelMarks) {
+  struct Expect {
+    SplitCase c;
+    bool marks;
+  };
+  for (const Expect &e :
+       {Expect{{"", kFwd, 1, 32, 8, 1, 131072, kKeyRows, 8}, true},
+        Expect{{"", kPaged, 1, 8, 1, 1, 131072, kPagedKeyRows, 128}, true},
+        Expect{{"", "family=fwd,dtype=bf16,d=128,target=sm_80", 1, 32, 8, 1,
+                131072, "", 0},
+               false}}) {
+    Chosen chosen;
+    ASSERT_NO_FATAL_FAILURE(choose(e.c, chosen));
+    unsigned parts = chosen.split->numSplits;
+    ASSERT_GT(parts, 1u);
+    PlanLayout layout =
+        layoutPlan(chosen.lowered, *chosen.single, std::move(chosen.split));
+    const SplitWorkspaceLayout &w = layout.splitWorkspace;
+    int64_t lses = int64_t(parts) * e.c.headsQ * e.c.seqlenQ * e.c.batch;
+    int64_t lseEnd = w.lseAccumOffset + lses * int64_t(sizeof(float));
+    if (!e.marks) {
+      EXPECT_EQ(w.partialTagsOffset, -1);
+      EXPECT_EQ(layout.workspaceBytes, lseEnd);
+      continue;
+    }
+    EXPECT_GE(w.partialTagsOffset, lseEnd);
+    EXPECT_EQ(w.partialTagsOffset % 16, 0);
+    EXPECT_EQ(layout.workspaceBytes,
+              w.partialTagsOffset + lses * int64_t(sizeof(int64_t)));
+    SplitKvWorkspace at = splitWorkspaceAt(nullptr, w);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(at.partialTags),
+              uintptr_t(w.partialTagsOffset));
+  }
+}
