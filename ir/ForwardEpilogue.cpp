@@ -6,7 +6,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ForwardEmitter.h"
-#include "ir/KernelAbi.h"
 #include "ir/Loops.h"
 #include <cmath>
 
@@ -101,12 +100,4 @@ void ForwardEmitter::storePartials(const WorkItem &s, Tile &out, RowVec &lse,
   ops->store(out, oRows.rows(b), rows);
   QueryTileRows lseOut = lseRows(s, p.get(kLseAccum), row, 1, headStride);
   ops->store(lse, lseOut.rows(b), rows);
-  if (!publishesPartials(spec))
-    return;
-  // Each row's mark sits where its LSE does, an i64 (two floats' width)
-  // apart: the combine finds both from the same index.
-  Value *tag = p.get(kPartialsTag);
-  QueryTileRows marks = lseRows(s, p.get(kPartialTags), row, 2, headStride);
-  emitIf(b, b.CreateICmpNE(tag, b.getInt64(0)), "mark",
-         [&] { ops->publishRows(marks.rows(b), rows, tag); });
 }

@@ -135,18 +135,6 @@ inline bool waitsForKernelBefore(const KernelSpec &spec) {
   return isSplitKvFamily(spec.family) || spec.v_pretranspose;
 }
 
-/// Whether \p spec's split kernel marks each partial row it writes
-/// (KernelArgs::partialTags), so that splitkv_combine may wait for each part
-/// instead of the whole kernel: fwd_splitkv and fwd_paged on pipeline wgmma
-/// where the arch overlaps a split-KV call's launches (grid_dependency), as
-/// the combine then starts while the split kernel runs. The code generator
-/// (the marks) and the launch (the tag) read this one predicate.
-inline bool publishesPartials(const KernelSpec &spec) {
-  const ArchInfo *arch = findArch(spec.target);
-  return hasSplitWorkItems(spec.family) && spec.pipeline == Pipeline::Wgmma &&
-         arch && arch->gridDependency;
-}
-
 /// The heads a forward family's work items run over: headsKv under
 /// pack_gqa, where one item's tile packs the query heads of a K/V head,
 /// else headsQ (docs/families.md).

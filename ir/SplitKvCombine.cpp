@@ -21,17 +21,11 @@
 // on a GPU, where one part at a time after the whole steps waited up to
 // three more times.
 //
-// Why marks: on sm_90a the combine starts while its split kernel runs, and a
-// call whose split kernel marks its partials (KernelArgs::partialsTag) has
-// each step wait for just its parts' marks (TargetInfo::waitForMarks), so
-// the steps fold as the parts land rather than after the whole kernel.
-//
 //===----------------------------------------------------------------------===//
 #include "ir/SplitKvCombine.h"
 #include "ir/KernelAbiIR.h"
 #include "ir/Loops.h"
 #include "ir/WorkItem.h"
-#include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/pipelines/TileRules.h"
 #include "llvm/ADT/STLExtras.h"
@@ -56,8 +50,7 @@ public:
                  Value *params)
       : spec(spec), target(target), b(b), p(b, params),
         shape(combineShape(spec.headDimV(), target.itemThreads())),
-        rowType(FixedVectorType::get(b.getFloatTy(), shape.width)),
-        waitsForMarks(findArch(spec.target)->gridDependency) {}
+        rowType(FixedVectorType::get(b.getFloatTy(), shape.width)) {}
 
   void emitWorkItem(Value *w);
 
@@ -74,9 +67,6 @@ private:
   /// bit is set (its load is made either way).
   Folded fold(ArrayRef<Value *> splits, ArrayRef<Value *> counts, Folded cur,
               Value *plane, Value *lseRow);
-  /// Under a nonzero partialsTag: waits until the split parts \p splits
-  /// have marked this row's partials (waitsForMarks).
-  void waitForParts(ArrayRef<Value *> splits, Value *plane, Value *lseRow);
   /// Every group's fold merged, valid in group 0 (shared memory; GPU).
   Folded mergeGroups(Folded own);
   /// O (and LSE) of the row from its whole fold; group 0 only.
@@ -110,28 +100,11 @@ private:
   FixedVectorType *rowType;
   Value *group = nullptr;  ///< which group this thread is in (i32)
   Value *column = nullptr; ///< its first column (i64)
-  /// Where the combine may start before its split kernel ends
-  /// (grid_dependency): each step may wait for its parts' marks.
-  bool waitsForMarks;
 };
 } // namespace
 
-void CombineEmitter::waitForParts(ArrayRef<Value *> splits, Value *plane,
-                                  Value *lseRow) {
-  Value *tag = p.get(kPartialsTag);
-  emitIf(b, b.CreateICmpNE(tag, b.getInt64(0)), "marks", [&] {
-    SmallVector<Value *, 8> marks;
-    for (Value *s : splits)
-      marks.push_back(b.CreateInBoundsGEP(b.getInt64Ty(), p.get(kPartialTags),
-                                          partialRow(s, plane, lseRow)));
-    target.waitForMarks(b, marks, tag);
-  });
-}
-
 Folded CombineEmitter::fold(ArrayRef<Value *> splits, ArrayRef<Value *> counts,
                             Folded cur, Value *plane, Value *lseRow) {
-  if (waitsForMarks)
-    waitForParts(splits, plane, lseRow);
   SmallVector<Value *, 8> lses, rows;
   for (auto [s, counted] : llvm::zip_equal(splits, counts)) {
     Value *r = partialRow(s, plane, lseRow);

@@ -55,16 +55,6 @@ void TileOps::addScaledRows(Tile &, const GlobalRows &, Value *,
   llvm_unreachable("addScaledRows() belongs to targets that split tails");
 }
 
-void TargetInfo::waitForMarks(IRBuilderBase &, ArrayRef<Value *>, Value *) {
-  llvm_unreachable("waitForMarks() belongs to targets whose split kernels "
-                   "publish their partials (publishesPartials)");
-}
-
-void TileOps::publishRows(const GlobalRows &, Value *, Value *) {
-  llvm_unreachable("publishRows() belongs to targets whose split kernels "
-                   "publish their partials (publishesPartials)");
-}
-
 void TileOps::storeAdd(const Tile &, const GlobalRows &, Value *) {
   llvm_unreachable("storeAdd() belongs to targets where addsToMemory()");
 }

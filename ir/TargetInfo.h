@@ -101,14 +101,6 @@ public:
   virtual llvm::Value *itemScratch(llvm::IRBuilderBase &b, unsigned bytes);
   virtual void itemBarrier(llvm::IRBuilderBase &) {}
 
-  /// splitkv_combine under a nonzero KernelArgs::partialsTag: waits until
-  /// each i64 at \p marks holds \p tag, after which the partials their
-  /// split parts stored may be read. Only targets whose split kernels mark
-  /// their partials (publishesPartials in KernelAbi.h) have it.
-  virtual void waitForMarks(llvm::IRBuilderBase &b,
-                            llvm::ArrayRef<llvm::Value *> marks,
-                            llvm::Value *tag);
-
   /// The tile vocabulary implementation for this target.
   virtual std::unique_ptr<TileOps> createTileOps(llvm::IRBuilderBase &b) = 0;
 

@@ -265,15 +265,6 @@ public:
   virtual llvm::Value *arrivesLast(llvm::Value *counters, llvm::Value *parts) {
     return nullptr;
   }
-  /// A part of a split key range has stored its partials (O's rows and
-  /// their LSEs): the group of threads that stored the tile's rows meets,
-  /// and each of the first \p valid (i32) rows gets \p tag (i64) at its row
-  /// of \p flags, stored with release semantics at the device's scope, so
-  /// that a thread that reads the tag there may read the row's partials
-  /// (splitkv_combine's per-part wait). Only targets whose split kernels
-  /// publish their partials (publishesPartials in KernelAbi.h) have it.
-  virtual void publishRows(const GlobalRows &flags, llvm::Value *valid,
-                           llvm::Value *tag);
   /// Whether storeAdd() exists: targets with floating-point atomics.
   virtual bool addsToMemory() const { return false; }
   /// dst[r][c] += t[r][c] for the first \p valid (i32) rows, atomically,

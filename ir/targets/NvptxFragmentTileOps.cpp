@@ -419,22 +419,19 @@ void NvptxFragmentTileOps::storeBlock(Value *rowPtr, Type *outElem,
       });
 }
 
-void NvptxFragmentTileOps::forOwnedRows(Value *valid, OwnedRowFn fn) {
+void NvptxFragmentTileOps::store(const RowVec &r, const GlobalRows &dst,
+                                 Value *valid) {
   for (unsigned i = 0; i < mTiles; ++i)
     for (unsigned half = 0; half < 2; ++half) {
       Value *row = rowOf(i, 2 * half);
       Value *mine = b.CreateAnd(b.CreateICmpEQ(t, b.getInt32(0)),
                                 b.CreateICmpSLT(row, valid));
-      emitIf(b, mine, "store.row", [&] { fn(row, i * 2 + half); });
+      emitIf(b, mine, "store.row", [&] {
+        b.CreateStore(
+            b.CreateLoad(b.getFloatTy(), slot(r.storage, i * 2 + half)),
+            dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
+      });
     }
-}
-
-void NvptxFragmentTileOps::store(const RowVec &r, const GlobalRows &dst,
-                                 Value *valid) {
-  forOwnedRows(valid, [&](Value *row, unsigned s) {
-    b.CreateStore(b.CreateLoad(b.getFloatTy(), slot(r.storage, s)),
-                  dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
-  });
 }
 
 // red.global.add of 1 float, or 2 adjacent ones, at a generic pointer: no

@@ -194,12 +194,6 @@ protected:
   /// A row vector's values a thread, for \p rows rows: rows g and g + 8 of
   /// each m-tile.
   virtual unsigned rowSlots(unsigned rows) const { return mTiles * 2; }
-  using OwnedRowFn =
-      llvm::function_ref<void(llvm::Value *row, unsigned rowSlot)>;
-  /// \p fn in the one thread that stores each of the first \p valid (i32)
-  /// tile rows this thread's warp holds, under that row's branch: the row
-  /// (i32) and its row vector slot.
-  virtual void forOwnedRows(llvm::Value *valid, OwnedRowFn fn);
   /// A register tile's accumulators a thread (S, O).
   virtual unsigned accCount(const Tile &tile) const {
     return mTiles * (tile.cols / 8) * 4;

@@ -20,7 +20,6 @@
 #include "ir/PersistentSchedule.h"
 #include "ir/TileOps.h"
 #include "ir/targets/GpuTarget.h"
-#include "ir/targets/NvptxPartialMarks.h"
 #include "ir/targets/NvptxTimeline.h"
 #include "ir/targets/NvptxTma.h"
 #include "ir/targets/NvptxValuePretranspose.h"
@@ -73,27 +72,12 @@ public:
   // to be visible before it touches global memory: the previous kernel may
   // have written this one's inputs, or still read the workspace this one
   // writes. Without that launch attribute the wait returns at once.
-  // The combine waits for the split kernel here only when the call's
-  // split parts are not marked (partialsTag 0); else for each part's marks
-  // as it folds them (waitForMarks, NvptxPartialMarks.h).
-  void emitGridDependency(IRBuilderBase &b, Value *params) {
+  void emitGridDependency(IRBuilderBase &b) {
     if (!arch.gridDependency || !waitsForKernelBefore(spec))
       return;
     if (hasSplitWorkItems(spec.family))
       b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
-    auto wait = [&] {
-      b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
-    };
-    if (spec.family != Family::SplitKvCombine)
-      return wait();
-    ArgsReader p(b, params);
-    emitIf(b, b.CreateICmpEQ(p.get(kPartialsTag), b.getInt64(0)), "grid.wait",
-           wait);
-  }
-
-  void waitForMarks(IRBuilderBase &b, ArrayRef<Value *> marks,
-                    Value *tag) override {
-    emitWaitForMarks(b, marks, tag, options.boundedWaits);
+    b.CreateIntrinsic(Intrinsic::nvvm_griddepcontrol_wait, {});
   }
 
   // Warp specialization: barriers first, then the producer warpgroup (the
@@ -104,7 +88,7 @@ public:
   void emitBlockWorkItem(
       IRBuilderBase &b, Value *params,
       function_ref<void(IRBuilderBase &, Value *, Value *)> body) override {
-    emitGridDependency(b, params);
+    emitGridDependency(b);
     bool blockTimes = options.timeline && isSplitKvFamily(spec.family);
     if (blockTimes)
       emitBlockTimeStamp(b, BlockEvent::Start);

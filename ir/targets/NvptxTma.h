@@ -132,8 +132,7 @@ inline constexpr unsigned kQueryRowsBarrier = 4;
 inline constexpr unsigned kTransposerThreads = 96;
 inline constexpr unsigned kTransposeBarrier = 8;
 /// 9 + w: where consumer warpgroup w's warps meet when a part of a split
-/// tail item arrives (arrivesLast), or before a split part marks its
-/// partials (publishRows).
+/// tail item arrives (arrivesLast).
 inline constexpr unsigned kTailBarrier = 9;
 /// Where the one consumer warpgroup of a tile with keys as rows meets over
 /// its row maxima and sums, and over P (NvptxWgmmaKeyRowsTileOps.cpp).

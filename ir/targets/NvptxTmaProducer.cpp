@@ -78,8 +78,6 @@ public:
   void copy(Tile &, const Tile &) override {}
   /// A split tail item's parts are the consumers' to count and fold.
   Value *arrivesLast(Value *, Value *) override { return b.getFalse(); }
-  /// The consumers store the partials, and mark them.
-  void publishRows(const GlobalRows &, Value *, Value *) override {}
 
 private:
   const SharedTile &sharedTile(TileRole role) const {

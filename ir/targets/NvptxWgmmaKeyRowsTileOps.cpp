@@ -74,8 +74,7 @@ public:
   void loadRows(RowVec &r, const GlobalRows &src, Value *valid,
                 float fill) override;
   void store(const Tile &tile, const GlobalRows &dst, Value *valid) override;
-  /// Lane (0, t) of the first warp stores queries 8j + 2t and + 1.
-  void forOwnedRows(Value *valid, OwnedRowFn fn) override;
+  void store(const RowVec &r, const GlobalRows &dst, Value *valid) override;
   /// P for the products: the buffer mapWithRowThenSum wrote it into, or
   /// written and published here if S changed since.
   void copy(Tile &dst, const Tile &src) override;
@@ -283,13 +282,17 @@ void NvptxWgmmaKeyRowsTileOps::store(const Tile &tile, const GlobalRows &dst,
 
 // Every lane holds its queries' values whole; warp 0's lanes with g = 0
 // store them.
-void NvptxWgmmaKeyRowsTileOps::forOwnedRows(Value *valid, OwnedRowFn fn) {
+void NvptxWgmmaKeyRowsTileOps::store(const RowVec &r, const GlobalRows &dst,
+                                     Value *valid) {
   Value *storer = b.CreateAnd(b.CreateICmpEQ(warpInGroup, b.getInt32(0)),
                               b.CreateICmpEQ(g, b.getInt32(0)));
-  for (unsigned s = 0; s < rowSlots(spec.bm); ++s) {
+  for (unsigned s = 0; s < rowSlots(r.rows); ++s) {
     Value *row = queryOf(s / 2, s);
-    emitIf(b, b.CreateAnd(storer, b.CreateICmpSLT(row, valid)), "store.row",
-           [&] { fn(row, s); });
+    emitIf(
+        b, b.CreateAnd(storer, b.CreateICmpSLT(row, valid)), "store.row", [&] {
+          b.CreateStore(b.CreateLoad(b.getFloatTy(), slot(r.storage, s)),
+                        dst.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())));
+        });
   }
 }
 

@@ -28,7 +28,6 @@
 //===----------------------------------------------------------------------===//
 #include "ir/targets/NvptxWgmmaTileOps.h"
 #include "ir/Loops.h"
-#include "ir/targets/NvptxPartialMarks.h"
 #include "ir/targets/NvptxTimeline.h"
 #include "ir/targets/NvptxTma.h"
 #include "ir/targets/NvptxWgmma.h"
@@ -164,17 +163,6 @@ void NvptxWgmmaTileOps::retire(Tile &tile) {
 
 Value *NvptxWgmmaTileOps::arrivesLast(Value *counters, Value *parts) {
   return ring ? emitWarpgroupArrival(b, target, counters, parts) : nullptr;
-}
-
-void NvptxWgmmaTileOps::publishRows(const GlobalRows &flags, Value *valid,
-                                    Value *tag) {
-  b.CreateIntrinsic(Intrinsic::nvvm_barrier_cta_sync_aligned_count,
-                    {b.CreateAdd(warpgroup(), b.getInt32(kTailBarrier)),
-                     b.getInt32(WgmmaLayout::kWarpsPerGroup * 32)});
-  forOwnedRows(valid, [&](Value *row, unsigned) {
-    emitPublishMark(b, flags.rowPointer(b, b.CreateZExt(row, b.getInt64Ty())),
-                    tag);
-  });
 }
 
 Value *NvptxWgmmaTileOps::tileAddress(const Tile &tile) {

@@ -58,10 +58,6 @@ public:
   void retire(Tile &tile) override;
   /// Under the ring: a warpgroup's count of a split tail item's parts.
   llvm::Value *arrivesLast(llvm::Value *counters, llvm::Value *parts) override;
-  /// Each warpgroup meets at its tail barrier, then marks its own rows
-  /// (NvptxPartialMarks.h).
-  void publishRows(const GlobalRows &flags, llvm::Value *valid,
-                   llvm::Value *tag) override;
 
 protected:
   const SharedTile &sharedTile(TileRole role) const override {

@@ -95,8 +95,7 @@ static void layoutSingle(const LoweredProblem &l, const Dispatch &d,
 }
 
 // The partials sit in one slice that the split launch writes and the
-// combine reads: oAccum, then lseAccum at the next boundary, then (where
-// the split kernel marks its rows, publishesPartials) an i64 mark per LSE.
+// combine reads: oAccum, then lseAccum at the next boundary.
 static void layoutSplit(const LoweredProblem &l, const SplitChoice &s,
                         PlanLayout &layout) {
   const AttentionProblem &a = l.problem;
@@ -107,11 +106,6 @@ static void layoutSplit(const LoweredProblem &l, const SplitChoice &s,
                 : splitKvWorkspaceSize(spec, a, s.numSplits);
   int64_t lseOffset = alignWorkspace(floats.oAccum * int64_t(sizeof(float)));
   int64_t bytes = lseOffset + floats.lseAccum * int64_t(sizeof(float));
-  int64_t marksOffset = -1;
-  if (publishesPartials(spec) && (scheduled || s.numSplits > 1)) {
-    marksOffset = alignWorkspace(bytes);
-    bytes = marksOffset + floats.lseAccum * int64_t(sizeof(int64_t));
-  }
   int64_t items = passItems(a, spec) * s.numSplits;
   if (scheduled) // the parts stand for batch x splits
     items = items / a.batch;
@@ -130,10 +124,9 @@ static void layoutSplit(const LoweredProblem &l, const SplitChoice &s,
                    gridText(a, spec, s.numSplits, scheduled), 0, bytes,
                    whyChosen(s.split) + writes});
   const StepLayout &first = layout.steps.back();
-  layout.splitWorkspace = {
-      first.workspaceOffset, first.workspaceOffset + lseOffset,
-      layout.workspaceBytes,
-      marksOffset < 0 ? -1 : first.workspaceOffset + marksOffset};
+  layout.splitWorkspace = {first.workspaceOffset,
+                           first.workspaceOffset + lseOffset,
+                           layout.workspaceBytes};
   if (s.numSplits <= 1) // one part: the split kernel writes O and LSE itself
     return;
   addStep(layout, {s.combine, "combine", passItems(a, s.combine), 1,

@@ -145,8 +145,6 @@ struct DriverApi {
   CUresult (*streamCreate)(CUstream *stream, unsigned flags); // cuStreamCreate
   CUresult (*streamDestroy)(CUstream stream);     // cuStreamDestroy_v2
   CUresult (*streamSynchronize)(CUstream stream); // cuStreamSynchronize
-  CUresult (*streamIsCapturing)(CUstream stream,
-                                int *status); // cuStreamIsCapturing
   CUresult (*eventCreate)(CUevent *event, unsigned flags); // cuEventCreate
   CUresult (*eventDestroy)(CUevent event);                 // cuEventDestroy_v2
   CUresult (*eventRecord)(CUevent event, CUstream stream); // cuEventRecord

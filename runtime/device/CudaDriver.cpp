@@ -94,7 +94,6 @@ llvm::Error CudaDriver::resolve() {
   bind(fns.streamCreate, {"cuStreamCreate"});
   bind(fns.streamDestroy, {"cuStreamDestroy_v2"});
   bind(fns.streamSynchronize, {"cuStreamSynchronize"});
-  bind(fns.streamIsCapturing, {"cuStreamIsCapturing"});
   bind(fns.eventCreate, {"cuEventCreate"});
   bind(fns.eventDestroy, {"cuEventDestroy_v2"});
   bind(fns.eventRecord, {"cuEventRecord"});

@@ -95,7 +95,6 @@ public:
   llvm::Expected<GpuStreamHandle> createStream() override;
   void destroyStream(GpuStreamHandle stream) override;
   llvm::Error synchronize(GpuStreamHandle stream) override;
-  llvm::Expected<bool> capturing(GpuStreamHandle stream) override;
   llvm::Expected<GpuEventHandle> createEvent() override;
   void destroyEvent(GpuEventHandle event) override;
   llvm::Error record(GpuEventHandle event, GpuStreamHandle stream) override;

@@ -80,17 +80,6 @@ llvm::Error CudaDriver::synchronize(GpuStreamHandle stream) {
                "cuStreamSynchronize");
 }
 
-// CUstreamCaptureStatus: 0 is CU_STREAM_CAPTURE_STATUS_NONE; active and
-// invalidated captures both count.
-llvm::Expected<bool> CudaDriver::capturing(GpuStreamHandle stream) {
-  int status = 0;
-  if (llvm::Error err =
-          check(fns.streamIsCapturing(static_cast<CUstream>(stream), &status),
-                "cuStreamIsCapturing"))
-    return std::move(err);
-  return status != 0;
-}
-
 llvm::Expected<GpuEventHandle> CudaDriver::createEvent() {
   CUevent event = nullptr;
   if (llvm::Error err =

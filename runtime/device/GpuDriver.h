@@ -113,10 +113,6 @@ public:
   virtual llvm::Expected<GpuStreamHandle> createStream() = 0;
   virtual void destroyStream(GpuStreamHandle stream) = 0;
   virtual llvm::Error synchronize(GpuStreamHandle stream) = 0;
-  /// Whether \p stream is being captured into a graph, whose replays
-  /// repeat the captured kernel arguments. A driver that cannot tell
-  /// answers true.
-  virtual llvm::Expected<bool> capturing(GpuStreamHandle) { return true; }
   /// Timing events.
   virtual llvm::Expected<GpuEventHandle> createEvent() = 0;
   virtual void destroyEvent(GpuEventHandle event) = 0;

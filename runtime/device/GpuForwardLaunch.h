@@ -26,12 +26,6 @@ struct GpuForwardLaunch {
   llvm::Expected<float> launchTimed(const KernelArgs &params,
                                     GpuStreamHandle stream,
                                     GpuTimer &timer) const;
-
-private:
-  /// KernelArgs::partialsTag for a launch of \p params on \p stream: a
-  /// new tag, or 0 where the combine is to wait for the whole kernel.
-  llvm::Expected<int64_t> partialsTag(const KernelArgs &params,
-                                      GpuStreamHandle stream) const;
 };
 
 } // namespace fmhajit

@@ -50,7 +50,6 @@ void fmhajit::setSplits(KernelArgs &params, unsigned numSplits,
   params.numSplits = static_cast<int32_t>(numSplits);
   params.oAccum = workspace.oAccum;
   params.lseAccum = workspace.lseAccum;
-  params.partialTags = workspace.partialTags;
 }
 
 KernelArgs fmhajit::makeSplitKvParams(const KernelSpec &spec,
@@ -95,10 +94,6 @@ void HostSplitKv::run(const KernelArgs &params, HostExecutor &executor) const {
 SplitKvWorkspace fmhajit::splitWorkspaceAt(void *base,
                                            const SplitWorkspaceLayout &layout) {
   auto *bytes = static_cast<uint8_t *>(base);
-  int64_t *marks =
-      layout.partialTagsOffset < 0
-          ? nullptr
-          : reinterpret_cast<int64_t *>(bytes + layout.partialTagsOffset);
   return {reinterpret_cast<float *>(bytes + layout.oAccumOffset),
-          reinterpret_cast<float *>(bytes + layout.lseAccumOffset), marks};
+          reinterpret_cast<float *>(bytes + layout.lseAccumOffset)};
 }

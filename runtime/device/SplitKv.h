@@ -28,9 +28,6 @@ class HostExecutor;
 struct SplitKvWorkspace {
   float *oAccum = nullptr;   ///< [numSplits, rows, dv]
   float *lseAccum = nullptr; ///< [numSplits, rows]
-  /// [numSplits, rows] int64, where the split kernel marks its partial rows
-  /// (KernelArgs::partialTags); null where it does not (publishesPartials).
-  int64_t *partialTags = nullptr;
 };
 
 /// Floats in each workspace buffer, for rows = batch * headsQ * seqlenQ
@@ -43,7 +40,6 @@ struct SplitKvWorkspaceSize {
 struct SplitWorkspaceLayout {
   int64_t oAccumOffset = 0, lseAccumOffset = 0; ///< bytes from the start
   int64_t bytes = 0;                            ///< the whole workspace
-  int64_t partialTagsOffset = -1; ///< bytes from the start; -1: no marks
 };
 
 /// The partials' pointers in the workspace at \p base.
