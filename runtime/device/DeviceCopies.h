@@ -32,8 +32,8 @@ public:
   template <typename T = void> T *allocate(size_t bytes, const char *what) {
     return static_cast<T *>(make(nullptr, bytes, what));
   }
-  /// \p bytes of device memory whose every byte is 0xff (a float NaN, an
-  /// int64 -1): what a kernel reads before anything wrote it shows.
+  /// \p bytes of device memory whose every byte is 0xff (each float a
+  /// NaN): what a kernel reads before anything wrote it shows.
   template <typename T = void> T *poisoned(size_t bytes, const char *what) {
     void *p = make(nullptr, bytes, what);
     if (p && driver)

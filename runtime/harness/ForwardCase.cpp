@@ -215,9 +215,8 @@ static llvm::Expected<api::Tensors> deviceTensors(ForwardCase::State &s,
         {gpu.upload<const float>(table.data(), table.size() * 4,
                                  "variant tensor"),
          int64_t(table.size())});
-  // Poisoned: a combine that folds a part before the part wrote its
-  // partials reads NaN into O, and no call's tag is -1 (KernelArgs::
-  // partialTags).
+  // Poisoned: a kernel that reads a partial (split-KV's, a split tail's)
+  // before its part wrote it reads NaN into O, which the check fails.
   t.workspace = gpu.poisoned(size_t(plan.workspaceBytes()), "workspace");
   passDescales(s, t);
   t.dropout = s.dropout;
