@@ -15,6 +15,9 @@
 #   bash bench/gpu/cold-jit.sh FMHAJIT_BINARY
 set -uo pipefail
 fj=${1:?usage: cold-jit.sh FMHAJIT_BINARY}
+# The host's CPU and load: the same kernels compiled 2-2.7x as slowly on one
+# H100 machine as on another (session 42).
+echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 tile128='bm=128,bn=160,warps=8,stages=2,pipeline=wgmma'
 fp8d128='bm=192,bn=96,warps=12,stages=2,v_pretranspose=1,pipeline=wgmma'
 fp8d256='bm=128,bn=96,warps=8,stages=2,v_pretranspose=1,pipeline=wgmma'
