@@ -26,22 +26,25 @@ void *DeviceCopies::make(const void *data, size_t bytes, const char *what) {
   return buffers.back().pointer();
 }
 
-// Whole words of 0xffffffff: a trailing 1-3 bytes keep what they held.
-void DeviceCopies::fill(void *device, size_t bytes) {
-  if (llvm::Error err = driver->fill32(device, 0xffffffffu, bytes / 4);
-      err && firstError.empty())
+void DeviceCopies::keep(llvm::Error err) {
+  if (err && firstError.empty())
     firstError = llvm::toString(std::move(err));
   else
     llvm::consumeError(std::move(err));
 }
 
+// Whole words: a trailing 1-3 bytes keep what they held.
+void *DeviceCopies::makePoisoned(size_t bytes, const char *what) {
+  void *p = make(nullptr, bytes, what);
+  if (p)
+    keep(buffers.back().poison(DType::F32));
+  return p;
+}
+
 void DeviceCopies::refill(void *device, const void *host, size_t bytes) {
   for (GpuBuffer &b : buffers)
     if (b.pointer() == device) {
-      if (llvm::Error err = b.copyFrom(host, bytes); err && firstError.empty())
-        firstError = llvm::toString(std::move(err));
-      else
-        llvm::consumeError(std::move(err));
+      keep(b.copyFrom(host, bytes));
       return;
     }
   if (bytes && firstError.empty())
@@ -51,10 +54,7 @@ void DeviceCopies::refill(void *device, const void *host, size_t bytes) {
 void DeviceCopies::download(const void *device, void *host, size_t bytes) {
   for (const GpuBuffer &b : buffers)
     if (b.pointer() == device) {
-      if (llvm::Error err = b.copyTo(host, bytes); err && firstError.empty())
-        firstError = llvm::toString(std::move(err));
-      else
-        llvm::consumeError(std::move(err));
+      keep(b.copyTo(host, bytes));
       return;
     }
   if (bytes && firstError.empty())

@@ -32,13 +32,10 @@ public:
   template <typename T = void> T *allocate(size_t bytes, const char *what) {
     return static_cast<T *>(make(nullptr, bytes, what));
   }
-  /// \p bytes of device memory whose every byte is 0xff (each float a
-  /// NaN): what a kernel reads before anything wrote it shows.
+  /// \p bytes of device memory filled with fp32 NaNs (GpuBuffer::poison):
+  /// what a kernel reads before anything wrote it shows.
   template <typename T = void> T *poisoned(size_t bytes, const char *what) {
-    void *p = make(nullptr, bytes, what);
-    if (p && driver)
-      fill(p, bytes);
-    return static_cast<T *>(p);
+    return static_cast<T *>(makePoisoned(bytes, what));
   }
   /// Copies \p bytes from \p device (one of ours) into \p host; a failure
   /// joins error().
@@ -52,7 +49,9 @@ public:
 
 private:
   void *make(const void *data, size_t bytes, const char *what);
-  void fill(void *device, size_t bytes);
+  void *makePoisoned(size_t bytes, const char *what);
+  /// Keeps \p err as error() if it is the first failure.
+  void keep(llvm::Error err);
 
   GpuDriver *driver = nullptr;
   std::vector<GpuBuffer> buffers;
