@@ -122,7 +122,8 @@ public:
   /// The target the kernels are compiled for.
   const std::string &target() const;
   Device device() const;
-  /// Whether run() can execute this plan (Options::load was set).
+  /// Whether its kernels are loaded (Options::load was set), so that run(),
+  /// append() or backward(), whichever the plan is for, can execute it.
   bool loaded() const;
   /// Each dispatcher rule's outcome, one line each.
   const std::vector<std::string> &decisions() const;

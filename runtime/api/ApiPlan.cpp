@@ -312,7 +312,7 @@ const std::string &Plan::target() const { return stateOf(*this).target; }
 Device Plan::device() const { return stateOf(*this).device; }
 bool Plan::loaded() const {
   const PlanState &s = stateOf(*this);
-  return !s.runners.empty() || s.appender;
+  return !s.runners.empty() || s.appender || s.backwarder;
 }
 const std::vector<std::string> &Plan::decisions() const {
   return stateOf(*this).decisions;

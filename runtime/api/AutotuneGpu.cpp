@@ -125,11 +125,14 @@ fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates,
   auto timer = GpuTimer::create(*driver);
   if (!timer)
     return timer.takeError();
+  // Compiled side by side, then timed one at a time.
+  auto kernels = GpuKernel::loadAll(findArch(l.features.target)->backend,
+                                    candidates, cache);
+  if (!kernels)
+    return kernels.takeError();
   std::vector<TunedTiming> out;
-  for (const KernelSpec &spec : candidates) {
-    auto kernel = GpuKernel::load(*driver, spec, cache);
-    if (!kernel)
-      return kernel.takeError();
+  for (const GpuKernel &kernel : *kernels) {
+    const KernelSpec &spec = kernel.spec();
     KernelArgs params =
         makeKernelArgs(spec, l.problem, scratch->buffers(), l.strides);
     auto valuesT = allocatePretransposedValues(*driver, spec, l.problem);
@@ -141,7 +144,7 @@ fmhajit::timeGpuCandidates(const std::vector<KernelSpec> &candidates,
     auto tail = allocateTailSplit(*driver, spec, params);
     if (!tail)
       return tail.takeError();
-    auto ms = timeGpuKernel(*kernel, params, *stream, *timer);
+    auto ms = timeGpuKernel(kernel, params, *stream, *timer);
     if (!ms)
       return ms.takeError();
     out.push_back({encodeName(spec), *ms});

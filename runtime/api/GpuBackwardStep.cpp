@@ -49,20 +49,17 @@ GpuBackwardStep::load(llvm::ArrayRef<KernelSpec> specs,
                       void *stream, KernelCache &cache,
                       std::vector<api::StepLoad> &loads) {
   assert((specs.size() == 2 || specs.size() == 3) && "dot, grad[, convert]");
-  auto driver = gpuDriverFor(findArch(specs.front().target)->backend);
-  if (!driver)
-    return driver.takeError();
-  std::vector<GpuKernel> kernels;
-  for (const KernelSpec &spec : specs) {
-    auto kernel = GpuKernel::load(*driver, spec, cache);
-    if (!kernel)
-      return kernel.takeError();
-    const GpuLoadStats &stats = kernel->loadStats();
-    const GpuKernelResources &res = kernel->resources();
+  auto loaded =
+      GpuKernel::loadAll(findArch(specs.front().target)->backend, specs, cache);
+  if (!loaded)
+    return loaded.takeError();
+  std::vector<GpuKernel> &kernels = *loaded;
+  for (const GpuKernel &kernel : kernels) {
+    const GpuLoadStats &stats = kernel.loadStats();
+    const GpuKernelResources &res = kernel.resources();
     loads.push_back({originName(stats.origin).str(), stats.codegenMs,
                      stats.loadMs, res.registers, res.localBytes,
-                     int(kernel->sharedBytes()), int(kernel->blockThreads())});
-    kernels.push_back(std::move(*kernel));
+                     int(kernel.sharedBytes()), int(kernel.blockThreads())});
   }
   std::optional<GpuKernel> convert;
   if (kernels.size() == 3)

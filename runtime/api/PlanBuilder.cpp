@@ -271,21 +271,22 @@ static llvm::Expected<std::unique_ptr<const StepRunner>>
 loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
         const BlockMap *blockMap, std::vector<api::StepLoad> &loads) {
   const KernelSpec &spec = layout.steps.front().spec;
-  auto driver = gpuDriverFor(findArch(spec.target)->backend);
+  Backend backend = findArch(spec.target)->backend;
+  auto driver = gpuDriverFor(backend);
   if (!driver)
     return driver.takeError();
-  auto kernel = GpuKernel::load(*driver, spec, cache);
-  if (!kernel)
-    return kernel.takeError();
-  loads.push_back(gpuLoad(*kernel));
+  std::vector<KernelSpec> specs{spec};
+  if (layout.split && layout.split->numSplits > 1)
+    specs.push_back(layout.split->combine);
+  auto kernels = GpuKernel::loadAll(backend, specs, cache);
+  if (!kernels)
+    return kernels.takeError();
+  for (const GpuKernel &kernel : *kernels)
+    loads.push_back(gpuLoad(kernel));
+  GpuKernel &kernel = kernels->front();
   std::optional<GpuKernel> combine;
-  if (layout.split && layout.split->numSplits > 1) {
-    auto loaded = GpuKernel::load(*driver, layout.split->combine, cache);
-    if (!loaded)
-      return loaded.takeError();
-    loads.push_back(gpuLoad(*loaded));
-    combine = std::move(*loaded);
-  }
+  if (kernels->size() > 1)
+    combine = std::move(kernels->back());
   KernelArgs params = planParams(layout, l);
   std::shared_ptr<const GpuBuffer> mapCopy;
   if (blockMap) {
@@ -318,9 +319,9 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
     tail = GpuTailSlice{layout.tail, layout.steps.front().workspaceOffset +
                                          layout.tailOffset};
   return std::make_unique<const GpuForwardStep>(
-      GpuForwardLaunch{std::move(*kernel), std::move(combine)}, params,
-      l.stream, kvRowAlignmentNeeded(spec), layout.splitWorkspace,
-      valuesTOffset, std::move(mapCopy), std::move(scheduleCopy), tail);
+      GpuForwardLaunch{std::move(kernel), std::move(combine)}, params, l.stream,
+      kvRowAlignmentNeeded(spec), layout.splitWorkspace, valuesTOffset,
+      std::move(mapCopy), std::move(scheduleCopy), tail);
 }
 
 static llvm::Expected<std::unique_ptr<const StepRunner>>

@@ -67,6 +67,18 @@ std::string fmhajit::describeProblem(const LoweredProblem &l) {
          layoutName(l.oLayout);
 }
 
+// Where a loaded step's code came from and what it cost; the steps of a
+// plan load side by side (compiler/Concurrently.h), so these overlap.
+static std::string describeLoad(const api::StepLoad &l, api::Device device) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << l.origin << ": codegen " << llvm::format("%.1f", l.codegenMs) << " ms";
+  if (device != api::Device::Host)
+    os << " + driver " << llvm::format("%.1f", l.driverMs) << " ms, "
+       << l.registers << " registers, " << l.localBytes << " B local";
+  return text;
+}
+
 std::string fmhajit::describePlan(const api::detail::PlanState &s) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -82,6 +94,8 @@ std::string fmhajit::describePlan(const api::detail::PlanState &s) {
     if (step.workspaceBytes)
       os << " at offset " << step.workspaceOffset;
     os << "\n  why        " << step.why << "\n";
+    if (!step.load.origin.empty())
+      os << "  load       " << describeLoad(step.load, s.device) << "\n";
   }
   os << "workspace  " << s.workspaceBytes << " bytes\n"
      << "dispatch\n";

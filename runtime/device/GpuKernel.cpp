@@ -1,5 +1,6 @@
 //===- GpuKernel.cpp - A compiled, loaded GPU kernel ----------------------===//
 #include "runtime/device/GpuKernel.h"
+#include "compiler/Concurrently.h"
 #include "runtime/device/CausalSections.h"
 #include "runtime/device/GpuModule.h"
 #include "runtime/device/GpuResources.h"
@@ -76,6 +77,27 @@ GpuKernel::load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache) {
   kernel.res = std::move(res);
   kernel.shape = *shape;
   return std::move(kernel);
+}
+
+llvm::Expected<std::vector<GpuKernel>>
+GpuKernel::loadAll(Backend backend, llvm::ArrayRef<KernelSpec> specs,
+                   KernelCache &cache) {
+  // One error, on this thread, when there is no driver at all.
+  if (auto driver = gpuDriverFor(backend); !driver)
+    return driver.takeError();
+  // Threads only pay for two or more kernels this process has not loaded.
+  size_t toLoad = llvm::count_if(specs, [](const KernelSpec &spec) {
+    return !LoadedModules::get().find(encodeName(spec));
+  });
+  return valuesOrFirstError(runConcurrently<GpuKernel>(
+      specs.size(), toLoad > 1 ? compileThreads() : 1,
+      [&](size_t i) -> llvm::Expected<GpuKernel> {
+        // Per thread: CUDA's current context is set by the driver's get().
+        auto driver = gpuDriverFor(backend);
+        if (!driver)
+          return driver.takeError();
+        return load(*driver, specs[i], cache);
+      }));
 }
 
 const std::string &GpuKernel::jitLog() const { return module->infoLog(); }

@@ -29,9 +29,11 @@
 #include "ir/KernelAbi.h"
 #include "runtime/device/GpuDriver.h"
 #include "specs/KernelSpec.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace fmhajit {
 
@@ -59,6 +61,12 @@ public:
   /// that do not fit it.
   static llvm::Expected<GpuKernel>
   load(GpuDriver &driver, const KernelSpec &spec, KernelCache &cache);
+  /// load() of each of \p specs, for the GPU of \p backend, side by side
+  /// (compiler/Concurrently.h): the kernels in order, or the first failure
+  /// in that order.
+  static llvm::Expected<std::vector<GpuKernel>>
+  loadAll(Backend backend, llvm::ArrayRef<KernelSpec> specs,
+          KernelCache &cache);
 
   const KernelSpec &spec() const { return kernelSpec; }
   GpuDriver &driver() const { return *gpu; }

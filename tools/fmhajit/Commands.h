@@ -24,6 +24,7 @@ int planCommand(llvm::ArrayRef<const char *> argv);
 /// run's and plan's are in RunOptions.h and PlanOptions.h.
 llvm::ArrayRef<OptionSpec> compileFlags();
 llvm::ArrayRef<OptionSpec> listFlags();
+llvm::ArrayRef<OptionSpec> cacheFlags();
 
 /// Prints each problem in \p err as one `error:` line on stderr and returns
 /// the exit code: 2 for usage errors, 1 for everything else.

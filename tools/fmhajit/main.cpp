@@ -56,8 +56,9 @@ const Command kCommands[] = {
      "list [--profile P] [--target T]   list profiles, or a profile's kernels",
      listFlags},
     {"cache", cacheCommand,
-     "cache path|stats|clear    show or empty the on-disk kernel cache",
-     nullptr, "docs/cache.md"},
+     "cache path|stats|clear|warm   show, empty or fill the on-disk kernel "
+     "cache",
+     cacheFlags, "docs/cache.md"},
 };
 
 void printHelp(llvm::raw_ostream &os) {
