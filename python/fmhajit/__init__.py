@@ -53,7 +53,7 @@ def _use_torch_glue():
         attention = _python_attention  # PyTorch 2.4: compile traces this one
 
 __all__ = [
-    "attention", "plan", "name", "decode", "validate", "compile",
+    "attention", "plan", "name", "decode", "validate", "compile", "warmup",
     "tolerance", "to_bf16", "from_bf16", "cached_plans", "clear_plans",
 ]
 
@@ -463,6 +463,15 @@ def compile(spec, emit="llvm", target=None):  # noqa: A001 (fmhajit compile)
     """One stage of a spec's compilation: "llvm", "opt", "asm" (PTX for
     NVIDIA) as text, "obj" as bytes. target replaces the spec's."""
     return _fmhajit.compile(_spec_text(spec), emit, target or "")
+
+
+def warmup(profile, target, cache_dir=None):
+    """Compiles every kernel of a profile ("smoke", "dispatch", ...: `fmhajit
+    list`) for target ("host", "sm_90a", ...) into the kernel cache
+    (cache_dir, else the default), several at once, so that first calls find
+    them compiled. Raises ValueError naming an unknown profile or target, and
+    NotImplementedError listing the kernels that failed to compile."""
+    _fmhajit.warmup(profile, target, cache_dir or "")
 
 
 def tolerance(dtype, out_dtype=None, gradients=False):

@@ -52,6 +52,13 @@ static py::object compile(const std::string &spec, const std::string &emit,
   return py::str(out);
 }
 
+// A profile's kernels into the kernel cache, side by side (api::warmup).
+static void warmup(const std::string &profile, const std::string &target,
+                   const std::string &cacheDir) {
+  checkStatus(
+      withoutGil([&] { return api::warmup(profile, target, cacheDir); }));
+}
+
 static api::DType dtypeNamed(const std::string &name) {
   if (name == "fp32")
     return api::DType::F32;
@@ -103,6 +110,7 @@ PYBIND11_MODULE(_fmhajit, m) {
   m.def("validate", &validate);
   m.def("decode", &decode);
   m.def("compile", &compile);
+  m.def("warmup", &warmup);
   m.def("accuracy", &accuracy);
   m.def("cached_plans", &cachedPlans);
   m.def("clear_plans", &clearPlans);

@@ -89,3 +89,19 @@ def test_kernel_cache_is_shared_with_the_cli(tmp_path):
     p = fmhajit.plan(q16, q16, q16, window=(5, 5), kernel=cli_spec, load=True,
                      cache_dir=str(tmp_path))
     assert p["steps"][0]["load"]["origin"] == "disk"
+
+
+def test_warmup_fills_the_cache_the_cli_reads(tmp_path):
+    """fmhajit.warmup compiles a profile into the cache; the CLI then loads
+    one of its kernels from disk. An unknown profile or target is a
+    ValueError naming it."""
+    fmhajit.warmup("smoke", "host", cache_dir=str(tmp_path))
+    env = dict(os.environ, FMHAJIT_CACHE_DIR=str(tmp_path))
+    code, out, err = cli("run", "family=fwd,dtype=bf16,d=64,mask=causal,target=host",
+                         "--seqlen-q", "50", "--iters", "1", env=env)
+    assert code == 0, err
+    assert "(disk)" in out, out
+    with pytest.raises(ValueError, match="unknown profile"):
+        fmhajit.warmup("nope", "host", cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="target sm_12 is unknown"):
+        fmhajit.warmup("smoke", "sm_12", cache_dir=str(tmp_path))
