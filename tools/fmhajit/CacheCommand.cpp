@@ -13,7 +13,9 @@
 #include "specs/Profile.h"
 #include "tools/fmhajit/Args.h"
 #include "tools/fmhajit/Commands.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
 
@@ -30,6 +32,9 @@ static const OptionSpec kCacheFlags[] = {
     {"load", false,
      "warm: also load each into this machine's GPU driver, which keeps its "
      "machine code in its own cache"},
+    {"part", true,
+     "warm --load: load only part I of N (I/N, from 0) of the kernels; "
+     "--load runs its parts in processes of their own"},
 };
 
 llvm::ArrayRef<OptionSpec> fmhajit::cacheFlags() { return kCacheFlags; }
@@ -48,6 +53,83 @@ static double secondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// The I and N of --part I/N, with 0 <= I < N.
+static llvm::Expected<std::pair<size_t, size_t>>
+parsePart(llvm::StringRef text) {
+  auto [index, count] = text.split('/');
+  size_t i = 0, n = 0;
+  if (index.getAsInteger(10, i) || count.getAsInteger(10, n) || n == 0 ||
+      i >= n)
+    return makeError(ErrorKind::Usage,
+                     "--part " + text + ": use I/N with 0 <= I < N");
+  return std::make_pair(i, n);
+}
+
+// The driver compiles each kernel's PTX to machine code on its first load
+// and keeps the result (~/.nv/ComputeCache, or CUDA_CACHE_PATH), so first
+// plans then skip that step as well. Loads part I of N: every N-th kernel
+// from the I-th, so that each part gets heavy and light kernels alike.
+static llvm::Error loadPart(const std::string &profile, const ArchInfo &arch,
+                            llvm::StringRef part, KernelCache &cache) {
+  auto in = parsePart(part);
+  if (!in)
+    return in.takeError();
+  auto specs = expandProfile(profile, llvm::StringRef(arch.name));
+  if (!specs)
+    return specs.takeError();
+  std::vector<KernelSpec> mine;
+  for (size_t i = in->first; i < specs->size(); i += in->second)
+    mine.push_back((*specs)[i]);
+  auto loaded = GpuKernel::loadAll(arch.backend, mine, cache);
+  return loaded ? llvm::Error::success() : loaded.takeError();
+}
+
+// A process's driver compiles one module at a time, whatever its threads,
+// while processes compile side by side (session 43: 8 processes loaded 8
+// kernels each in about the time one took). So the loads run in up to
+// \p threads child processes of this binary, `cache warm ... --part I/N`,
+// sharing both caches (their own compiles are disk hits). Returns how many
+// processes ran.
+static llvm::Expected<size_t> loadInProcesses(const std::string &profile,
+                                              const ArchInfo &arch,
+                                              size_t kernels,
+                                              unsigned threads) {
+  size_t processes = std::max<size_t>(1, std::min<size_t>(kernels, threads));
+  std::string self = llvm::sys::fs::getMainExecutable(
+      nullptr, reinterpret_cast<void *>(&loadInProcesses));
+  std::vector<llvm::sys::ProcessInfo> children;
+  ErrorList errors;
+  for (size_t i = 0; i < processes; ++i) {
+    std::string part = std::to_string(i) + "/" + std::to_string(processes);
+    llvm::StringRef argv[] = {self,     "cache",    "warm",    "--profile",
+                              profile,  "--target", arch.name, "--load",
+                              "--part", part};
+    // Their errors pass through; their one line of progress does not.
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, "",
+                                                  std::nullopt};
+    std::string message;
+    bool failed = false;
+    children.push_back(llvm::sys::ExecuteNoWait(
+        self, argv, std::nullopt, redirects, 0, &message, &failed));
+    if (failed)
+      errors.add(ErrorKind::Io, "could not start " + self + " to load part " +
+                                    part + ": " + message);
+  }
+  size_t failedParts = 0;
+  for (llvm::sys::ProcessInfo &child : children)
+    if (child.Pid != llvm::sys::ProcessInfo::InvalidPid &&
+        llvm::sys::Wait(child, std::nullopt).ReturnCode != 0)
+      ++failedParts;
+  if (failedParts)
+    errors.add(ErrorKind::Driver,
+               std::to_string(failedParts) + " of " +
+                   std::to_string(processes) +
+                   " loading processes failed (their errors are above)");
+  if (llvm::Error err = errors.take())
+    return std::move(err);
+  return processes;
+}
+
 // Compiles a profile's kernels into \p cache, as api::warmup does, and
 // says how many and how long it took; with --load, loads them too.
 static llvm::Error warm(KernelCache &cache, const Args &args) {
@@ -58,6 +140,11 @@ static llvm::Error warm(KernelCache &cache, const Args &args) {
                      "cache warm needs --profile P and --target T (fmhajit "
                      "list shows the profiles)");
   const ArchInfo *arch = findArch(*target);
+  if (args.has("part") && !args.has("load"))
+    return makeError(ErrorKind::Usage, "--part goes with --load");
+  if (args.has("part"))
+    if (auto part = parsePart(*args.get("part")); !part)
+      return part.takeError();
   if (args.has("load") && arch && arch->backend == Backend::Host)
     return makeError(ErrorKind::Usage,
                      "--load is for GPU targets: host kernels have no "
@@ -77,20 +164,17 @@ static llvm::Error warm(KernelCache &cache, const Args &args) {
                << threads << " at once, into " << cache.directory() << "\n";
   if (!args.has("load"))
     return llvm::Error::success();
-  // The driver compiles each kernel's PTX to machine code on its first load
-  // and keeps the result (~/.nv/ComputeCache, or CUDA_CACHE_PATH), so first
-  // plans then skip that step as well.
-  auto specs = expandProfile(*profile, llvm::StringRef(*target));
-  if (!specs)
-    return specs.takeError();
+  if (args.has("part"))
+    return loadPart(*profile, *arch, *args.get("part"), cache);
   start = std::chrono::steady_clock::now();
-  auto loaded = GpuKernel::loadAll(arch->backend, *specs, cache);
+  auto loaded = loadInProcesses(*profile, *arch, *compiled, threads);
   if (!loaded)
     return loaded.takeError();
-  llvm::outs() << "loaded " << loaded->size() << " kernels into the "
+  llvm::outs() << "loaded " << *compiled << " kernels into the "
                << (arch->backend == Backend::Nvptx ? "CUDA" : "HIP")
                << " driver in " << llvm::format("%.2f", secondsSince(start))
-               << " s\n";
+               << " s, " << *loaded << " process" << (*loaded == 1 ? "" : "es")
+               << " at once\n";
   return llvm::Error::success();
 }
 
@@ -98,11 +182,10 @@ static llvm::Error runCacheCommand(llvm::StringRef sub, const Args &args) {
   if (sub != "path" && sub != "stats" && sub != "clear" && sub != "warm")
     return makeError(ErrorKind::Usage,
                      "unknown cache command '" + sub + "': " + kCacheUsage);
-  if (sub != "warm" &&
-      (args.has("profile") || args.has("target") || args.has("load")))
-    return makeError(
-        ErrorKind::Usage,
-        "--profile, --target and --load are flags of 'fmhajit cache warm'");
+  if (sub != "warm" && (args.has("profile") || args.has("target") ||
+                        args.has("load") || args.has("part")))
+    return makeError(ErrorKind::Usage, "--profile, --target, --load and --part "
+                                       "are flags of 'fmhajit cache warm'");
   // The disk layer may be off for lookups; these commands still manage the
   // directory it would use.
   llvm::Expected<CacheConfig> config = CacheConfig::fromEnvironment();
