@@ -1,5 +1,5 @@
 //===- ApiWarmup.cpp - api::warmup: a profile into the kernel cache -------===//
-#include "compiler/ProfileWarmup.h"
+#include "runtime/api/ProfileWarmup.h"
 #include "fmhajit/Fmhajit.h"
 #include "runtime/api/ApiContext.h"
 #include "runtime/api/ApiStatus.h"

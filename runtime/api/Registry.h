@@ -5,7 +5,7 @@
 // "dispatch" profile by default) on every pipeline of the target's auto
 // order that takes its dtype, each in every tile the table can choose for
 // that pipeline and head dim. Specs are resolved and each name is held
-// once. warmup() of the same profiles compiles what plans will pick.
+// once. warmup() of the same profiles compiles them (ProfileWarmup.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -3,12 +3,12 @@
 // runConcurrently (compiler/Concurrently.h) keeps results in index order
 // whatever order the tasks finish in, really runs tasks at once, and
 // valuesOrFirstError reports what a loop that stopped at the first failure
-// would have. compileProfile (compiler/ProfileWarmup.h) warms a profile
+// would have. compileProfile (runtime/api/ProfileWarmup.h) warms a profile
 // side by side into the same files as one at a time.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Concurrently.h"
-#include "compiler/ProfileWarmup.h"
+#include "runtime/api/ProfileWarmup.h"
 #include "specs/Errors.h"
 #include "tests/unit/ScopedEnv.h"
 #include "llvm/Support/FileSystem.h"

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Concurrently.h"
 #include "compiler/KernelCache.h"
-#include "compiler/ProfileWarmup.h"
+#include "runtime/api/ProfileWarmup.h"
 #include "runtime/device/GpuKernel.h"
 #include "specs/ArchTable.h"
 #include "specs/Errors.h"
@@ -74,7 +74,7 @@ static llvm::Error loadPart(const std::string &profile, const ArchInfo &arch,
   auto in = parsePart(part);
   if (!in)
     return in.takeError();
-  auto specs = expandProfile(profile, llvm::StringRef(arch.name));
+  auto specs = warmupSpecs(profile, arch.name);
   if (!specs)
     return specs.takeError();
   std::vector<KernelSpec> mine;

@@ -1,26 +1,50 @@
 //===- ProfileWarmup.cpp - A profile's kernels into the kernel cache ------===//
-#include "compiler/ProfileWarmup.h"
+#include "runtime/api/ProfileWarmup.h"
 #include "compiler/Concurrently.h"
 #include "compiler/KernelCompiler.h"
+#include "runtime/api/DispatchTable.h"
+#include "runtime/api/Registry.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Profile.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace fmhajit;
 
 /// Failures listed in full before "and N more".
 static constexpr size_t kListedFailures = 5;
 
-llvm::Expected<size_t> fmhajit::compileProfile(const std::string &profile,
-                                               const std::string &target,
-                                               KernelCache &cache) {
-  if (!findArch(target))
+llvm::Expected<std::vector<KernelSpec>>
+fmhajit::warmupSpecs(const std::string &profile, const std::string &target) {
+  const ArchInfo *arch = findArch(target);
+  if (!arch)
     return makeError(ErrorKind::Usage, "target " + target +
                                            " is unknown; use one of " +
                                            allArchNames());
   auto specs = expandProfile(profile, llvm::StringRef(target));
+  if (!specs)
+    return specs.takeError();
+  const DispatchTable &table = DispatchTable::forTarget(target);
+  std::vector<KernelSpec> out;
+  llvm::StringSet<> seen;
+  auto keep = [&](KernelSpec spec) {
+    if (seen.insert(encodeName(spec)).second)
+      out.push_back(std::move(spec));
+  };
+  for (const KernelSpec &spec : *specs) {
+    keep(spec); // its default tile: what `fmhajit run SPEC` compiles
+    for (KernelSpec &candidate : candidateVariants(spec, *arch, table))
+      keep(std::move(candidate));
+  }
+  return out;
+}
+
+llvm::Expected<size_t> fmhajit::compileProfile(const std::string &profile,
+                                               const std::string &target,
+                                               KernelCache &cache) {
+  auto specs = warmupSpecs(profile, target);
   if (!specs)
     return specs.takeError();
   auto artifacts = runConcurrently<std::shared_ptr<const Artifact>>(
