@@ -1,8 +1,8 @@
 //===- ApiWarmup.cpp - api::warmup: a profile into the kernel cache -------===//
-#include "runtime/api/ProfileWarmup.h"
 #include "fmhajit/Fmhajit.h"
 #include "runtime/api/ApiContext.h"
 #include "runtime/api/ApiStatus.h"
+#include "runtime/api/ProfileWarmup.h"
 
 using namespace fmhajit;
 using namespace fmhajit::api;
