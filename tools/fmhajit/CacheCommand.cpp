@@ -149,9 +149,14 @@ static llvm::Error warm(KernelCache &cache, const Args &args) {
     return makeError(ErrorKind::Usage,
                      "--load is for GPU targets: host kernels have no "
                      "driver step");
-  if (args.has("load") && arch)
-    if (auto driver = gpuDriverFor(arch->backend); !driver)
-      return driver.takeError(); // before compiling for nothing
+  // Before compiling for nothing, and once here rather than in each child.
+  if (args.has("load") && arch) {
+    auto driver = gpuDriverFor(arch->backend);
+    if (!driver)
+      return driver.takeError();
+    if (llvm::Error err = driver->checkTarget(*arch))
+      return err;
+  }
   auto start = std::chrono::steady_clock::now();
   auto compiled = compileProfile(*profile, *target, cache);
   if (!compiled)
