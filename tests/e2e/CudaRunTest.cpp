@@ -5,6 +5,7 @@
 // user would. Skipped without a GPU and driver (CudaForwardRunner).
 //
 //===----------------------------------------------------------------------===//
+#include "../unit/ScopedEnv.h"
 #include "CudaForwardRunner.h"
 #include "specs/EncodedName.h"
 #include "llvm/ADT/SmallString.h"
@@ -177,6 +178,32 @@ TEST(CudaRun, PicksTheDeviceTarget) {
   ASSERT_TRUE(target.has_value());
   EXPECT_NE(text.find(targetToken(*target) + "\n"), std::string::npos) << text;
   EXPECT_NE(text.find("check    PASS"), std::string::npos) << text;
+}
+
+// `cache warm --load` into fresh caches (the driver's too), its loads in
+// child processes: a later run of a warmed kernel finds it on disk, loads
+// the driver's machine code from its cache, and checks.
+TEST(CudaRun, WarmLoadFillsBothCaches) {
+  if (!CudaForwardRunner::shared())
+    GTEST_SKIP() << CudaForwardRunner::unavailableReason();
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("fmhajit-warm-load", dir));
+  fmhajit::ScopedEnv env; // the children's caches
+  env.set("FMHAJIT_CACHE_DIR", (dir + "/fmhajit").str().c_str());
+  env.set("CUDA_CACHE_PATH", (dir + "/driver").str().c_str());
+  auto [rc, text] = runFmhajit(
+      {"cache", "warm", "--profile", "smoke", "--target", "sm_90a", "--load"});
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("loaded 34 kernels into the CUDA driver"),
+            std::string::npos)
+      << text;
+  auto [runRc, run] = runFmhajit(
+      {"run", "family=fwd,dtype=bf16,d=64,mask=causal,target=sm_90a",
+       "--device", "cuda", "--seqlen-q", "300", "--check", "--iters", "1"});
+  EXPECT_EQ(runRc, 0) << run;
+  EXPECT_NE(run.find("(disk)"), std::string::npos) << run;
+  EXPECT_NE(run.find("check    PASS"), std::string::npos) << run;
+  llvm::sys::fs::remove_directories(dir);
 }
 
 } // namespace
