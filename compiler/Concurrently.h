@@ -4,8 +4,9 @@
 // compile of the result, each on one core (docs/design.md, "Kernels of a
 // plan compile side by side"). A plan's kernels (a forward and its combine,
 // the backward's three), a profile's warm-up and the autotuner's candidates
-// are independent, so they compile on a thread each and take as long as the
-// slowest rather than the sum.
+// are independent, so they compile on a thread each. fmhajit's codegen runs
+// side by side; a process's CUDA driver compiles one module at a time, so
+// on a GPU what overlaps is one kernel's codegen with another's driver step.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
