@@ -1,5 +1,6 @@
 //===- GpuBackwardStep.cpp - A backward plan's launches on a GPU ----------===//
 #include "runtime/api/GpuBackwardStep.h"
+#include "runtime/api/PlanBuilder.h"
 #include "runtime/api/TensorLayouts.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
@@ -54,13 +55,8 @@ GpuBackwardStep::load(llvm::ArrayRef<KernelSpec> specs,
   if (!loaded)
     return loaded.takeError();
   std::vector<GpuKernel> &kernels = *loaded;
-  for (const GpuKernel &kernel : kernels) {
-    const GpuLoadStats &stats = kernel.loadStats();
-    const GpuKernelResources &res = kernel.resources();
-    loads.push_back({originName(stats.origin).str(), stats.codegenMs,
-                     stats.loadMs, res.registers, res.localBytes,
-                     int(kernel.sharedBytes()), int(kernel.blockThreads())});
-  }
+  for (const GpuKernel &kernel : kernels)
+    loads.push_back(gpuStepLoad(kernel));
   std::optional<GpuKernel> convert;
   if (kernels.size() == 3)
     convert = std::move(kernels[2]);

@@ -190,7 +190,7 @@ static api::StepLoad hostLoad(const HostKernel &kernel, double ms) {
   return load;
 }
 
-static api::StepLoad gpuLoad(const GpuKernel &kernel) {
+api::StepLoad fmhajit::gpuStepLoad(const GpuKernel &kernel) {
   const GpuLoadStats &stats = kernel.loadStats();
   const GpuKernelResources &res = kernel.resources();
   return {originName(stats.origin).str(),
@@ -282,7 +282,7 @@ loadGpu(const PlanLayout &layout, const LoweredProblem &l, KernelCache &cache,
   if (!kernels)
     return kernels.takeError();
   for (const GpuKernel &kernel : *kernels)
-    loads.push_back(gpuLoad(kernel));
+    loads.push_back(gpuStepLoad(kernel));
   GpuKernel &kernel = kernels->front();
   std::optional<GpuKernel> combine;
   if (kernels->size() > 1)

@@ -33,6 +33,8 @@
 
 namespace fmhajit {
 
+class GpuKernel;
+
 /// One launch before loading.
 struct StepLayout {
   KernelSpec spec;
@@ -84,5 +86,8 @@ loadPlan(const PlanLayout &layout, const LoweredProblem &problem,
          KernelCache &cache, LoadChoices choices,
          std::vector<api::StepLoad> &loads,
          std::vector<std::string> &decisions);
+
+/// How \p kernel was loaded, as a plan step reports it (api::StepLoad).
+api::StepLoad gpuStepLoad(const GpuKernel &kernel);
 
 } // namespace fmhajit

@@ -68,19 +68,19 @@ parsePart(llvm::StringRef text) {
 // The driver compiles each kernel's PTX to machine code on its first load
 // and keeps the result (~/.nv/ComputeCache, or CUDA_CACHE_PATH), so first
 // plans then skip that step as well. Loads part I of N: every N-th kernel
-// from the I-th, so that each part gets heavy and light kernels alike.
-static llvm::Error loadPart(const std::string &profile, const ArchInfo &arch,
-                            llvm::StringRef part, KernelCache &cache) {
-  auto in = parsePart(part);
-  if (!in)
-    return in.takeError();
-  auto specs = warmupSpecs(profile, arch.name);
+// from the I-th, so that each part gets heavy and light kernels alike. Its
+// kernels come through the cache, where the parent compiled them.
+static llvm::Error loadPart(const std::string &profile,
+                            const std::string &target,
+                            std::pair<size_t, size_t> part,
+                            KernelCache &cache) {
+  auto specs = warmupSpecs(profile, target); // refuses an unknown target
   if (!specs)
     return specs.takeError();
   std::vector<KernelSpec> mine;
-  for (size_t i = in->first; i < specs->size(); i += in->second)
+  for (size_t i = part.first; i < specs->size(); i += part.second)
     mine.push_back((*specs)[i]);
-  auto loaded = GpuKernel::loadAll(arch.backend, mine, cache);
+  auto loaded = GpuKernel::loadAll(findArch(target)->backend, mine, cache);
   return loaded ? llvm::Error::success() : loaded.takeError();
 }
 
@@ -104,13 +104,11 @@ static llvm::Expected<size_t> loadInProcesses(const std::string &profile,
     llvm::StringRef argv[] = {self,     "cache",    "warm",    "--profile",
                               profile,  "--target", arch.name, "--load",
                               "--part", part};
-    // Their errors pass through; their one line of progress does not.
-    std::optional<llvm::StringRef> redirects[] = {std::nullopt, "",
-                                                  std::nullopt};
+    // A part prints nothing; its errors reach stderr.
     std::string message;
     bool failed = false;
-    children.push_back(llvm::sys::ExecuteNoWait(
-        self, argv, std::nullopt, redirects, 0, &message, &failed));
+    children.push_back(llvm::sys::ExecuteNoWait(self, argv, std::nullopt, {}, 0,
+                                                &message, &failed));
     if (failed)
       errors.add(ErrorKind::Io, "could not start " + self + " to load part " +
                                     part + ": " + message);
@@ -142,9 +140,13 @@ static llvm::Error warm(KernelCache &cache, const Args &args) {
   const ArchInfo *arch = findArch(*target);
   if (args.has("part") && !args.has("load"))
     return makeError(ErrorKind::Usage, "--part goes with --load");
-  if (args.has("part"))
-    if (auto part = parsePart(*args.get("part")); !part)
-      return part.takeError();
+  std::optional<std::pair<size_t, size_t>> part;
+  if (args.has("part")) {
+    auto parsed = parsePart(*args.get("part"));
+    if (!parsed)
+      return parsed.takeError();
+    part = *parsed;
+  }
   if (args.has("load") && arch && arch->backend == Backend::Host)
     return makeError(ErrorKind::Usage,
                      "--load is for GPU targets: host kernels have no "
@@ -157,6 +159,8 @@ static llvm::Error warm(KernelCache &cache, const Args &args) {
     if (llvm::Error err = driver->checkTarget(*arch))
       return err;
   }
+  if (part) // a child of loadInProcesses: its parent compiled the profile
+    return loadPart(*profile, *target, *part, cache);
   auto start = std::chrono::steady_clock::now();
   auto compiled = compileProfile(*profile, *target, cache);
   if (!compiled)
@@ -169,8 +173,6 @@ static llvm::Error warm(KernelCache &cache, const Args &args) {
                << threads << " at once, into " << cache.directory() << "\n";
   if (!args.has("load"))
     return llvm::Error::success();
-  if (args.has("part"))
-    return loadPart(*profile, *arch, *args.get("part"), cache);
   start = std::chrono::steady_clock::now();
   auto loaded = loadInProcesses(*profile, *arch, *compiled, threads);
   if (!loaded)
