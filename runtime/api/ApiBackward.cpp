@@ -16,6 +16,7 @@
 #include "ir/targets/HostTarget.h"
 #include "runtime/api/ApiContext.h"
 #include "runtime/api/ApiStatus.h"
+#include "runtime/api/BackwardKernels.h"
 #include "runtime/api/BackwardSchedule.h"
 #include "runtime/api/GpuBackwardStep.h"
 #include "runtime/api/HostBackwardStep.h"
@@ -254,38 +255,14 @@ static llvm::Error loadBackward(PlanState &s, const LoweredProblem &l,
   return llvm::Error::success();
 }
 
-/// bwd_dot_do_o or bwd_convert_dq beside \p grad: its dtypes, head dims,
-/// varlen and target, the target's default tile.
-static llvm::Expected<KernelSpec> helperSpec(const KernelSpec &grad,
-                                             Family family) {
-  KernelSpec wanted = grad;
-  wanted.family = family;
-  wanted.mask = fmhajit::Mask::None, wanted.bias = Bias::None;
-  wanted.softcap = wanted.deterministic = wanted.dropout = false;
-  wanted.head_items = false;
-  wanted.bm = wanted.bn = wanted.warps = wanted.stages = 0;
-  wanted.pipeline = fmhajit::Pipeline::Auto;
-  return validateSpec(wanted);
-}
-
 /// The plan's kernels: bwd_dot_do_o, bwd_dq_dk_dv, and bwd_convert_dq where
-/// the grad kernel adds dQ atomically (bwdKeyItemsAddDq).
+/// the grad kernel adds dQ atomically (BackwardKernels.h).
 static llvm::Expected<std::vector<KernelSpec>>
 backwardSpecs(const LoweredProblem &l, const Options &options) {
   auto grad = gradSpecFor(l, options);
   if (!grad)
     return grad.takeError();
-  auto dot = helperSpec(*grad, Family::BwdDotDoO);
-  if (!dot)
-    return dot.takeError();
-  std::vector<KernelSpec> specs = {*dot, *grad};
-  if (!bwdKeyItemsAddDq(*grad))
-    return specs;
-  auto convert = helperSpec(*grad, Family::BwdConvertDq);
-  if (!convert)
-    return convert.takeError();
-  specs.push_back(*convert);
-  return specs;
+  return backwardKernels(*grad);
 }
 
 // Why the host runs head items or key and query items (BackwardSchedule.h).

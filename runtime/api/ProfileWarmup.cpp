@@ -2,8 +2,10 @@
 #include "runtime/api/ProfileWarmup.h"
 #include "compiler/Concurrently.h"
 #include "compiler/KernelCompiler.h"
+#include "runtime/api/BackwardKernels.h"
 #include "runtime/api/DispatchTable.h"
 #include "runtime/api/Registry.h"
+#include "runtime/api/SplitPlanner.h"
 #include "specs/ArchTable.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
@@ -15,6 +17,21 @@ using namespace fmhajit;
 
 /// Failures listed in full before "and N more".
 static constexpr size_t kListedFailures = 5;
+
+/// The kernels a GPU plan may run in place of \p candidate, which the
+/// registry holds: a split kernel's twins (SplitPlanner.h).
+static std::vector<KernelSpec> planTwins(const KernelSpec &candidate,
+                                         const ArchInfo &arch,
+                                         const DispatchTable &table) {
+  if (!hasSplitWorkItems(candidate.family))
+    return {};
+  std::optional<TileChoice> split = table.chooseSplitTile(
+      arch, candidate.pipeline, std::max(candidate.d, candidate.headDimV()),
+      candidate.dtype, candidate.mask, /*seqlenQ=*/1);
+  Tile tile{candidate.bm, candidate.bn, candidate.warps, candidate.stages,
+            candidate.v_pretranspose};
+  return splitTwins(candidate, split && split->tile == tile);
+}
 
 llvm::Expected<std::vector<KernelSpec>>
 fmhajit::warmupSpecs(const std::string &profile, const std::string &target) {
@@ -35,8 +52,20 @@ fmhajit::warmupSpecs(const std::string &profile, const std::string &target) {
   };
   for (const KernelSpec &spec : *specs) {
     keep(spec); // its default tile: what `fmhajit run SPEC` compiles
-    for (KernelSpec &candidate : candidateVariants(spec, *arch, table))
-      keep(std::move(candidate));
+    if (spec.family == Family::BwdDqDkDv) {
+      // A backward plan runs the default tile, with its helpers.
+      auto kernels = backwardKernels(spec);
+      if (!kernels)
+        return kernels.takeError();
+      for (KernelSpec &kernel : *kernels)
+        keep(std::move(kernel));
+      continue;
+    }
+    for (const KernelSpec &candidate : candidateVariants(spec, *arch, table)) {
+      keep(candidate);
+      for (KernelSpec &twin : planTwins(candidate, *arch, table))
+        keep(std::move(twin));
+    }
   }
   return out;
 }

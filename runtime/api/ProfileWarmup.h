@@ -1,10 +1,13 @@
 //===- ProfileWarmup.h - A profile's kernels into the kernel cache --------===//
 //
 // api::warmup and `fmhajit cache warm` compile a profile's kernels ahead of
-// their first plans, side by side (compiler/Concurrently.h): each spec of
-// the profile in its default tile and in every tile the target's dispatch
-// table can pick for it, as the registry holds them (Registry.h), so that
-// plans and `fmhajit run` find what they pick.
+// their first plans, side by side (compiler/Concurrently.h), so that plans
+// and `fmhajit run` find what they pick: each spec of the profile in its
+// default tile and in every tile the target's dispatch table can pick for
+// it, as the registry holds them (Registry.h); a split kernel's twins, which
+// a GPU plan runs in its place by the problem's shape (splitTwins); and
+// beside a bwd_dq_dk_dv spec the backward's other kernels
+// (backwardKernels).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -18,8 +21,9 @@
 namespace fmhajit {
 
 /// The kernels a warm-up of \p profile for \p target compiles: each of its
-/// specs in its default tile and as candidateVariants gives it, each name
-/// once, in profile order.
+/// specs in its default tile and as candidateVariants gives it, with the
+/// kernels plans run in place of or beside those, each name once, in
+/// profile order.
 llvm::Expected<std::vector<KernelSpec>> warmupSpecs(const std::string &profile,
                                                     const std::string &target);
 

@@ -90,24 +90,35 @@ static int64_t splitBlocks(const KernelSpec &spec, const AttentionProblem &a,
          ((rows + spec.bm - 1) / spec.bm) * parts;
 }
 
-// The TMA ring's twin of \p split's cp.async tile (stages=2) for a packed
-// decode, or none where it does not apply or its kernel would not read the
-// problem (pages of fewer rows than its boxes take).
-static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
-                                          const DispatchQuery &query) {
-  if (split.pipeline != Pipeline::Wgmma || split.stages != 1 || !split.pack_gqa)
-    return std::nullopt;
-  KernelSpec ring = split;
-  ring.stages = 2;
-  llvm::Expected<KernelSpec> valid = validateSpec(ring);
+/// \p spec if it validates, else none.
+static std::optional<KernelSpec> validOrNone(const KernelSpec &spec) {
+  llvm::Expected<KernelSpec> valid = validateSpec(spec);
   if (!valid) {
     llvm::consumeError(valid.takeError());
     return std::nullopt;
   }
-  if (query.log2PageSize >= 0 &&
-      !readsPagesOf(*valid, unsigned(query.log2PageSize)))
-    return std::nullopt;
   return *valid;
+}
+
+// The TMA ring's twin of \p split's cp.async tile (stages=2) for a packed
+// decode, or none where it does not apply.
+static std::optional<KernelSpec> ringOf(const KernelSpec &split) {
+  if (split.pipeline != Pipeline::Wgmma || split.stages != 1 || !split.pack_gqa)
+    return std::nullopt;
+  KernelSpec ring = split;
+  ring.stages = 2;
+  return validOrNone(ring);
+}
+
+// ringOf(\p split), or none where its kernel would not read the problem
+// (pages of fewer rows than its boxes take).
+static std::optional<KernelSpec> ringTwin(const KernelSpec &split,
+                                          const DispatchQuery &query) {
+  std::optional<KernelSpec> ring = ringOf(split);
+  if (ring && query.log2PageSize >= 0 &&
+      !readsPagesOf(*ring, unsigned(query.log2PageSize)))
+    return std::nullopt;
+  return ring;
 }
 
 // The ring twin's parts: about half a block an SM, at most \p parts (the
@@ -190,6 +201,16 @@ static int64_t packedRows(const KernelSpec &spec, const LoweredProblem &l) {
   return itemQueryRows(spec, a.maxSeqlenQ(), a.headsQ, a.headsKv);
 }
 
+// \p ring on an m\p bm tile of one warpgroup, which puts the keys in the
+// products' rows, if it validates.
+static std::optional<KernelSpec> keyRowsTile(const KernelSpec &ring,
+                                             unsigned bm) {
+  KernelSpec twin = ring;
+  twin.bm = bm;
+  twin.warps = WgmmaLayout::kWarpsPerGroup;
+  return validOrNone(twin);
+}
+
 // \p ring with keys as the rows, where its items have that few packed rows
 // and the tile takes the spec; else none. bm is 8 up to 8 rows, and 16 past
 // them unless \p parts parts of m16 items would leave more than half of
@@ -206,18 +227,10 @@ static std::optional<KernelSpec> keyRowsTwin(const KernelSpec &ring,
   int64_t rows = packedRows(ring, l);
   if (rows > kMostKeyRowsTileRows)
     return std::nullopt;
-  KernelSpec twin = ring;
-  twin.bm = 16;
-  bool fewBlocks = 2 * splitBlocks(twin, l.problem, parts) <= int64_t(sms);
-  if (rows <= 8 || fewBlocks)
-    twin.bm = 8;
-  twin.warps = WgmmaLayout::kWarpsPerGroup;
-  llvm::Expected<KernelSpec> valid = validateSpec(twin);
-  if (!valid) {
-    llvm::consumeError(valid.takeError());
-    return std::nullopt;
-  }
-  return *valid;
+  KernelSpec m16 = ring;
+  m16.bm = 16;
+  bool fewBlocks = 2 * splitBlocks(m16, l.problem, parts) <= int64_t(sms);
+  return keyRowsTile(ring, rows <= 8 || fewBlocks ? 8 : 16);
 }
 
 // The fewest key tiles (of the ring's bn keys, 128 at d = 128) an item
@@ -432,4 +445,18 @@ fmhajit::chooseSplit(const LoweredProblem &l, const Dispatch &single,
   notes.push_back("decode-shaped: split-KV, " + counts + ", combined by " +
                   encodeName(*combine));
   return SplitChoice{std::move(*split), *combine, n, /*schedule=*/nullptr};
+}
+
+std::vector<KernelSpec> fmhajit::splitTwins(const KernelSpec &split,
+                                            bool splitTile) {
+  std::optional<KernelSpec> ring = ringOf(split);
+  if (!ring)
+    return {};
+  std::vector<KernelSpec> twins = {*ring};
+  if (splitTile) // chooseSplit puts keys in the rows of the wide tile only
+    return twins;
+  for (unsigned bm : {8u, 16u})
+    if (std::optional<KernelSpec> rows = keyRowsTile(*ring, bm))
+      twins.push_back(*rows);
+  return twins;
 }

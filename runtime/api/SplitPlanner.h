@@ -68,4 +68,14 @@ chooseSplit(const LoweredProblem &problem, const Dispatch &single,
             const DispatchTable &table, unsigned workers,
             std::vector<std::string> &notes);
 
+/// The kernels a GPU plan may run in place of the split kernel \p split that
+/// the registry gave: its TMA ring twin (stages=2), and unless \p split is
+/// in the dispatch table's split tile (\p splitTile: the narrowed tile,
+/// which runs only as its ring twin) that twin with keys as the products'
+/// rows on m8 and m16 tiles, each where it validates; none for a split
+/// kernel without a ring twin. Warm-ups compile them beside \p split
+/// (ProfileWarmup.h), since chooseSplit picks among them by the problem's
+/// shape.
+std::vector<KernelSpec> splitTwins(const KernelSpec &split, bool splitTile);
+
 } // namespace fmhajit

@@ -21,8 +21,10 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/api/SplitPlanner.h"
 #include "runtime/api/PlanBuilder.h"
+#include "runtime/api/ProfileWarmup.h"
 #include "specs/EncodedName.h"
 #include "specs/SpecParser.h"
+#include "llvm/ADT/StringSet.h"
 #include "gtest/gtest.h"
 
 using namespace fmhajit;
@@ -86,8 +88,9 @@ struct Chosen {
   std::string lastNote() const { return notes.empty() ? "" : notes.back(); }
 };
 
-/// chooseSplit's answer for a case, which may be a single pass (none).
-void chooseAny(const SplitCase &c, Chosen &out) {
+/// chooseSplit's answer for a case, which may be a single pass (none);
+/// \p log2PageSize as the plan's query gives it (-1: not paged).
+void chooseAny(const SplitCase &c, Chosen &out, int log2PageSize = -1) {
   llvm::Expected<KernelSpec> features = parseSpec(c.features);
   ASSERT_TRUE(bool(features)) << llvm::toString(features.takeError());
   out.lowered = lower(c, *features);
@@ -97,6 +100,7 @@ void chooseAny(const SplitCase &c, Chosen &out) {
   const DispatchTable &table = DispatchTable::forTarget(features->target);
   DispatchQuery query{*features,    c.seqlenQ, c.seqlenK,
                       std::nullopt, 16,        c.headsQ / c.headsKv};
+  query.log2PageSize = log2PageSize;
   llvm::Expected<Dispatch> single = dispatch(query, *registry, table);
   ASSERT_TRUE(bool(single)) << llvm::toString(single.takeError());
   out.single = *single;
@@ -316,6 +320,57 @@ TEST(SplitPlannerNotes, OnePassStaysWhereTheRingWasNotFaster) {
     EXPECT_NE(chosen.lastNote().find("single pass"), std::string::npos)
         << chosen.lastNote();
   }
+}
+
+// `fmhajit cache warm --profile decode` compiles every kernel these plans
+// pick, so a warmed decode plan compiles nothing: the packed single pass,
+// the split kernel in whichever twin the shape takes (the TMA ring, keys as
+// rows) and its combine, over GQA groups, tokens, batches, key lengths, head
+// dims and both masks the profile lists, contiguous and on 16-token pages.
+// (An unpacked single pass is a forward kernel of profile dispatch.)
+TEST(SplitPlannerWarmup, TheDecodeProfileHoldsEveryKernelAPlanPicks) {
+  auto warm = warmupSpecs("decode", "sm_90a");
+  ASSERT_TRUE(bool(warm)) << llvm::toString(warm.takeError());
+  llvm::StringSet<> warmed;
+  for (const KernelSpec &s : *warm)
+    warmed.insert(encodeName(s));
+  struct Heads {
+    int64_t q, kv;
+  };
+  size_t splits = 0;
+  for (const char *family : {"fwd", "fwd_paged"})
+    for (unsigned d : {64u, 128u, 256u})
+      for (const char *mask : {"none", "causal_br"}) {
+        std::string features = std::string("family=") + family +
+                               ",dtype=bf16,d=" + std::to_string(d) +
+                               ",mask=" + mask + ",target=sm_90a";
+        bool paged = llvm::StringRef(family) == "fwd_paged";
+        for (Heads h : {Heads{32, 8}, Heads{64, 8}, Heads{8, 1}, Heads{16, 16}})
+          for (int64_t tokens : {1, 2, 8})
+            for (int64_t batch : {1, 8, 64})
+              for (int64_t keys : {1024, 4096, 32768, 131072}) {
+                SplitCase c{"",   features.c_str(), batch, h.q,
+                            h.kv, tokens,           keys,  "",
+                            0};
+                Chosen chosen;
+                ASSERT_NO_FATAL_FAILURE(chooseAny(c, chosen, paged ? 4 : -1));
+                std::vector<std::string> names;
+                if (chosen.single->chosen.pack_gqa) // else dispatch's
+                  names.push_back(encodeName(chosen.single->chosen));
+                if (chosen.split) {
+                  ++splits;
+                  names.push_back(encodeName(chosen.split->split.chosen));
+                  if (chosen.split->numSplits > 1)
+                    names.push_back(encodeName(chosen.split->combine));
+                }
+                for (const std::string &name : names)
+                  EXPECT_TRUE(warmed.contains(name))
+                      << name << " (" << features << ", " << h.q << "/" << h.kv
+                      << ", " << tokens << " tokens, batch " << batch << ", "
+                      << keys << " keys)";
+              }
+      }
+  EXPECT_GT(splits, 0u); // the sweep reaches the split kernels
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 //===- SpecCommands.cpp - name, decode, validate, list --------------------===//
+#include "runtime/api/ProfileWarmup.h"
 #include "specs/EncodedName.h"
 #include "specs/Errors.h"
 #include "specs/Profile.h"
@@ -88,6 +89,9 @@ static const OptionSpec kListFlags[] = {
     {"profile", true,
      "list the kernels of this profile (without it: the profiles)"},
     {"target", true, "only this target's kernels (without it: every target's)"},
+    {"warm", false,
+     "with --target: every kernel 'fmhajit cache warm' compiles, each spec in "
+     "every tile plans may pick, with the kernels plans run beside it"},
 };
 
 llvm::ArrayRef<OptionSpec> fmhajit::listFlags() { return kListFlags; }
@@ -105,9 +109,15 @@ int fmhajit::listCommand(llvm::ArrayRef<const char *> argv) {
     return 0;
   }
   std::optional<std::string> target = args->get("target");
-  auto specs = expandProfile(*args->get("profile"),
-                             target ? std::optional<llvm::StringRef>(*target)
-                                    : std::nullopt);
+  if (args->has("warm") && !target)
+    return reportErrors(
+        makeError(ErrorKind::Usage, "list --warm needs --target T"));
+  auto specs =
+      args->has("warm")
+          ? warmupSpecs(*args->get("profile"), *target)
+          : expandProfile(*args->get("profile"),
+                          target ? std::optional<llvm::StringRef>(*target)
+                                 : std::nullopt);
   if (!specs)
     return reportErrors(specs.takeError());
   for (const KernelSpec &s : *specs)
