@@ -7,7 +7,7 @@
 # step's load line should say `disk` with a driver step of about a
 # millisecond. A plan's wall clock includes its CUDA context (about 0.2 s).
 #   bash bench/gpu/warm-profiles.sh FMHAJIT_BINARY [PROFILE ...]
-# (default: decode training dispatch).
+# (default: decode training dispatch; prefill has plans too).
 set -uo pipefail
 fj=${1:?usage: warm-profiles.sh FMHAJIT_BINARY [PROFILE ...]}
 shift
@@ -26,12 +26,19 @@ plans_of() {
 --heads 32 --heads-kv 8 --seqlen-q 2 --seqlen-k 4096
 --heads 8 --heads-kv 1 --seqlen-q 2 --page-size 16 --cache-len 32768
 --batch 8 --heads 64 --heads-kv 8 --seqlen-k 32768 --d 64
+--batch 64 --heads 32 --seqlen-k 4096
 PLANS
   training) cat <<'PLANS' ;;
 --batch 2 --heads 16 --seqlen-q 4096 --mask causal --lse
 --batch 2 --heads 16 --seqlen-q 4096 --mask causal --backward
 --batch 2 --heads 16 --seqlen-q 4096 --backward --deterministic
 --batch 2 --heads 16 --seqlen-q 2048 --d 64 --dtype fp16 --backward
+PLANS
+  prefill) cat <<'PLANS' ;;
+--batch 4 --heads 16 --seqlen-q 4096 --dtype fp8_e4m3 --lse
+--batch 4 --heads 16 --seqlen-q 4096 --d 96 --mask window --window 512,0
+--batch 2 --heads 16 --d 192 --dv 128 --seqlen-q 4096 --mask causal --lse
+--batch 3 --heads 16 --varlen-q 100,1000,4000 --varlen-k 100,1000,4000 --mask causal --lse
 PLANS
   dispatch) cat <<'PLANS' ;;
 --batch 4 --heads 16 --seqlen-q 4096

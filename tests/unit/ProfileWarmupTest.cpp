@@ -1,11 +1,12 @@
 //===- ProfileWarmupTest.cpp - A warm-up holds what the plans pick --------===//
 //
-// `fmhajit cache warm --profile training` (runtime/api/ProfileWarmup.h)
-// compiles every kernel of a training step's plans, so a warmed plan
-// compiles nothing: the forward with LSE and the backward's two or three
-// kernels, over dtypes, head dims, masks, varlen, dropout and
-// deterministic=1, on the GPU targets. (Decode plans against profile decode:
-// SplitPlannerTest.cpp.)
+// `fmhajit cache warm --profile P` (runtime/api/ProfileWarmup.h) compiles
+// every kernel of the plans P serves, so a warmed plan compiles nothing, on
+// the GPU targets: for training the forward with LSE and the backward's two
+// or three kernels, over dtypes, head dims, masks, varlen, dropout and
+// deterministic=1; for prefill the forward over every head dim and mask,
+// short and long, LSE, varlen and fp8. (Decode plans against profile
+// decode: SplitPlannerTest.cpp.)
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/api/ProfileWarmup.h"
@@ -60,30 +61,92 @@ std::vector<api::Problem> trainingProblems() {
   return out;
 }
 
-TEST(ProfileWarmupTest, TrainingHoldsEveryKernelOfItsPlans) {
-  for (const char *target : {"sm_90a", "sm_80"}) {
-    llvm::StringSet<> warmed = warmedNames("training", target);
-    size_t kernels = 0;
-    for (const api::Problem &p : trainingProblems()) {
-      api::Options options;
-      options.target = target;
-      options.load = false;
-      std::vector<api::Result<api::Plan>> plans;
-      plans.push_back(api::plan(p, options));
-      plans.push_back(api::planBackward(p, options));
-      options.deterministic = true;
-      plans.push_back(api::planBackward(p, options));
-      for (const api::Result<api::Plan> &plan : plans) {
-        ASSERT_TRUE(plan.ok()) << plan.status().message();
-        for (const api::PlanStep &step : plan->steps()) {
-          ++kernels;
-          EXPECT_TRUE(warmed.contains(step.kernel))
-              << step.kernel << " (" << step.role << ") on " << target;
-        }
+/// Plans of \p problems for \p target, without loading: the forward's,
+/// and with \p backward also the backward's, plain and deterministic.
+std::vector<api::Result<api::Plan>> plansOf(const api::Problem &p,
+                                            const char *target, bool backward) {
+  api::Options options;
+  options.target = target;
+  options.load = false;
+  std::vector<api::Result<api::Plan>> plans;
+  plans.push_back(api::plan(p, options));
+  if (!backward)
+    return plans;
+  plans.push_back(api::planBackward(p, options));
+  options.deterministic = true;
+  plans.push_back(api::planBackward(p, options));
+  return plans;
+}
+
+/// Every kernel of every plan of \p problems for \p target is in
+/// \p profile's warm-up for it.
+void expectWarmed(const std::string &profile, const char *target,
+                  const std::vector<api::Problem> &problems, bool backward) {
+  llvm::StringSet<> warmed = warmedNames(profile, target);
+  size_t kernels = 0;
+  for (const api::Problem &p : problems)
+    for (const api::Result<api::Plan> &plan : plansOf(p, target, backward)) {
+      ASSERT_TRUE(plan.ok()) << plan.status().message();
+      for (const api::PlanStep &step : plan->steps()) {
+        ++kernels;
+        EXPECT_TRUE(warmed.contains(step.kernel))
+            << step.kernel << " (" << step.role << ") on " << target;
       }
     }
-    EXPECT_GT(kernels, 0u);
+  EXPECT_GT(kernels, 0u);
+}
+
+TEST(ProfileWarmupTest, TrainingHoldsEveryKernelOfItsPlans) {
+  for (const char *target : {"sm_90a", "sm_80"})
+    expectWarmed("training", target, trainingProblems(), /*backward=*/true);
+}
+
+/// Prompts as profile prefill lists them: every head dim and mask at short
+/// and long lengths, LSE, varlen, d = 192 with dv = 128, and fp8.
+std::vector<api::Problem> prefillProblems() {
+  std::vector<api::Problem> out;
+  auto add = [&](api::DType dtype, int64_t d, api::Mask mask, int64_t seqlen) {
+    api::Problem p;
+    p.device = api::Device::Cuda;
+    p.batch = 2, p.headsQ = 16, p.headsKv = 4;
+    p.seqlenQ = seqlen, p.headDim = d, p.dtype = dtype, p.mask = mask;
+    if (mask == api::Mask::Window)
+      p.windowLeft = 256, p.windowRight = 0;
+    out.push_back(p);
+    p.wantLse = true;
+    out.push_back(p);
+    return p;
+  };
+  for (api::DType dtype : {api::DType::F16, api::DType::BF16})
+    for (int64_t d : {64, 80, 96, 128, 160, 192, 256})
+      for (api::Mask mask : {api::Mask::None, api::Mask::Causal,
+                             api::Mask::CausalBottomRight, api::Mask::Window})
+        for (int64_t seqlen : {512, 2048, 8192})
+          add(dtype, d, mask, seqlen);
+  for (int64_t d : {64, 128, 256})
+    for (api::Mask mask : {api::Mask::None, api::Mask::Causal})
+      for (int64_t seqlen : {1024, 4096, 16384})
+        add(api::DType::F8E4M3, d, mask, seqlen);
+  for (int64_t d : {64, 128}) {
+    api::Problem varlen = add(api::DType::BF16, d, api::Mask::Causal, 4096);
+    varlen.batch = 3;
+    varlen.cuSeqlensQ = {0, 100, 1100, 5100};
+    varlen.cuSeqlensK = varlen.cuSeqlensQ;
+    out.push_back(varlen);
   }
+  api::Problem narrowV = add(api::DType::BF16, 192, api::Mask::Causal, 4096);
+  narrowV.headDimV = 128;
+  out.push_back(narrowV);
+  return out;
+}
+
+TEST(ProfileWarmupTest, PrefillHoldsEveryKernelOfItsPlans) {
+  std::vector<api::Problem> problems = prefillProblems();
+  expectWarmed("prefill", "sm_90a", problems, /*backward=*/false);
+  llvm::erase_if(problems, [](const api::Problem &p) {
+    return p.dtype == api::DType::F8E4M3; // sm_80 has no fp8 products
+  });
+  expectWarmed("prefill", "sm_80", problems, /*backward=*/false);
 }
 
 } // namespace

@@ -323,11 +323,11 @@ TEST(SplitPlannerNotes, OnePassStaysWhereTheRingWasNotFaster) {
 }
 
 // `fmhajit cache warm --profile decode` compiles every kernel these plans
-// pick, so a warmed decode plan compiles nothing: the packed single pass,
-// the split kernel in whichever twin the shape takes (the TMA ring, keys as
-// rows) and its combine, over GQA groups, tokens, batches, key lengths, head
-// dims and both masks the profile lists, contiguous and on 16-token pages.
-// (An unpacked single pass is a forward kernel of profile dispatch.)
+// pick, so a warmed decode plan compiles nothing: the single pass, the split
+// kernel in whichever twin the shape takes (the TMA ring, keys as rows) and
+// its combine, over GQA groups and ungrouped heads, tokens, batches, key
+// lengths, head dims and both masks the profile lists, contiguous and on
+// 16-token pages.
 TEST(SplitPlannerWarmup, TheDecodeProfileHoldsEveryKernelAPlanPicks) {
   auto warm = warmupSpecs("decode", "sm_90a");
   ASSERT_TRUE(bool(warm)) << llvm::toString(warm.takeError());
@@ -354,9 +354,8 @@ TEST(SplitPlannerWarmup, TheDecodeProfileHoldsEveryKernelAPlanPicks) {
                             0};
                 Chosen chosen;
                 ASSERT_NO_FATAL_FAILURE(chooseAny(c, chosen, paged ? 4 : -1));
-                std::vector<std::string> names;
-                if (chosen.single->chosen.pack_gqa) // else dispatch's
-                  names.push_back(encodeName(chosen.single->chosen));
+                std::vector<std::string> names = {
+                    encodeName(chosen.single->chosen)};
                 if (chosen.split) {
                   ++splits;
                   names.push_back(encodeName(chosen.split->split.chosen));
