@@ -61,7 +61,7 @@ std::vector<api::Problem> trainingProblems() {
   return out;
 }
 
-/// Plans of \p problems for \p target, without loading: the forward's,
+/// Plans of \p p for \p target, without loading: the forward's,
 /// and with \p backward also the backward's, plain and deterministic.
 std::vector<api::Result<api::Plan>> plansOf(const api::Problem &p,
                                             const char *target, bool backward) {
