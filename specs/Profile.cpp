@@ -90,15 +90,23 @@ std::vector<ProfileInfo> fmhajit::listProfiles() {
 llvm::Expected<std::vector<KernelSpec>>
 fmhajit::expandProfile(StringRef name, std::optional<StringRef> target) {
   std::vector<Profile> profiles = loadProfiles();
-  auto it = llvm::find_if(
-      profiles, [&](const Profile &p) { return p.info.name == name; });
-  if (it == profiles.end()) {
-    std::vector<std::string> names;
-    for (const Profile &p : profiles)
-      names.push_back(p.info.name);
-    return makeError(ErrorKind::Spec, "profile=" + name +
-                                          ": unknown profile; use " +
-                                          llvm::join(names, ", "));
+  // "a,b": each profile named, in that order.
+  llvm::SmallVector<StringRef> names;
+  name.split(names, ',');
+  std::vector<const Profile *> chosen;
+  for (StringRef wanted : names) {
+    auto it = llvm::find_if(profiles, [&](const Profile &p) {
+      return p.info.name == wanted.trim();
+    });
+    if (it == profiles.end()) {
+      std::vector<std::string> known;
+      for (const Profile &p : profiles)
+        known.push_back(p.info.name);
+      return makeError(ErrorKind::Spec,
+                       "profile=" + wanted.trim() + ": unknown profile; use " +
+                           llvm::join(known, ", ") + ", or several: a,b");
+    }
+    chosen.push_back(&*it);
   }
   if (target && !findArch(*target))
     return makeError(ErrorKind::Spec, "target=" + *target +
@@ -111,16 +119,17 @@ fmhajit::expandProfile(StringRef name, std::optional<StringRef> target) {
       continue;
     KernelSpec base;
     base.target = arch.name;
-    for (const Group &group : it->groups)
-      forEachInGroup(group, 0, base, [&](const KernelSpec &s) {
-        llvm::Expected<KernelSpec> resolved = validateSpec(s);
-        if (!resolved) {
-          llvm::consumeError(resolved.takeError());
-          return;
-        }
-        if (seen.insert(encodeName(*resolved)).second)
-          specs.push_back(*resolved);
-      });
+    for (const Profile *profile : chosen)
+      for (const Group &group : profile->groups)
+        forEachInGroup(group, 0, base, [&](const KernelSpec &s) {
+          llvm::Expected<KernelSpec> resolved = validateSpec(s);
+          if (!resolved) {
+            llvm::consumeError(resolved.takeError());
+            return;
+          }
+          if (seen.insert(encodeName(*resolved)).second)
+            specs.push_back(*resolved);
+        });
   }
   return specs;
 }

@@ -26,7 +26,8 @@ struct ProfileInfo {
 std::vector<ProfileInfo> listProfiles();
 
 /// The resolved specs of profile \p name on \p target (every target when
-/// none is given).
+/// none is given), each once. \p name may list several, "decode,training":
+/// their specs in that order.
 llvm::Expected<std::vector<KernelSpec>>
 expandProfile(llvm::StringRef name, std::optional<llvm::StringRef> target);
 

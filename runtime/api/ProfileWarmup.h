@@ -23,7 +23,8 @@ namespace fmhajit {
 /// The kernels a warm-up of \p profile for \p target compiles: each of its
 /// specs in its default tile and as candidateVariants gives it, with the
 /// kernels plans run in place of or beside those, each name once, in
-/// profile order.
+/// profile order. \p profile may list several, "decode,training": their
+/// kernels in that order, each once.
 llvm::Expected<std::vector<KernelSpec>> warmupSpecs(const std::string &profile,
                                                     const std::string &target);
 

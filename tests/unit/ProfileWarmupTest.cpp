@@ -149,4 +149,33 @@ TEST(ProfileWarmupTest, PrefillHoldsEveryKernelOfItsPlans) {
   expectWarmed("prefill", "sm_80", problems, /*backward=*/false);
 }
 
+// "decode,training" warms both: each profile's kernels in that order, a
+// kernel both hold once; a name that is no profile is refused, named.
+TEST(ProfileWarmupTest, SeveralProfilesWarmTheirKernelsOnce) {
+  auto both = warmupSpecs("decode, training", "sm_90a");
+  ASSERT_TRUE(bool(both)) << llvm::toString(both.takeError());
+  std::vector<std::string> names;
+  llvm::StringSet<> once;
+  for (const KernelSpec &s : *both) {
+    names.push_back(encodeName(s));
+    EXPECT_TRUE(once.insert(names.back()).second) << names.back();
+  }
+  llvm::StringSet<> decode = warmedNames("decode", "sm_90a"),
+                    training = warmedNames("training", "sm_90a");
+  size_t shared = 0;
+  for (const auto &entry : training)
+    shared += decode.contains(entry.getKey());
+  EXPECT_GT(shared, 0u); // the test needs kernels both hold
+  EXPECT_EQ(names.size(), decode.size() + training.size() - shared);
+  for (const std::string &n : names)
+    EXPECT_TRUE(decode.contains(n) || training.contains(n)) << n;
+  EXPECT_TRUE(decode.contains(names.front()));
+  EXPECT_TRUE(training.contains(names.back()));
+
+  auto unknown = warmupSpecs("decode,nope", "sm_90a");
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_NE(llvm::toString(unknown.takeError()).find("profile=nope"),
+            std::string::npos);
+}
+
 } // namespace

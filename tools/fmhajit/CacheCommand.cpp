@@ -27,7 +27,8 @@ static constexpr llvm::StringLiteral kCacheUsage =
 
 static const OptionSpec kCacheFlags[] = {
     {"profile", true,
-     "warm: the profile whose kernels to compile (fmhajit list)"},
+     "warm: the profile whose kernels to compile (fmhajit list), or several: "
+     "decode,training"},
     {"target", true, "warm: the target to compile them for"},
     {"load", false,
      "warm: also load each into this machine's GPU driver, which keeps its "
