@@ -93,8 +93,8 @@ def test_kernel_cache_is_shared_with_the_cli(tmp_path):
 
 def test_warmup_fills_the_cache_the_cli_reads(tmp_path):
     """fmhajit.warmup compiles a profile into the cache; the CLI then loads
-    one of its kernels from disk. An unknown profile or target is a
-    ValueError naming it."""
+    one of its kernels from disk. Several profiles may be named at once. An
+    unknown profile or target is a ValueError naming it."""
     fmhajit.warmup("smoke", "host", cache_dir=str(tmp_path))
     env = dict(os.environ, FMHAJIT_CACHE_DIR=str(tmp_path))
     code, out, err = cli("run", "family=fwd,dtype=bf16,d=64,mask=causal,target=host",
@@ -103,5 +103,9 @@ def test_warmup_fills_the_cache_the_cli_reads(tmp_path):
     assert "(disk)" in out, out
     with pytest.raises(ValueError, match="unknown profile"):
         fmhajit.warmup("nope", "host", cache_dir=str(tmp_path))
+    # Several profiles, a,b; each named, so a bad one is refused by name.
+    assert fmhajit.warmup("smoke, smoke", "host", cache_dir=str(tmp_path)) is None
+    with pytest.raises(ValueError, match="profile=nope"):
+        fmhajit.warmup("smoke,nope", "host", cache_dir=str(tmp_path))
     with pytest.raises(ValueError, match="target sm_12 is unknown"):
         fmhajit.warmup("smoke", "sm_12", cache_dir=str(tmp_path))
