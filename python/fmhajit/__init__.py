@@ -467,11 +467,13 @@ def compile(spec, emit="llvm", target=None):  # noqa: A001 (fmhajit compile)
 
 def warmup(profile, target, cache_dir=None):
     """Compiles a profile's kernels ("smoke", "dispatch", ...: `fmhajit
-    list`) for target ("host", "sm_90a", ...), each spec in its default tile
-    and every tile the dispatcher can pick, into the kernel cache (cache_dir,
-    else the default), several at once, so that first calls find them
-    compiled. Raises ValueError naming an unknown profile or target, and
-    NotImplementedError listing the kernels that failed to compile."""
+    list`; several: "decode,training") for target ("host", "sm_90a", ...),
+    each spec in its default tile and every tile the dispatcher can pick,
+    with the kernels plans run in their place or beside them (`fmhajit list
+    --warm`), into the kernel cache (cache_dir, else the default), several at
+    once, so that first calls find them compiled. Raises ValueError naming an
+    unknown profile or target, and NotImplementedError listing the kernels
+    that failed to compile."""
     _fmhajit.warmup(profile, target, cache_dir or "")
 
 

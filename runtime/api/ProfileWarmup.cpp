@@ -28,9 +28,7 @@ static std::vector<KernelSpec> planTwins(const KernelSpec &candidate,
   std::optional<TileChoice> split = table.chooseSplitTile(
       arch, candidate.pipeline, std::max(candidate.d, candidate.headDimV()),
       candidate.dtype, candidate.mask, /*seqlenQ=*/1);
-  Tile tile{candidate.bm, candidate.bn, candidate.warps, candidate.stages,
-            candidate.v_pretranspose};
-  return splitTwins(candidate, split && split->tile == tile);
+  return splitTwins(candidate, split && split->tile == tileOf(candidate));
 }
 
 llvm::Expected<std::vector<KernelSpec>>
